@@ -1,0 +1,327 @@
+"""Fast array encoder and decoder: the Numba twin of :mod:`fpspec.exact.rounding`.
+
+Bit-equal to the exact reference by test (tests/test_rounding_equality.py).
+The exactness argument (docs/rounding.rst, "The fast path"):
+
+* every input is widened to float64, which is exact for fp16, bf16 and fp32;
+* the float64 bits give the integer significand ``sig`` (< 2^53) and the binade;
+  the neighbours are ``k = sig >> shift`` and the remainder ``rem``, integers;
+* RNE/RNA compare ``rem`` with the half quantum as integers;
+* stochastic modes compare ``delta = rem * 2^-shift`` (exact: a 53-bit integer
+  times a power of two) against thresholds that are multiples of 2^-(N+1),
+  which are exact in float64 for N <= 32.  When ``shift >= 64`` the value is
+  below 2^-11 of a quantum; every threshold of a mode with N <= 32 bits then
+  classifies it as any other value in (0, 2^-33), so a representative is used.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from ..choices import (
+    DEFAULT_SR_BITS,
+    NanPolicy,
+    NegativePolicy,
+    OverflowPolicy,
+    Policies,
+    RoundingMode,
+    ZeroPolicy,
+    default_policies,
+)
+from ..errors import FpspecError
+from ..formats import FloatFormat, get_format
+
+__all__ = ["encode_fast", "decode_fast", "decode_table", "MAX_SR_BITS"]
+
+#: Widest random value the fast path accepts (thresholds must be exact in float64).
+MAX_SR_BITS = 32
+
+_MODE_IDS = {m: i for i, m in enumerate(RoundingMode)}
+_RNE, _RTZ, _RNA, _UP, _DOWN, _SRM, _SRA, _SRU = (_MODE_IDS[m] for m in RoundingMode)
+
+# error kinds reported by the kernel
+_OK, _E_NAN, _E_NEG, _E_ZERO, _E_OVF, _E_RBITS = 0, 1, 2, 3, 4, 5
+
+
+@numba.njit(cache=True, nogil=True)
+def _overflow_code(negative, mode, overflow_sat, nonfinite_code, max_code):
+    down = mode == _RTZ or (mode == _DOWN and not negative) or (mode == _UP and negative)
+    if overflow_sat or down:
+        return max_code
+    return nonfinite_code
+
+
+@numba.njit(cache=True, nogil=True)
+def _encode_range(bits, in_man, in_exp_mask, in_bias, in_sign_shift, rbits, use_r, out, lo, hi,
+                  m, emin, subnormals, signed, sign_mask, max_code, nonfinite_code, inf_code,
+                  nan_code, mode, nbits, overflow_pol, nan_pol, neg_pol, zero_pol):
+    """Encode elements lo..hi-1; return (error kind, index) of the first refusal, or (0, -1).
+
+    ``bits`` holds the raw input bit patterns (uint16 for fp16/bf16, uint32 for fp32,
+    int64 for float64); ``in_*`` describe that input format.
+    overflow_pol: 0 sat, 1 nonfinite, 2 error; nan_pol: 0 error, 1 nan, 2 zero, 3 max;
+    neg_pol: 0 error, 1 nan, 2 zero; zero_pol: 0 error, 1 nan, 2 min.
+    """
+    rmax = 1 << nbits
+    r_scale = 2.0 ** (-nbits)
+    half_r_scale = 2.0 ** (-(nbits + 1))
+    tiny = 2.0 ** -64
+    frac_mask = (1 << in_man) - 1
+    hidden = 1 << in_man
+    for i in range(lo, hi):
+        b = np.int64(bits[i])
+        negative = ((b >> in_sign_shift) & 1) == 1
+        exf = (b >> in_man) & in_exp_mask
+        frac = b & frac_mask
+        r = 0
+        if use_r:
+            r = np.int64(rbits[i])
+            if r >= rmax:
+                return _E_RBITS, i
+        # 1. NaN
+        if exf == in_exp_mask and frac != 0:
+            if nan_pol == 0:
+                return _E_NAN, i
+            elif nan_pol == 1:
+                out[i] = (nan_code | sign_mask) if (negative and signed) else nan_code
+            elif nan_pol == 2:
+                out[i] = 0
+            else:
+                out[i] = max_code
+            continue
+        # 2. sign, unsigned formats
+        if negative and not signed:
+            if exf == 0 and frac == 0:
+                negative = False
+            elif neg_pol == 0:
+                return _E_NEG, i
+            elif neg_pol == 1:
+                out[i] = nan_code
+                continue
+            else:
+                out[i] = 0
+                continue
+        sgn = sign_mask if (negative and signed) else 0
+        # 3. infinity
+        if exf == in_exp_mask:
+            if inf_code >= 0:
+                out[i] = inf_code | sgn
+            elif overflow_pol == 2:
+                return _E_OVF, i
+            else:
+                out[i] = _overflow_code(negative, mode, overflow_pol == 0, nonfinite_code, max_code) | sgn
+            continue
+        # 4. zero
+        if exf == 0 and frac == 0:
+            if subnormals:
+                out[i] = sgn
+            elif zero_pol == 0:
+                return _E_ZERO, i
+            elif zero_pol == 1:
+                out[i] = nan_code
+            else:
+                out[i] = 0
+            continue
+        # 5. binade of |x| = sig * 2^(e - in_man)
+        if exf == 0:  # subnormal input
+            sig = frac
+            e = 1 - in_bias
+            while sig < hidden:
+                sig <<= 1
+                e -= 1
+        else:
+            sig = frac | hidden
+            e = exf - in_bias
+        if e < emin:
+            if not subnormals:
+                out[i] = sgn
+                continue
+            eb = emin
+        else:
+            eb = e
+        # 6. neighbours: k = floor(|x| / 2^(eb - m)), remainder rem / 2^shift
+        shift = in_man - m + (eb - e)
+        if shift >= 64:
+            k = 0
+            delta_half = -1  # below half a quantum
+            delta = tiny
+            nonzero = True
+        elif shift <= 0:  # input no wider than the target: exact
+            k = sig << (-shift)
+            nonzero = False
+            delta_half = -1
+            delta = 0.0
+        else:
+            k = sig >> shift
+            rem = sig & ((1 << shift) - 1)
+            nonzero = rem != 0
+            half = 1 << (shift - 1)
+            delta_half = -1 if rem < half else (0 if rem == half else 1)
+            delta = rem * 2.0 ** (-shift)
+        code = (eb - emin) * (1 << m) + k
+        if not subnormals:
+            code -= 1 << m
+        # 7. rounding
+        if nonzero:
+            up = False
+            if mode == _RNE:
+                up = delta_half > 0 or (delta_half == 0 and (code & 1) == 1)
+            elif mode == _RNA:
+                up = delta_half >= 0
+            elif mode == _UP:
+                up = not negative
+            elif mode == _DOWN:
+                up = negative
+            elif mode == _SRM:
+                up = delta >= 1.0 - (2 * r + 1) * half_r_scale
+            elif mode == _SRA:
+                up = delta >= 1.0 - r * r_scale
+            elif mode == _SRU:
+                up = r < delta * rmax
+            if up:
+                code += 1
+        # 8. overflow
+        if code > max_code:
+            if overflow_pol == 2:
+                return _E_OVF, i
+            code = _overflow_code(negative, mode, overflow_pol == 0, nonfinite_code, max_code)
+        # 9. sign
+        out[i] = code | sgn
+    return _OK, -1
+
+
+_CHUNK = 1 << 16
+
+
+@numba.njit(cache=True, parallel=True)
+def _encode_parallel(bits, in_man, in_exp_mask, in_bias, in_sign_shift, rbits, use_r, out,
+                     m, emin, subnormals, signed, sign_mask, max_code, nonfinite_code, inf_code,
+                     nan_code, mode, nbits, overflow_pol, nan_pol, neg_pol, zero_pol):
+    n = bits.shape[0]
+    nchunks = (n + _CHUNK - 1) // _CHUNK
+    errs = np.zeros((nchunks, 2), dtype=np.int64)
+    for c in numba.prange(nchunks):
+        lo = c * _CHUNK
+        hi = min(n, lo + _CHUNK)
+        kind, idx = _encode_range(bits, in_man, in_exp_mask, in_bias, in_sign_shift, rbits, use_r,
+                                  out, lo, hi, m, emin, subnormals, signed, sign_mask, max_code,
+                                  nonfinite_code, inf_code, nan_code, mode, nbits, overflow_pol,
+                                  nan_pol, neg_pol, zero_pol)
+        errs[c, 0] = kind
+        errs[c, 1] = idx
+    for c in range(nchunks):  # the first refusal in element order
+        if errs[c, 0] != 0:
+            return errs[c, 0], errs[c, 1]
+    return 0, -1
+
+
+#: Raw-bit views of the accepted input dtypes: (view dtype, mantissa bits, exponent mask, bias, sign shift).
+_INPUT_LAYOUTS = {
+    "float16": (np.uint16, 10, 0x1F, 15, 15),
+    "bfloat16": (np.uint16, 7, 0xFF, 127, 15),
+    "float32": (np.uint32, 23, 0xFF, 127, 31),
+    "float64": (np.int64, 52, 0x7FF, 1023, 63),
+}
+
+
+_OVF_IDS = {OverflowPolicy.SAT: 0, OverflowPolicy.NONFINITE: 1, OverflowPolicy.ERROR: 2}
+_NAN_IDS = {NanPolicy.ERROR: 0, NanPolicy.NAN: 1, NanPolicy.ZERO: 2, NanPolicy.MAX: 3}
+_NEG_IDS = {NegativePolicy.ERROR: 0, NegativePolicy.NAN: 1, NegativePolicy.ZERO: 2}
+_ZERO_IDS = {ZeroPolicy.ERROR: 0, ZeroPolicy.NAN: 1, ZeroPolicy.MIN: 2}
+
+
+def validate_policies(fmt: FloatFormat, pol: Policies) -> None:
+    """Refuse policies that the format cannot honour, before any element is seen."""
+    if pol.overflow is OverflowPolicy.NONFINITE and not (fmt.has_inf or fmt.has_nan):
+        raise FpspecError(f"{fmt.name} has no Inf or NaN code: overflow policy 'nonfinite' is impossible")
+    if pol.nan is NanPolicy.NAN and not fmt.has_nan:
+        raise FpspecError(f"{fmt.name} has no NaN code: NaN policy 'nan' is impossible")
+    if pol.negative is NegativePolicy.ZERO and not fmt.has_zero:
+        raise FpspecError(f"{fmt.name} has no zero: negative policy 'zero' is impossible")
+
+
+def encode_fast(x: np.ndarray, fmt: FloatFormat | str, mode: RoundingMode | str = RoundingMode.RNE,
+                *, rbits: np.ndarray | None = None, nbits: int = DEFAULT_SR_BITS,
+                policies: Policies | None = None) -> np.ndarray:
+    """Encode a float array to codes of ``fmt``; same contract as :func:`fpspec.exact.rounding.encode_exact`."""
+    fmt = get_format(fmt)
+    mode = RoundingMode.parse(mode)
+    pol = policies or default_policies(fmt)
+    validate_policies(fmt, pol)
+    x = np.asarray(x)
+    shape = x.shape
+    layout = _INPUT_LAYOUTS.get(x.dtype.name)
+    if layout is None:
+        raise FpspecError(f"input must be a float array (float16/bfloat16/float32/float64), got {x.dtype}")
+    view_dtype, in_man, in_exp_mask, in_bias, in_sign_shift = layout
+    bits = np.ascontiguousarray(x).reshape(-1).view(view_dtype)
+    if mode.stochastic:
+        if not 1 <= nbits <= MAX_SR_BITS:
+            raise FpspecError(f"nbits must be in 1..{MAX_SR_BITS}, got {nbits}")
+        if rbits is None:
+            raise FpspecError(f"stochastic mode {mode.value} needs random bits (rbits)")
+        rb = np.asarray(rbits)
+        if rb.shape != shape:
+            raise FpspecError(f"rbits shape {rb.shape} does not match input shape {shape}")
+        if rb.dtype not in (np.uint8, np.uint16, np.uint32):
+            raise FpspecError(f"rbits must be uint8, uint16 or uint32, got {rb.dtype}")
+        rflat = np.ascontiguousarray(rb).reshape(-1)
+        use_r = True
+    else:
+        rflat = np.zeros(1, dtype=np.uint8)
+        use_r = False
+    out = np.empty(bits.shape[0], dtype=np.uint32 if fmt.bits > 16 else fmt.storage_dtype)
+    nonfinite = fmt.inf_code if fmt.has_inf else (fmt.nan_code if fmt.has_nan else -1)
+    err = _encode_parallel(bits, in_man, in_exp_mask, in_bias, in_sign_shift, rflat, use_r, out,
+                           fmt.man_bits, fmt.emin, fmt.subnormals, fmt.signed,
+                           fmt.sign_mask, fmt.max_finite_code, nonfinite,
+                           fmt.inf_code if fmt.has_inf else -1, fmt.nan_code if fmt.has_nan else -1,
+                           _MODE_IDS[mode], nbits, _OVF_IDS[pol.overflow], _NAN_IDS[pol.nan],
+                           _NEG_IDS[pol.negative], _ZERO_IDS[pol.zero])
+    if err[0] != _OK:
+        where = tuple(int(i) for i in np.unravel_index(int(err[1]), shape)) if shape else ()
+        msg = {
+            _E_NAN: f"NaN input to {fmt.name} under NaN policy 'error'",
+            _E_NEG: f"negative input to unsigned {fmt.name} under negative policy 'error'",
+            _E_ZERO: f"zero input to {fmt.name}, which has no zero, under zero policy 'error'",
+            _E_OVF: f"overflow: value beyond max finite of {fmt.name} under overflow policy 'error'",
+            _E_RBITS: f"random value not below 2^{nbits}",
+        }[int(err[0])]
+        raise FpspecError(msg, where)
+    return out.reshape(shape)
+
+
+_TABLES: dict[str, np.ndarray] = {}
+
+
+def decode_table(fmt: FloatFormat | str) -> np.ndarray:
+    """float64 value of every code of a format of at most 16 bits (NaN, +-Inf as floats)."""
+    fmt = get_format(fmt)
+    if fmt.bits > 16:
+        raise ValueError(f"{fmt.name} is too wide for a decode table")
+    table = _TABLES.get(fmt.name)
+    if table is None:
+        table = np.array([float(fmt.decode_exact(c)) for c in range(fmt.num_codes)], dtype=np.float64)
+        for c in range(fmt.num_codes):  # negative zeros keep their sign
+            if fmt.signed and c == fmt.sign_mask:
+                table[c] = -0.0
+        table.setflags(write=False)
+        _TABLES[fmt.name] = table
+    return table
+
+
+def decode_fast(codes: np.ndarray, fmt: FloatFormat | str) -> np.ndarray:
+    """Decode codes to float64 (exact: every value of these formats is a float64)."""
+    fmt = get_format(fmt)
+    codes = np.asarray(codes)
+    if codes.dtype.kind not in "ui":
+        raise FpspecError(f"codes must be an unsigned integer array, got {codes.dtype}")
+    bad = np.flatnonzero((codes.reshape(-1) < 0) | (codes.reshape(-1) >= fmt.num_codes))
+    if bad.size:
+        idx = tuple(int(i) for i in np.unravel_index(int(bad[0]), codes.shape))
+        raise FpspecError(f"code {int(codes.reshape(-1)[bad[0]])} out of range for {fmt.name} "
+                          f"({fmt.bits} bits)", idx)
+    if fmt.bits == 32:
+        return codes.astype(np.uint32).view(np.float32).astype(np.float64)
+    return decode_table(fmt)[codes.astype(np.intp)]
