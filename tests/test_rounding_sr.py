@@ -24,8 +24,8 @@ def sample_inputs(fmt_name: str, dtype: type) -> np.ndarray:
     f = get_format(fmt_name)
     vals = [float(v) for v in f.finite_values()]
     pts: list[float] = []
-    quantum_top = vals[-1] - vals[-2]
-    for lo, hi in zip(vals, vals[1:] + [vals[-1] + quantum_top]):
+    top = float(f.max_finite + Fraction(2) ** (f.emax - f.man_bits))  # first value past max finite
+    for lo, hi in zip(vals, vals[1:] + [top]):
         for frac in (0.5, 0.25, 0.75, 1 / 256, 255 / 256, 129 / 256, 127 / 256):
             pts.append(lo + (hi - lo) * frac)
     pts += [float(f.min_positive) / 2, float(f.min_positive) * 0.001, float(f.max_finite) * 4]
