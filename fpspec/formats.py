@@ -198,11 +198,12 @@ class FloatFormat:
         """Exact value of a code: a Fraction, or a float inf / nan (FPS-FMT-3).
 
         Negative zero is returned as ``Fraction(0)``; use :meth:`split` for its sign.
+        A NaN code returns a float NaN carrying the code's sign bit.
         """
         kind = self.kind(code)
         sign, exp, man = self.split(code)
         if kind is CodeKind.NAN:
-            return math.nan
+            return math.copysign(math.nan, -1.0 if sign else 1.0)
         if kind is CodeKind.INF:
             return -math.inf if sign else math.inf
         if exp == 0 and self.subnormals:
