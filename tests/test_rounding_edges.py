@@ -235,3 +235,26 @@ def test_exact_reference_accepts_fractions_beyond_float():
     assert round_to_code(Fraction(1, 3), f, "up") == 0x2B
     assert round_to_code(Fraction(1, 3), f, "rtz") == round_to_code(Fraction(1, 3), f, "down") == 0x2A
     assert round_to_code(Fraction(-1, 3), f, "down") == 0xAB
+
+
+@pytest.mark.parametrize("fmt,make_bad,policies", [
+    ("e2m1", lambda x: np.where(np.arange(x.size) % 997 == 500, np.nan, x), {}),
+    ("ue5m3", lambda x: x, {}),  # negatives present: refused
+    ("e4m3", lambda x: x * 100, {"overflow": "error"}),
+    ("ue8m0", lambda x: np.abs(x) * (np.arange(x.size) % 1500 != 1234), {}),  # zero refused
+])
+def test_refusals_name_the_same_first_index(fmt, make_bad, policies):
+    """FPS-RND-14: exact and fast refuse the same input, naming the same first index
+    (the fast path runs chunks in parallel; the first refusal in element order wins)."""
+    from fpspec.convert import resolve_policies
+
+    rng = np.random.default_rng(11)
+    x = make_bad(rng.standard_normal(300_000) * 3).astype(np.float32).reshape(600, 500)
+    pol = resolve_policies(fmt, **policies)
+    with pytest.raises(FpspecError) as fast:
+        encode_fast(x, fmt, "rne", policies=pol)
+    head = x.reshape(-1)[: int(np.ravel_multi_index(fast.value.index, x.shape)) + 1].reshape(1, -1)
+    with pytest.raises(FpspecError) as exact:  # on the prefix up to the reported element
+        encode_exact(head, fmt, "rne", policies=pol)
+    assert exact.value.index == (0, head.size - 1)
+    assert str(exact.value).split(" (first")[0] in str(fast.value)

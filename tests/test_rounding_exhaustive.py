@@ -28,7 +28,7 @@ def _check_all_modes(x: np.ndarray, fmt: str, pol: Policies) -> None:
 
 @pytest.mark.parametrize("fmt", NARROW_FORMATS)
 def test_every_fp16_input(all_fp16, fmt):
-    """FPS-RND-0: every FP16 bit pattern (NaNs, Infs, subnormals, -0) into each narrow format,
+    """FPS-RND-0, FPS-RND-14: every FP16 bit pattern (NaNs, Infs, subnormals, -0) into each narrow format,
     all deterministic modes, exact == fast; negatives into unsigned formats under the
     non-rejecting negative policy."""
     _check_all_modes(all_fp16, fmt, accepting_policies(fmt))
@@ -36,7 +36,7 @@ def test_every_fp16_input(all_fp16, fmt):
 
 @pytest.mark.parametrize("fmt", NARROW_FORMATS)
 def test_every_bf16_input(all_bf16, fmt):
-    """FPS-RND-0: every BF16 bit pattern into each narrow format, all deterministic modes."""
+    """FPS-RND-0, FPS-RND-14: every BF16 bit pattern into each narrow format, all deterministic modes."""
     _check_all_modes(all_bf16, fmt, accepting_policies(fmt))
 
 

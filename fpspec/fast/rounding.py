@@ -338,7 +338,8 @@ def encode_fast(x: np.ndarray, fmt: FloatFormat | str, mode: RoundingMode | str 
             _E_NAN: f"NaN input to {fmt.name} under NaN policy 'error'",
             _E_NEG: f"negative input to unsigned {fmt.name} under negative policy 'error'",
             _E_ZERO: f"zero input to {fmt.name}, which has no zero, under zero policy 'error'",
-            _E_OVF: f"overflow: value beyond max finite of {fmt.name} under overflow policy 'error'",
+            _E_OVF: f"overflow: value beyond max finite {fmt.max_finite} of {fmt.name} "
+                    "under overflow policy 'error'",
             _E_RBITS: f"random value not below 2^{nbits}",
         }[int(err[0])]
         raise FpspecError(msg, where)
