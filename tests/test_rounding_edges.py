@@ -258,3 +258,18 @@ def test_refusals_name_the_same_first_index(fmt, make_bad, policies):
         encode_exact(head, fmt, "rne", policies=pol)
     assert exact.value.index == (0, head.size - 1)
     assert str(exact.value).split(" (first")[0] in str(fast.value)
+
+
+def test_non_native_byte_order_and_numpy_scalars():
+    """FPS-RND-0: a big-endian float array (as a .npy file may hold) is read by value, not by
+    its swapped bytes; NumPy float scalars are exact inputs of round_to_code.
+    (Before this test the fast path returned [0, 0] for big-endian [1.0, 3.0].)"""
+    import ml_dtypes
+
+    for dt in (">f2", ">f4", ">f8"):
+        x = np.array([1.0, 3.0, -0.5, 2.5], dtype=dt)
+        assert encode(x, "e2m1").tolist() == [2, 5, 0x9, 4]
+        assert encode(x, "e2m1", impl="exact").tolist() == [2, 5, 0x9, 4]
+    for v in (np.float16(1.5), np.float32(1.5), ml_dtypes.bfloat16(1.5), np.float64(1.5)):
+        assert round_to_code(v, "e2m1") == 3
+    assert round_to_code(np.float32("nan"), "e4m3") == 0x7F

@@ -296,6 +296,8 @@ def encode_fast(x: np.ndarray, fmt: FloatFormat | str, mode: RoundingMode | str 
     if layout is None:
         raise FpspecError(f"input must be a float array (float16/bfloat16/float32/float64), got {x.dtype}")
     view_dtype, in_man, in_exp_mask, in_bias, in_sign_shift = layout
+    if not x.dtype.isnative:  # e.g. a big-endian '>f4' loaded from a file: the bits must be native
+        x = x.astype(x.dtype.newbyteorder("="))
     bits = np.ascontiguousarray(x).reshape(-1).view(view_dtype)
     if mode.stochastic:
         if not 1 <= nbits <= MAX_SR_BITS:
