@@ -299,7 +299,7 @@ FP16 = FloatFormat("fp16", 5, 10, 15, True, True, Specials.IEEE, "IEEE 754 binar
 BF16 = FloatFormat("bf16", 8, 7, 127, True, True, Specials.IEEE, "bfloat16: the upper half of binary32")
 FP32 = FloatFormat("fp32", 8, 23, 127, True, True, Specials.IEEE, "IEEE 754 binary32")
 
-#: Every predefined format by CLI name (FPS-FMT-1).
+#: Every predefined format by CLI name (FPS-FMT-4).
 FORMATS: dict[str, FloatFormat] = {
     f.name: f for f in (E2M1, E4M3, UE4M3, UE5M3, UE5M3FNU, UE8M0, E5M2, FP16, BF16, FP32)
 }

@@ -1,17 +1,23 @@
-"""Fast array encoder and decoder: the Numba twin of :mod:`fpspec.exact.rounding`.
+"""Fast array encoder and decoder: the Numba twin of :mod:`fpspec.exact.rounding` (FPS-RND-14).
 
-Bit-equal to the exact reference by test (tests/test_rounding_equality.py).
+Bit-equal to the exact reference by test (tests/test_rounding_exhaustive.py,
+test_rounding_sr.py, test_rounding_edges.py, test_decode_exhaustive.py).
 The exactness argument (docs/rounding.rst, "The fast path"):
 
-* every input is widened to float64, which is exact for fp16, bf16 and fp32;
-* the float64 bits give the integer significand ``sig`` (< 2^53) and the binade;
-  the neighbours are ``k = sig >> shift`` and the remainder ``rem``, integers;
+* the input's raw bits give the integer significand ``sig`` (< 2^53) and the binade
+  exactly (fp16, bf16, fp32 and fp64 layouts are read directly);
+* the neighbours are ``k = sig >> shift`` and the remainder ``rem``, integers;
 * RNE/RNA compare ``rem`` with the half quantum as integers;
 * stochastic modes compare ``delta = rem * 2^-shift`` (exact: a 53-bit integer
   times a power of two) against thresholds that are multiples of 2^-(N+1),
   which are exact in float64 for N <= 32.  When ``shift >= 64`` the value is
   below 2^-11 of a quantum; every threshold of a mode with N <= 32 bits then
   classifies it as any other value in (0, 2^-33), so a representative is used.
+
+Performance: one element function (inlined) serves a generic kernel and an RNE
+kernel whose mode is a compile-time constant; large arrays run in chunks on a
+thread pool (the kernels release the GIL).  Few kernel signatures are compiled,
+because each costs seconds on a fresh machine (cache=True keeps them on disk).
 """
 
 from __future__ import annotations
