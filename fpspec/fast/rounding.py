@@ -237,6 +237,16 @@ PARALLEL_MIN_ELEMENTS = 1 << 18
 _POOL: ThreadPoolExecutor | None = None
 
 
+def _forget_pool_after_fork() -> None:
+    """A forked child has none of the parent's worker threads: start a fresh pool there."""
+    global _POOL
+    _POOL = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool_after_fork)
+
+
 def _threads() -> int:
     """Worker threads for large arrays: the CPUs this process may run on."""
     try:
