@@ -27,7 +27,7 @@ from ..schemes import AmaxZero, Arithmetic, BlockSpec, MxScaleMode, SignedZero
 from .rounding import round_to_code
 
 __all__ = ["BlockResult", "quantize_view_exact", "f32", "f32_mul", "f32_div", "FLT_MAX",
-           "f32_add", "block_amax_grid_exact", "rht16_exact", "RHT_SIGNS"]
+           "f32_add", "f32_fma", "block_amax_grid_exact", "rht16_exact", "RHT_SIGNS"]
 
 #: Largest finite binary32 value.
 FLT_MAX = float(np.finfo(np.float32).max)
@@ -124,13 +124,25 @@ def f32_add(a: float, b: float) -> float:
     return r if r != 0 else 0.0
 
 
+def f32_fma(a: float, b: float, c: float) -> float:
+    """fp32(a * b + c) with one rounding (IEEE fusedMultiplyAdd on finite binary32 values)."""
+    prod = Fraction(a) * Fraction(b)
+    exact = prod + Fraction(c)
+    if exact == 0:
+        prod_neg = prod == 0 and _sign(a) * _sign(b) < 0
+        return -0.0 if (prod == 0 and c == 0 and prod_neg and _sign(c) < 0) else 0.0
+    r = f32(exact)
+    return r if r != 0 else math.copysign(0.0, 1 if exact > 0 else -1)
+
+
 def rht16_exact(x: np.ndarray) -> np.ndarray:
     """The 16-point random Hadamard transform along the last axis, in binary32 (FPS-BLK-10).
 
     For each group of 16 and each output j, with w_ij = s_i H16[i, j] / 4 (H16 the
     Sylvester Hadamard matrix, s = :data:`RHT_SIGNS`; every w_ij is +-1/4):
-    p_i = fp32(x_i w_ij), y_j = fp32(...fp32(fp32(p_0 + p_1) + p_2)... + p_15),
-    sequential binary32 accumulation in index order.
+    a_0 = fp32(x_0 w_0j), a_i = fma32(x_i, w_ij, a_(i-1)) = fp32(a_(i-1) + x_i w_ij)
+    (one rounding per step, the product exact), y_j = a_15: sequential fused
+    multiply-add accumulation in index order.
     """
     m, k = x.shape
     if k % 16:
@@ -142,10 +154,9 @@ def rht16_exact(x: np.ndarray) -> np.ndarray:
             xs = [f32(float(x[r, 16 * g + i])) if x.dtype != np.float32 else float(x[r, 16 * g + i])
                   for i in range(16)]
             for j in range(16):
-                acc = 0.0
-                for i in range(16):
-                    p = f32_mul(xs[i], RHT_SIGNS[i] * h[i][j] * 0.25)
-                    acc = p if i == 0 else f32_add(acc, p)
+                acc = f32_mul(xs[0], RHT_SIGNS[0] * h[0][j] * 0.25)
+                for i in range(1, 16):
+                    acc = f32_fma(xs[i], RHT_SIGNS[i] * h[i][j] * 0.25, acc)
                 out[r, 16 * g + j] = acc
     return out
 

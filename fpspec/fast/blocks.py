@@ -370,9 +370,13 @@ def rht16_fast(x: np.ndarray) -> np.ndarray:
     """Fast twin of :func:`fpspec.exact.blocks.rht16_exact`: the same binary32 steps, vectorized."""
     m, k = x.shape
     w = _rht_weights()
-    g = np.ascontiguousarray(x, dtype=np.float32).reshape(m, k // 16, 16)
+    # binary64 emulates each fused step exactly: x w is exact in binary64, and when
+    # a + x w is not exact in binary64 the exponent gap exceeds 29 bits, so both
+    # roundings return the larger addend (docs/scheme-nvfp4.rst).
+    g = np.ascontiguousarray(x, dtype=np.float32).astype(np.float64).reshape(m, k // 16, 16)
+    w64 = w.astype(np.float64)
     with np.errstate(all="ignore"):
-        acc = g[:, :, 0:1] * w[0][None, None, :]
+        acc = (g[:, :, 0:1] * w64[0][None, None, :]).astype(np.float32)
         for i in range(1, 16):
-            acc = acc + g[:, :, i:i + 1] * w[i][None, None, :]
-    return acc.reshape(m, k).astype(np.float32)
+            acc = (acc.astype(np.float64) + g[:, :, i:i + 1] * w64[i][None, None, :]).astype(np.float32)
+    return acc.reshape(m, k)
