@@ -25,7 +25,9 @@ def _cmd_bounds(args: argparse.Namespace) -> int:
     t = b.target
     print(f"scale format {b.scale_format}, target T = {t} ({float(t):g})")
     print(f"  max scale U           = {b.max_scale} ({float(b.max_scale):g})")
-    print(f"  headroom U/T          = {b.headroom} = {float(b.headroom):.2f}x "
+    h = float(b.headroom)
+    print(f"  headroom U/T          = {b.headroom} = {h:.2f}x " if h < 1e6 else
+          f"  headroom U/T          = {h:.6g}x "
           f"(every block unsaturated iff T*rho <= U, rho = block amax / tensor amax)")
     if b.min_nonzero_exclusive:
         print(f"  nonzero scale iff rho > {b.min_nonzero_ratio} = {float(b.min_nonzero_ratio):.6g} "
