@@ -1,0 +1,249 @@
+"""Plots of the spec, drawn from the code at build time with matplotlib (Agg) (FPS-DOC-3).
+
+``.. fpspec-plot:: NAME`` renders the figure NAME (see :data:`PLOTS`) into
+``docs/_generated/NAME.png`` (gitignored) and shows it with its caption.
+A figure is redrawn only when the code it depends on changes: a stamp file
+beside the PNG holds the SHA-256 of this module and of every source file the
+figure reads.  Drawing is deterministic (fixed data, no random numbers, no
+timestamps in the PNG) and needs no network.
+
+Every number plotted comes from the fpspec modules, computed exactly
+(fractions.Fraction); matplotlib only draws.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import os
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Callable
+
+from docutils.parsers.rst import Directive, directives
+from docutils.statemachine import StringList
+
+# ------------------------------------------------------------------ the data
+
+
+def sr_bias_curve(mode: str, nbits: int, deltas: list[Fraction]) -> list[Fraction]:
+    """Exact bias of a stochastic rounding mode, in units of the gap between the neighbours.
+
+    For each position ``delta`` in [0, 1) between two neighbours lo < hi, every
+    random value r in [0, 2^N) is enumerated; the mean rounded value minus the
+    input is ``P(up) - delta`` (times hi - lo), where P(up) is the fraction of r
+    for which :func:`fpspec.exact.rounding.round_up_decision` (step 7 of
+    :func:`~fpspec.exact.rounding.round_to_code`) picks the upper neighbour.
+    """
+    from fpspec.choices import RoundingMode
+    from fpspec.exact.rounding import round_up_decision
+
+    m = RoundingMode.parse(mode)
+    out = []
+    total = 1 << nbits
+    for d in deltas:
+        if d == 0:
+            out.append(Fraction(0))  # exact inputs are never rounded
+            continue
+        ups = sum(1 for r in range(total) if round_up_decision(m, d, 0, False, r, nbits))
+        out.append(Fraction(ups, total) - d)
+    return out
+
+
+def sr_bias_by_round_to_code(mode: str, nbits: int, delta: Fraction) -> Fraction:
+    """The same bias measured through the whole of round_to_code on E2M1 (x = 2 + delta, gap 1)."""
+    from fpspec.exact.rounding import round_to_code
+    from fpspec.formats import get_format
+
+    e2m1 = get_format("e2m1")
+    x = 2 + delta
+    total = sum(e2m1.decode_exact(round_to_code(x, e2m1, mode, r=r, nbits=nbits)) for r in range(1 << nbits))
+    return Fraction(total, 1 << nbits) - x
+
+
+SR_MODES = ("sr-midpoint", "sr-add", "sr-unbiased")
+SR_WIDTHS = (2, 4, 8)
+SR_GRID = 512
+
+
+def _plot_sr_bias(path: str) -> None:
+    import matplotlib.pyplot as plt
+
+    deltas = [Fraction(j, SR_GRID) for j in range(SR_GRID)] + [Fraction(1)]
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.6), sharey=True)
+    colours = {2: "#c0392b", 4: "#2471a3", 8: "#1e8449"}
+    for ax, mode in zip(axes, SR_MODES):
+        notes = []
+        for n in SR_WIDTHS:
+            ys = sr_bias_curve(mode, n, deltas[:-1]) + [Fraction(0)]
+            ax.plot([float(d) for d in deltas], [float(y) for y in ys], color=colours[n], lw=1.1,
+                    label=f"N = {n}")
+            notes.append(f"N={n}: bias in [{_frac(min(ys))}, {_frac(max(ys))}]")
+        ax.text(0.02, 0.03, "\n".join(notes), transform=ax.transAxes, fontsize=7.5, va="bottom",
+                bbox={"facecolor": "white", "alpha": 0.8, "edgecolor": "#ccc"})
+        ax.axhline(0, color="#888", lw=0.6)
+        ax.set_title(mode)
+        ax.set_xlabel("position delta of |x| between neighbours")
+        ax.set_xlim(0, 1)
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("bias E[q] - |x|  (units of the gap)")
+    axes[-1].legend(loc="upper right", fontsize=9)
+    fig.tight_layout()
+    _save(fig, path)
+
+
+def _plot_codebooks(path: str) -> None:
+    import matplotlib.pyplot as plt
+
+    from fpspec.formats import FORMATS, CodeKind
+
+    fmts = [f for f in FORMATS.values() if f.bits <= 8]
+    fig, axes = plt.subplots(len(fmts), 1, figsize=(12, 1.05 * len(fmts) + 0.6))
+    for ax, f in zip(axes, fmts):
+        pos = [c for c in range(f.magnitude_mask + 1) if f.kind(c) in (CodeKind.NORMAL, CodeKind.SUBNORMAL)]
+        sub = [float(f.decode_exact(c)) for c in pos if f.kind(c) is CodeKind.SUBNORMAL]
+        nor = [float(f.decode_exact(c)) for c in pos if f.kind(c) is CodeKind.NORMAL]
+        ax.vlines(nor, 0, 1, color="#2471a3", lw=0.9, label="normal")
+        if sub:
+            ax.vlines(sub, 0, 1, color="#d35400", lw=0.9, label="subnormal")
+        ax.set_xscale("log", base=2)
+        ax.set_yticks([])
+        ax.set_ylim(0, 1)
+        lo, hi = float(f.min_positive), float(f.max_finite)
+        ax.set_xlim(lo / 1.6, hi * 1.6)
+        ax.set_ylabel(f.name, rotation=0, ha="right", va="center", fontsize=10)
+        ax.text(1.0, 0.5, f"  max {_short(f.max_finite)}\n  min {_short(f.min_positive)}",
+                transform=ax.transAxes, va="center", fontsize=8)
+        ax.tick_params(axis="x", labelsize=8)
+    axes[0].legend(loc="upper left", fontsize=8, ncol=2, bbox_to_anchor=(0, 1.6))
+    axes[-1].set_xlabel("positive finite values (log2 axis); each line is one code")
+    fig.tight_layout()
+    fig.subplots_adjust(right=0.88)
+    _save(fig, path)
+
+
+def _frac(v: Fraction) -> str:
+    return "0" if v == 0 else (f"{v.numerator}/{v.denominator}" if v.denominator != 1 else str(v.numerator))
+
+
+def _short(v: Fraction) -> str:
+    """A value for a plot label: plain when moderate, 2^e for far powers of two."""
+    f = float(v)
+    if 1e-2 <= f <= 1e6:
+        return f"{f:g}"
+    if v.numerator == 1 or v.denominator == 1:
+        n = v.numerator if v.denominator == 1 else v.denominator
+        if n & (n - 1) == 0:
+            return f"2^{(n.bit_length() - 1) * (1 if v.denominator == 1 else -1)}"
+    return f"{f:.3g}"
+
+
+def _save(fig, path: str) -> None:
+    import matplotlib.pyplot as plt
+
+    fig.savefig(path, dpi=110, metadata={"Software": None})
+    plt.close(fig)
+
+
+@dataclass(frozen=True)
+class Plot:
+    draw: Callable[[str], None]
+    #: modules whose source the figure depends on (the stamp hashes their files)
+    modules: tuple[str, ...]
+    caption: str
+    alt: str
+
+
+#: name -> figure (other modules may add entries before the build reads pages)
+PLOTS: dict[str, Plot] = {
+    "codebooks": Plot(
+        _plot_codebooks, ("fpspec.formats",),
+        "Every positive finite value of each format of at most 8 bits, on a log2 axis "
+        "(drawn from fpspec.formats at build time). Subnormals in orange.",
+        "codebooks of the 8-bit and smaller formats on a log axis"),
+    "sr-bias": Plot(
+        _plot_sr_bias, ("fpspec.exact.rounding", "fpspec.choices"),
+        "Exact bias of each stochastic rounding variant against the position delta of the input "
+        "between its two neighbours, for N = 2, 4 and 8 random bits: every r in [0, 2^N) is "
+        "enumerated through fpspec.exact.rounding at delta = j/512. sr-midpoint is unbiased only "
+        "at the midpoints of 2^-N steps; sr-add is biased toward zero by up to 2^-N; sr-unbiased "
+        "is exact at multiples of 2^-N and biased away from zero in between.",
+        "bias of stochastic rounding against input position"),
+}
+
+
+def register_plot(name: str, plot: Plot) -> None:
+    PLOTS[name] = plot
+
+
+# ------------------------------------------------------------------ building
+
+
+def _stamp(plot: Plot) -> str:
+    h = hashlib.sha256()
+    files = [os.path.abspath(__file__)]
+    for mod in plot.modules:
+        files.append(importlib.import_module(mod).__file__)
+    for path in files:
+        with open(path, "rb") as fh:
+            h.update(fh.read())
+    import matplotlib
+
+    h.update(matplotlib.__version__.encode())
+    return h.hexdigest()
+
+
+def ensure_plot(name: str, outdir: str) -> str:
+    """Draw PLOTS[name] into outdir/NAME.png unless its stamp is current; return the path."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    plot = PLOTS[name]
+    os.makedirs(outdir, exist_ok=True)
+    png = os.path.join(outdir, f"{name}.png")
+    stamp_path = png + ".sha256"
+    stamp = _stamp(plot)
+    if os.path.exists(png) and os.path.exists(stamp_path):
+        with open(stamp_path) as fh:
+            if fh.read().strip() == stamp:
+                return png
+    tmp = png + ".tmp.png"
+    plot.draw(tmp)
+    os.replace(tmp, png)
+    with open(stamp_path, "w") as fh:
+        fh.write(stamp + "\n")
+    return png
+
+
+class PlotDirective(Directive):
+    """``.. fpspec-plot:: NAME``: a generated figure with its caption."""
+
+    required_arguments = 1
+    option_spec = {"width": directives.unchanged}
+
+    def run(self):
+        name = self.arguments[0]
+        if name not in PLOTS:
+            raise self.error(f"unknown fpspec plot {name!r}; known: {', '.join(sorted(PLOTS))}")
+        env = self.state.document.settings.env
+        try:
+            ensure_plot(name, os.path.join(env.srcdir, "_generated"))
+        except Exception as exc:
+            raise self.error(f"drawing plot {name!r} failed: {type(exc).__name__}: {exc}")
+        plot = PLOTS[name]
+        for mod in plot.modules:
+            env.note_dependency(os.path.abspath(importlib.import_module(mod).__file__))
+        lines = [f".. figure:: /_generated/{name}.png",
+                 f"   :width: {self.options.get('width', '100%')}",
+                 f"   :alt: {plot.alt}", "",
+                 f"   {plot.caption}", ""]
+        from docutils import nodes
+
+        holder = nodes.container()
+        self.state.nested_parse(StringList(lines, source=f"<fpspec-plot {name}>"), self.content_offset, holder)
+        return holder.children
+
+
+def setup(app):
+    app.add_directive("fpspec-plot", PlotDirective)
+    return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}
