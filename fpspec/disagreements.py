@@ -66,6 +66,8 @@ class Disagreement:
     fpspec_default: str
     #: Requirement ids of the normative text that fixes fpspec's side.
     requirements: tuple[str, ...] = field(default=())
+    #: The fpspec names of the default behaviour (when it is selectable by name).
+    default_selects: tuple[Selector, ...] = field(default=())
 
 
 def _sel(spec: str) -> tuple[Selector, ...]:
@@ -150,9 +152,9 @@ DISAGREEMENTS: tuple[Disagreement, ...] = (
                       "not reproduced: the sign of the zero it picks is an artefact"),
             Behaviour("TE NVFP4 round-to-nearest reference", "code 0 (+0)", _sel("nan=zero")),
             Behaviour("TE stochastic-rounding fallback", "+6 (code 0x7)", _sel("nan=max")),
-            Behaviour("fpspec default", "refuse with an error naming the first NaN", _sel("nan=error")),
         ),
-        "error: E2M1 has no NaN code and sources disagree, so a silent choice would hide a bug."),
+        "refuse with an error naming the first NaN: E2M1 has no NaN code and sources disagree, "
+        "so a silent choice would hide a bug.", default_selects=_sel("nan=error")),
     Disagreement(
         "signed-zero", "Whether -0.0 keeps its sign in E2M1",
         (
@@ -169,9 +171,8 @@ DISAGREEMENTS: tuple[Disagreement, ...] = (
         (
             Behaviour("ml_dtypes astype from float64", "narrows to float32 first (2.5+2^-30 -> 2.0)", (),
                       "reproduce by casting the input to float32 before encoding"),
-            Behaviour("fpspec", "rounds the exact input value once (2.5+2^-30 -> 3.0)", _sel("rounding=rne")),
         ),
-        "One rounding from the exact value.", ("FPS-RND-0",)),
+        "round the exact input value once (2.5+2^-30 -> 3.0), in every mode.", ("FPS-RND-0",)),
     Disagreement(
         "e4m3-overflow", "E4M3 overflow: NaN or saturation",
         (
@@ -180,17 +181,16 @@ DISAGREEMENTS: tuple[Disagreement, ...] = (
             Behaviour("TE NVFP4 block scale", "min(., 448) before conversion: saturation",
                       _sel("format=ue4m3, overflow=sat")),
         ),
-        "e4m3: nonfinite (what the casts do); ue4m3, the scale format: sat."),
+        "e4m3: nonfinite (what the casts do); ue4m3, the scale format: sat (its use)."),
     Disagreement(
         "e8m0-zero-negative", "E8M0 of zero or of a negative value",
         (
             Behaviour("ml_dtypes float8_e8m0fnu, torch", "0.0 -> 0xFF (NaN); negative -> NaN",
                       _sel("format=ue8m0, zero=nan, negative=nan")),
             Behaviour("fpspec option", "0.0 -> the smallest code 2^-127", _sel("format=ue8m0, zero=min")),
-            Behaviour("fpspec default", "refuse: a zero or negative scale request is a bug upstream",
-                      _sel("format=ue8m0, zero=error, negative=error")),
         ),
-        "error, for both."),
+        "refuse both: a zero or negative scale request is a bug upstream.",
+        default_selects=_sel("zero=error, negative=error")),
     Disagreement(
         "sr-variant", "Which stochastic rounding rule, with how many random bits",
         (
@@ -203,14 +203,15 @@ DISAGREEMENTS: tuple[Disagreement, ...] = (
             Behaviour("gfloat Stochastic (P3109)", "unbiased: P(up) = delta for delta a multiple of 2^-N",
                       _sel("rounding=sr-unbiased")),
         ),
-        "sr-midpoint with N = 8 (alias 'sr'), the seed paper's rule."),
+        "sr-midpoint with N = 8 (alias 'sr'), the seed paper's rule.",
+        default_selects=_sel("rounding=sr-midpoint, nbits=8")),
     Disagreement(
         "ties", "Ties of round-to-nearest: to even or away from zero",
         (
             Behaviour("OCP MX v1.0, TE, seed, ml_dtypes", "ties to even", _sel("rounding=rne")),
             Behaviour("microxcaling 'nearest'", "ties away from zero", _sel("rounding=rna")),
         ),
-        "rne."),
+        "ties to even.", default_selects=_sel("rounding=rne")),
     Disagreement(
         "zero-scale", "A block scale that rounds to zero",
         (

@@ -35,13 +35,14 @@ def test_fps_doc_5_unknown_names_are_refused():
 
 
 def test_table_shape():
-    """Keys are unique; each disagreement has at least two sides or a reference versus fpspec;
-    requirement ids are well formed."""
+    """Keys are unique; each disagreement names at least one reference's behaviour and fpspec's
+    default; requirement ids are well formed; default selectors resolve."""
     keys = [d.key for d in DISAGREEMENTS]
     assert len(keys) == len(set(keys))
     for d in DISAGREEMENTS:
         assert len(d.behaviours) >= 1 and d.fpspec_default, d.key
-        assert len(d.behaviours) >= 2 or "fpspec" in d.fpspec_default.lower() or d.key == "snap", d.key
+        for s in d.default_selects:
+            assert resolve(s) is not None, (d.key, str(s))
         for rid in d.requirements:
             assert re.fullmatch(r"FPS-[A-Z]+-\d+", rid), rid
         for b in d.behaviours:

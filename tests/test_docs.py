@@ -63,33 +63,47 @@ def test_build_succeeds_with_warnings_as_errors(site):
 
 def test_fps_doc_3_codebooks_render_every_code_exactly(site):
     """FPS-DOC-3: the rendered codebook of every format of at most 8 bits lists each code with
-    the value the format descriptor decodes (compared here through exact fractions)."""
+    the value the format descriptor decodes (compared here through exact fractions).  Signed
+    formats have one row per magnitude: the + code and the - code."""
     page = page_text(site, "formats")
     rows = table_rows(page, "fpspec-codebook")
-    by_format: dict[str, list[list[str]]] = {}
     small = [f for f in FORMATS.values() if f.bits <= 8]
-    # the full codebooks appear in FORMATS order, one table each, code 0 first
-    it = iter(rows)
+    it = iter(rows)  # the full codebooks appear in FORMATS order, one table each, code 0 first
+    seen = 0
     for f in small:
-        by_format[f.name] = [next(it) for _ in range(f.num_codes)]
-    for f in small:
-        for code, (hexcode, bits, kind, value, exact) in enumerate(by_format[f.name]):
-            assert int(hexcode, 16) == code, (f.name, hexcode)
-            assert bits.replace(" ", "") == format(code, f"0{f.bits}b"), (f.name, code, bits)
-            assert kind == f.kind(code).value, (f.name, code)
-            v = f.decode_exact(code)
-            if f.kind(code) is CodeKind.NAN:
-                assert value == "NaN"
-            elif f.kind(code) is CodeKind.INF:
-                assert value == ("-Inf" if v < 0 else "+Inf")
-            elif value == "-0":
-                assert f.signed and code == f.sign_mask
-            elif value.startswith("~"):
-                assert float(value[1:]) == pytest.approx(float(v), rel=1e-8)
-                assert _power_form_value(exact) == v
-            else:
-                assert Fraction(value) == v, (f.name, code, value)
-                assert _power_form_value(exact) == v, (f.name, code, exact)
+        if f.signed:
+            for mag in range(f.sign_mask):
+                code_p, code_n, bits, kind, value_p, value_n, exact = next(it)
+                assert int(code_p, 16) == mag and int(code_n, 16) == mag | f.sign_mask, f.name
+                assert bits.replace(" ", "") == format(mag, f"0{f.bits - 1}b"), (f.name, mag, bits)
+                _check_cell(f, mag, kind, value_p, exact)
+                _check_cell(f, mag | f.sign_mask, kind, value_n, None)
+                seen += 2
+        else:
+            for code in range(f.num_codes):
+                hexcode, bits, kind, value, exact = next(it)
+                assert int(hexcode, 16) == code, (f.name, hexcode)
+                assert bits.replace(" ", "") == format(code, f"0{f.bits}b"), (f.name, code, bits)
+                _check_cell(f, code, kind, value, exact)
+                seen += 1
+    assert seen == sum(f.num_codes for f in small)
+
+
+def _check_cell(f, code: int, kind: str, value: str, exact: str | None) -> None:
+    assert kind == f.kind(code).value, (f.name, code)
+    v = f.decode_exact(code)
+    if f.kind(code) is CodeKind.NAN:
+        assert value == "NaN"
+    elif f.kind(code) is CodeKind.INF:
+        assert value == ("-Inf" if v < 0 else "+Inf")
+    elif value == "-0":
+        assert f.signed and code == f.sign_mask
+    elif value.startswith("~"):
+        assert float(value[1:]) == pytest.approx(float(v), rel=1e-8)
+    else:
+        assert Fraction(value) == v, (f.name, code, value)
+    if exact is not None and f.kind(code) not in (CodeKind.NAN, CodeKind.INF):
+        assert _power_form_value(exact) == v, (f.name, code, exact)
 
 
 def _power_form_value(text: str) -> Fraction:
@@ -108,6 +122,7 @@ def test_fps_doc_3_ue5m3_landmarks_on_the_rendered_page(site):
     """FPS-DOC-3: the reader sees 0xF7 = 61440 and 0x01 = 2^-17 for ue5m3, 0xFE = 114688 for ue5m3fnu."""
     rows = table_rows(page_text(site, "formats"), "fpspec-codebook")
     assert ["0xF7", "11110 111", "normal", "61440", "15*2^12"] in rows
+    assert ["0x7E", "0xFE", "1111 110", "normal", "448", "-448", "7*2^6"] in rows  # e4m3 max finite
     assert ["0x01", "00000 001", "subnormal", "0.00000762939453125", "2^-17"] in rows
     assert ["0xFE", "11111 110", "normal", "114688", "7*2^14"] in rows
     assert ["0xF8", "11111 000", "nan", "NaN", "NaN"] in rows

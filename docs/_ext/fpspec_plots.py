@@ -70,7 +70,7 @@ def _plot_sr_bias(path: str) -> None:
     import matplotlib.pyplot as plt
 
     deltas = [Fraction(j, SR_GRID) for j in range(SR_GRID)] + [Fraction(1)]
-    fig, axes = plt.subplots(1, 3, figsize=(12, 3.6), sharey=True)
+    fig, axes = plt.subplots(1, 3, figsize=(11, 3.8), sharey=True)
     colours = {2: "#c0392b", 4: "#2471a3", 8: "#1e8449"}
     for ax, mode in zip(axes, SR_MODES):
         notes = []
@@ -98,7 +98,7 @@ def _plot_codebooks(path: str) -> None:
     from fpspec.formats import FORMATS, CodeKind
 
     fmts = [f for f in FORMATS.values() if f.bits <= 8]
-    fig, axes = plt.subplots(len(fmts), 1, figsize=(12, 1.05 * len(fmts) + 0.6))
+    fig, axes = plt.subplots(len(fmts), 1, figsize=(9, 0.9 * len(fmts) + 0.7))
     for ax, f in zip(axes, fmts):
         pos = [c for c in range(f.magnitude_mask + 1) if f.kind(c) in (CodeKind.NORMAL, CodeKind.SUBNORMAL)]
         sub = [float(f.decode_exact(c)) for c in pos if f.kind(c) is CodeKind.SUBNORMAL]
@@ -113,12 +113,12 @@ def _plot_codebooks(path: str) -> None:
         ax.set_xlim(lo / 1.6, hi * 1.6)
         ax.set_ylabel(f.name, rotation=0, ha="right", va="center", fontsize=10)
         ax.text(1.0, 0.5, f"  max {_short(f.max_finite)}\n  min {_short(f.min_positive)}",
-                transform=ax.transAxes, va="center", fontsize=8)
-        ax.tick_params(axis="x", labelsize=8)
-    axes[0].legend(loc="upper left", fontsize=8, ncol=2, bbox_to_anchor=(0, 1.6))
+                transform=ax.transAxes, va="center", fontsize=9)
+        ax.tick_params(axis="x", labelsize=9)
+    axes[0].legend(loc="lower left", fontsize=9, ncol=2, bbox_to_anchor=(0, 1.0), frameon=False)
     axes[-1].set_xlabel("positive finite values (log2 axis); each line is one code")
     fig.tight_layout()
-    fig.subplots_adjust(right=0.88)
+    fig.subplots_adjust(right=0.85)
     _save(fig, path)
 
 

@@ -82,6 +82,15 @@ def rst_escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace("*", "\\*").replace("`", "\\`").replace("|", "\\|")
 
 
+def docstring_rst(text: str) -> str:
+    """One line of docstring text (RST, with plain |x| and FPS-AREA-* notation made safe)."""
+    from fpspec_spec import escape_plain_markup
+
+    lines = [text]
+    escape_plain_markup(lines)
+    return lines[0]
+
+
 def list_table(header: Sequence[str], rows: Iterable[Sequence[str]], *, widths: str | None = None,
                title: str = "", classes: str = "") -> list[str]:
     """An RST ``list-table`` (cells are RST; empty cells allowed)."""
@@ -101,6 +110,14 @@ def list_table(header: Sequence[str], rows: Iterable[Sequence[str]], *, widths: 
     return out
 
 
+class Row(list):
+    """A table row with HTML classes (e.g. a group separator)."""
+
+    def __init__(self, cells: Iterable[str], classes: Sequence[str] = ()) -> None:
+        super().__init__(cells)
+        self.classes = list(classes)
+
+
 class Table:
     """A table built straight as docutils nodes (a list-table in RST is slow for 256 rows).
 
@@ -110,7 +127,7 @@ class Table:
     def __init__(self, header: Sequence[str], rows: Iterable[Sequence[str]], *,
                  widths: Sequence[int] | None = None, classes: str = "") -> None:
         self.header = list(header)
-        self.rows = [list(r) for r in rows]
+        self.rows = [r if isinstance(r, Row) else Row(r) for r in rows]
         self.widths = list(widths) if widths else [1] * len(self.header)
         self.classes = classes.split()
 
@@ -125,7 +142,7 @@ class Table:
         group += tbody
         for target, rows in ((thead, [self.header]), (tbody, self.rows)):
             for row in rows:
-                tr = nodes.row()
+                tr = nodes.row(classes=list(getattr(row, "classes", [])))
                 for cell in row:
                     entry = nodes.entry()
                     if cell.strip():
@@ -194,7 +211,9 @@ def _fmt_value(v: object) -> str:
         return "-"
     if isinstance(v, Fraction):
         dec = exact_decimal(v, 12)
-        return f"``{power_form(v) if dec.startswith('~') else dec}``"
+        if not dec.startswith("~"):
+            return f"``{dec}``"
+        return f"``{power_form(v)}`` (~{float(v):.4g})"
     return f"``{v}``"
 
 
@@ -207,21 +226,26 @@ class FormatsTableDirective(GeneratedDirective):
         from fpspec.choices import default_policies
         from fpspec.formats import FORMATS
 
-        header = ["name", "bits", "S/E/M", "bias", "specials", "max finite", "min normal",
-                  "min subnormal", "eps", "NaN code", "Inf code", "default overflow / NaN"]
-        rows = []
+        layout = ["name", "bits", "sign / exp / man", "bias", "specials", "NaN code", "Inf code",
+                  "default overflow", "default NaN"]
+        ranges = ["name", "max finite", "min normal", "min subnormal", "eps (1+eps is the next value after 1)"]
+        rows_layout, rows_range = [], []
         for f in FORMATS.values():
             pol = default_policies(f)
             hexw = (f.bits + 3) // 4
             code = (lambda c: "-" if c is None else f"``0x{c:0{hexw}X}``")
-            rows.append([
-                f"``{f.name}``", str(f.bits), f"{int(f.signed)}/{f.exp_bits}/{f.man_bits}", str(f.bias),
-                f"``{f.specials.value}``" + ("" if f.subnormals else ", no subnormals, no zero"),
-                _fmt_value(f.max_finite), _fmt_value(f.min_normal), _fmt_value(f.min_subnormal),
-                _fmt_value(f.eps), code(f.nan_code), code(f.inf_code),
-                f"``{pol.overflow.value}`` / ``{pol.nan.value}``",
+            rows_layout.append([
+                f"``{f.name}``", str(f.bits), f"{int(f.signed)} / {f.exp_bits} / {f.man_bits}", str(f.bias),
+                f"``{f.specials.value}``" + ("" if f.subnormals else "; no subnormals, no zero"),
+                code(f.nan_code), code(f.inf_code), f"``{pol.overflow.value}``", f"``{pol.nan.value}``",
             ])
-        lines: list = [Table(header, rows, classes="fpspec-table"), ""]
+            rows_range.append([f"``{f.name}``", _fmt_value(f.max_finite), _fmt_value(f.min_normal),
+                               _fmt_value(f.min_subnormal), _fmt_value(f.eps)])
+        lines: list = ["Layout, special codes and default policies (the policies are explained on "
+                       ":doc:`rounding`):", "",
+                       Table(layout, rows_layout, widths=(10, 6, 12, 6, 22, 10, 10, 12, 12), classes="fpspec-table"),
+                       "", "Range, as exact values (``s*2^e`` where the decimal is long):", "",
+                       Table(ranges, rows_range, widths=(12, 30, 18, 18, 22), classes="fpspec-table"), ""]
         lines += ["Descriptions and sources:", ""]
         lines += [f"* ``{f.name}``: {rst_escape(f.description)}" for f in FORMATS.values()]
         lines.append("")
@@ -271,13 +295,27 @@ class CodebookDirective(GeneratedDirective):
         return [f"``0x{code:0{hexw}X}``", f"``{self._bits(fmt, code)}``", kind.value,
                 f"``{dec}``", f"``{exact}``"]
 
-    def _full(self, fmt) -> list[str]:
-        rows = [self._row(fmt, c) for c in range(fmt.num_codes)]
-        fields = "S E M" if fmt.signed else "E M"
-        lines = [f"All {fmt.num_codes} codes of ``{fmt.name}`` ({rst_escape(fmt.description)}); "
-                 f"bits are grouped {fields}, exact values are written ``s*2^e``.", ""]
-        lines.append(Table(["code", "bits", "kind", "value", "exact"], rows, widths=(10, 20, 14, 30, 26),
-                           classes="fpspec-codebook"))
+    def _full(self, fmt) -> list:
+        if not fmt.signed:
+            rows = [self._row(fmt, c) for c in range(fmt.num_codes)]
+            lines: list = [f"All {fmt.num_codes} codes of ``{fmt.name}`` ({docstring_rst(fmt.description)}); "
+                           "bits are grouped E M, exact values are written ``s*2^e``.", ""]
+            lines.append(Table(["code", "bits", "kind", "value", "exact"], rows, widths=(10, 20, 14, 30, 26),
+                               classes="fpspec-codebook"))
+            return lines
+        # signed: one row per magnitude, the + code and the - code (sign bit set) side by side
+        rows = []
+        for c in range(fmt.sign_mask):
+            code_p, bits_p, kind, value, exact = self._row(fmt, c)
+            code_n, _, kind_n, value_n, _ = self._row(fmt, c | fmt.sign_mask)
+            assert kind_n == kind
+            rows.append([code_p, code_n, bits_p.replace("``0 ", "``", 1), kind, value, value_n, exact])
+        lines = [f"All {fmt.num_codes} codes of ``{fmt.name}`` ({docstring_rst(fmt.description)}), "
+                 f"one row per magnitude: the code with sign bit 0 and the code with sign bit 1 "
+                 f"(``0x{fmt.sign_mask:X}`` added); bits are the E M fields below the sign, exact "
+                 "values are written ``s*2^e`` for the positive code.", ""]
+        lines.append(Table(["code +", "code -", "bits (E M)", "kind", "value +", "value -", "exact +"], rows,
+                           widths=(8, 8, 16, 12, 22, 16, 18), classes="fpspec-codebook"))
         return lines
 
     def _summary(self, fmt) -> list[str]:
@@ -412,8 +450,8 @@ class PoliciesDirective(GeneratedDirective):
         for enum_cls in enums:
             doc = (enum_cls.__doc__ or "").strip().splitlines()[0]
             lines += [f".. rubric:: {enum_cls.__name__} (``{option[enum_cls.__name__]}``)", "",
-                      rst_escape(doc), ""]
-            rows = [[f"``{m.value}``", rst_escape(docs.get((enum_cls.__name__, m.name), ""))] for m in enum_cls]
+                      docstring_rst(doc), ""]
+            rows = [[f"``{m.value}``", docstring_rst(docs.get((enum_cls.__name__, m.name), ""))] for m in enum_cls]
             lines += [Table(["name", "meaning"], rows, widths=(18, 82), classes="fpspec-table"), ""]
         lines += [".. rubric:: Default policies per format", "",
                   f"Stochastic modes default to N = {choices.DEFAULT_SR_BITS} random bits per element.", ""]
@@ -455,10 +493,15 @@ class DisagreementsDirective(GeneratedDirective):
                 topic = ""
                 if first:
                     topic = f"**{rst_escape(d.topic)}** (``{d.key}``)"
-                rows.append([topic, rst_escape(b.who), rst_escape(b.does), sel])
+                rows.append(Row([topic, rst_escape(b.who), rst_escape(b.does), sel],
+                                ["fpspec-group-start"] if first else []))
                 first = False
             reqs = ", ".join(f":req:`{r}`" for r in d.requirements)
-            rows.append(["", "*fpspec default*", rst_escape(d.fpspec_default) + (f" ({reqs})" if reqs else ""), ""])
+            default_sel = ", ".join(f"``{s}``" for s in d.default_selects)
+            for s in d.default_selects:
+                resolve(s)
+            rows.append(["", "**fpspec default**", rst_escape(d.fpspec_default) + (f" ({reqs})" if reqs else ""),
+                         default_sel])
         return [Table(["question", "who", "does what", "fpspec name that selects it"], rows,
                       widths=(20, 22, 33, 25), classes="fpspec-table fpspec-disagreements")]
 
@@ -490,13 +533,16 @@ def _option_rows(parser: argparse.ArgumentParser) -> list[list[str]]:
         else:
             name = f"``{a.metavar or a.dest}``"
         notes = []
+        raw_help = a.help if a.help and a.help != argparse.SUPPRESS else ""
+        if not a.option_strings:
+            notes.append("positional")
         if a.required and a.option_strings:
             notes.append("required")
-        if a.choices and a.metavar:
+        if a.choices and a.metavar and not all(str(c) in raw_help for c in a.choices):
             notes.append("one of " + ", ".join(f"``{c}``" for c in a.choices))
-        if a.default not in (None, False, argparse.SUPPRESS) and a.nargs != 0:
+        if a.default not in (None, False, argparse.SUPPRESS) and a.nargs != 0 and "default" not in raw_help:
             notes.append(f"default ``{a.default}``")
-        help_text = rst_escape(a.help or "") if a.help != argparse.SUPPRESS else ""
+        help_text = rst_escape(raw_help)
         rows.append([name, help_text + ("; " if help_text and notes else "") + "; ".join(notes)])
     return rows
 
@@ -525,7 +571,7 @@ class CliDirective(GeneratedDirective):
         self.depends_on = ("fpspec.cli", *COMMAND_MODULES)
         parser = build_parser()
         ch = self.options.get("title-char", "-")
-        lines = ["::", ""] + ["   " + ln for ln in _usage(parser).splitlines()] + [""]
+        lines = [".. code-block:: text", ""] + ["   " + ln for ln in _usage(parser).splitlines()] + [""]
         lines += list_table(["option", "meaning"], _option_rows(parser), widths="30 70", classes="fpspec-table")
         for name, help_text, sub in _subparsers(parser):
             title = f"fpspec {name}"
@@ -533,7 +579,7 @@ class CliDirective(GeneratedDirective):
             lines += [f"*{rst_escape(help_text)}*", ""] if help_text else []
             if sub.description:
                 lines += [rst_escape(sub.description), ""]
-            lines += ["::", ""] + ["   " + ln for ln in _usage(sub).splitlines()] + [""]
+            lines += [".. code-block:: text", ""] + ["   " + ln for ln in _usage(sub).splitlines()] + [""]
             lines += list_table(["argument", "meaning"], _option_rows(sub), widths="30 70", classes="fpspec-table")
         return lines
 
