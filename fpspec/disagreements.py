@@ -34,8 +34,9 @@ class Selector:
     Kinds and the CLI/API place each is given in (see :data:`SELECTOR_KINDS`):
     ``format`` (``--format``), ``rounding`` (``--rounding``), ``overflow``,
     ``nan``, ``negative``, ``zero`` (the policies of :mod:`fpspec.choices`),
-    ``nbits`` (``--nbits``, an integer), and the kinds that the block-scaling and
-    GEMM modules register (``scheme``, ``profile``, ``preset``, ...).
+    ``nbits`` (``--nbits``, an integer); ``scheme`` and ``profile`` (``scheme/profile``,
+    ``fpspec quantize --scheme S --profile P``), ``zero-scale-rule`` (``on``/``off``) and
+    ``preset`` (``fpspec gemm --model NAME``).
     """
 
     kind: str
@@ -98,23 +99,54 @@ SELECTOR_KINDS: dict[str, Callable[[str], object]] = {
 }
 
 
+def _resolve_profile(name: str) -> object:
+    """``scheme/profile`` (``--scheme S --profile P`` of ``fpspec quantize``)."""
+    scheme, sep, profile = name.partition("/")
+    if not sep:
+        raise ValueError(f"a profile is named scheme/profile, got {name!r}")
+    schemes = importlib.import_module("fpspec.schemes")
+    return schemes.get_profile(scheme, profile)
+
+
+def _resolve_scheme(name: str) -> object:
+    schemes = importlib.import_module("fpspec.schemes")
+    if name not in schemes.SCHEMES:
+        raise ValueError(f"unknown scheme {name!r}")
+    return name
+
+
+def _resolve_zero_scale_rule(name: str) -> bool:
+    """``on``/``off`` of ``fpspec quantize --zero-scale-rule`` (``zero_scale_rule=`` in the API)."""
+    import inspect
+
+    quantize = importlib.import_module("fpspec.quantize").quantize
+    if "zero_scale_rule" not in inspect.signature(quantize).parameters:
+        raise ValueError("fpspec.quantize.quantize has no zero_scale_rule parameter")
+    if name not in ("on", "off"):
+        raise ValueError(f"zero-scale-rule is on or off, got {name!r}")
+    return name == "on"
+
+
+def _resolve_preset(name: str) -> object:
+    """A GEMM preset (``fpspec gemm --model NAME``)."""
+    return importlib.import_module("fpspec.models").PRESETS[name]
+
+
+SELECTOR_KINDS.update({
+    "scheme": _resolve_scheme,
+    "profile": _resolve_profile,
+    "zero-scale-rule": _resolve_zero_scale_rule,
+    "preset": _resolve_preset,
+})
+
+
 def register_selector_kind(kind: str, resolver: Callable[[str], object]) -> None:
-    """Let a module (block scaling, GEMM models) make its names resolvable here."""
+    """Let a module make further names resolvable here."""
     SELECTOR_KINDS[kind] = resolver
-
-
-#: Modules that register further selector kinds when imported (absent ones are skipped).
-_PROVIDERS = ("fpspec.quantize", "fpspec.models", "fpspec.recipes", "fpspec.scaling")
 
 
 def resolve(selector: Selector) -> object:
     """The object a selector names; ValueError/KeyError when the name does not exist."""
-    if selector.kind not in SELECTOR_KINDS:
-        for mod in _PROVIDERS:
-            try:
-                importlib.import_module(mod)
-            except ModuleNotFoundError:
-                continue
     try:
         resolver = SELECTOR_KINDS[selector.kind]
     except KeyError:

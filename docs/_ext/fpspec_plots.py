@@ -122,6 +122,117 @@ def _plot_codebooks(path: str) -> None:
     _save(fig, path)
 
 
+def _plot_amax_window(path: str) -> None:
+    """The representable window of block-to-tensor amax ratios rho against T, per scale format."""
+    import matplotlib.pyplot as plt
+
+    from fpspec.bounds import SCALE_FORMATS, range_bounds
+
+    formats = [f for f in SCALE_FORMATS if f != "e4m3"]  # e4m3 as a scale is ue4m3's positive half
+    ts = [Fraction(2) ** (k / 4) for k in range(0, 4 * 17 + 1)]  # T from 1 to 2^17 (quarter octaves)
+    ts = [Fraction(float(t)).limit_denominator(1 << 20) for t in ts]
+    fig, axes = plt.subplots(1, len(formats), figsize=(11, 4.2))
+    for ax, sf in zip(axes, formats):
+        bs = [range_bounds(sf, t) for t in ts]
+        x = [float(t) for t in ts]
+        hi = [float(b.headroom) for b in bs]
+        lo = [float(b.min_nonzero_ratio) if b.min_nonzero_ratio else float(b.min_scale / b.target) for b in bs]
+        full = [float(b.min_normal_ratio) for b in bs]
+        ax.fill_between(x, lo, hi, color="#aed6f1", label="nonzero scale")
+        ax.fill_between(x, full, hi, color="#2e86c1", alpha=0.7, label="full scale precision")
+        ax.axhline(1.0, color="#c0392b", lw=0.9, ls="--", label="rho = 1 (current amax)")
+        for t in (448, 2048):
+            ax.axvline(t, color="#555", lw=0.7, ls=":")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log", base=2)
+        ax.set_title(sf + (" (no zero: clamps below)" if sf == "ue8m0" else ""), fontsize=10)
+        ax.set_xlabel("target T (dotted: 448, 2048)")
+        ax.grid(alpha=0.25)
+        ax.tick_params(labelsize=8)
+    axes[0].set_ylabel("block amax / tensor amax  (rho)")
+    axes[-1].legend(loc="lower left", fontsize=8)
+    fig.tight_layout()
+    _save(fig, path)
+
+
+GEMM_KS = (32, 64, 128, 256, 512, 1024, 2048, 4096, 8192)
+
+
+def gemm_error_data() -> dict[str, list[float | None]]:
+    """Mean |y - y_exact| / sum_k |a_k b_k| over 8 x 8 outputs, per preset and K.
+
+    Operands: standard normal float32 (seeded PCG64), quantized with the nvfp4 scheme
+    (te-fp32 profile); y_exact is the ``exact`` preset.  None where a preset matches the
+    exact preset on every output (nothing to draw on a log axis).
+    """
+    import numpy as np
+
+    from fpspec.gemm import gemm
+    from fpspec.models import PRESETS
+    from fpspec.quantize import dequantize, quantize
+
+    rng = np.random.default_rng(20261129)
+    out: dict[str, list[float | None]] = {name: [] for name in PRESETS if name != "exact"}
+    for k in GEMM_KS:
+        a = rng.standard_normal((8, k)).astype(np.float32)
+        b = rng.standard_normal((8, k)).astype(np.float32)
+        qa, qb = quantize(a, "nvfp4"), quantize(b, "nvfp4")
+        da, db = dequantize(qa).astype(np.float64), dequantize(qb).astype(np.float64)
+        scale = np.abs(da) @ np.abs(db).T  # exact enough for a normaliser: a plot, not a check
+        ref = gemm(qa, qb, "exact").astype(np.float64)
+        for name in out:
+            err = np.abs(gemm(qa, qb, name).astype(np.float64) - ref) / scale
+            m = float(err.mean())
+            out[name].append(m if m > 0 else None)
+    return out
+
+
+def _plot_gemm_error(path: str) -> None:
+    import matplotlib.pyplot as plt
+
+    raw = gemm_error_data()
+    data: dict[str, list[float | None]] = {}
+    for name, ys in raw.items():  # presets with identical errors share one line
+        same = next((k for k, v in data.items() if v == ys), None)
+        if same is None:
+            data[name] = ys
+        else:
+            data[f"{same}, {name}"] = data.pop(same)
+    fig, ax = plt.subplots(figsize=(9.5, 4.6))
+    markers = "os^vD<>ph*"
+    for i, (name, ys) in enumerate(data.items()):
+        pts = [(k, y) for k, y in zip(GEMM_KS, ys) if y is not None]
+        if not pts:
+            continue
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=markers[i % len(markers)], ms=4,
+                lw=1.1, label="\n".join(_wrap_names(name)))
+    never = [n for n, ys in data.items() if all(y is None for y in ys)]
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log", base=2)
+    ax.set_xlabel("K (reduction length)")
+    ax.set_ylabel("mean |y - y_exact| / sum |a_k b_k|")
+    ax.grid(alpha=0.3)
+    title = "accumulation error of each GEMM preset against the exact preset (nvfp4 operands)"
+    ax.set_title(title, fontsize=10)
+    if never:
+        ax.text(0.01, 0.01, "equal to exact at every K: " + ", ".join(never), transform=ax.transAxes,
+                fontsize=8, va="bottom")
+    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    fig.tight_layout()
+    _save(fig, path)
+
+
+def _wrap_names(names: str, width: int = 30) -> list[str]:
+    lines, cur = [], ""
+    for part in names.split(", "):
+        if cur and len(cur) + len(part) + 2 > width:
+            lines.append(cur + ",")
+            cur = part
+        else:
+            cur = f"{cur}, {part}" if cur else part
+    return lines + [cur]
+
+
 def _frac(v: Fraction) -> str:
     return "0" if v == 0 else (f"{v.numerator}/{v.denominator}" if v.denominator != 1 else str(v.numerator))
 
@@ -169,6 +280,21 @@ PLOTS: dict[str, Plot] = {
         "at the midpoints of 2^-N steps; sr-add is biased toward zero by up to 2^-N; sr-unbiased "
         "is exact at multiples of 2^-N and biased away from zero in between.",
         "bias of stochastic rounding against input position"),
+    "amax-window": Plot(
+        _plot_amax_window, ("fpspec.bounds", "fpspec.formats"),
+        "The window of block-to-tensor amax ratios rho = a_B / g that a scale format represents, "
+        "against the target T (fpspec.bounds, exact): above the window the block scale saturates, "
+        "below it the scale rounds to zero (light: nonzero scale with fewer significant bits; "
+        "dark: full precision). A stale (held) tensor amax needs rho > 1 to stay inside.",
+        "representable block amax window against T for each scale format"),
+    "gemm-error": Plot(
+        _plot_gemm_error, ("fpspec.models", "fpspec.gemm", "fpspec.exact.accumulate", "fpspec.fast.accumulate",
+                           "fpspec.quantize"),
+        "Mean accumulation error of each GEMM preset against the exact preset, normalised by "
+        "sum |a_k b_k|, for 8 x 8 outputs of seeded standard-normal operands quantized with the "
+        "nvfp4 scheme (fpspec.gemm, at build time). Presets with no point at some K match the "
+        "exact preset bit for bit there.",
+        "accumulation error against K for the GEMM presets"),
 }
 
 

@@ -18,6 +18,10 @@ Directives (all usable on any page):
     the table of :data:`fpspec.disagreements.DISAGREEMENTS`.
 ``.. fpspec-cli::``
     every command of :func:`fpspec.cli.build_parser` with usage and options.
+``.. fpspec-presets::``
+    the GEMM presets of :mod:`fpspec.models` with sources and a parameter matrix.
+``.. fpspec-bounds:: [:targets: 448 2048]``
+    the range bounds of :mod:`fpspec.bounds` for every scale format and T.
 
 Each directive records the source files it read as dependencies, so an
 incremental build re-renders the page when the code changes.
@@ -584,6 +588,102 @@ class CliDirective(GeneratedDirective):
         return lines
 
 
+# ----------------------------------------------------------- GEMM presets, bounds
+
+
+def _param_value(v: object) -> str:
+    if v is None:
+        return "none"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    return str(v)
+
+
+class PresetsDirective(GeneratedDirective):
+    """``.. fpspec-presets::`` the GEMM presets of fpspec.models: summary and source, then a
+    parameter matrix (one row per GemmModel field, one column per preset)."""
+
+    depends_on = ("fpspec.models",)
+
+    def rst_lines(self) -> list:
+        import dataclasses
+
+        from fpspec.models import PARAMETER_ALIASES, PARAMETER_HELP, PRESETS, GemmModel
+
+        aliases: dict[str, list[str]] = {}
+        for short, full in PARAMETER_ALIASES.items():
+            aliases.setdefault(full, []).append(short)
+        lines: list = [Table(["preset", "what it models", "source"],
+                             [[f"``{p.name}``", rst_escape(p.summary), rst_escape(p.source)]
+                              for p in PRESETS.values()],
+                             widths=(18, 50, 32), classes="fpspec-table"), "",
+                       "Parameters of each preset (``fpspec gemm --model PRESET --set PARAM=VALUE`` "
+                       "changes one; aliases in brackets):", ""]
+        names = list(PRESETS)
+        rows = []
+        for f in dataclasses.fields(GemmModel):
+            label = f"``{f.name}``" + (f" ({', '.join(aliases[f.name])})" if f.name in aliases else "")
+            values = [getattr(PRESETS[n].model, f.name) for n in names]
+            cells = [f"``{_param_value(v)}``" for v in values]
+            rows.append([label, *cells])
+        header = ["parameter", *[n.replace("-", "-\u200b") for n in names]]
+        lines.append(Table(header, rows, widths=(16, *[8] * len(names)), classes="fpspec-table fpspec-presets"))
+        lines += ["", "Meaning of each parameter:", ""]
+        for f in dataclasses.fields(GemmModel):
+            lines.append(f"* ``{f.name}``: {rst_escape(PARAMETER_HELP.get(f.name, ''))}")
+        lines.append("")
+        return lines
+
+
+class BoundsDirective(GeneratedDirective):
+    """``.. fpspec-bounds::`` the range bounds of fpspec.bounds for every scale format and each
+    target T given in ``:targets:`` (default 448 2048)."""
+
+    depends_on = ("fpspec.bounds", "fpspec.formats")
+    option_spec = {"targets": directives.unchanged}
+
+    def rst_lines(self) -> list:
+        from fpspec.bounds import SCALE_FORMATS, range_bounds
+
+        targets = [Fraction(t) for t in self.options.get("targets", "448 2048").split()]
+        rows = []
+        for sf in SCALE_FORMATS:
+            for t in targets:
+                b = range_bounds(sf, t)
+                nz = ("none (no zero code)" if not b.min_nonzero_ratio else
+                      f"{'> ' if b.min_nonzero_exclusive else '>= '}{_ratio(b.min_nonzero_ratio)}")
+                dr = b.dynamic_range
+                rows.append([f"``{sf}``", f"``{_num(t)}``", f"``{_num(b.max_scale)}``",
+                             _ratio(b.headroom, x=True), nz, _ratio(b.min_normal_ratio),
+                             "-" if dr is None else f"2^{_log2_str(dr)}"])
+        return [Table(["scale format", "T", "max scale U", "headroom U/T (largest rho)",
+                       "smallest rho with a nonzero scale", "smallest rho at full scale precision",
+                       "span"], rows, widths=(12, 8, 12, 18, 20, 18, 10), classes="fpspec-table"), "",
+                "rho is the block-to-tensor amax ratio a_B / g; every figure is exact "
+                "(:mod:`fpspec.bounds`), decimals are rounded for reading.", ""]
+
+
+def _num(v: Fraction) -> str:
+    return exact_decimal(v, 14) if not exact_decimal(v, 14).startswith("~") else power_form(v)
+
+
+def _ratio(v: Fraction, x: bool = False) -> str:
+    """An exact ratio with a readable decimal: ``137.142857...x (960/7)``."""
+    if v.denominator == 1 or (v.denominator & (v.denominator - 1)) == 0:
+        exact = power_form(v) if len(exact_decimal(v, 14)) > 12 else exact_decimal(v)
+    else:
+        exact = f"{v.numerator}/{v.denominator}"
+    approx = f"{float(v):.6g}"
+    core = f"``{exact}``" if exact == approx else f"{approx} (``{exact}``)"
+    return core + ("x" if x and exact == approx else (" x" if x else ""))
+
+
+def _log2_str(v: Fraction) -> str:
+    import math
+
+    return f"{math.log2(v.numerator) - math.log2(v.denominator):.1f}"
+
+
 DIRECTIVES = {
     "fpspec-formats-table": FormatsTableDirective,
     "fpspec-codebook": CodebookDirective,
@@ -591,6 +691,8 @@ DIRECTIVES = {
     "fpspec-policies": PoliciesDirective,
     "fpspec-disagreements": DisagreementsDirective,
     "fpspec-cli": CliDirective,
+    "fpspec-presets": PresetsDirective,
+    "fpspec-bounds": BoundsDirective,
 }
 
 
