@@ -52,6 +52,7 @@ CONFIGS = [
     ("nvfp4", "te-fp32", {}),
     ("nvfp4", "te-fp32", {"tile": "BxB", "columnwise": True}),
     ("nvfp4", "exact", {}),
+    ("nvfp4", "torchao-0.18", {"tile": "BxB"}),
     ("mxfp4", "floor", {}),
     ("mxfp4", "ceil", {}),
     ("mxfp4", "even", {"rounding": "rna"}),
