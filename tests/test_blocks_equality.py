@@ -7,7 +7,7 @@ import pytest
 
 from fpspec.quantize import dequantize, quantize
 
-M, K = 16, 64
+M, K = 16, 32
 
 
 def _data(kind: str, rng: np.random.Generator) -> tuple[np.ndarray, float | None]:
