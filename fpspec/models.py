@@ -114,7 +114,7 @@ PARAMETER_HELP: dict[str, str] = {
     "alpha_source": "tensor-scale factor alpha: amax (amax_a amax_b / (6T_a 6T_b)), decode-scales (d_a d_b), none",
     "alpha_rounding": "how alpha is rounded to FP32 before y = RNE32(alpha y): exact (never), once, twice",
     "output_format": "output conversion: fp32, or bf16 (RNE)",
-    "require_full_groups": "K must be a multiple of group_size (and of promotion_interval); else FpspecError",
+    "require_full_groups": "K must be a multiple of group_size (whole hardware blocks); else FpspecError",
 }
 
 #: Short names accepted by :func:`get_model` / ``--set`` (``neab`` sets window_bits = 23 + neab).
@@ -212,14 +212,13 @@ class GemmModel:
         return cls(**d)
 
     def check_k(self, k: int) -> None:
-        """FpspecError when ``require_full_groups`` and K does not fill whole groups."""
+        """FpspecError when ``require_full_groups`` and K does not fill whole groups
+        (a last partial promotion interval is always allowed: it is promoted at the end)."""
         if not self.require_full_groups:
             return
-        for name in ("group_size", "promotion_interval"):
-            v = getattr(self, name)
-            if v is not None and k % v:
-                raise FpspecError(f"K={k} is not a multiple of {name}={v} "
-                                  f"(this model has require_full_groups=true)")
+        if self.group_size is not None and k % self.group_size:
+            raise FpspecError(f"K={k} is not a multiple of group_size={self.group_size} "
+                              f"(this model has require_full_groups=true)")
 
 
 def _canonical_overrides(overrides: Mapping[str, Any]) -> dict[str, Any]:
