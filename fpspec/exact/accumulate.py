@@ -46,6 +46,7 @@ __all__ = [
     "operand_from_codes",
     "operand_from_quantized",
     "alpha_exact",
+    "tensor_alpha",
     "gemm_exact",
     "CODE_FORMATS",
 ]
@@ -371,6 +372,18 @@ def alpha_exact(a: Operand, b: Operand, model: GemmModel) -> Fraction | None:
     if _is_special(r):
         raise FpspecError(f"alpha overflows FP32 ({float(fa * fb)!r})")
     return r  # type: ignore[return-value]
+
+
+def tensor_alpha(qa, qb, model: GemmModel) -> Fraction | None:
+    """Step 7's alpha straight from two QuantizedTensors (FPS-GEMM-8); see :func:`alpha_exact`."""
+    ops = []
+    for q in (qa, qb):
+        target = q.params.get("target", q.params.get("T"))
+        ops.append(Operand(values=[], exponents=[], amax=Fraction(float(np.float32(q.amax))),
+                           target=None if target is None else Fraction(target),
+                           decode_scale=Fraction(float(np.float32(q.decode_scale))),
+                           payload_max=get_format(q.payload_format).max_finite))
+    return alpha_exact(ops[0], ops[1], model)
 
 
 def product_terms(a: Operand, ra: int, b: Operand, rb: int, model: GemmModel) -> list[Term]:
