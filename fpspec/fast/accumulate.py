@@ -39,6 +39,7 @@ argument, step by step (docs/gemm.rst, "The fast path"):
 from __future__ import annotations
 
 import math
+from concurrent.futures import ThreadPoolExecutor
 from fractions import Fraction
 
 import numba
@@ -62,7 +63,7 @@ _FP32_MAX = float(np.finfo(np.float32).max)
 
 
 # ====================================================================== scalars
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _bitlen(x):
     """Number of bits of a non-negative int64 (0 for 0)."""
     n = 0
@@ -128,7 +129,7 @@ def _round_int(s, e, mode):
     return -v if neg else v
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _split32(v):
     """(sig, lsb) of a finite nonzero FP32 value held in float64: v = sig 2^lsb, |sig| < 2^24."""
     m, ex = math.frexp(v)
@@ -136,7 +137,7 @@ def _split32(v):
     return sig, ex - 24
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _exp32(v):
     """FP32 alignment exponent of a finite nonzero FP32 value: max(floor(log2|v|), -126)."""
     m, ex = math.frexp(v)
@@ -175,7 +176,7 @@ def _add2_round(x, y, mode):
     return _round_int(_shift_sticky(sx, lx - base) + _shift_sticky(sy, ly - base), base, mode)
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _shift_sticky(s, d):
     """s * 2^d for d >= 0; for d < 0 the magnitude truncated with the lost bits ORed into bit 0."""
     if d >= 0:
@@ -376,7 +377,7 @@ def _finish(y, snap, alpha, bf16):
     """Steps 6-7 on one FP32 value held in float64 (alpha < 0 means no alpha)."""
     if snap != _NO_FLOOR and math.isfinite(y):
         x = math.ldexp(y, snap)
-        f = math.floor(x)
+        f = np.floor(x)  # float (numba's math.floor returns int64 and would overflow)
         d = x - f
         if d > 0.5 or (d == 0.5 and (f % 2.0) != 0.0):
             f += 1.0
@@ -387,19 +388,19 @@ def _finish(y, snap, alpha, bf16):
 
 
 # ================================================================= the kernels
-@numba.njit(cache=True, nogil=True, parallel=True)
+@numba.njit(cache=True, nogil=True)
 def _gemm_products(sa, la, ea, spa, sb, lb, eb, spb, g, exact_exp, fused, window, below, efloor,
-                   grp_mode, acc_mode, promo, promo_mode, snap, alpha, out):
+                   grp_mode, acc_mode, promo, promo_mode, snap, alpha, out, r0, r1):
     """General kernel: one term per product (FPS-GEMM-10).
 
     Operands: odd significand s, exponent l of the last bit, alignment exponent e,
     special code sp (0 finite, 1 +inf, 2 -inf, 3 nan)."""
-    m_rows, k = sa.shape
+    k = sa.shape[1]
     n_rows = sb.shape[0]
-    for i in numba.prange(m_rows):
-        sigs = np.empty(g + 2, dtype=np.int64)
-        lsbs = np.empty(g + 2, dtype=np.int64)
-        aexps = np.empty(g + 2, dtype=np.int64)
+    sigs = np.empty(g + 2, dtype=np.int64)
+    lsbs = np.empty(g + 2, dtype=np.int64)
+    aexps = np.empty(g + 2, dtype=np.int64)
+    for i in range(r0, r1):
         for j in range(n_rows):
             c = 0.0
             big = 0.0
@@ -448,9 +449,9 @@ def _gemm_products(sa, la, ea, spa, sb, lb, eb, spb, g, exact_exp, fused, window
             out[i, j] = _finish(c, snap, alpha, False)
 
 
-@numba.njit(cache=True, nogil=True, parallel=True)
+@numba.njit(cache=True, nogil=True)
 def _gemm_blocks(pa, ssa, sla, pb, ssb, slb, bsz, plsb, g, exact_terms, fused, window, below, efloor,
-                 grp_mode, acc_mode, promo, promo_mode, snap, alpha, out):
+                 grp_mode, acc_mode, promo, promo_mode, snap, alpha, out, r0, r1):
     """E2M1 kernel: one term per scale block (FPS-GEMM-10).
 
     ``pa``/``pb``: payload integers (2 x E2M1 value, int8) of shape (rows, K);
@@ -458,14 +459,14 @@ def _gemm_blocks(pa, ssa, sla, pb, ssb, slb, bsz, plsb, g, exact_terms, fused, w
     term is (sum of payload products) x ssa x ssb x 2^(sla + slb + plsb).  Used when no
     window applies to single products (no window, or scale_placement=block); g and
     promo are multiples of bsz."""
-    m_rows, k = pa.shape
+    k = pa.shape[1]
     n_rows = pb.shape[0]
     nblk = k // bsz
     gb = g // bsz
-    for i in numba.prange(m_rows):
-        sigs = np.empty(gb + 2, dtype=np.int64)
-        lsbs = np.empty(gb + 2, dtype=np.int64)
-        aexps = np.empty(gb + 2, dtype=np.int64)
+    sigs = np.empty(gb + 2, dtype=np.int64)
+    lsbs = np.empty(gb + 2, dtype=np.int64)
+    aexps = np.empty(gb + 2, dtype=np.int64)
+    for i in range(r0, r1):
         arow = pa[i]
         for j in range(n_rows):
             brow = pb[j]
@@ -535,8 +536,19 @@ def _split_values(v: np.ndarray, emin: int | None):
     return sig.astype(np.int32), lsb.astype(np.int32), aexp.astype(np.int32), spec
 
 
+def _code_table(fmt: FloatFormat) -> np.ndarray:
+    """float64 value of every code (exact): fp16 and bf16 from their bits, 8-bit formats
+    from the exact decode table."""
+    if fmt.name == "fp16":
+        return np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16).astype(np.float64)
+    if fmt.name == "bf16":
+        with np.errstate(invalid="ignore"):  # NaN patterns widen to NaN
+            return (np.arange(1 << 16, dtype=np.uint32) << 16).view(np.float32).astype(np.float64)
+    return decode_table(fmt)
+
+
 def _code_operand(codes: np.ndarray, fmt: FloatFormat, model: GemmModel):
-    table = decode_table(fmt)
+    table = _code_table(fmt)
     emin = FP32_EMIN if model.operand_domain == "decoded-fp32" else fmt.emin
     s, l, e, sp = _split_values(table, emin)
     idx = codes.astype(np.intp)
@@ -582,6 +594,23 @@ def _quantized_operand(qt, model: GemmModel):
 
 
 # ================================================================== dispatcher
+def threads() -> int:
+    """Worker threads of the fast GEMM: NUMBA_NUM_THREADS (default: the CPU count)."""
+    return max(1, int(numba.config.NUMBA_NUM_THREADS))
+
+
+def _run_rows(kernel, m: int, args: tuple) -> None:
+    """Run a nogil row-range kernel over rows 0..m-1 in interleaved chunks on a thread pool."""
+    nt = min(threads(), max(m, 1))
+    if nt <= 1 or m < 2:
+        kernel(*args, 0, m)
+        return
+    chunk = max(1, min(16, m // (4 * nt) or 1))
+    ranges = [(r, min(r + chunk, m)) for r in range(0, m, chunk)]
+    with ThreadPoolExecutor(max_workers=nt) as pool:
+        list(pool.map(lambda rr: kernel(*args, rr[0], rr[1]), ranges))
+
+
 def supports(model: GemmModel, k: int) -> bool:
     """Whether the fast path covers this model (else gemm uses the exact path)."""
     if model.window_bits is not None:
@@ -640,9 +669,9 @@ def gemm_fast(a, bt, model: GemmModel, *, fmt: str | None = None,
     if use_blocks:
         ssa, sla, _, _ = _split_values(sva, None)
         ssb, slb, _, _ = _split_values(svb, None)
-        _gemm_blocks(_payload_int(a), ssa, sla, _payload_int(bt), ssb, slb, bsz, -2, g,
-                     True, model.fused, window, below, efloor, grp, accm, promo, promo_mode,
-                     snap, alpha_f, out)
+        _run_rows(_gemm_blocks, m, (_payload_int(a), ssa, sla, _payload_int(bt), ssb, slb, bsz, -2, g,
+                                    True, model.fused, window, below, efloor, grp, accm, promo,
+                                    promo_mode, snap, alpha_f, out))
     else:
         if quantized:
             if model.scale_placement == "block" and model.window_bits is not None \
@@ -655,9 +684,9 @@ def gemm_fast(a, bt, model: GemmModel, *, fmt: str | None = None,
             f = get_format(fmt)
             sa, la, ea, spa = _code_operand(np.asarray(a), f, model)
             sb, lb, eb, spb = _code_operand(np.asarray(bt), f, model)
-        _gemm_products(sa, la, ea, spa, sb, lb, eb, spb, g, model.product_exponent == "exact",
-                       model.fused, window, below, efloor, grp, accm, promo, promo_mode, snap,
-                       alpha_f, out)
+        _run_rows(_gemm_products, m, (sa, la, ea, spa, sb, lb, eb, spb, g,
+                                      model.product_exponent == "exact", model.fused, window, below,
+                                      efloor, grp, accm, promo, promo_mode, snap, alpha_f, out))
     y = out.astype(np.float32)  # exact: every entry is an FP32 value
     if model.output_format == "bf16":
         y = _round_bf16_bits(y)
