@@ -25,12 +25,17 @@ argument, step by step (docs/gemm.rst, "The fast path"):
   exponents, so the products of one scale block are summed as small integers first:
   2 x E2M1 values are integers in [-12, 12], so a block of B <= 2^10 products sums
   exactly in int32.
-* **Rounding** an integer ``S * 2^e`` to FP32 (RNE or RZ, subnormals, IEEE overflow) is
-  done on the integer (:func:`_round_int`).  Adding two FP32 values (``c + p``, the
-  promotion) aligns them in int64 with a sticky bit for a part more than 60 bits below
-  the larger one's top: the rounding boundaries of the sum are multiples of
-  ``2^(lsb-2)`` of the larger operand, far above the sticky position, so the
-  sticky-compressed sum rounds as the exact one.
+* **Rounding** an integer ``S * 2^e`` to FP32 (RNE or RZ, subnormals, IEEE overflow):
+  below 2^53 (and e in [-1000, 900]) ``S * 2^e`` is an exact float64, rounded by one
+  IEEE conversion (RNE) or an exact truncation of ``v / 2^lsb`` (RZ); otherwise on the
+  integer (:func:`_round_int`).
+* **Adding two FP32 values** (``c + p``, the promotion): TwoSum gives ``s + err = x + y``
+  exactly in float64.  Every FP32 value and FP32 midpoint is a float64, and ``s`` is the
+  float64 nearest to the exact sum, so the exact sum lies on ``s``'s side of each of
+  them: RZ(x + y) is the truncation of ``s`` except when ``s`` is itself an FP32 value
+  and ``err`` points toward zero (then the neighbour toward zero); RNE(x + y) is the
+  conversion of ``s`` except when ``s`` is exactly an FP32 midpoint, where the sign of
+  ``err`` decides (:func:`_round_f64`).
 * Snap (step 6) works on float64 holding an FP32 value times 2^L (exact); alpha
   (step 7) multiplies two FP32 values, exact in float64 (48 bits), then converts to
   FP32 once (IEEE conversion, RNE); BF16 output rounds the FP32 bits with integer RNE.
@@ -50,7 +55,7 @@ from ..formats import FloatFormat, get_format
 from ..models import GemmModel
 from .rounding import decode_table
 
-__all__ = ["gemm_fast", "supports", "round_int_to_fp32", "FastPathUnsupported"]
+__all__ = ["gemm_fast", "supports", "round_int_to_fp32", "add2_round_fp32", "FastPathUnsupported"]
 
 _RNE, _RZ, _NONE = 0, 1, 2
 _MODE = {"rne": _RNE, "rz": _RZ, "none": _NONE}
@@ -88,14 +93,65 @@ def _bitlen(x):
     return n + x
 
 
+_POW2_LO, _POW2_HI = -1000, 900
+#: 2^e for e in [-1000, 900]: exact float64 constants (multiplying by them is exact scaling)
+_POW2 = np.array([math.ldexp(1.0, e) for e in range(_POW2_LO, _POW2_HI + 1)], dtype=np.float64)
+#: the smallest float64 that RNE32 sends to infinity: 2^128 - 2^103 (a midpoint)
+_F32_OVF = math.ldexp(1.0, 128) - math.ldexp(1.0, 103)
+
+
+@numba.njit(cache=True, nogil=True)
+def _rz32(v):
+    """RZ of a finite nonzero float64 to FP32 (subnormals; beyond max -> max finite):
+    the RNE conversion, stepped one FP32 value toward zero when it went outward."""
+    f = np.float32(v)
+    if abs(np.float64(f)) > abs(v):
+        f = np.nextafter(f, np.float32(0.0))
+    return np.float64(f) + 0.0
+
+
+@numba.njit(cache=True, nogil=True)
+def _round_f64(v, err, mode):
+    """FP32 rounding (RNE or RZ) of the exact value v + err, where v is a finite float64
+    and err is exact with |err| <= ulp64(v)/2 (0 when v is exact).  IEEE overflow.
+
+    Every FP32 value and FP32 midpoint is a float64 and v is the float64 nearest to
+    v + err, so err matters only when v is itself an FP32 value (RZ) or an FP32 midpoint
+    (RNE)."""
+    if v == 0.0:
+        return 0.0
+    if mode == _RZ:
+        f = _rz32(v)
+        if err != 0.0 and f == v and ((err < 0.0) != (v < 0.0)):
+            f = np.float64(np.nextafter(np.float32(f), np.float32(0.0)))
+        return f
+    f32 = np.float32(v)
+    f = np.float64(f32)
+    if err != 0.0:
+        if math.isinf(f):
+            if abs(v) == _F32_OVF and ((err < 0.0) != (v < 0.0)):
+                f = np.float64(np.nextafter(f32, np.float32(0.0)))
+        elif f != v:
+            o32 = np.nextafter(f32, np.float32(math.inf) if v > f else np.float32(-math.inf))
+            o = np.float64(o32)
+            if 2.0 * v == f + o and ((err > 0.0) == (o > f)):
+                f = o
+    return f + 0.0
+
+
 @numba.njit(cache=True, nogil=True)
 def _round_int(s, e, mode):
     """FP32 value (as float64) of the signed integer s times 2^e rounded with mode
-    (RNE or RZ), subnormals, IEEE overflow (Inf under RNE, max finite under RZ); 0 -> +0."""
+    (RNE or RZ), subnormals, IEEE overflow (Inf under RNE, max finite under RZ); 0 -> +0.
+
+    Below 2^53 and with e in [-1000, 900], s 2^e is an exact float64 and is rounded from
+    there (:func:`_round_f64`); otherwise on the integer."""
     if s == 0:
         return 0.0
     neg = s < 0
     mag = -s if neg else s
+    if mag < (1 << 53) and _POW2_LO <= e <= _POW2_HI:
+        return _round_f64(float(s) * _POW2[e - _POW2_LO], 0.0, mode)
     nb = _bitlen(mag)
     top = e + nb - 1
     lsb_t = top - 23 if top >= FP32_EMIN else -149
@@ -103,7 +159,6 @@ def _round_int(s, e, mode):
     if shift > 0:
         if shift >= 63:
             q = 0
-            rem_nonzero = True
             above_half = False
             tie = False
             if shift == 63:
@@ -158,38 +213,14 @@ def _add_special(x, y):
 @numba.njit(cache=True, nogil=True)
 def _add2_round(x, y, mode):
     """round(x + y) for two FP32 values held in float64 (the accumulator update, the
-    promotion); a part more than 60 bits below the top becomes a sticky bit."""
+    promotion).  TwoSum gives s + err = x + y exactly (float64, no overflow for FP32
+    inputs); :func:`_round_f64` rounds that pair correctly."""
     if not (math.isfinite(x) and math.isfinite(y)):
         return _add_special(x, y)
-    if x == 0.0:
-        return _round_int(0, 0, mode) if y == 0.0 else y
-    if y == 0.0:
-        return x
-    sx, lx = _split32(x)
-    sy, ly = _split32(y)
-    tx = lx + _bitlen(abs(sx))
-    ty = ly + _bitlen(abs(sy))
-    top = tx if tx > ty else ty
-    base = lx if lx < ly else ly
-    if top - base > 60:
-        base = top - 60
-    return _round_int(_shift_sticky(sx, lx - base) + _shift_sticky(sy, ly - base), base, mode)
-
-
-@numba.njit(cache=True, nogil=True)
-def _shift_sticky(s, d):
-    """s * 2^d for d >= 0; for d < 0 the magnitude truncated with the lost bits ORed into bit 0."""
-    if d >= 0:
-        return s << d
-    neg = s < 0
-    mag = -s if neg else s
-    if -d >= 63:
-        r = 1
-    else:
-        r = mag >> (-d)
-        if (r << (-d)) != mag:
-            r |= 1
-    return -r if neg else r
+    s = x + y
+    bp = s - x
+    err = (x - (s - bp)) + (y - bp)
+    return _round_f64(s, err, mode)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -949,3 +980,8 @@ class FastPathUnsupported(Exception):
 def round_int_to_fp32(s: int, e: int, mode: str = "rne") -> float:
     """Test hook: the fast integer-to-FP32 rounding (:func:`_round_int`)."""
     return float(_round_int(np.int64(s), np.int64(e), _MODE[mode]))
+
+
+def add2_round_fp32(x: float, y: float, mode: str = "rne") -> float:
+    """Test hook: the fast FP32 addition with rounding (:func:`_add2_round`)."""
+    return float(_add2_round(float(x), float(y), _MODE[mode]))
