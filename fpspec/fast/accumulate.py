@@ -817,8 +817,12 @@ def _quantized_operand(qt, model: GemmModel):
 
 # ================================================================== dispatcher
 def threads() -> int:
-    """Worker threads of the fast GEMM: NUMBA_NUM_THREADS (default: the CPU count)."""
-    return max(1, int(numba.config.NUMBA_NUM_THREADS))
+    """Worker threads of the fast GEMM: the same setting as the encoder's
+    (:data:`fpspec.fast.rounding.THREADS`, ``fpspec bench --threads``), else every CPU this
+    process may run on.  A pool is made per call, so a forked child starts its own."""
+    from . import rounding
+
+    return rounding._threads()
 
 
 def _run_rows(kernel, m: int, args: tuple) -> None:
