@@ -863,11 +863,17 @@ def threads() -> int:
     return rounding._threads()
 
 
+#: Below this many products (M N K) a GEMM runs on the calling thread.
+_PARALLEL_MIN_WORK = 1 << 20
+
+
 def _run_rows(kernel, m: int, args: tuple) -> None:
     """Run a nogil row-range kernel over rows 0..m-1 in interleaved chunks on a thread pool."""
     nt = min(threads(), max(m, 1))
-    if nt <= 1 or m < 2:
-        kernel(*args, 0, m)
+    out = args[-1]
+    work = out.size * max(1, args[0].shape[1] if args[0].ndim == 2 else 1)
+    if nt <= 1 or m < 2 or work < _PARALLEL_MIN_WORK:
+        kernel(*args, 0, m)  # small GEMMs (probe vectors): no pool start-up
         return
     chunk = max(1, min(16, m // (4 * nt) or 1))
     ranges = [(r, min(r + chunk, m)) for r in range(0, m, chunk)]
