@@ -18,22 +18,28 @@ class ModelTarget:
     reference otherwise; ``accumulate_bits`` as in :mod:`fpspec.probe.simulate`.
     """
 
-    def __init__(self, model: str | GemmModel, fmt: str, accumulate_bits: int = 23):
+    def __init__(self, model: str | GemmModel, fmt: str, accumulate_bits: int = 23,
+                 split_slice: int | None = None):
         self.preset = model if isinstance(model, str) else None
         self.model = get_model(model)
         self.operand_format = fmt
         self.accumulate_bits = accumulate_bits
+        self.split_slice = split_slice
         self.name = f"fpspec:{self.preset or 'model'}"
         self.fast = supports(self.model) is None
+        if not self.fast and (accumulate_bits != 23 or split_slice is not None):
+            raise ValueError("accumulate_bits / split_slice need a model fpspec.probe.simulate evaluates")
 
     def matmul(self, a: np.ndarray, bt: np.ndarray) -> np.ndarray:
         if self.fast:
-            return simulate_gemm(a, bt, self.operand_format, self.model, self.accumulate_bits)
+            return simulate_gemm(a, bt, self.operand_format, self.model, self.accumulate_bits,
+                                 split_slice=self.split_slice)
         return gemm_exact(a, bt, self.model, fmt=self.operand_format)
 
     def rowdot(self, a: np.ndarray, bt: np.ndarray) -> np.ndarray:
         if self.fast:
-            return simulate_rowdot(a, bt, self.operand_format, self.model, self.accumulate_bits)
+            return simulate_rowdot(a, bt, self.operand_format, self.model, self.accumulate_bits,
+                                   split_slice=self.split_slice)
         opa = operand_from_codes(a, self.operand_format, self.model)
         opb = operand_from_codes(bt, self.operand_format, self.model)
         return np.array([to_float32(dot_exact(product_terms(opa, i, opb, i, self.model), self.model))
@@ -41,4 +47,4 @@ class ModelTarget:
 
     def info(self) -> dict:
         return {"target": self.name, "model": self.model.to_dict(), "accumulate_bits": self.accumulate_bits,
-                "evaluator": "fpspec.probe.simulate" if self.fast else "fpspec.exact.accumulate"}
+                "split_slice": self.split_slice, "evaluator": "fpspec.probe.simulate" if self.fast else "fpspec.exact.accumulate"}

@@ -16,10 +16,15 @@ from .recipes import ProbeContext, run_recipes
 from .report import ProbeReport
 from .targets import as_target
 
-__all__ = ["probe_gemm", "accept", "ProbeReport", "FittedModel", "DEFAULT_SHAPES", "SMALL_SHAPES"]
+__all__ = ["probe_gemm", "probe_at", "accept", "DEFAULT_PROBE_SHAPE", "ProbeReport", "FittedModel", "DEFAULT_SHAPES", "SMALL_SHAPES"]
 
 
-def probe_gemm(target: Any, fmt: str | None = None, *, K: int = 1024, shape: tuple[int, int] | None = None,
+#: Every probe GEMM of one run has this (M, N) unless told otherwise: libraries pick
+#: kernels by shape, so one run must not mix shapes (FPS-PRB-2).
+DEFAULT_PROBE_SHAPE = (256, 256)
+
+
+def probe_gemm(target: Any, fmt: str | None = None, *, K: int = 1024, shape: tuple[int, int] | None | str = "auto",
                scan_k: int = 512, acceptance_shapes=DEFAULT_SHAPES, seed: int = 2026,
                accept_model=None, epilogue: bool = True, determinism: bool = True) -> ProbeReport:
     """Probe ``target``, fit its model, and (with ``acceptance_shapes``) accept it.
@@ -31,7 +36,8 @@ def probe_gemm(target: Any, fmt: str | None = None, *, K: int = 1024, shape: tup
             target's ``operand_format`` when omitted.
         K: reduction length of the probe GEMMs.
         shape: run every probe GEMM at exactly (M, N) (kernel selection depends on
-            shape); default: M = N = the number of probes of the batch.
+            shape); "auto": DEFAULT_PROBE_SHAPE, or the target's ``rowdot`` when it has
+            one (fpspec's models); None: M = N = the number of probes of each batch.
         scan_k: how far the group-membership scan looks (FPS-PRB-4).
         acceptance_shapes: (M, N, K, rows, cols) tuples, or None/() to skip.
         accept_model: a FittedModel to accept instead of the fitted one.
@@ -40,6 +46,8 @@ def probe_gemm(target: Any, fmt: str | None = None, *, K: int = 1024, shape: tup
     fmt = fmt or getattr(target, "operand_format", None)
     if fmt is None:
         raise ValueError("probe_gemm needs fmt= or a target with operand_format")
+    if shape == "auto":
+        shape = None if hasattr(target, "rowdot") else DEFAULT_PROBE_SHAPE
     ctx = ProbeContext(target=target, fmt=fmt, K=K, shape=shape, scan_k=scan_k)
     findings = run_recipes(ctx, epilogue=epilogue, determinism=determinism)
     fitted = fit(findings, fmt)
@@ -49,11 +57,20 @@ def probe_gemm(target: Any, fmt: str | None = None, *, K: int = 1024, shape: tup
     if acceptance_shapes:
         model = accept_model or fitted
         samples = collect_samples(target, fmt, acceptance_shapes, seed, ctx.log)
-        report.acceptance = check_samples(samples, fmt, model.model, model.accumulate_bits).to_dict()
+        report.acceptance = check_samples(samples, fmt, model).to_dict()
     return report
 
 
 def accept(target: Any, fitted: FittedModel, fmt: str, shapes=DEFAULT_SHAPES, seed: int = 2026) -> AcceptanceResult:
     """The acceptance test alone (FPS-PRB-15)."""
     target = as_target(target, fmt)
-    return check_samples(collect_samples(target, fmt, shapes, seed), fmt, fitted.model, fitted.accumulate_bits)
+    return check_samples(collect_samples(target, fmt, shapes, seed), fmt, fitted)
+
+
+def probe_at(target: Any, fmt: str, M: int, N: int, K: int, scan_k: int = 512) -> tuple[dict, FittedModel, list]:
+    """The recipes at exactly one GEMM shape (M, N, K): findings, fitted model, calls
+    (FPS-PRB-9: a library's reduction over K may change with the shape)."""
+    target = as_target(target, fmt)
+    ctx = ProbeContext(target=target, fmt=fmt, K=K, shape=(M, N), scan_k=min(K, scan_k))
+    findings = run_recipes(ctx, epilogue=False, determinism=False)
+    return findings, fit(findings, fmt), ctx.log.calls

@@ -29,12 +29,21 @@ class FittedModel:
 
     model: GemmModel
     accumulate_bits: int = 23
+    split_slice: int | None = None
+    split_rounding: str = "rne"
     outside_family: list[str] = field(default_factory=list)
     unobserved: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {"parameters": self.model.to_dict(), "accumulate_bits": self.accumulate_bits,
+                "split_slice": self.split_slice, "split_rounding": self.split_rounding,
                 "outside_family": self.outside_family, "unobserved": self.unobserved}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "FittedModel":
+        return cls(GemmModel.from_dict(d["parameters"]), d.get("accumulate_bits", 23), d.get("split_slice"),
+                   d.get("split_rounding", "rne"), list(d.get("outside_family", [])),
+                   list(d.get("unobserved", [])))
 
 
 def _mode(name: str | None) -> str | None:
@@ -108,8 +117,15 @@ def fit(findings: dict[str, dict], operand_format: str) -> FittedModel:
                 outside.append(f"promotion rounding {bnd.get('rounding')}")
     if acc_bits != 23:
         outside.append(f"group result keeps {acc_bits} fraction bits (GemmModel rounds it to FP32)")
+    split = None
+    sl = findings.get("slices", {})
+    if sl.get("slice") is not None:
+        split = sl["slice"]
+        outside.append(f"K split into slices of {split} (each its own chain), slice results added in "
+                       f"order with FP32 RNE")
     model = GemmModel(**params)
-    return FittedModel(model=model, accumulate_bits=acc_bits, outside_family=outside, unobserved=unobserved)
+    return FittedModel(model=model, accumulate_bits=acc_bits, split_slice=split, outside_family=outside,
+                       unobserved=unobserved)
 
 
 def nearest_preset(fitted: FittedModel) -> dict[str, Any]:
@@ -120,6 +136,8 @@ def nearest_preset(fitted: FittedModel) -> dict[str, Any]:
                  for f in PROBED_FIELDS if getattr(fitted.model, f) != getattr(preset.model, f)}
         if fitted.accumulate_bits != 23:
             diffs["accumulate_bits"] = {"fitted": fitted.accumulate_bits, "preset": 23}
+        if fitted.split_slice is not None:
+            diffs["split_slice"] = {"fitted": fitted.split_slice, "preset": None}
         if best is None or len(diffs) < len(best[1]):
             best = (name, diffs)
     assert best is not None

@@ -397,6 +397,40 @@ def recipe_boundaries(ctx: ProbeContext, groups: dict, window: dict, cross: dict
     return finding
 
 
+def recipe_slices(ctx: ProbeContext, groups: dict, bnd: dict) -> dict:
+    """FPS-PRB-9: a split of K into slices whose results are added at the end.
+
+    With p the promotion interval (or G), row c: X at 0, h at c - p and h at c,
+    h = ulp32(X) / 2.  One sequential chain (promoted or not) loses both halves
+    (X + h ties to even, twice): output X.  When c - p and c lie in one slice that
+    is not X's, that slice sums h + h = ulp exactly first: output X + ulp.  The
+    first such c is L + p for slices of length L.
+    """
+    p = bnd.get("promotion_interval") or groups.get("group_size") or 1
+    h = pow2(ctx.E - 24)
+    starts = list(range(2 * p, ctx.K, p))
+    if not starts or not ctx.splittable(h):
+        return {"slice": None, "note": "K too short for two promotion intervals after the first"}
+    rows = [ProbeRow.of({0: ctx.X, c - p: h, c: h}) for c in starts]
+    y = ctx.run("slices", rows)
+    ulp = 2 * h
+    together = [c for c, v in zip(starts, y) if v == ctx.X + ulp]
+    odd = [c for c, v in zip(starts, y) if v not in (ctx.X, ctx.X + ulp)]
+    finding: dict[str, Any] = {"step": p, "joined_pairs_at": _ranges(together)}
+    if odd:
+        finding["unexplained_rows"] = odd[:16]
+    if not together:
+        finding["slice"] = None
+        return finding
+    L = together[0] - p
+    # predicted: c - p and c in one slice >= 1  <=>  (c - p) // L == c // L >= 1
+    predicted = [c for c in starts if (c - p) // L == c // L >= 1]
+    finding["slice"] = L if predicted == together else None
+    if predicted != together:
+        finding["note"] = f"joined pairs do not follow slices of {L}: another reduction order"
+    return finding
+
+
 def recipe_lattice(ctx: ProbeContext) -> dict:
     """FPS-PRB-11: an absolute output lattice (snap to 2^-L) and the sign of exact zeros.
 
@@ -515,6 +549,7 @@ def run_recipes(ctx: ProbeContext, epilogue: bool = True, determinism: bool = Tr
     f["accumulator"] = recipe_accumulator(ctx, f["window"])
     f["cross_group"] = recipe_cross(ctx, f["groups"], f["window"], f["accumulator"])
     f["boundaries"] = recipe_boundaries(ctx, f["groups"], f["window"], f["cross_group"])
+    f["slices"] = recipe_slices(ctx, f["groups"], f["boundaries"])
     if epilogue:
         f["epilogue"] = recipe_epilogue(ctx)
     if determinism:

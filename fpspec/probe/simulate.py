@@ -100,21 +100,36 @@ def _promote(big: np.ndarray, c: np.ndarray, mode: str) -> np.ndarray:
     return round_bits(big + c, 23, "rz")
 
 
-def _chain(get_block, n_groups: int, shape: tuple[int, ...], model: GemmModel, acc_bits: int,
-           K: int) -> np.ndarray:
+def _chain(get_block, K: int, shape: tuple[int, ...], model: GemmModel, acc_bits: int,
+           split_slice: int | None = None, split_rounding: str = "rne") -> np.ndarray:
+    """Steps 2-5 over k in [0, K); with ``split_slice = L`` K is cut into slices of L
+    (the last may be shorter), each slice an independent chain (promotion counted from
+    the slice start), and the slice results are added in order with FP32 additions
+    rounded ``split_rounding`` (a library's split-K, FPS-PRB-9)."""
+    if split_slice is None:
+        return _chain_range(get_block, 0, K, shape, model, acc_bits)
+    total = np.zeros(shape)
+    for s0 in range(0, K, split_slice):
+        part = _chain_range(get_block, s0, min(s0 + split_slice, K), shape, model, acc_bits)
+        total = _promote(total, part, split_rounding)
+    return total
+
+
+def _chain_range(get_block, k0: int, k1: int, shape: tuple[int, ...], model: GemmModel,
+                 acc_bits: int) -> np.ndarray:
     g = model.group_size
     c = np.zeros(shape)
     big = np.zeros(shape)
     pending = False
-    for j in range(n_groups):
-        p, pe = get_block(j * g, min((j + 1) * g, K))
+    for j0 in range(k0, k1, g):
+        p, pe = get_block(j0, min(j0 + g, k1))
         if model.fused:
             c = _fused_step(c, p, pe, model, acc_bits)
         else:  # sequential FP32: product rounded RNE to FP32, then an RNE add
             pf = p[..., 0].astype(np.float32)
             c = (c.astype(np.float32) + pf).astype(np.float64) + 0.0
         pending = True
-        done = min((j + 1) * g, K)
+        done = min(j0 + g, k1) - k0
         if model.promotion_interval is not None and done % model.promotion_interval == 0:
             big = _promote(big, c, model.promotion_rounding)
             c = np.zeros(shape)
@@ -138,7 +153,8 @@ def _product_exps(ea, eb, p, model):
 
 
 def simulate_gemm(a_codes: np.ndarray, bt_codes: np.ndarray, fmt: str, model: GemmModel,
-                  accumulate_bits: int = 23, row_chunk: int = 64) -> np.ndarray:
+                  accumulate_bits: int = 23, row_chunk: int = 64, split_slice: int | None = None,
+                  split_rounding: str = "rne") -> np.ndarray:
     """A (M x K) @ BT (N x K)^T under ``model`` -> float32 (M, N), bit-exact (FPS-PRB-16)."""
     _check(model)
     av, ae = operand_arrays(a_codes, fmt, model)
@@ -148,8 +164,6 @@ def simulate_gemm(a_codes: np.ndarray, bt_codes: np.ndarray, fmt: str, model: Ge
     if bv.shape[1] != K:
         raise FpspecError(f"K mismatch: A is {M}x{K}, BT is {N}x{bv.shape[1]}")
     model.check_k(K)
-    g = model.group_size
-    n_groups = -(-K // g)
     out = np.empty((M, N), dtype=np.float32)
     for r0 in range(0, M, row_chunk):
         a_v, a_e = av[r0:r0 + row_chunk], ae[r0:r0 + row_chunk]
@@ -158,12 +172,14 @@ def simulate_gemm(a_codes: np.ndarray, bt_codes: np.ndarray, fmt: str, model: Ge
             p = a_v[:, None, k0:k1] * bv[None, :, k0:k1]
             return p, _product_exps(a_e[:, None, k0:k1], be[None, :, k0:k1], p, model)
 
-        out[r0:r0 + row_chunk] = _chain(block, n_groups, (a_v.shape[0], N), model, accumulate_bits, K)
+        out[r0:r0 + row_chunk] = _chain(block, K, (a_v.shape[0], N), model, accumulate_bits,
+                                        split_slice, split_rounding)
     return out
 
 
 def simulate_rowdot(a_codes: np.ndarray, bt_codes: np.ndarray, fmt: str, model: GemmModel,
-                    accumulate_bits: int = 23) -> np.ndarray:
+                    accumulate_bits: int = 23, split_slice: int | None = None,
+                    split_rounding: str = "rne") -> np.ndarray:
     """Row-wise dot products y[i] = A[i] . BT[i] (the diagonal of the GEMM) -> float32 (M,)."""
     _check(model)
     av, ae = operand_arrays(a_codes, fmt, model)
@@ -172,10 +188,9 @@ def simulate_rowdot(a_codes: np.ndarray, bt_codes: np.ndarray, fmt: str, model: 
         raise FpspecError(f"rowdot needs equal shapes, got {av.shape} and {bv.shape}")
     M, K = av.shape
     model.check_k(K)
-    g = model.group_size
 
     def block(k0, k1):
         p = av[:, k0:k1] * bv[:, k0:k1]
         return p, _product_exps(ae[:, k0:k1], be[:, k0:k1], p, model)
 
-    return _chain(block, -(-K // g), (M,), model, accumulate_bits, K).astype(np.float32)
+    return _chain(block, K, (M,), model, accumulate_bits, split_slice, split_rounding).astype(np.float32)
