@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..fast.rounding import decode_table
-from ..formats import get_format
+from ..probe.operands import value_table
 
 __all__ = ["NumpyTarget"]
 
@@ -19,7 +18,7 @@ class NumpyTarget:
     def __init__(self, fmt: str):
         self.operand_format = fmt
         self.name = "numpy"
-        self._table = decode_table(get_format(fmt)).astype(np.float32)
+        self._table = value_table(fmt).astype(np.float32)
 
     def matmul(self, a: np.ndarray, bt: np.ndarray) -> np.ndarray:
         av = self._table[np.asarray(a).astype(np.intp)]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
+import math
 from functools import lru_cache
 
 import numpy as np
@@ -19,7 +20,29 @@ from ..errors import FpspecError
 from ..fast.rounding import decode_table
 from ..formats import FloatFormat, get_format
 
-__all__ = ["ProductSplitter", "ProbeRow", "build_operands", "pow2"]
+__all__ = ["ProductSplitter", "ProbeRow", "build_operands", "pow2", "value_table"]
+
+_VALUES: dict[str, np.ndarray] = {}
+
+
+def value_table(fmt: FloatFormat | str) -> np.ndarray:
+    """float64 value of every code (exact).  FP16 and BF16 by reinterpreting the bits as
+    IEEE binary16 / the upper half of binary32 (exact by definition, and fast); the
+    8-bit formats from :func:`fpspec.fast.rounding.decode_table`."""
+    f = get_format(fmt)
+    t = _VALUES.get(f.name)
+    if t is None:
+        codes = np.arange(1 << f.bits, dtype=np.uint32)
+        if f.name == "fp16":
+            t = codes.astype(np.uint16).view(np.float16).astype(np.float64)
+        elif f.name == "bf16":
+            with np.errstate(invalid="ignore"):  # NaN payloads
+                t = (codes << np.uint32(16)).view(np.float32).astype(np.float64)
+        else:
+            t = decode_table(f)
+        t.setflags(write=False)
+        _VALUES[f.name] = t
+    return t
 
 
 def pow2(e: int) -> Fraction:
@@ -64,14 +87,13 @@ class ProductSplitter:
         self.fmt = get_format(fmt)
         if self.fmt.bits > 16:
             raise FpspecError(f"probe operands must be a format of at most 16 bits, got {self.fmt.name}")
-        table = decode_table(self.fmt)
-        self._code_of: dict[Fraction, int] = {}
-        for code, v in enumerate(table):
-            if not np.isfinite(v) or v == 0.0 or v < 0:
-                continue
-            fr = Fraction(float(v))
-            if fr not in self._code_of:  # the first (canonical) code for a value
-                self._code_of[fr] = code
+        table = value_table(self.fmt)
+        # every value of these formats is a float64, so floats are exact dictionary keys
+        self._code_of: dict[float, int] = {}
+        for code, v in enumerate(table.tolist()):
+            if v > 0 and v != float("inf") and v not in self._code_of:  # first (canonical) code
+                self._code_of[v] = code
+        self._span = (self.fmt.emin - self.fmt.man_bits - 2, self.fmt.emax + 2)
         self._table = table
         self.zero_code = 0
         self._split = lru_cache(maxsize=None)(self._split_uncached)
@@ -82,8 +104,9 @@ class ProductSplitter:
         value = Fraction(value)
         if value == 0:
             return 0
-        c = self._code_of.get(abs(value))
-        if c is None:
+        f = float(abs(value))
+        c = self._code_of.get(f)
+        if c is None or Fraction(f) != abs(value):
             return None
         if value < 0:
             if not self.fmt.signed:
@@ -101,18 +124,19 @@ class ProductSplitter:
         neg = value < 0
         # factor the odd significand into two odd factors; try the balanced exponent first
         factors = [(d, m // d) for d in range(1, m + 1) if m % d == 0]
-        best = None
+        lo, hi = self._span
         for da, db in factors:
-            for shift in sorted(range(-300, 301), key=lambda s: abs(s - e / 2)):
-                a = Fraction(da) * pow2(shift)
-                b = Fraction(db) * pow2(e - shift)
-                ca, cb = self.code(-a if neg else a), self.code(b)
+            # a = da * 2^x must lie in the format's binades: x in [lo, hi] is enough to try
+            for x in sorted(range(lo - da.bit_length(), hi + 1), key=lambda s: abs(s - e / 2)):
+                a, b = math.ldexp(da, x), math.ldexp(db, e - x)  # exact: small odd integers
+                ca, cb = self._code_of.get(a), self._code_of.get(b)
                 if ca is not None and cb is not None:
-                    best = (ca, cb)
-                    break
-            if best:
-                break
-        return best
+                    if neg:
+                        if not self.fmt.signed:
+                            return None
+                        ca |= self.fmt.sign_mask
+                    return (ca, cb)
+        return None
 
     def split(self, value: Fraction) -> tuple[int, int]:
         """Codes (a, b) with a*b == value exactly (FPS-PRB-1); raises when impossible."""

@@ -29,9 +29,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import FpspecError
-from ..fast.rounding import decode_table
 from ..formats import get_format
 from ..models import GemmModel
+from .operands import value_table
 
 __all__ = ["supports", "operand_arrays", "simulate_gemm", "simulate_rowdot", "round_bits"]
 
@@ -60,7 +60,7 @@ def supports(model: GemmModel) -> str | None:
 def operand_arrays(codes: np.ndarray, fmt: str, model: GemmModel) -> tuple[np.ndarray, np.ndarray]:
     """Exact float64 values and alignment exponents (max(floor(log2|v|), emin); zero -> very small)."""
     f = get_format(fmt)
-    vals = decode_table(f)[np.asarray(codes).astype(np.intp)]
+    vals = value_table(f)[np.asarray(codes).astype(np.intp)]
     if not np.all(np.isfinite(vals)):
         raise FpspecError("simulate: operands must be finite (use the exact reference for specials)")
     _, e = np.frexp(vals)
