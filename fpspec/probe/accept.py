@@ -17,7 +17,7 @@ import numpy as np
 from ..errors import FpspecError
 from ..models import GemmModel
 
-__all__ = ["operand_codes", "DEFAULT_SHAPES", "SMALL_SHAPES", "collect_samples", "check_samples",
+__all__ = ["operand_codes", "DEFAULT_SHAPES", "SMALL_SHAPES", "shapes_for_outputs", "collect_samples", "check_samples",
            "AcceptanceResult", "shapes_from_text"]
 
 #: (M, N, K, sampled rows, sampled columns): K from 256 to 16384, M and N from 64 to
@@ -57,6 +57,29 @@ def shapes_from_text(text: str) -> tuple[tuple[int, int, int, int, int], ...]:
             raise FpspecError(f"bad shape {part!r}: need 0 < R <= M, 0 < C <= N, K > 0")
         out.append((m, n, k, r, c))
     return tuple(out)
+
+
+def shapes_for_outputs(n: int) -> tuple[tuple[int, int, int, int, int], ...]:
+    """Acceptance shapes with at least ``n`` sampled outputs: the DEFAULT_SHAPES in order
+    (K from 256 to 16384 once four are taken), more outputs sampled per shape when all
+    of them are not enough (FPS-PRB-15)."""
+    if n <= 0:
+        raise FpspecError(f"--accept-outputs must be positive, got {n}")
+    out, total = [], 0
+    for s in DEFAULT_SHAPES:
+        out.append(s)
+        total += s[3] * s[4]
+        if total >= n:
+            return tuple(out)
+    scale = 1.0
+    while True:
+        scale *= 1.25
+        grown = [(m, nn, k, min(m, int(r * scale)), min(nn, int(c * scale))) for m, nn, k, r, c in out]
+        got = sum(r * c for *_, r, c in grown)
+        if got >= n:
+            return tuple(grown)
+        if all(r == m and c == nn for m, nn, _, r, c in grown):
+            raise FpspecError(f"{n} outputs exceed what the default shapes hold; give --accept-shapes")
 
 
 def _splitmix(x: np.ndarray) -> np.ndarray:
@@ -112,18 +135,26 @@ def collect_samples(target: Any, fmt: str, shapes=DEFAULT_SHAPES, seed: int = 20
     for si, (m, n, k, r, c) in enumerate(shapes):
         a = operand_codes(fmt, seed + 2 * si, np.arange(m), k)
         bt = operand_codes(fmt, seed + 2 * si + 1, np.arange(n), k)
-        t0 = time.perf_counter()
-        y = np.asarray(target.matmul(a, bt))
-        dt = time.perf_counter() - t0
-        if log is not None:
-            log.add("acceptance", m, n, k, dt, "matmul")
-        if y.shape != (m, n) or y.dtype != np.float32:
-            raise FpspecError(f"target returned {y.dtype} {y.shape}, expected float32 {(m, n)}")
         rng = np.random.default_rng(seed + si)
         rows, cols = _pick(m, r, rng), _pick(n, c, rng)
+        t0 = time.perf_counter()
+        if hasattr(target, "rowdot"):
+            # a model: only the sampled outputs (shape cannot change what it computes)
+            y = np.asarray(target.matmul(a[rows], bt[cols]))
+            via, want = "matmul (sampled rows and columns)", (len(rows), len(cols))
+        else:
+            y = np.asarray(target.matmul(a, bt))
+            via, want = "matmul", (m, n)
+        dt = time.perf_counter() - t0
+        if log is not None:
+            log.add("acceptance", m, n, k, dt, via)
+        if y.shape != want or y.dtype != np.float32:
+            raise FpspecError(f"target returned {y.dtype} {y.shape}, expected float32 {want}")
+        if via == "matmul":
+            y = y[np.ix_(rows, cols)]
         out.append({"shape": [m, n, k], "seed_a": seed + 2 * si, "seed_b": seed + 2 * si + 1,
                     "rows": rows.tolist(), "cols": cols.tolist(),
-                    "bits": y[np.ix_(rows, cols)].view(np.uint32).copy(), "seconds": round(dt, 4)})
+                    "bits": y.view(np.uint32).copy(), "seconds": round(dt, 4)})
     return out
 
 

@@ -68,6 +68,12 @@ def fit(findings: dict[str, dict], operand_format: str) -> FittedModel:
     acc_bits = acc.get("accumulate_bits") or 23
     if acc_bits > 23:
         acc_bits = 23
+    if kind == "fused-truncating" and w.get("window_bits") is None:
+        outside.append("a truncating group was seen but no window: the reduction is an FP32 order that "
+                       f"is no GemmModel (group 0 = {g.get('members_of_group_0')}); fitted as a sequential chain")
+        kind = "none-visible"
+    if g.get("layout") == "interleaved" and kind != "fused-truncating":
+        kind = "none-visible"
     if kind == "fused-truncating":
         params.update(fused=True, group_rounding="none", group_size=g["group_size"],
                       window_bits=w.get("window_bits"),
@@ -123,7 +129,12 @@ def fit(findings: dict[str, dict], operand_format: str) -> FittedModel:
         split = sl["slice"]
         outside.append(f"K split into slices of {split} (each its own chain), slice results added in "
                        f"order with FP32 RNE")
-    model = GemmModel(**params)
+    try:
+        model = GemmModel(**params)
+    except Exception as exc:  # a combination the family cannot hold: say so, fit the plainest chain
+        outside.append(f"no GemmModel holds these findings ({exc}); fitted as a sequential FP32 chain")
+        model = GemmModel(group_size=1, fused=False, group_rounding="rne", accumulate_rounding="rne",
+                          operand_domain="decoded-fp32", alpha_source="none")
     return FittedModel(model=model, accumulate_bits=acc_bits, split_slice=split, outside_family=outside,
                        unobserved=unobserved)
 
