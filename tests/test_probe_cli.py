@@ -54,7 +54,7 @@ def test_fps_prb_17_user_target_that_disagrees_fails(tmp_path, monkeypatch, caps
         "def make(fmt=None):\n"
         "    return Noisy()\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    rc = main(["probe", "--target", "py:my_gemm:make", "--k", "256", "--scan-k", "96",
+    rc = main(["probe", "--target", "py:my_gemm:make", "--k", "256", "--scan-k", "96", "--shape", "32x32",
                "--accept-shapes", "16x16x512"])
     assert rc == 1
     assert "FAIL" in capsys.readouterr().out
