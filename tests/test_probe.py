@@ -103,7 +103,7 @@ def test_fps_prb_16_accumulate_bits_hand_case():
 # ------------------------------------------------------------------ self-test
 @pytest.mark.parametrize("name", list(PRESETS))
 def test_fps_prb_14_probe_recovers_every_preset(name):
-    """FPS-PRB-14 (and FPS-PRB-4..11 through it): with fpspec's own preset as the GEMM
+    """FPS-PRB-14, and through it FPS-PRB-4, FPS-PRB-5, FPS-PRB-6, FPS-PRB-10, FPS-PRB-11: with fpspec's own preset as the GEMM
     under test, the probe fits exactly that preset on every probed field."""
     fmt = PRESET_FORMAT.get(name, "e4m3")
     target = ModelTarget(name, fmt)
