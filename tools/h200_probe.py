@@ -156,6 +156,31 @@ def main_finish(args) -> int:
     return 0
 
 
+def main_preset_check(args) -> int:
+    """Add to each report how the unmodified nearest preset fares on the same samples
+    (shapes with K <= 4096), so docs/probe-h200.rst can say what the fit changed."""
+    from fpspec.models import get_model
+
+    src = Path(args.preset_check)
+    data = json.loads((src / "h200_reports.json").read_text())
+    arrays = np.load(src / "h200_samples.npz")
+    for spec, entry in data["targets"].items():
+        path = Path(args.reports) / f"h200-{spec}.json"
+        if "error" in entry or not path.exists():
+            continue
+        rep = json.loads(path.read_text())
+        name = rep["nearest_preset"]["name"]
+        samples = [dict(m, bits=arrays[m["key"]]) for m in entry["samples"] if m["shape"][2] <= 4096]
+        acc = check_samples(samples, rep["operand_format"], get_model(name))
+        rep["preset_check"] = {"preset": name, "shapes": "acceptance shapes with K <= 4096",
+                               **{k: v for k, v in acc.to_dict().items() if k != "per_shape"},
+                               "per_shape": [{k: s[k] for k in ("shape", "compared", "matched")}
+                                             for s in acc.per_shape]}
+        print(f"{spec}: preset {name}: {acc.matched}/{acc.compared}")
+        path.write_text(json.dumps(rep, indent=1, default=str))
+    return 0
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", help="collect: directory for h200_reports.json and h200_samples.npz")
@@ -165,11 +190,15 @@ def main(argv=None) -> int:
     p.add_argument("--shapes", help="acceptance shapes MxNxK[:RxC],... (default: DEFAULT_SHAPES)")
     p.add_argument("--finish", help="fit and accept from a collected directory")
     p.add_argument("--reports", default="docs/probe-reports", help="finish: where the report JSONs go")
+    p.add_argument("--preset-check", metavar="DIR", help="add the nearest preset's own match rate "
+                   "(K <= 4096 shapes) to the reports in --reports, from a collected DIR")
     p.add_argument("--model-json", help="finish: {target: {parameters: ..., accumulate_bits: n}} to accept instead")
     args = p.parse_args(argv)
     args.model = json.loads(Path(args.model_json).read_text()) if args.model_json else None
     if args.finish:
         return main_finish(args)
+    if args.preset_check:
+        return main_preset_check(args)
     if not args.out:
         p.error("--out or --finish is required")
     return main_collect(args)
