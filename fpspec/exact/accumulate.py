@@ -46,6 +46,7 @@ __all__ = [
     "operand_from_codes",
     "operand_from_quantized",
     "alpha_exact",
+    "tensor_alpha",
     "gemm_exact",
     "CODE_FORMATS",
 ]
@@ -346,18 +347,16 @@ def operand_from_quantized(qt, model: GemmModel) -> Operand:
 def alpha_exact(a: Operand, b: Operand, model: GemmModel) -> Fraction | None:
     """Step 7's alpha, rounded as ``alpha_rounding`` says (None: no alpha) (FPS-GEMM-8).
 
-    ``amax``: f = amax / (payload_max * T) per operand; ``decode-scales``: f = the
-    operand's FP32 decode scale.  ``exact``: f_a f_b; ``once``: RNE32(f_a f_b);
+    ``amax``: f = amax / (payload_max * T) per operand (an operand without a target T,
+    e.g. MXFP4, has no tensor scale: its f is its decode scale, 1); ``decode-scales``:
+    f = the operand's FP32 decode scale.  ``exact``: f_a f_b; ``once``: RNE32(f_a f_b);
     ``twice``: RNE32(RNE32(f_a) RNE32(f_b)).
     """
     if model.alpha_source == "none" or model.operand_domain != "encoded" or a.decode_scale is None:
         return None
     factors = []
     for op, name in ((a, "A"), (b, "B")):
-        if model.alpha_source == "amax":
-            if op.target is None:
-                raise FpspecError(f"operand {name} has no target T in its params: alpha_source=amax "
-                                  "needs it (use --set alpha_source=decode-scales)")
+        if model.alpha_source == "amax" and op.target is not None:
             factors.append(op.amax / (op.payload_max * op.target))  # type: ignore[operator]
         else:
             factors.append(op.decode_scale)
@@ -371,6 +370,18 @@ def alpha_exact(a: Operand, b: Operand, model: GemmModel) -> Fraction | None:
     if _is_special(r):
         raise FpspecError(f"alpha overflows FP32 ({float(fa * fb)!r})")
     return r  # type: ignore[return-value]
+
+
+def tensor_alpha(qa, qb, model: GemmModel) -> Fraction | None:
+    """Step 7's alpha straight from two QuantizedTensors (FPS-GEMM-8); see :func:`alpha_exact`."""
+    ops = []
+    for q in (qa, qb):
+        target = q.params.get("target", q.params.get("T"))
+        ops.append(Operand(values=[], exponents=[], amax=Fraction(float(np.float32(q.amax))),
+                           target=None if target is None else Fraction(target),
+                           decode_scale=Fraction(float(np.float32(q.decode_scale))),
+                           payload_max=get_format(q.payload_format).max_finite))
+    return alpha_exact(ops[0], ops[1], model)
 
 
 def product_terms(a: Operand, ra: int, b: Operand, rb: int, model: GemmModel) -> list[Term]:
