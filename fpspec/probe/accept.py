@@ -195,9 +195,9 @@ def model_outputs(a: np.ndarray, bt: np.ndarray, fmt: str, model: GemmModel,
         return simulate_gemm(a, bt, fmt, model, accumulate_bits, split_slice=split_slice)
     if accumulate_bits != 23 or split_slice is not None:
         raise FpspecError("accumulate_bits or a split of K needs a model the vectorised evaluator supports")
-    from ..exact.accumulate import gemm_exact
+    from ..gemm import gemm
 
-    return gemm_exact(a, bt, model, fmt=fmt)
+    return gemm(a, bt, model, fmt=fmt)
 
 
 def check_samples(samples: list[dict], fmt: str, model, accumulate_bits: int = 23,
