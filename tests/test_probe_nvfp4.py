@@ -109,3 +109,18 @@ def test_fps_prb_12_epilogue_alpha_once():
     ctx = ProbeContext(Scaled(), "e4m3", K=32, shape=None)
     f = recipe_epilogue(ctx)
     assert f["alpha"] == "once" and f["matches"]["once"] == f["cases"]
+
+
+def test_fps_prb_13_where_block_scales_enter():
+    """FPS-PRB-13 (NV-3): with a 13-bit window the probe tells scales folded into each
+    product from scales applied to a block's payload sum; with an exact group sum it says
+    the question has no observable answer, and a window wider than FP32 is ambiguous."""
+    from fpspec.probe.nvfp4 import probe_scale_placement
+
+    def ask(model):
+        return probe_scale_placement(ModelBlockScaledTarget(model))["scale_placement"]
+
+    assert ask(get_model("km-h100-fp8", alpha_source="none")) == "product (window F in [13])"
+    assert ask(get_model("km-h100-fp8", scale_placement="block", alpha_source="none")) == "block (window F in [13])"
+    assert ask("seed-probe-matched-nosnap").startswith("unobservable")
+    assert ask(get_model("km-b200-fp8", alpha_source="none")).startswith("ambiguous")

@@ -1,5 +1,5 @@
 """NVFP4-specific probes (FPS-PRB-13): rounding inside a 64-product group, the 1/1024
-output lattice, on a block-scaled GEMM (E2M1 payloads, UE4M3 scales per 16 along K).
+output lattice, where block scales enter, on a block-scaled GEMM (E2M1 payloads, UE4M3 scales per 16 along K).
 
 A block-scaled target has ``matmul_blockscaled(a, a_scales, bt, bt_scales) -> float32
 (M, N)`` (:class:`fpspec.adapters.torch_nvfp4.TorchNVFP4Target` on a Blackwell GPU,
@@ -18,7 +18,7 @@ from ..errors import FpspecError
 from .operands import pow2, value_table
 from .recipes import classify_rounding
 
-__all__ = ["BlockRow", "build_blockscaled", "ModelBlockScaledTarget", "probe_nvfp4"]
+__all__ = ["BlockRow", "build_blockscaled", "ModelBlockScaledTarget", "probe_nvfp4", "probe_scale_placement"]
 
 BLOCK = 16
 
@@ -115,6 +115,69 @@ def _run(target, rows: list[BlockRow], K: int) -> list[Fraction]:
     return [Fraction(float(v)) for v in y]
 
 
+def _trunc(v: Fraction, q: Fraction) -> Fraction:
+    k = abs(v) // q
+    return (k if v >= 0 else -k) * q
+
+
+def _rz32(v: Fraction) -> Fraction:
+    from ..exact.rounding import round_to_code
+    from ..formats import FP32
+
+    return FP32.decode_exact(round_to_code(v, FP32, "rtz"))
+
+
+def _rne32(v: Fraction) -> Fraction:
+    from ..exact.rounding import round_to_code
+    from ..formats import FP32
+
+    return FP32.decode_exact(round_to_code(v, FP32, "rne"))
+
+
+def probe_scale_placement(target, K: int = 128) -> dict[str, Any]:
+    """NV-3: where block scales enter.  X = 1.5 x 1 x 2^8 x 2^6 in block 0; block 1 holds
+    1.5 x 1.5 and 1.5 x 0.5 under scales with product s = 2^-j (j = -2 .. 18).  With a
+    window of F bits (LSB = 2^(14 - F)), products aligned one by one keep
+    trunc(2.25 s) + trunc(0.75 s); the block's payload sum scaled as one term keeps
+    trunc(3 s); an exact group sum keeps 3 s.  The hypotheses (placement, F) that
+    explain every row are reported; with no window, or one wider than FP32 (F > 23),
+    the FP32 rounding of X + ... hides the difference and the question has no answer."""
+    X = Fraction(3, 2) * pow2(14)
+    js = list(range(-2, 19))
+    rows = []
+    for j in js:
+        ja = min(max(j, 0), 9)
+        r = BlockRow().put(0, Fraction(3, 2), 1).scale(0, pow2(8), pow2(6))
+        r.put(16, Fraction(3, 2), Fraction(3, 2)).put(17, Fraction(3, 2), Fraction(1, 2))
+        r.scale(1, pow2(-ja), pow2(ja - j))
+        rows.append(r)
+    y = _run(target, rows, K)
+    fits: dict[str, list[int]] = {"product": [], "block": []}
+    for F in range(8, 41):
+        lsb = pow2(14 - F)
+        per_product = [_rz32(X + _trunc(Fraction(9, 4) * pow2(-j), lsb) + _trunc(Fraction(3, 4) * pow2(-j), lsb))
+                       for j in js]
+        per_block = [_rz32(X + _trunc(3 * pow2(-j), lsb)) for j in js]
+        if per_product == y:
+            fits["product"].append(F)
+        if per_block == y:
+            fits["block"].append(F)
+    exact = [_rne32(X + 3 * pow2(-j)) for j in js] == y or [_rz32(X + 3 * pow2(-j)) for j in js] == y
+    if fits["product"] and not fits["block"]:
+        answer = f"product (window F in {fits['product']})"
+    elif fits["block"] and not fits["product"]:
+        answer = f"block (window F in {fits['block']})"
+    elif fits["product"] and fits["block"]:
+        answer = (f"ambiguous: product with F in {fits['product']} or block with F in {fits['block']} "
+                  "(the FP32 rounding of X + ... hides the window)")
+    elif exact:
+        answer = ("unobservable: no window narrower than FP32 (an exact group sum, or F > 23): "
+                  "both placements give the same bits")
+    else:
+        answer = "unexplained"
+    return {"scale_placement": answer, "outputs": [[j, str(v)] for j, v in zip(js, y)]}
+
+
 def probe_nvfp4(target, K: int = 128) -> dict[str, Any]:
     """NV-1 (rounding of the 64-product group sum) and NV-2 (the output lattice).
 
@@ -153,6 +216,7 @@ def probe_nvfp4(target, K: int = 128) -> dict[str, Any]:
     snap = [Fraction(round(v * 1024)) / 1024 for v in singles]
     lattice = "none (single products off the 1/1024 lattice come out exactly)" if exact else (
         "1/1024 (ties to even)" if ys == snap else "unexplained")
-    return {"group_rounding_candidates": modes,
+    placement = probe_scale_placement(target, K)
+    return {"scale_placement": placement["scale_placement"], "group_rounding_candidates": modes,
             "group_rounding": modes[0] if len(modes) == 1 else ("unexplained" if not modes else "ambiguous"),
             "lattice": lattice, "single_products": [[str(v), str(o)] for v, o in zip(singles, ys)]}
