@@ -179,3 +179,22 @@ def test_fps_prb_15_shape_text():
     assert shapes_from_text("64x64x256, 4096x128x1024:32x16") == ((64, 64, 256, 64, 64), (4096, 128, 1024, 32, 16))
     with pytest.raises(FpspecError, match="bad shape"):
         shapes_from_text("64x64")
+
+
+def test_fps_prb_9_probe_at_one_shape_uses_that_shape():
+    """FPS-PRB-2, FPS-PRB-9: probe_at runs every GEMM at exactly (M, N, K) and fits there."""
+    from fpspec.probe import probe_at
+
+    target = ModelTarget("km-h100-fp8-promote128", "e4m3")
+    seen = set()
+    orig = target.matmul
+
+    def spy(a, bt):
+        seen.add((a.shape[0], bt.shape[0], a.shape[1]))
+        return orig(a, bt)
+
+    target.matmul = spy  # with a shape given the probe never uses rowdot
+    findings, fitted, calls = probe_at(target, "e4m3", 16, 24, 256, scan_k=80)
+    assert seen == {(16, 24, 256)}
+    assert fitted.model.promotion_interval == 128 and fitted.model.group_size == 32
+    assert all((c["M"], c["N"], c["K"]) == (16, 24, 256) for c in calls)

@@ -65,7 +65,7 @@ def make(spec: str, fmt: str, local: str | None):
     return make_target(spec, fmt)
 
 
-def run_target(spec: str, fmt: str, local: str | None, shapes, quick: bool) -> tuple[dict, dict]:
+def run_target(spec: str, fmt: str, local: str | None, shapes) -> tuple[dict, dict]:
     target = make(spec, fmt, local)
     t0 = time.time()
     rep = probe_gemm(target, fmt, K=1024, scan_k=512, shape=(256, 256), acceptance_shapes=None)
@@ -108,7 +108,7 @@ def main_collect(args) -> int:
     for spec, fmt, local in chosen:
         print(f"== {spec} ({fmt})", flush=True)
         try:
-            entry, arr = run_target(spec, fmt, local if args.local else None, shapes, args.quick)
+            entry, arr = run_target(spec, fmt, local if args.local else None, shapes)
             result["targets"][spec] = entry
             arrays.update(arr)
         except Exception as exc:
@@ -185,7 +185,6 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", help="collect: directory for h200_reports.json and h200_samples.npz")
     p.add_argument("--local", action="store_true", help="use fpspec presets instead of torch (no GPU)")
-    p.add_argument("--quick", action="store_true", help="(unused; kept for old command lines)")
     p.add_argument("--only", help="comma-separated target names")
     p.add_argument("--shapes", help="acceptance shapes MxNxK[:RxC],... (default: DEFAULT_SHAPES)")
     p.add_argument("--finish", help="fit and accept from a collected directory")
