@@ -88,13 +88,13 @@ def _alternatives(fmt: str) -> list[dict[str, str]]:
 
 
 # ---------------------------------------------------------------------- meta
-def make_meta(name: str, operation: str, model: str, description: str, requirements: list[str],
+def make_meta(name: str, operation: str, coverage_model: str, description: str, requirements: list[str],
               seed: int | None, level: int, cases: int, inputs: dict[str, dict], outputs: dict[str, dict],
               key: str, **extra: Any) -> dict[str, Any]:
     meta = {
         "schema_version": SCHEMA_VERSION, "spec_version": SPEC_VERSION,
         "generator_version": GENERATOR_VERSION, "name": name, "operation": operation,
-        "coverage_model": model, "description": description, "requirements": sorted(set(requirements)),
+        "coverage_model": coverage_model, "description": description, "requirements": sorted(set(requirements)),
         "seed": seed, "level": level, "cases": cases, "key": key, "tags": dict(TAGS),
         "inputs": inputs, "outputs": outputs,
     }

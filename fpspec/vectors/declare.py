@@ -6,7 +6,8 @@ absent key means "anything"::
     name: torch-cpu-float8            # free text, echoed in reports
     operations: [decode, encode]      # decode, encode, quantize, gemm
     formats: [e4m3, e5m2, ue8m0, fp16, bf16, fp32]
-    rounding: [rne, rna, sr-midpoint/8]   # a stochastic mode with /N names its bit width
+    rounding: [rne, rna, sr-midpoint/8]   # a stochastic mode with /N names its bit width;
+                                      # or per target format: {e4m3: [rne], ue8m0: [rna]}
     schemes: [ue5m3]
     profiles: [ue5m3/exact]           # scheme/profile, as in the set meta
     models: [blackwell-nvfp4-seed]    # GEMM presets
@@ -46,7 +47,7 @@ class Declaration:
     name: str = "undeclared"
     operations: tuple[str, ...] | None = None
     formats: tuple[str, ...] | None = None
-    rounding: tuple[str, ...] | None = None
+    rounding: tuple[str, ...] | dict[str, tuple[str, ...]] | None = None
     schemes: tuple[str, ...] | None = None
     profiles: tuple[str, ...] | None = None
     models: tuple[str, ...] | None = None
@@ -74,16 +75,32 @@ class Declaration:
                 raise FpspecError(f"{where}: {k} must be a list of strings")
             return tuple(v)
 
+        rounding: tuple[str, ...] | dict[str, tuple[str, ...]] | None
+        if isinstance(d.get("rounding"), dict):
+            rounding = {}
+            for k, v in d["rounding"].items():
+                v = [v] if isinstance(v, str) else v
+                if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+                    raise FpspecError(f"{where}: rounding.{k} must be a list of strings")
+                rounding[str(k)] = tuple(v)
+        else:
+            rounding = tup("rounding")
         pol = d.get("policies") or {}
         if not isinstance(pol, dict) or not all(isinstance(v, dict) for v in pol.values()):
             raise FpspecError(f"{where}: policies must map a format to {{policy: value}}")
         return cls(name=str(d.get("name", "unnamed")), operations=tup("operations"), formats=tup("formats"),
-                   rounding=tup("rounding"), schemes=tup("schemes"), profiles=tup("profiles"),
+                   rounding=rounding, schemes=tup("schemes"), profiles=tup("profiles"),
                    models=tup("models"), policies={k: {a: str(b) for a, b in v.items()} for k, v in pol.items()},
                    nan_payloads=tup("nan_payloads") or (), sets=tup("sets"), declared=True)
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
+        def conv(v: Any) -> Any:
+            if isinstance(v, tuple):
+                return list(v)
+            if isinstance(v, dict):
+                return {k: conv(x) for k, x in v.items()}
+            return v
+        return {k: conv(v) for k, v in self.__dict__.items()}
 
     # ----------------------------------------------------------- matching
     def supports(self, meta: dict[str, Any], out_name: str) -> tuple[bool, str]:
@@ -105,12 +122,13 @@ class Declaration:
             if missing:
                 return False, f"format(s) {', '.join(missing)} not declared"
         rnd = o.get("rounding")
+        allowed_r = self.rounding.get(o["format"]) if isinstance(self.rounding, dict) else self.rounding
         if rnd and self.rounding is not None:
-            names = {rnd}
-            if o.get("sr_bits"):
-                names = {f"{rnd}/{o['sr_bits']}"} | ({rnd} if rnd in self.rounding else set())
-            if not names & set(self.rounding):
-                return False, f"rounding {sorted(names)[0]} not declared"
+            if allowed_r is None:
+                return False, f"no rounding declared for {o['format']}"
+            names = {f"{rnd}/{o['sr_bits']}", rnd} if o.get("sr_bits") else {rnd}
+            if not names & set(allowed_r):
+                return False, f"rounding {sorted(names)[-1] if o.get('sr_bits') else rnd} not declared"
         for key, attr in (("scheme", "schemes"), ("profile", "profiles"), ("model", "models")):
             val = o.get(key, meta.get(key))
             allowed = getattr(self, attr)
