@@ -186,15 +186,18 @@ def _profile_dependent(x: np.ndarray, target: str, outputs: dict[str, dict]) -> 
     return dep
 
 
+#: Only these inputs can change under another overflow / NaN / negative / zero policy.
+_POLICY_SENSITIVE = tag_mask("nan_input", "inf_input", "overflow", "negative_unsigned", "zero_input")
+
+
 def _finish_encode_tags(plan: SetPlan, outputs: dict[str, np.ndarray]) -> None:
     target = plan.extra["target"]
     x = float_view(plan.inputs["x"], plan.meta["inputs"]["x"]["format"])
     det = {k: v for k, v in plan.meta["outputs"].items() if not v.get("sr_bits")}
-    if det:
-        dep = _profile_dependent(x, target, det)
-        plan.tags[dep] |= np.uint32(1 << TAGS["profile_dependent"])
-    # depends_on lists only the choices that matter to some case of this output
-    plan.meta["outputs"] = plan.meta["outputs"]
+    sel = np.flatnonzero(plan.tags & np.uint32(_POLICY_SENSITIVE))
+    if det and sel.size:
+        dep = _profile_dependent(x[sel], target, det)
+        plan.tags[sel[dep]] |= np.uint32(1 << TAGS["profile_dependent"])
 
 
 # ------------------------------------------------------------------ models
@@ -311,8 +314,7 @@ def model_fp32_boundary(level: int) -> list[SetPlan]:
         xbits = _boundary_values(t, rng, 256 if level == 1 else 65536)
         plans.append(_encode_plan(f"encode-fp32-{t}-boundary", "fp32-boundary",
                                   f"FP32 boundary table and weighted random cases into {t}",
-                                  "fp32", t, xbits, level, seed, [],
-                                  "exact" if level == 1 else "fast"))
+                                  "fp32", t, xbits, level, seed, [], "fast"))
     return plans
 
 
@@ -395,7 +397,7 @@ def model_sr(level: int) -> list[SetPlan]:
                          {"code": o}, key="array", target=t)
         key = np.arange(len(xs), dtype=np.uint64)
         plans.append(SetPlan(name, meta, {"x": xbits, "r": rbits}, tags, key=key,
-                             impl="exact" if level == 1 else "fast", extra={"target": t}))
+                             impl="fast", extra={"target": t}))
     return plans
 
 

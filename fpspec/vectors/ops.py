@@ -77,6 +77,12 @@ def _decode(meta: dict[str, Any], inputs: dict[str, np.ndarray], impl: str) -> d
     f = get_format(fmt)
     sign = (codes.astype(np.uint32) >> np.uint32(f.bits - 1)) & np.uint32(1) if f.signed \
         else np.zeros(codes.shape, dtype=np.uint32)
+    if fmt in ("fp16", "bf16"):
+        # widening to binary32 is exact: fp16 through NumPy's IEEE conversion, bf16 by a 16-bit shift
+        with np.errstate(invalid="ignore"):
+            values = (codes.astype(np.uint16).view(np.float16).astype(np.float32) if fmt == "fp16"
+                      else (codes.astype(np.uint32) << np.uint32(16)).view(np.float32)).astype(np.float64)
+        return {"value": fp32_bits_of_values(values, sign)}
     return {"value": fp32_bits_of_values(decode(codes, fmt), sign)}
 
 
