@@ -176,6 +176,8 @@ def _case_tags(c: dict[str, Any], x: np.ndarray, g: float, scales: np.ndarray, b
         grid = np.abs(v.astype(np.float64)).reshape(v.shape[0], v.shape[1] // b, b).max(axis=2)
     if (grid == 0).any():
         t |= tag_mask("zero_block")
+        if c["scheme"] != "mxfp4":  # a zero block's scale rounds to zero too
+            t |= tag_mask("zero_scale")
     if c["scheme"] != "mxfp4" and g > 0 and not c["rht"]:
         T = Fraction(c["target"])
         u = [Fraction(float(a)) * T / Fraction(g) for a in grid.reshape(-1) if a > 0]

@@ -122,10 +122,11 @@ class Declaration:
             if missing:
                 return False, f"format(s) {', '.join(missing)} not declared"
         rnd = o.get("rounding")
-        allowed_r = self.rounding.get(o["format"]) if isinstance(self.rounding, dict) else self.rounding
+        rfmt = o.get("rounding_format", o["format"])  # quantize outputs: the payload's rounding
+        allowed_r = self.rounding.get(rfmt) if isinstance(self.rounding, dict) else self.rounding
         if rnd and self.rounding is not None:
             if allowed_r is None:
-                return False, f"no rounding declared for {o['format']}"
+                return False, f"no rounding declared for {rfmt}"
             names = {f"{rnd}/{o['sr_bits']}", rnd} if o.get("sr_bits") else {rnd}
             if not names & set(allowed_r):
                 return False, f"rounding {sorted(names)[-1] if o.get('sr_bits') else rnd} not declared"
