@@ -182,3 +182,34 @@ def test_pickled_entry_is_refused(tmp_path):
     (tmp_path / "MANIFEST.json").write_text(json.dumps(m))
     with pytest.raises(IntegrityError, match="pickle"):
         Pack(tmp_path).load("decode-e2m1")
+
+
+def test_set_names_and_files(pack):
+    """FPS-VEC-2: set names are lowercase words, the file is <name>.npz directly in the pack folder."""
+    from fpspec.vectors.schema import SET_NAME
+    for e in pack.manifest["sets"]:
+        assert SET_NAME.match(e["name"]) and e["file"] == f"{e['name']}.npz"
+    assert sorted(p.name for p in PACK.glob("*.npz")) == sorted(e["file"] for e in pack.manifest["sets"])
+
+
+def test_vector_policies_are_named_in_each_output(pack):
+    """FPS-VEC-9: where a format's default policy is 'error', the vectors use a named choice,
+    recorded in each output's policies and depends_on."""
+    vs = pack.load("encode-fp16-e2m1-exhaustive")
+    assert vs.meta["outputs"]["rne"]["policies"]["nan"] == "zero"
+    nan = 0x7E00
+    assert int(vs.outputs["rne"][nan]) == 0x0 and vs.tags[nan] & (1 << TAGS["profile_dependent"])
+    u = pack.load("encode-fp32-ue8m0-boundary")
+    assert u.meta["outputs"]["rne"]["policies"] == {"overflow": "nonfinite", "nan": "nan",
+                                                    "negative": "nan", "zero": "nan"}
+    assert u.meta["outputs"]["rna_zero_min"]["policies"]["zero"] == "min"
+    i = int(np.flatnonzero(u.inputs["x"] == 0)[0])
+    assert int(u.outputs["rne"][i]) == 0xFF and int(u.outputs["rna_zero_min"][i]) == 0x00
+
+
+def test_e2m1_codes_one_per_byte(pack):
+    """FPS-VEC-11: E2M1 codes are stored one per byte in the low nibble; no packed form in v1."""
+    q = pack.load("quantize-nvfp4-te-fp32-1x16")
+    assert q.outputs["codes"].dtype == np.uint8 and int(q.outputs["codes"].max()) <= 0xF
+    assert q.meta["outputs"]["codes"]["layout"].startswith("one E2M1 code per byte (low nibble)")
+    assert q.outputs["codes"].shape[1:] == (16, 32) and q.outputs["scales"].shape[1:] == (16, 2)
