@@ -1,4 +1,14 @@
-"""Sphinx configuration of the fpspec numeric specification."""
+"""Sphinx configuration of the fpspec numeric specification.
+
+Build (warnings are errors; also run by tests/test_docs.py)::
+
+    python3 -m sphinx -W -b html docs docs/_build/html
+
+Tables and plots are generated from the fpspec package at build time
+(docs/_ext/fpspec_tables.py, docs/_ext/fpspec_plots.py; PNGs go to the
+gitignored docs/_generated/), and every ``>>>`` example runs during the build
+(docs/_ext/fpspec_examples.py).  Nothing is fetched from the network.
+"""
 
 import os
 import sys
@@ -20,11 +30,21 @@ extensions = [
     "sphinx.ext.doctest",
     "sphinx.ext.mathjax",
     "fpspec_spec",
+    "fpspec_tables",
+    "fpspec_plots",
+    "fpspec_examples",
 ]
 autodoc_typehints = "signature"
 autodoc_member_order = "bysource"
 nitpicky = False
-exclude_patterns = ["_build", "Thumbs.db", ".DS_Store"]
+exclude_patterns = ["_build", "_generated", "Thumbs.db", ".DS_Store"]
 html_theme = "alabaster"
-html_static_path = []
+html_static_path = ["_static"]
+html_css_files = ["fpspec.css"]
 html_theme_options = {"page_width": "1100px", "sidebar_width": "230px"}
+
+# Examples run with this namespace prepared (docs/_ext/fpspec_examples.py and `-b doctest`).
+doctest_global_setup = """
+import numpy as np
+import fpspec
+"""

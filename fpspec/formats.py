@@ -110,29 +110,29 @@ class FloatFormat:
     description: str = ""
 
     # ----------------------------------------------------------------- layout
-    @property
+    @cached_property
     def bits(self) -> int:
         """Total code width in bits."""
         return int(self.signed) + self.exp_bits + self.man_bits
 
-    @property
+    @cached_property
     def num_codes(self) -> int:
         return 1 << self.bits
 
-    @property
+    @cached_property
     def sign_mask(self) -> int:
         """The sign bit of a code (0 for unsigned formats)."""
         return (1 << (self.bits - 1)) if self.signed else 0
 
-    @property
+    @cached_property
     def magnitude_mask(self) -> int:
         return (1 << (self.exp_bits + self.man_bits)) - 1
 
-    @property
+    @cached_property
     def exp_max_field(self) -> int:
         return (1 << self.exp_bits) - 1
 
-    @property
+    @cached_property
     def man_max_field(self) -> int:
         return (1 << self.man_bits) - 1
 
@@ -176,20 +176,20 @@ class FloatFormat:
             return CodeKind.ZERO if man == 0 else CodeKind.SUBNORMAL
         return CodeKind.NORMAL
 
-    @property
+    @cached_property
     def has_inf(self) -> bool:
         return self.specials is Specials.IEEE
 
-    @property
+    @cached_property
     def has_nan(self) -> bool:
         return self.specials is not Specials.NONE
 
-    @property
+    @cached_property
     def has_zero(self) -> bool:
         return self.subnormals
 
     # ------------------------------------------------------------ exact values
-    @property
+    @cached_property
     def emin(self) -> int:
         """Unbiased exponent of the smallest normal binade."""
         return (1 if self.subnormals else 0) - self.bias
@@ -273,6 +273,11 @@ class FloatFormat:
 
     def __str__(self) -> str:
         return self.name
+
+    def __hash__(self) -> int:
+        # Equal formats have equal names, so hashing the name alone is consistent with
+        # the generated __eq__, and cheap enough for the exact path's memo keys.
+        return hash(self.name)
 
 
 E2M1 = FloatFormat("e2m1", 2, 1, 1, True, True, Specials.NONE,

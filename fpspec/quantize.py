@@ -26,7 +26,7 @@ import numpy as np
 
 from .errors import FpspecError
 from .exact.blocks import BlockResult, quantize_view_exact, rht16_exact
-from .fast.blocks import quantize_view_fast, rht16_fast
+from .fast.blocks import absmax_float32, quantize_view_fast, rht16_fast
 from .fast.rounding import decode_table
 from .formats import get_format
 from .quantized import QuantizedTensor
@@ -37,7 +37,8 @@ __all__ = ["quantize", "dequantize", "quantize_view", "prepare_view", "tensor_am
 _FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
 
 
-def _check_input(x: np.ndarray) -> np.ndarray:
+def _check_input(x: np.ndarray) -> tuple[np.ndarray, np.float32 | None]:
+    """The (M, K) binary32/binary64 array, refusing non-finite values; and max |x| when it came free."""
     x = np.asarray(x)
     if x.dtype.name not in _FLOAT_DTYPES:
         raise FpspecError(f"input must be a float array ({', '.join(_FLOAT_DTYPES)}), got {x.dtype}")
@@ -45,20 +46,26 @@ def _check_input(x: np.ndarray) -> np.ndarray:
         raise FpspecError(f"input must have at least 2 dimensions (M, K), got shape {x.shape}")
     if x.ndim > 2:
         x = x.reshape(-1, x.shape[-1])
-    bad = ~np.isfinite(x.astype(np.float64))
-    if bad.any():
+    amax: np.float32 | None = None
+    if x.dtype == np.float32:
+        amax, finite = absmax_float32(x)
+    else:
+        finite = bool(np.isfinite(x).all())
+    if not finite:
+        bad = ~np.isfinite(x)
         idx = tuple(int(i) for i in np.argwhere(bad)[0])
         raise FpspecError(f"non-finite input value {x[idx]!r} (fpspec refuses NaN and Inf in block "
                           "quantization)", idx)
     if x.dtype.name in ("float16", "bfloat16"):
         x = x.astype(np.float32)  # exact widening
-    return x
+    return x, amax
 
 
 def prepare_view(x: np.ndarray, spec: BlockSpec, *, columnwise: bool = False, pad: bool = False,
-                 rht: bool = False, impl: str = "fast") -> tuple[np.ndarray, tuple[int, int]]:
-    """Step 0: the (M, K) view that is quantized, and its shape before padding (FPS-BLK-1)."""
-    x = _check_input(x)
+                 rht: bool = False, impl: str = "fast") -> tuple[np.ndarray, tuple[int, int], np.float32 | None]:
+    """Step 0: the (M, K) view that is quantized, its shape before padding, and max |view| when
+    it is already known (transposing and zero-padding do not change it) (FPS-BLK-1)."""
+    x, known_amax = _check_input(x)
     v = np.ascontiguousarray(x.T if columnwise else x)
     m, k = v.shape
     b = spec.block
@@ -75,16 +82,20 @@ def prepare_view(x: np.ndarray, spec: BlockSpec, *, columnwise: bool = False, pa
         if v.shape[1] % 16:
             raise FpspecError(f"the Hadamard transform needs K = {v.shape[1]} to be a multiple of 16")
         v = rht16_exact(v) if impl == "exact" else rht16_fast(v)
+        known_amax = None
     if spec.arithmetic.value == "fp32" and v.dtype != np.float32:
         v = v.astype(np.float32)  # binary32 profiles read binary32 (RNE narrowing)
-    return v, (m, k)
+        known_amax = None
+    return v, (m, k), known_amax
 
 
-def tensor_amax(v: np.ndarray) -> np.float32:
+def tensor_amax(v: np.ndarray, impl: str = "fast") -> np.float32:
     """max |v| rounded to binary32 (exact for binary32 input; max is order-independent)."""
     if v.size == 0:
         return np.float32(0)
-    return np.float32(np.max(np.abs(v.astype(np.float64))))
+    if v.dtype == np.float32 and impl == "fast":
+        return absmax_float32(v)[0]
+    return np.float32(np.max(np.abs(v)))
 
 
 def _given_amax(amax: object) -> np.float32:
@@ -100,7 +111,7 @@ def _given_amax(amax: object) -> np.float32:
 
 
 def quantize_view(v: np.ndarray, spec: BlockSpec, amax: np.float32, rbits: np.ndarray | None = None,
-                  impl: str = "fast") -> BlockResult:
+                  impl: str = "fast", want_dequant: bool = True) -> BlockResult:
     """Steps 1-2 on a prepared view (used by quantize and by the GEMM models)."""
     if spec.rounding.stochastic:
         if rbits is None:
@@ -113,7 +124,7 @@ def quantize_view(v: np.ndarray, spec: BlockSpec, amax: np.float32, rbits: np.nd
     if impl == "exact":
         return quantize_view_exact(v, spec, float(amax), rbits)
     if impl == "fast":
-        return quantize_view_fast(v, spec, float(amax), rbits)
+        return quantize_view_fast(v, spec, float(amax), rbits, want_dequant=want_dequant)
     raise FpspecError(f"impl must be 'fast' or 'exact', got {impl!r}")
 
 
@@ -147,9 +158,12 @@ def quantize(x: np.ndarray, scheme: str = "ue5m3", *, profile: str | None = None
                         zero_scale_rule=zero_scale_rule, rounding=rounding)
     if impl not in ("fast", "exact"):
         raise FpspecError(f"impl must be 'fast' or 'exact', got {impl!r}")
-    v, orig = prepare_view(x, spec, columnwise=columnwise, pad=pad, rht=rht, impl=impl)
-    g = tensor_amax(v) if amax is None else _given_amax(amax)
-    res = quantize_view(v, spec, g, rbits, impl)
+    v, orig, known = prepare_view(x, spec, columnwise=columnwise, pad=pad, rht=rht, impl=impl)
+    if amax is not None:
+        g = _given_amax(amax)
+    else:
+        g = known if (known is not None and impl == "fast") else tensor_amax(v, impl)
+    res = quantize_view(v, spec, g, rbits, impl, want_dequant=False)
     params = {
         "target": None if spec.target is None else str(spec.target),
         "zero_scale_rule": spec.zero_scale_rule,

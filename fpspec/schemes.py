@@ -135,11 +135,11 @@ _add(Profile("ue5m3", "seed-fp32", Arithmetic.FP32, ("ue5m3", "ue5m3fnu"), Fract
              AmaxZero.ONE, SignedZero.KEEP, True, "seed-kernel", roundings=_ROUND_SEED,
              source="MrHuff/ue5m3-fp4 src/ue5m3_fp4/backends/triton/quantization.py (FP32 div_rn/mul_rn)"))
 _add(Profile("nvfp4", "te-fp32", Arithmetic.FP32, ("ue4m3",), Fraction(448), False,
-             AmaxZero.FLT_MAX, SignedZero.POSITIVE, True, "te", roundings=("rne",),
+             AmaxZero.FLT_MAX, SignedZero.POSITIVE, True, "te", roundings=("rne", "sr-add"),
              source="NVIDIA/TransformerEngine transformer_engine/pytorch/custom_recipes/"
                     "reference_nvfp4.py NVFP4QuantizerRef"))
 _add(Profile("nvfp4", "te-kernel", Arithmetic.FP32, ("ue4m3",), Fraction(448), False,
-             AmaxZero.ONE, SignedZero.POSITIVE, True, "te", roundings=("rne",),
+             AmaxZero.ONE, SignedZero.POSITIVE, True, "te", roundings=("rne", "sr-add"),
              source="TE's CUDA kernel: as te-fp32 but S_enc = 1 for a zero tensor amax"))
 _add(Profile("nvfp4", "exact", Arithmetic.EXACT, ("ue4m3",), Fraction(448), False,
              AmaxZero.ONE, SignedZero.KEEP, False, "exact", roundings=("rne", "sr-midpoint", "rtz", "rna",

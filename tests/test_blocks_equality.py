@@ -51,7 +51,6 @@ CONFIGS = [
     ("ue5m3", "exact", {"rounding": "rna"}),
     ("nvfp4", "te-fp32", {}),
     ("nvfp4", "te-fp32", {"tile": "BxB", "columnwise": True}),
-    ("nvfp4", "te-kernel", {"columnwise": True, "rht": True}),
     ("nvfp4", "exact", {}),
     ("mxfp4", "floor", {}),
     ("mxfp4", "ceil", {}),
@@ -100,8 +99,18 @@ def test_kernel_dequant_matches_dequantize(scheme, profile):
     g = tensor_amax(x)
     qt = quantize(x, scheme, profile=profile)
     ref = dequantize(qt).view(np.uint32)
-    assert np.array_equal(quantize_view_fast(x, spec, float(g)).dequant.view(np.uint32), ref)
+    assert np.array_equal(quantize_view_fast(x, spec, float(g), hot_path=False).dequant.view(np.uint32), ref)
     assert np.array_equal(quantize_view_exact(x, spec, float(g)).dequant.view(np.uint32), ref)
+
+
+@pytest.mark.parametrize("kind", ["wide", "edge"])
+def test_exact_equals_fast_rht(kind):
+    """FPS-BLK-15, FPS-BLK-10: columnwise quantization after the Hadamard transform, both paths."""
+    rng = np.random.default_rng(11)
+    x, _ = _data(kind, rng)
+    a = quantize(x, "nvfp4", profile="te-kernel", columnwise=True, rht=True, impl="fast")
+    b = quantize(x, "nvfp4", profile="te-kernel", columnwise=True, rht=True, impl="exact")
+    assert np.array_equal(a.codes, b.codes) and np.array_equal(a.scales, b.scales) and a.amax == b.amax
 
 
 def test_rht_exact_equals_fast():
@@ -114,3 +123,26 @@ def test_rht_exact_equals_fast():
     x[0, :16] = -0.0
     a, b = rht16_fast(x), rht16_exact(x)
     assert np.array_equal(a.view(np.uint32), b.view(np.uint32))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("scheme,profile,kw", [c for c in CONFIGS if c[0] != "mxfp4" and not c[2].get("rounding")
+                                               and c[2].get("tile") != "BxB"])
+def test_hot_path_equals_general_kernel(scheme, profile, kw, kind):
+    """FPS-BLK-15: the vectorized RNE hot path equals the general kernel (itself tested against the spec)."""
+    from fpspec.fast.blocks import quantize_view_fast
+    from fpspec.quantize import prepare_view, tensor_amax
+    from fpspec.schemes import resolve_spec
+
+    rng = np.random.default_rng(hash((scheme, profile, kind)) % 2**32)
+    x, amax = _data(kind, rng)
+    kw = dict(kw)
+    spec = resolve_spec(scheme, profile, block=kw.pop("block", 16), tile="1xB", target=kw.pop("target", None),
+                        scale_format=kw.pop("scale_format", None), zero_scale_rule=kw.pop("zero_scale_rule", None),
+                        rounding="rne")
+    v, _, _ = prepare_view(x, spec, columnwise=kw.pop("columnwise", False))
+    g = tensor_amax(v) if amax is None else np.float32(amax)
+    hot = quantize_view_fast(v, spec, float(g), want_dequant=False)
+    gen = quantize_view_fast(v, spec, float(g), hot_path=False)
+    assert hot.dequant is None
+    assert np.array_equal(hot.codes, gen.codes) and np.array_equal(hot.scales, gen.scales)

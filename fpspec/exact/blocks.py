@@ -42,7 +42,7 @@ class BlockResult:
     scales: np.ndarray        # uint8 scale grid
     encode_scale: np.float32
     decode_scale: np.float32
-    dequant: np.ndarray       # float32 (M, K)
+    dequant: np.ndarray | None  # float32 (M, K); None when not asked for (fast path)
 
 
 # ------------------------------------------------------------ binary32 steps

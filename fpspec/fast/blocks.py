@@ -35,7 +35,7 @@ from ..formats import get_format
 from ..schemes import AmaxZero, Arithmetic, BlockSpec, MxScaleMode, SignedZero
 from .rounding import decode_table
 
-__all__ = ["quantize_view_fast", "block_amax_grid_fast", "rht16_fast"]
+__all__ = ["quantize_view_fast", "block_amax_grid_fast", "rht16_fast", "absmax_float32"]
 
 _MODE_IDS = {m: i for i, m in enumerate(RoundingMode)}
 _RNE, _RTZ, _RNA, _UP, _DOWN, _SRM, _SRA, _SRU = (_MODE_IDS[m] for m in RoundingMode)
@@ -262,6 +262,115 @@ def _quantize_blocks(x, k_cols, block, tile2d, grid, rbits, use_r, nbits, mode, 
 _E2M1_MAG_NB = _E2M1_MAG
 
 
+_HOT_CHUNK = 1024
+
+
+@numba.njit(cache=True, parallel=True, error_model="numpy")
+def _rne_rows_exact(x, sbits, block, six_t, tt, g, g_pos, sm, semin, smax_code, zero_rule, one_code,
+                    stable, codes, scales):
+    """Hot path of exact profiles: 1xB blocks, binary32 input, RNE, no dequantization.
+
+    Same arithmetic as :func:`_quantize_blocks` (kind 0), written inline with
+    branch-free element loops (they vectorize); parallel over chunks of blocks.
+    ``sbits`` is the input's uint32 view (sign bits).
+    """
+    nblocks = x.shape[0] // block
+    nch = (nblocks + _HOT_CHUNK - 1) // _HOT_CHUNK
+    num = six_t if g_pos else 1.0
+    for c in numba.prange(nch):
+        for bn in range(c * _HOT_CHUNK, min(nblocks, (c + 1) * _HOT_CHUNK)):
+            lo = bn * block
+            seg = x[lo:lo + block]
+            sb = sbits[lo:lo + block]
+            out = codes[lo:lo + block]
+            a32 = np.float32(0.0)
+            for t in range(block):
+                v = abs(seg[t])
+                a32 = v if v > a32 else a32
+            a_b = np.float64(a32)
+            u = (a_b * tt) / g if g_pos else a_b / 6.0
+            code = _round_scale_rne(u, sm, semin, smax_code)
+            if code == 0 and zero_rule:
+                code = one_code
+            scales[bn] = code
+            s = stable[code]
+            if s == 0.0:
+                for t in range(block):
+                    out[t] = np.uint8(7 if seg[t] != 0 else 0) | np.uint8((sb[t] >> 28) & 8)
+                continue
+            den = g * s if g_pos else s
+            t0, t1, t2, t3 = 0.25 * den, 0.75 * den, 1.25 * den, 1.75 * den
+            t4, t5, t6 = 2.5 * den, 3.5 * den, 5.0 * den
+            for t in range(block):
+                p = abs(np.float64(seg[t])) * num
+                mag = (np.uint8(p > t0) + np.uint8(p >= t1) + np.uint8(p > t2) + np.uint8(p >= t3)
+                       + np.uint8(p > t4) + np.uint8(p >= t5) + np.uint8(p > t6))
+                out[t] = mag | np.uint8((sb[t] >> 28) & 8)
+
+
+@numba.njit(cache=True, parallel=True, error_model="numpy")
+def _rne_rows_fp32(x, sbits, block, mulf, gd, cap, sm, semin, smax_code, smax32, zero_rule, one_code,
+                   stable, pos_zero, codes, scales):
+    """Hot path of binary32 profiles (kind 1), as :func:`_rne_rows_exact`."""
+    nblocks = x.shape[0] // block
+    nch = (nblocks + _HOT_CHUNK - 1) // _HOT_CHUNK
+    zmask = np.uint8(0) if pos_zero else np.uint8(8)
+    for c in numba.prange(nch):
+        for bn in range(c * _HOT_CHUNK, min(nblocks, (c + 1) * _HOT_CHUNK)):
+            lo = bn * block
+            seg = x[lo:lo + block]
+            sb = sbits[lo:lo + block]
+            out = codes[lo:lo + block]
+            a32 = np.float32(0.0)
+            for t in range(block):
+                v = abs(seg[t])
+                a32 = v if v > a32 else a32
+            sc = a32 * mulf
+            sc = sc if sc < _FLT_MAX32 else _FLT_MAX32
+            sc = sc if sc < smax32 else smax32
+            code = _round_scale_rne(np.float64(sc), sm, semin, smax_code)
+            if code == 0 and zero_rule:
+                code = one_code
+            scales[bn] = code
+            s32 = np.float32(stable[code])
+            mult = np.float32(1.0) / (s32 * gd)
+            if cap:
+                mult = mult if mult < _FLT_MAX32 else _FLT_MAX32
+            for t in range(block):
+                y = seg[t] * mult
+                a = abs(y)
+                mag = (np.uint8(a > np.float32(0.25)) + np.uint8(a >= np.float32(0.75))
+                       + np.uint8(a > np.float32(1.25)) + np.uint8(a >= np.float32(1.75))
+                       + np.uint8(a > np.float32(2.5)) + np.uint8(a >= np.float32(3.5))
+                       + np.uint8(a > np.float32(5.0)))
+                sign = np.uint8((sb[t] >> 28) & 8) & (np.uint8(8) if y != 0 else zmask)
+                out[t] = mag | sign
+
+
+@numba.njit(cache=True, parallel=True)
+def _absmax_bits32(bits):
+    """max over i of (bits[i] & 0x7FFFFFFF): the binary32 |x| max as bits (>= 0x7F800000: non-finite)."""
+    n = bits.shape[0]
+    chunk = 1 << 16
+    nch = (n + chunk - 1) // chunk
+    part = np.zeros(nch, dtype=np.uint32)
+    for c in numba.prange(nch):
+        seg = bits[c * chunk:min(n, (c + 1) * chunk)]
+        m = np.uint32(0)
+        for i in range(seg.shape[0]):  # a branch-free max over a slice: LLVM vectorizes it
+            v = seg[i] & np.uint32(0x7FFFFFFF)
+            m = v if v > m else m
+        part[c] = m
+    return part.max() if nch else np.uint32(0)
+
+
+def absmax_float32(x: np.ndarray) -> tuple[np.float32, bool]:
+    """(max |x|, all finite) of a binary32 array in one parallel pass over the bits."""
+    bits = np.ascontiguousarray(x).reshape(-1).view(np.uint32)
+    m = np.uint32(_absmax_bits32(bits))
+    return np.array([m], dtype=np.uint32).view(np.float32)[0], bool(m < 0x7F800000)
+
+
 def block_amax_grid_fast(x: np.ndarray, block: int, tile: str) -> np.ndarray:
     """max |x| per block (1xB) or tile (BxB) as float64 (max is exact in any order)."""
     m, k = x.shape
@@ -275,8 +384,13 @@ def _tile_order(x: np.ndarray, block: int, tile: str) -> np.ndarray:
     return np.ascontiguousarray(x).reshape(-1)
 
 
-def quantize_view_fast(x: np.ndarray, spec: BlockSpec, amax: float, rbits: np.ndarray | None = None):
-    """Fast twin of :func:`fpspec.exact.blocks.quantize_view_exact`; same result type."""
+def quantize_view_fast(x: np.ndarray, spec: BlockSpec, amax: float, rbits: np.ndarray | None = None,
+                       want_dequant: bool = True, hot_path: bool = True):
+    """Fast twin of :func:`fpspec.exact.blocks.quantize_view_exact`; same result type.
+
+    ``want_dequant=False`` leaves ``dequant`` as None.  ``hot_path=False`` forces the
+    general kernel (tests compare both kernels with the spec).
+    """
     from ..exact.blocks import BlockResult  # the result container only (no arithmetic)
 
     m, k = x.shape
@@ -341,9 +455,18 @@ def quantize_view_fast(x: np.ndarray, spec: BlockSpec, amax: float, rbits: np.nd
             inv_six_t = f32(1.0) / six_t32
         enc, dec = ge, gd
     mx_mode = _MX_IDS[prof.mx_mode] if prof.mx_mode is not None else 0
-    nb = m * k // b
     codes = np.empty(m * k, dtype=np.uint8)
     scales = np.empty((m // b if tile2d else m) * (k // b), dtype=np.uint8)
+    if (hot_path and not want_dequant and kind in (0, 1) and not tile2d and mode is RoundingMode.RNE
+            and flat.dtype == np.float32):
+        if kind == 0:
+            _rne_rows_exact(flat, flat.view(np.uint32), b, six_t, tt, g, g_pos, sf.man_bits, sf.emin,
+                            sf.max_finite_code, spec.zero_scale_rule, spec.one_code, stable, codes, scales)
+        else:
+            _rne_rows_fp32(flat, flat.view(np.uint32), b, f32(mulf), f32(gd), prof.cap_multiplier,
+                           sf.man_bits, sf.emin, sf.max_finite_code, smax32, spec.zero_scale_rule,
+                           spec.one_code, stable, prof.signed_zero is SignedZero.POSITIVE, codes, scales)
+        return BlockResult(codes.reshape(m, k), scales.reshape(m, k // b), f32(enc), f32(dec), None)
     deq = np.empty(m * k, dtype=np.float32)
     with np.errstate(all="ignore"):
         _quantize_blocks(flat, k, b, tile2d, grid, rflat, use_r, spec.nbits, _MODE_IDS[mode], kind,
@@ -353,7 +476,6 @@ def quantize_view_fast(x: np.ndarray, spec: BlockSpec, amax: float, rbits: np.nd
                          sf.man_bits, sf.emin, sf.max_finite_code, smax32, spec.zero_scale_rule,
                          spec.one_code if kind != 2 else 0, stable, mx_mode,
                          prof.signed_zero is SignedZero.POSITIVE, codes, scales, deq)
-    del nb
     return BlockResult(codes.reshape(m, k), scales.reshape((m // b if tile2d else m), k // b),
                        f32(enc), f32(dec), deq.reshape(m, k))
 

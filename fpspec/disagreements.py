@@ -1,0 +1,322 @@
+"""Known disagreements between public references, as data (docs/disagreements.rst, FPS-DOC-5).
+
+Each :class:`Disagreement` names one question that public sources answer
+differently, who answers it how, and which fpspec name selects each answer.
+A :class:`Selector` is a (kind, name) pair such as ``("rounding", "sr-add")``
+or ``("format", "ue5m3fnu")``; :func:`resolve` turns it into the object it names,
+so a test can prove that every name the table prints exists in the code.  A
+behaviour that fpspec deliberately does not reproduce has no selector and says
+why in ``note``.
+
+Sources are cited by the short names of ``/work/shared/SPEC-BRIEF.md``: "seed"
+(Hu, Luschi, Balanca, arXiv 2609.02846 and MrHuff/ue5m3-fp4), "TE"
+(TransformerEngine ``NVFP4QuantizerRef``), "OCP MX v1.0", "torchao",
+"microxcaling", "ml_dtypes", "gfloat", "LLVM APFloat".
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Callable
+
+from .choices import NanPolicy, NegativePolicy, OverflowPolicy, RoundingMode, ZeroPolicy
+from .formats import get_format
+
+__all__ = ["Selector", "Behaviour", "Disagreement", "DISAGREEMENTS", "SELECTOR_KINDS", "resolve",
+           "register_selector_kind"]
+
+
+@dataclass(frozen=True)
+class Selector:
+    """One fpspec name: ``kind`` says where it lives, ``name`` what it is.
+
+    Kinds and the CLI/API place each is given in (see :data:`SELECTOR_KINDS`):
+    ``format`` (``--format``), ``rounding`` (``--rounding``), ``overflow``,
+    ``nan``, ``negative``, ``zero`` (the policies of :mod:`fpspec.choices`),
+    ``nbits`` (``--nbits``, an integer); ``scheme`` and ``profile`` (``scheme/profile``,
+    ``fpspec quantize --scheme S --profile P``), ``zero-scale-rule`` (``on``/``off``) and
+    ``preset`` (``fpspec gemm --model NAME``).
+    """
+
+    kind: str
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.kind}={self.name}"
+
+
+@dataclass(frozen=True)
+class Behaviour:
+    """What one reference does, and the fpspec names that reproduce it (empty: not modelled)."""
+
+    who: str
+    does: str
+    selects: tuple[Selector, ...] = ()
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    """One question public references answer differently."""
+
+    key: str
+    topic: str
+    behaviours: tuple[Behaviour, ...]
+    #: What fpspec does when the caller names nothing, and why.
+    fpspec_default: str
+    #: Requirement ids of the normative text that fixes fpspec's side.
+    requirements: tuple[str, ...] = field(default=())
+    #: The fpspec names of the default behaviour (when it is selectable by name).
+    default_selects: tuple[Selector, ...] = field(default=())
+
+
+def _sel(spec: str) -> tuple[Selector, ...]:
+    """``"rounding=sr-add, nbits=8"`` -> selectors."""
+    out = []
+    for part in spec.split(","):
+        kind, _, name = part.strip().partition("=")
+        out.append(Selector(kind.strip(), name.strip()))
+    return tuple(out)
+
+
+def _resolve_nbits(name: str) -> int:
+    n = int(name)
+    if not 1 <= n <= 32:
+        raise ValueError(f"nbits must be in 1..32, got {n}")
+    return n
+
+
+#: kind -> function that returns the named object or raises.
+SELECTOR_KINDS: dict[str, Callable[[str], object]] = {
+    "format": get_format,
+    "rounding": RoundingMode.parse,
+    "overflow": OverflowPolicy,
+    "nan": NanPolicy,
+    "negative": NegativePolicy,
+    "zero": ZeroPolicy,
+    "nbits": _resolve_nbits,
+}
+
+
+def _resolve_profile(name: str) -> object:
+    """``scheme/profile`` (``--scheme S --profile P`` of ``fpspec quantize``)."""
+    scheme, sep, profile = name.partition("/")
+    if not sep:
+        raise ValueError(f"a profile is named scheme/profile, got {name!r}")
+    schemes = importlib.import_module("fpspec.schemes")
+    return schemes.get_profile(scheme, profile)
+
+
+def _resolve_scheme(name: str) -> object:
+    schemes = importlib.import_module("fpspec.schemes")
+    if name not in schemes.SCHEMES:
+        raise ValueError(f"unknown scheme {name!r}")
+    return name
+
+
+def _resolve_zero_scale_rule(name: str) -> bool:
+    """``on``/``off`` of ``fpspec quantize --zero-scale-rule`` (``zero_scale_rule=`` in the API)."""
+    import inspect
+
+    quantize = importlib.import_module("fpspec.quantize").quantize
+    if "zero_scale_rule" not in inspect.signature(quantize).parameters:
+        raise ValueError("fpspec.quantize.quantize has no zero_scale_rule parameter")
+    if name not in ("on", "off"):
+        raise ValueError(f"zero-scale-rule is on or off, got {name!r}")
+    return name == "on"
+
+
+def _resolve_preset(name: str) -> object:
+    """A GEMM preset (``fpspec gemm --model NAME``)."""
+    return importlib.import_module("fpspec.models").PRESETS[name]
+
+
+SELECTOR_KINDS.update({
+    "scheme": _resolve_scheme,
+    "profile": _resolve_profile,
+    "zero-scale-rule": _resolve_zero_scale_rule,
+    "preset": _resolve_preset,
+})
+
+
+def register_selector_kind(kind: str, resolver: Callable[[str], object]) -> None:
+    """Let a module make further names resolvable here."""
+    SELECTOR_KINDS[kind] = resolver
+
+
+def resolve(selector: Selector) -> object:
+    """The object a selector names; ValueError/KeyError when the name does not exist."""
+    try:
+        resolver = SELECTOR_KINDS[selector.kind]
+    except KeyError:
+        raise ValueError(f"unknown selector kind {selector.kind!r} (in {selector})") from None
+    return resolver(selector.name)
+
+
+DISAGREEMENTS: tuple[Disagreement, ...] = (
+    Disagreement(
+        "ue5m3-max", "Which UE5M3: max finite 61440 or 114688",
+        (
+            Behaviour("seed paper", "exponent field 31 reserved: max 1.875*2^15 = 61440 (0xF7)",
+                      _sel("format=ue5m3")),
+            Behaviour("LLVM APFloat Float8E5M3FNU, PTX ISA 13.4, CUTLASS",
+                      "FN style, only 0xFF is NaN: max 1.75*2^16 = 114688 (0xFE)",
+                      _sel("format=ue5m3fnu")),
+        ),
+        "Both exist under distinct names; 'ue5m3' is the seed paper's because the project "
+        "reproduces that recipe.", ("FPS-FMT-6",)),
+    Disagreement(
+        "ue5m3-specials", "What UE5M3 codes 0xF8..0xFF decode to",
+        (
+            Behaviour("seed paper", "reserved for specials, Inf/NaN never assigned; the encoder "
+                      "saturates and never emits them", _sel("format=ue5m3"),
+                      "fpspec decodes all eight as NaN and writes 0xFF for NaN"),
+            Behaviour("LLVM APFloat Float8E5M3FNU", "0xF8..0xFE are finite (up to 114688), 0xFF NaN",
+                      _sel("format=ue5m3fnu")),
+        ),
+        "ue5m3 decodes 0xF8..0xFF as NaN: an unassigned code must not become a magnitude.",
+        ("FPS-FMT-6",)),
+    Disagreement(
+        "nan-into-e2m1", "What a NaN input becomes in E2M1 (which has no NaN)",
+        (
+            Behaviour("ml_dtypes float4_e2m1fn", "a zero code (+NaN gives 0x8, -0)", (),
+                      "not reproduced: the sign of the zero it picks is an artefact"),
+            Behaviour("TE NVFP4 round-to-nearest reference", "code 0 (+0)", _sel("nan=zero")),
+            Behaviour("TE stochastic-rounding fallback", "+6 (code 0x7)", _sel("nan=max")),
+        ),
+        "refuse with an error naming the first NaN: E2M1 has no NaN code and sources disagree, "
+        "so a silent choice would hide a bug.", default_selects=_sel("nan=error")),
+    Disagreement(
+        "signed-zero", "Whether -0.0 keeps its sign in E2M1",
+        (
+            Behaviour("TE NVFP4 round-to-nearest reference", "-0.0 -> code 0 (+0)", (),
+                      "selected by the nvfp4 te-fp32 block profile where block scaling provides it"),
+            Behaviour("TE CUDA kernel and SR path", "-0.0 -> code 0x8 (-0)", _sel("format=e2m1")),
+            Behaviour("seed portable reference (formats.py)", "-0.0 -> code 0x8", _sel("format=e2m1")),
+            Behaviour("seed Triton kernel", "-0.0 -> +0 (code 0)", (),
+                      "not modelled by the element conversion, which keeps the sign"),
+        ),
+        "The element conversion keeps the sign of zero (code 0x8), as IEEE 754 conversions do."),
+    Disagreement(
+        "double-rounding", "Rounding a float64 input: once, or through float32",
+        (
+            Behaviour("ml_dtypes astype from float64", "narrows to float32 first (2.5+2^-30 -> 2.0)", (),
+                      "reproduce by casting the input to float32 before encoding"),
+        ),
+        "round the exact input value once (2.5+2^-30 -> 3.0), in every mode.", ("FPS-RND-0",)),
+    Disagreement(
+        "e4m3-overflow", "E4M3 overflow: NaN or saturation",
+        (
+            Behaviour("ml_dtypes, torch casts", "past the rounding boundary (above 464) -> NaN (0x7F/0xFF)",
+                      _sel("format=e4m3, overflow=nonfinite")),
+            Behaviour("TE NVFP4 block scale", "min(., 448) before conversion: saturation",
+                      _sel("format=ue4m3, overflow=sat")),
+        ),
+        "e4m3: nonfinite (what the casts do); ue4m3, the scale format: sat (its use)."),
+    Disagreement(
+        "e8m0-zero-negative", "E8M0 of zero or of a negative value",
+        (
+            Behaviour("ml_dtypes float8_e8m0fnu, torch", "0.0 -> 0xFF (NaN); negative -> NaN",
+                      _sel("format=ue8m0, zero=nan, negative=nan")),
+            Behaviour("fpspec option", "0.0 -> the smallest code 2^-127", _sel("format=ue8m0, zero=min")),
+        ),
+        "refuse both: a zero or negative scale request is a bug upstream.",
+        default_selects=_sel("zero=error, negative=error")),
+    Disagreement(
+        "sr-variant", "Which stochastic rounding rule, with how many random bits",
+        (
+            Behaviour("seed paper", "one byte r per element; away from zero iff delta + (2r+1)/512 >= 1",
+                      _sel("rounding=sr-midpoint, nbits=8")),
+            Behaviour("seed portable reference (formats.py)", "the same rule evaluated in FP32 arithmetic", (),
+                      "not reproduced: fpspec evaluates the rule exactly"),
+            Behaviour("TE software fallback, gfloat StochasticFastest", "add r/2^N, truncate; r = 0 is RTZ",
+                      _sel("rounding=sr-add, nbits=8")),
+            Behaviour("gfloat Stochastic (P3109)", "unbiased: P(up) = delta for delta a multiple of 2^-N",
+                      _sel("rounding=sr-unbiased")),
+        ),
+        "sr-midpoint with N = 8 (alias 'sr'), the seed paper's rule.",
+        default_selects=_sel("rounding=sr-midpoint, nbits=8")),
+    Disagreement(
+        "ties", "Ties of round-to-nearest: to even or away from zero",
+        (
+            Behaviour("OCP MX v1.0, TE, seed, ml_dtypes", "ties to even", _sel("rounding=rne")),
+            Behaviour("microxcaling 'nearest'", "ties away from zero", _sel("rounding=rna")),
+        ),
+        "ties to even.", default_selects=_sel("rounding=rne")),
+    Disagreement(
+        "zero-scale", "A block scale that rounds to zero",
+        (
+            Behaviour("seed paper (UE5M3 recipe)", "replaced by 1.0 after rounding (the zero-scale-to-one rule)", ()),
+            Behaviour("TE NVFP4", "kept as code 0x00; every nonzero element of the block then becomes +-6", ()),
+        ),
+        "Defined per block-scaling scheme (docs/scheme-ue5m3.rst, docs/scheme-nvfp4.rst)."),
+    Disagreement(
+        "amax-zero", "The tensor scale when the tensor amax is 0",
+        (
+            Behaviour("TE NVFP4 Python reference", "S_enc = FLT_MAX", ()),
+            Behaviour("TE NVFP4 CUDA kernel", "S_enc = 1", ()),
+            Behaviour("seed kernel", "amax 0 is replaced by 1", ()),
+        ),
+        "Defined per block-scaling scheme and profile."),
+    Disagreement(
+        "e4m3-lower-clamp", "A lower clamp on NVFP4 (E4M3) block scales",
+        (
+            Behaviour("torchao 0.18", "clamps block scales at 2^-6 and divides in two steps", ()),
+            Behaviour("TE, torchao main", "no lower clamp (a tiny block gets scale 0x00)", ()),
+        ),
+        "No clamp (TE)."),
+    Disagreement(
+        "fp32-order", "Exact real arithmetic or a fixed FP32 operation order in block scaling",
+        (
+            Behaviour("seed Triton kernel", "div/mul in FP32 in a fixed order (brief sec. 3)", ()),
+            Behaviour("TE NVFP4QuantizerRef", "its own FP32 sequence", ()),
+            Behaviour("paper formulas", "exact real arithmetic, one rounding per step", ()),
+        ),
+        "Both exist as named profiles; reassociation flips exact midpoints."),
+    Disagreement(
+        "mx-scale", "How the MX (E8M0) block scale exponent is chosen",
+        (
+            Behaviour("OCP MX v1.0", "floor(log2 amax) - 2", ()),
+            Behaviour("torchao", "floor, ceil, even or rceil modes", ()),
+            Behaviour("torchao 0.18 RCEIL", "float log2: one code too small just above a power of two", (),
+                      "not reproduced: fpspec takes the exponent from the bits"),
+            Behaviour("microxcaling", "float log2: one too high just below a power of two", (),
+                      "not reproduced: fpspec takes the exponent from the bits"),
+            Behaviour("torchao FLOOR, byte 0", "quantizes with 2^-126, dequantizes with 2^-127", (),
+                      "not reproduced"),
+        ),
+        "floor(log2 amax) - 2 computed exactly (OCP)."),
+    Disagreement(
+        "dequant-order", "The order of the multiplications of a dequantization",
+        (
+            Behaviour("seed portable reference", "payload * (scale * gd)", ()),
+            Behaviour("seed kernel", "(payload * scale) * gd", ()),
+            Behaviour("TE kernel vs TE test helper", "two formulas that differ by 1 ulp on about half "
+                      "of the elements", ()),
+        ),
+        "Defined per block-scaling profile."),
+    Disagreement(
+        "nibble-order", "Which of two E2M1 codes sharing a byte is the low nibble",
+        (
+            Behaviour("TE NVFP4", "the even column in the low nibble", ()),
+            Behaviour("fpspec arrays", "one code per uint8, no packing", ()),
+        ),
+        "fpspec files hold one code per byte; packed layouts are the vector pack's concern."),
+    Disagreement(
+        "gemm-group", "How a GEMM forms and accumulates its group partials",
+        (
+            Behaviour("seed paper's probe-matched model", "exact sum of 64 products, RNE to FP32, RZ across groups", ()),
+            Behaviour("seed code", "a BF16 tensor-core dot; its CPU oracle a torch FP32 sum", (),
+                      "not reproduced: neither is an exact-sum-then-round"),
+            Behaviour("Khattak & Mikaitis tensor-core models", "aligned, truncated fused blocks of G products", ()),
+        ),
+        "A parametrised family with named presets (docs/gemm.rst)."),
+    Disagreement(
+        "snap", "The output snap to a 1/1024 lattice",
+        (
+            Behaviour("seed paper", "round(1024 c)/1024, ties to even; the lattice was not uniquely "
+                      "identified (none, 1/2048, 1/4096 fit equally)", ()),
+        ),
+        "A named GEMM parameter."),
+)

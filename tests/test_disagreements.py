@@ -1,0 +1,164 @@
+"""The table of known disagreements names real fpspec choices that do what it says (FPS-DOC-5)."""
+
+from __future__ import annotations
+
+import re
+import sys
+from fractions import Fraction
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from fpspec.convert import encode
+from fpspec.disagreements import DISAGREEMENTS, SELECTOR_KINDS, Selector, resolve
+from fpspec.exact.rounding import round_to_code
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "docs" / "_ext"))
+
+
+def test_fps_doc_5_every_selector_resolves():
+    """FPS-DOC-5: each fpspec name printed in the table exists in the code."""
+    for d in DISAGREEMENTS:
+        for b in d.behaviours:
+            for s in b.selects:
+                assert resolve(s) is not None, (d.key, str(s))
+
+
+def test_fps_doc_5_unknown_names_are_refused():
+    """FPS-DOC-5: the resolver is not a rubber stamp."""
+    for bad in (Selector("rounding", "sr-bogus"), Selector("format", "e3m4"), Selector("nan", "maybe"),
+                Selector("nbits", "0"), Selector("colour", "red")):
+        with pytest.raises((ValueError, KeyError)):
+            resolve(bad)
+
+
+def test_table_shape():
+    """Keys are unique; each disagreement names at least one reference's behaviour and fpspec's
+    default; requirement ids are well formed; default selectors resolve."""
+    keys = [d.key for d in DISAGREEMENTS]
+    assert len(keys) == len(set(keys))
+    for d in DISAGREEMENTS:
+        assert len(d.behaviours) >= 1 and d.fpspec_default, d.key
+        for s in d.default_selects:
+            assert resolve(s) is not None, (d.key, str(s))
+        for rid in d.requirements:
+            assert re.fullmatch(r"FPS-[A-Z]+-\d+", rid), rid
+        for b in d.behaviours:
+            for s in b.selects:
+                assert s.kind in SELECTOR_KINDS or s.kind in ("scheme", "profile", "preset"), s
+
+
+def _enc(x, fmt, **kw):
+    return encode(np.array([x], dtype=np.float64), fmt, **kw).tolist()[0]
+
+
+def test_fps_doc_5_nan_into_e2m1_behaviours():
+    """FPS-DOC-5: nan=zero gives code 0 (TE RN reference), nan=max gives +6 = 0x7 (TE SR fallback),
+    the default refuses; ml_dtypes gives a zero code, which fpspec does not select."""
+    assert _enc(np.nan, "e2m1", nan="zero") == 0x0
+    assert _enc(np.nan, "e2m1", nan="max") == 0x7
+    with pytest.raises(ValueError, match="NaN"):
+        _enc(np.nan, "e2m1")
+    md = np.array([np.nan], dtype=np.float32).astype(ml_dtypes.float4_e2m1fn).view(np.uint8)[0] & 0xF
+    assert md in (0x0, 0x8)
+
+
+def test_fps_doc_5_signed_zero_and_double_rounding():
+    """FPS-DOC-5: -0.0 keeps its sign (0x8); 2.5 + 2^-30 from float64 rounds once to 3.0 (code 5),
+    where ml_dtypes' float32 detour gives 2.0."""
+    assert _enc(-0.0, "e2m1") == 0x8
+    x = 2.5 + 2.0**-30
+    assert _enc(x, "e2m1") == 0x5 and round_to_code(Fraction(x), "e2m1", "rne") == 0x5
+    assert float(np.array([x]).astype(ml_dtypes.float4_e2m1fn)[0]) == 2.0
+
+
+def test_fps_doc_5_e4m3_overflow_and_e8m0_specials():
+    """FPS-DOC-5: e4m3 nonfinite sends 465 (past the tie 464, which RNE sends to 448) to NaN 0x7F, as
+    ml_dtypes does; sat clamps to 448 (0x7E);
+    ue8m0 zero=nan / negative=nan give 0xFF, zero=min gives 0x00, the default refuses."""
+    assert _enc(464.0, "e4m3", overflow="nonfinite") == 0x7E
+    assert _enc(465.0, "e4m3", overflow="nonfinite") == 0x7F
+    ml = np.array([464.0, 465.0], dtype=np.float32).astype(ml_dtypes.float8_e4m3fn).view(np.uint8)
+    assert ml.tolist() == [0x7E, 0x7F]
+    assert _enc(465.0, "e4m3", overflow="sat") == 0x7E
+    assert _enc(500.0, "ue4m3") == 0x7E
+    assert _enc(0.0, "ue8m0", zero="nan") == 0xFF
+    assert _enc(0.0, "ue8m0", zero="min") == 0x00
+    assert _enc(-1.0, "ue8m0", negative="nan") == 0xFF
+    with pytest.raises(ValueError):
+        _enc(0.0, "ue8m0")
+    with pytest.raises(ValueError):
+        _enc(-1.0, "ue8m0")
+
+
+def test_fps_doc_5_sr_variants_and_ties():
+    """FPS-DOC-5: at 2.125 (delta = 1/8 between 2 and 3, N = 2) sr-add never rounds up, sr-midpoint
+    rounds up for r = 3 only, sr-unbiased for r = 0 only; sr-add with r = 0 is RTZ; rne and rna part
+    at the tie 2.5."""
+    def codes(mode, x, n=2):
+        return [round_to_code(x, "e2m1", mode, r=r, nbits=n) for r in range(1 << n)]
+    assert codes("sr-add", 2.125) == [4, 4, 4, 4]
+    assert codes("sr-midpoint", 2.125) == [4, 4, 4, 5]
+    assert codes("sr-unbiased", 2.125) == [5, 4, 4, 4]
+    assert [round_to_code(x, "e2m1", "sr-add", r=0) for x in (2.9, 5.9, 0.74)] == [4, 6, 1]
+    assert round_to_code(2.5, "e2m1", "rne") == 4 and round_to_code(2.5, "e2m1", "rna") == 5
+
+
+def test_ue5m3_variants_as_stated():
+    """FPS-DOC-5: format=ue5m3 has max 61440 and 0xF8..0xFF NaN; format=ue5m3fnu max 114688."""
+    a, b = resolve(Selector("format", "ue5m3")), resolve(Selector("format", "ue5m3fnu"))
+    assert a.max_finite == 61440 and b.max_finite == 114688
+    assert all(a.kind(c).value == "nan" for c in range(0xF8, 0x100))
+    assert [b.kind(c).value for c in (0xF8, 0xFE, 0xFF)] == ["normal", "normal", "nan"]
+
+
+# ------------------------------------------------- plot data of the SR bias figure
+
+
+def test_sr_bias_curve_matches_hand_values_and_round_to_code():
+    """The SR-bias plot's data: exact bias P(up) - delta, hand-derived for N = 2, and equal to
+    the bias measured through the whole round_to_code on E2M1."""
+    from fpspec_plots import sr_bias_by_round_to_code, sr_bias_curve
+
+    d = [Fraction(1, 8), Fraction(1, 4), Fraction(3, 8), Fraction(5, 8)]
+    # sr-add: up iff delta + r/4 >= 1: P(up) = #{r >= 4(1 - delta)} / 4
+    assert sr_bias_curve("sr-add", 2, d) == [Fraction(-1, 8), Fraction(0), Fraction(-1, 8), Fraction(-1, 8)]
+    # sr-midpoint: up iff delta + (2r+1)/8 >= 1
+    assert sr_bias_curve("sr-midpoint", 2, d) == [Fraction(1, 8), Fraction(0), Fraction(1, 8), Fraction(1, 8)]
+    # sr-unbiased: up iff r < 4 delta
+    assert sr_bias_curve("sr-unbiased", 2, d) == [Fraction(1, 8), Fraction(0), Fraction(1, 8), Fraction(1, 8)]
+    grid = [Fraction(j, 32) for j in range(1, 32)]
+    for mode in ("sr-add", "sr-midpoint", "sr-unbiased"):
+        for n in (2, 4):
+            assert sr_bias_curve(mode, n, grid) == [sr_bias_by_round_to_code(mode, n, x) for x in grid]
+
+
+def test_kind_counts_of_wide_formats():
+    """The codebook summary's class counts equal an enumeration (16-bit) and hand counts (fp32)."""
+    from fpspec_tables import kind_counts
+
+    from fpspec.formats import FORMATS, CodeKind
+
+    for f in FORMATS.values():
+        if f.bits <= 16:
+            enumerated = {k: 0 for k in CodeKind}
+            for c in range(f.num_codes):
+                enumerated[f.kind(c)] += 1
+            assert kind_counts(f) == enumerated, f.name
+    fp32 = FORMATS["fp32"]
+    counts = kind_counts(fp32)
+    assert counts[CodeKind.NORMAL] == 2 * 254 * 2**23 and counts[CodeKind.NAN] == 2 * (2**23 - 1)
+    assert sum(counts.values()) == 2**32
+
+
+def test_exact_value_formatting():
+    from fpspec_tables import exact_decimal, power_form
+
+    assert power_form(Fraction(3, 4)) == "3*2^-2" and power_form(Fraction(61440)) == "15*2^12"
+    assert power_form(Fraction(1, 2**17)) == "2^-17" and power_form(Fraction(-6)) == "-3*2^1"
+    assert power_form(Fraction(5)) == "5" and power_form(Fraction(0)) == "0"
+    assert exact_decimal(Fraction(1, 2**17)) == "0.00000762939453125"
+    assert exact_decimal(Fraction(-3, 2)) == "-1.5" and exact_decimal(Fraction(448)) == "448"
+    assert exact_decimal(Fraction(1, 2**127)).startswith("~5.87747175e-39")

@@ -1,0 +1,250 @@
+"""The documentation builds with warnings as errors, and what it renders is the code's (FPS-DOC-3, FPS-DOC-4).
+
+One full HTML build (``python3 -m sphinx -W -b html docs OUT``, the documented
+command) into a temporary directory per test session; the tests then read the
+rendered pages as a reader would and compare them with the package.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import subprocess
+import sys
+import textwrap
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+import fpspec
+from fpspec.cli import build_parser
+from fpspec.disagreements import DISAGREEMENTS
+from fpspec.formats import FORMATS, CodeKind
+
+ROOT = Path(__file__).resolve().parents[1]
+EXT = ROOT / "docs" / "_ext"
+
+
+def sphinx_build(src: Path, out: Path, builder: str = "html") -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "sphinx", "-W", "-q", "-E", "-b", builder, str(src), str(out)],
+        cwd=ROOT, capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("html")
+    proc = sphinx_build(ROOT / "docs", out)
+    assert proc.returncode == 0, f"docs build failed (rc {proc.returncode}):\n{proc.stderr[-6000:]}"
+    return out
+
+
+def page_text(site: Path, name: str) -> str:
+    return (site / f"{name}.html").read_text(encoding="utf-8")
+
+
+def table_rows(page: str, table_class: str) -> list[list[str]]:
+    """Body rows of every table with the class, as lists of cell texts (tags stripped)."""
+    rows = []
+    for table in re.findall(rf'<table class="[^"]*\b{table_class}\b[^"]*">(.*?)</table>', page, re.S):
+        body = re.search(r"<tbody>(.*?)</tbody>", table, re.S)
+        for tr in re.findall(r"<tr[^>]*>(.*?)</tr>", body.group(1) if body else "", re.S):
+            cells = re.findall(r"<td[^>]*>(.*?)</td>", tr, re.S)
+            rows.append([html.unescape(re.sub(r"<[^>]+>", "", c)).strip() for c in cells])
+    return rows
+
+
+def test_build_succeeds_with_warnings_as_errors(site):
+    """The documented command builds every page of the toctree."""
+    for page in ("index", "overview", "formats", "rounding", "disagreements", "api", "cli", "changelog"):
+        assert (site / f"{page}.html").is_file(), page
+
+
+def test_fps_doc_3_codebooks_render_every_code_exactly(site):
+    """FPS-DOC-3: the rendered codebook of every format of at most 8 bits lists each code with
+    the value the format descriptor decodes (compared here through exact fractions).  Signed
+    formats have one row per magnitude: the + code and the - code."""
+    page = page_text(site, "formats")
+    rows = table_rows(page, "fpspec-codebook")
+    small = [f for f in FORMATS.values() if f.bits <= 8]
+    it = iter(rows)  # the full codebooks appear in FORMATS order, one table each, code 0 first
+    seen = 0
+    for f in small:
+        if f.signed:
+            for mag in range(f.sign_mask):
+                code_p, code_n, bits, kind, value_p, value_n, exact = next(it)
+                assert int(code_p, 16) == mag and int(code_n, 16) == mag | f.sign_mask, f.name
+                assert bits.replace(" ", "") == format(mag, f"0{f.bits - 1}b"), (f.name, mag, bits)
+                _check_cell(f, mag, kind, value_p, exact)
+                _check_cell(f, mag | f.sign_mask, kind, value_n, None)
+                seen += 2
+        else:
+            for code in range(f.num_codes):
+                hexcode, bits, kind, value, exact = next(it)
+                assert int(hexcode, 16) == code, (f.name, hexcode)
+                assert bits.replace(" ", "") == format(code, f"0{f.bits}b"), (f.name, code, bits)
+                _check_cell(f, code, kind, value, exact)
+                seen += 1
+    assert seen == sum(f.num_codes for f in small)
+
+
+def _check_cell(f, code: int, kind: str, value: str, exact: str | None) -> None:
+    assert kind == f.kind(code).value, (f.name, code)
+    v = f.decode_exact(code)
+    if f.kind(code) is CodeKind.NAN:
+        assert value == "NaN"
+    elif f.kind(code) is CodeKind.INF:
+        assert value == ("-Inf" if v < 0 else "+Inf")
+    elif value == "-0":
+        assert f.signed and code == f.sign_mask
+    elif value.startswith("~"):
+        assert float(value[1:]) == pytest.approx(float(v), rel=1e-8)
+    else:
+        assert Fraction(value) == v, (f.name, code, value)
+    if exact is not None and f.kind(code) not in (CodeKind.NAN, CodeKind.INF):
+        assert _power_form_value(exact) == v, (f.name, code, exact)
+
+
+def _power_form_value(text: str) -> Fraction:
+    """Parse the ``s*2^e`` column."""
+    m = re.fullmatch(r"(-?)(?:(\d+)\*)?(?:2\^(-?\d+))?(\d+)?", text)
+    assert m, text
+    sign, mult, exp, plain = m.groups()
+    if plain is not None and mult is None and exp is None:
+        v = Fraction(int(plain))
+    else:
+        v = Fraction(int(mult) if mult else 1) * Fraction(2) ** int(exp)
+    return -v if sign else v
+
+
+def test_fps_doc_3_ue5m3_landmarks_on_the_rendered_page(site):
+    """FPS-DOC-3: the reader sees 0xF7 = 61440 and 0x01 = 2^-17 for ue5m3, 0xFE = 114688 for ue5m3fnu."""
+    rows = table_rows(page_text(site, "formats"), "fpspec-codebook")
+    assert ["0xF7", "11110 111", "normal", "61440", "15*2^12"] in rows
+    assert ["0x7E", "0xFE", "1111 110", "normal", "448", "-448", "7*2^6"] in rows  # e4m3 max finite
+    assert ["0x01", "00000 001", "subnormal", "0.00000762939453125", "2^-17"] in rows
+    assert ["0xFE", "11111 110", "normal", "114688", "7*2^14"] in rows
+    assert ["0xF8", "11111 000", "nan", "NaN", "NaN"] in rows
+
+
+def test_fps_doc_3_formats_table_and_wide_format_summaries(site):
+    """FPS-DOC-3: the formats table has one row per format; fp32's summary counts its codes."""
+    page = page_text(site, "formats")
+    names = [r[0] for r in table_rows(page, "fpspec-table") if r and r[0] in FORMATS]
+    for name in FORMATS:
+        assert name in names
+    # fp32: 2 zeros, 2*(2^23-1) subnormals, 2*254*2^23 normals, 2 infinities, 2*(2^23-1) NaNs
+    kinds = {tuple(r) for r in table_rows(page, "fpspec-table") if len(r) == 2}
+    for kind, n in (("zero", 2), ("subnormal", 2 * (2**23 - 1)), ("normal", 2 * 254 * 2**23),
+                    ("inf", 2), ("nan", 2 * (2**23 - 1))):
+        assert (kind, str(n)) in kinds, kind
+
+
+def test_fps_doc_3_bit_layouts_and_plots_are_present(site):
+    """FPS-DOC-3: bit-layout diagrams and the generated plots are on the pages, as PNG files."""
+    page = page_text(site, "formats")
+    assert page.count('class="fpspec-bits"') == len(FORMATS)
+    assert "ue5m3: 8 bits = exponent 5 + mantissa 3; bias 15" in page
+    for name, where in (("codebooks", "formats"), ("sr-bias", "rounding")):
+        assert f"_images/{name}.png" in page_text(site, where), name
+        png = site / "_images" / f"{name}.png"
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_fps_doc_3_cli_reference_lists_every_command_and_option(site):
+    """FPS-DOC-3: cli.html has a section per command of build_parser() with every option."""
+    page = html.unescape(re.sub(r"<[^>]+>", "", page_text(site, "cli")))
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
+    assert sub.choices, "the parser has no commands"
+    for name, p in sub.choices.items():
+        assert f"fpspec {name}" in page, name
+        for action in p._actions:
+            for opt in action.option_strings:
+                assert opt in page, (name, opt)
+
+
+def test_fps_doc_5_disagreement_table_shows_every_behaviour(site):
+    """FPS-DOC-5: every disagreement and every selector appears in the rendered table."""
+    rows = table_rows(page_text(site, "disagreements"), "fpspec-disagreements")
+    text = "\n".join(" | ".join(r) for r in rows)
+    for d in DISAGREEMENTS:
+        assert d.key in text, d.key
+        for b in d.behaviours:
+            for s in b.selects:
+                assert str(s) in text, (d.key, str(s))
+
+
+def test_fps_doc_6_changelog_has_the_current_spec_version(site):
+    """FPS-DOC-6: the changelog has a 'Spec version N' section for SPEC_VERSION and for every
+    vector-pack directory vectors/vN."""
+    page = page_text(site, "changelog")
+    versions = {fpspec.SPEC_VERSION}
+    vec = ROOT / "vectors"
+    if vec.is_dir():
+        versions |= {p.name[1:] for p in vec.iterdir() if p.is_dir() and re.fullmatch(r"v\d+", p.name)}
+    for v in sorted(versions):
+        assert re.search(rf"<h2>Spec version {v}<a", page), f"no changelog entry for spec version {v}"
+
+
+# ---------------------------------------------------------- examples run (FPS-DOC-4)
+
+
+def _mini_project(tmp_path: Path, body: str) -> Path:
+    src = tmp_path / "src"
+    src.mkdir(parents=True)
+    (src / "conf.py").write_text(textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {str(EXT)!r})
+        extensions = ["sphinx.ext.doctest", "fpspec_examples"]
+        """))
+    (src / "index.rst").write_text("Examples\n========\n\n" + textwrap.dedent(body))
+    return src
+
+
+def test_fps_doc_4_a_wrong_example_fails_the_build(tmp_path):
+    """FPS-DOC-4: an example whose printed output is wrong fails the -W build, naming the page."""
+    src = _mini_project(tmp_path, """
+        >>> x = 20
+        >>> x + 1
+        22
+        """)
+    proc = sphinx_build(src, tmp_path / "out")
+    assert proc.returncode != 0
+    assert "documentation example failed on page index" in proc.stderr
+    assert "Expected:\n    22\nGot:\n    21" in proc.stderr
+
+
+def test_fps_doc_4_examples_share_a_page_namespace_and_testcode_is_checked(tmp_path):
+    """FPS-DOC-4: names carry from one block to the next; testcode/testoutput pairs are compared."""
+    ok = """
+        >>> x = 20
+
+        Some prose.
+
+        >>> x + 1
+        21
+
+        .. testcode::
+
+           print(x * 2)
+
+        .. testoutput::
+
+           40
+        """
+    assert sphinx_build(_mini_project(tmp_path / "a", ok), tmp_path / "a" / "out").returncode == 0
+    bad = ok.replace("           40", "           41")
+    proc = sphinx_build(_mini_project(tmp_path / "b", bad), tmp_path / "b" / "out")
+    assert proc.returncode != 0 and "expected:\n41" in proc.stderr
+
+
+def test_fps_doc_4_an_example_that_raises_fails_the_build(tmp_path):
+    """FPS-DOC-4: an unexpected exception in an example is a failure too."""
+    src = _mini_project(tmp_path, """
+        >>> 1 / 0
+        1
+        """)
+    proc = sphinx_build(src, tmp_path / "out")
+    assert proc.returncode != 0 and "ZeroDivisionError" in proc.stderr
