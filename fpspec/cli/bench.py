@@ -47,6 +47,7 @@ BENCHMARKS: dict[str, Benchmark] = {}
 #: e.g. "fpspec.blocks.bench"); they are imported when the ``bench`` command is registered.
 BENCHMARK_MODULES: list[str] = [
     "fpspec.bench_quantize",
+    "fpspec.cli.gemm",
 ]
 
 

@@ -347,18 +347,16 @@ def operand_from_quantized(qt, model: GemmModel) -> Operand:
 def alpha_exact(a: Operand, b: Operand, model: GemmModel) -> Fraction | None:
     """Step 7's alpha, rounded as ``alpha_rounding`` says (None: no alpha) (FPS-GEMM-8).
 
-    ``amax``: f = amax / (payload_max * T) per operand; ``decode-scales``: f = the
-    operand's FP32 decode scale.  ``exact``: f_a f_b; ``once``: RNE32(f_a f_b);
+    ``amax``: f = amax / (payload_max * T) per operand (an operand without a target T,
+    e.g. MXFP4, has no tensor scale: its f is its decode scale, 1); ``decode-scales``:
+    f = the operand's FP32 decode scale.  ``exact``: f_a f_b; ``once``: RNE32(f_a f_b);
     ``twice``: RNE32(RNE32(f_a) RNE32(f_b)).
     """
     if model.alpha_source == "none" or model.operand_domain != "encoded" or a.decode_scale is None:
         return None
     factors = []
     for op, name in ((a, "A"), (b, "B")):
-        if model.alpha_source == "amax":
-            if op.target is None:
-                raise FpspecError(f"operand {name} has no target T in its params: alpha_source=amax "
-                                  "needs it (use --set alpha_source=decode-scales)")
+        if model.alpha_source == "amax" and op.target is not None:
             factors.append(op.amax / (op.payload_max * op.target))  # type: ignore[operator]
         else:
             factors.append(op.decode_scale)

@@ -39,6 +39,7 @@ argument, step by step (docs/gemm.rst, "The fast path"):
 from __future__ import annotations
 
 import math
+from concurrent.futures import ThreadPoolExecutor
 from fractions import Fraction
 
 import numba
@@ -62,7 +63,7 @@ _FP32_MAX = float(np.finfo(np.float32).max)
 
 
 # ====================================================================== scalars
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _bitlen(x):
     """Number of bits of a non-negative int64 (0 for 0)."""
     n = 0
@@ -128,7 +129,7 @@ def _round_int(s, e, mode):
     return -v if neg else v
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _split32(v):
     """(sig, lsb) of a finite nonzero FP32 value held in float64: v = sig 2^lsb, |sig| < 2^24."""
     m, ex = math.frexp(v)
@@ -136,7 +137,7 @@ def _split32(v):
     return sig, ex - 24
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _exp32(v):
     """FP32 alignment exponent of a finite nonzero FP32 value: max(floor(log2|v|), -126)."""
     m, ex = math.frexp(v)
@@ -175,7 +176,7 @@ def _add2_round(x, y, mode):
     return _round_int(_shift_sticky(sx, lx - base) + _shift_sticky(sy, ly - base), base, mode)
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _shift_sticky(s, d):
     """s * 2^d for d >= 0; for d < 0 the magnitude truncated with the lost bits ORed into bit 0."""
     if d >= 0:
@@ -376,7 +377,7 @@ def _finish(y, snap, alpha, bf16):
     """Steps 6-7 on one FP32 value held in float64 (alpha < 0 means no alpha)."""
     if snap != _NO_FLOOR and math.isfinite(y):
         x = math.ldexp(y, snap)
-        f = math.floor(x)
+        f = np.floor(x)  # float (numba's math.floor returns int64 and would overflow)
         d = x - f
         if d > 0.5 or (d == 0.5 and (f % 2.0) != 0.0):
             f += 1.0
@@ -387,19 +388,19 @@ def _finish(y, snap, alpha, bf16):
 
 
 # ================================================================= the kernels
-@numba.njit(cache=True, nogil=True, parallel=True)
+@numba.njit(cache=True, nogil=True)
 def _gemm_products(sa, la, ea, spa, sb, lb, eb, spb, g, exact_exp, fused, window, below, efloor,
-                   grp_mode, acc_mode, promo, promo_mode, snap, alpha, out):
+                   grp_mode, acc_mode, promo, promo_mode, snap, alpha, out, r0, r1):
     """General kernel: one term per product (FPS-GEMM-10).
 
     Operands: odd significand s, exponent l of the last bit, alignment exponent e,
     special code sp (0 finite, 1 +inf, 2 -inf, 3 nan)."""
-    m_rows, k = sa.shape
+    k = sa.shape[1]
     n_rows = sb.shape[0]
-    for i in numba.prange(m_rows):
-        sigs = np.empty(g + 2, dtype=np.int64)
-        lsbs = np.empty(g + 2, dtype=np.int64)
-        aexps = np.empty(g + 2, dtype=np.int64)
+    sigs = np.empty(g + 2, dtype=np.int64)
+    lsbs = np.empty(g + 2, dtype=np.int64)
+    aexps = np.empty(g + 2, dtype=np.int64)
+    for i in range(r0, r1):
         for j in range(n_rows):
             c = 0.0
             big = 0.0
@@ -448,9 +449,9 @@ def _gemm_products(sa, la, ea, spa, sb, lb, eb, spb, g, exact_exp, fused, window
             out[i, j] = _finish(c, snap, alpha, False)
 
 
-@numba.njit(cache=True, nogil=True, parallel=True)
+@numba.njit(cache=True, nogil=True)
 def _gemm_blocks(pa, ssa, sla, pb, ssb, slb, bsz, plsb, g, exact_terms, fused, window, below, efloor,
-                 grp_mode, acc_mode, promo, promo_mode, snap, alpha, out):
+                 grp_mode, acc_mode, promo, promo_mode, snap, alpha, out, r0, r1):
     """E2M1 kernel: one term per scale block (FPS-GEMM-10).
 
     ``pa``/``pb``: payload integers (2 x E2M1 value, int8) of shape (rows, K);
@@ -458,14 +459,14 @@ def _gemm_blocks(pa, ssa, sla, pb, ssb, slb, bsz, plsb, g, exact_terms, fused, w
     term is (sum of payload products) x ssa x ssb x 2^(sla + slb + plsb).  Used when no
     window applies to single products (no window, or scale_placement=block); g and
     promo are multiples of bsz."""
-    m_rows, k = pa.shape
+    k = pa.shape[1]
     n_rows = pb.shape[0]
     nblk = k // bsz
     gb = g // bsz
-    for i in numba.prange(m_rows):
-        sigs = np.empty(gb + 2, dtype=np.int64)
-        lsbs = np.empty(gb + 2, dtype=np.int64)
-        aexps = np.empty(gb + 2, dtype=np.int64)
+    sigs = np.empty(gb + 2, dtype=np.int64)
+    lsbs = np.empty(gb + 2, dtype=np.int64)
+    aexps = np.empty(gb + 2, dtype=np.int64)
+    for i in range(r0, r1):
         arow = pa[i]
         for j in range(n_rows):
             brow = pb[j]
@@ -506,6 +507,197 @@ def _gemm_blocks(pa, ssa, sla, pb, ssb, slb, bsz, plsb, g, exact_terms, fused, w
             out[i, j] = _finish(c, snap, alpha, False)
 
 
+@numba.njit(cache=True, nogil=True)
+def _apply_exact_sum(c, acc, e, fused, grp_mode, acc_mode, sigs, lsbs):
+    """Step 4 given the group's exact sum acc * 2^e (no window applied to c)."""
+    if not math.isfinite(c):
+        return c
+    if fused or grp_mode == _NONE:
+        if acc == 0:
+            return c
+        if c == 0.0:
+            return _round_int(acc, e, acc_mode)
+        sigs[0] = acc
+        lsbs[0] = e
+        sc, lc = _split32(c)
+        sigs[1] = sc
+        lsbs[1] = lc
+        return _exact_round(sigs, lsbs, 2, acc_mode)
+    if acc == 0:
+        return c
+    return _add2_round(c, _round_int(acc, e, grp_mode), acc_mode)
+
+
+@numba.njit(cache=True, nogil=True)
+def _gemm_blocks_rows(pa, pbt, sal, sbtl, basea, baseb, wa, wb, ssa, sla, ssbt, slbt, bsz, plsb, g,
+                      fused, grp_mode, acc_mode, promo, promo_mode, snap, alpha, out, r0, r1):
+    """E2M1 kernel without a window, vectorised over the N outputs of a row (FPS-GEMM-10).
+
+    Block sums of payload integers (|2q| <= 12, so |sum| <= 144 B < 2^31) accumulate in
+    int32 lanes across j.  Per (row, group) the block scales are integers relative to the
+    group's smallest scale exponent (``sal`` = sig << (lsb - basea), width ``wa`` bits);
+    when ``bitlen(144 B) + wa + wb + bitlen(groups blocks) <= 62`` the group sum is one
+    int64 dot, else the terms go through the exact (limb) fallback."""
+    k = pa.shape[1]
+    n = pbt.shape[1]
+    nblk = k // bsz
+    gb = g // bsz
+    bs = np.zeros((gb, n), dtype=np.int32)
+    c = np.zeros(n, dtype=np.float64)
+    big = np.zeros(n, dtype=np.float64)
+    sigs = np.empty(gb + 2, dtype=np.int64)
+    lsbs = np.empty(gb + 2, dtype=np.int64)
+    bsum_bits = _bitlen(144 * bsz) + _bitlen(gb)
+    for i in range(r0, r1):
+        c[:] = 0.0
+        big[:] = 0.0
+        pending = False
+        gi = 0
+        b0 = 0
+        while b0 < nblk:
+            b1 = min(b0 + gb, nblk)
+            nb = b1 - b0
+            bs[:nb, :] = 0
+            for bl in range(nb):
+                row = bs[bl]
+                for kk in range((b0 + bl) * bsz, (b0 + bl + 1) * bsz):
+                    av = np.int32(pa[i, kk])
+                    if av != 0:
+                        brow = pbt[kk]
+                        for j in range(n):
+                            row[j] += av * np.int32(brow[j])
+            for j in range(n):
+                if wa[i, gi] + wb[gi, j] + bsum_bits <= 62:
+                    acc = np.int64(0)
+                    for bl in range(nb):
+                        acc += np.int64(bs[bl, j]) * sal[i, b0 + bl] * sbtl[b0 + bl, j]
+                    c[j] = _apply_exact_sum(c[j], acc, basea[i, gi] + baseb[gi, j] + plsb, fused,
+                                            grp_mode, acc_mode, sigs, lsbs)
+                else:
+                    m = 0
+                    for bl in range(nb):
+                        s = np.int64(bs[bl, j]) * (np.int64(ssa[i, b0 + bl]) * np.int64(ssbt[b0 + bl, j]))
+                        if s != 0:
+                            sigs[m] = s
+                            lsbs[m] = np.int64(sla[i, b0 + bl]) + np.int64(slbt[b0 + bl, j]) + plsb
+                            m += 1
+                    c[j] = _group(c[j], sigs, lsbs, lsbs, m, 0.0, fused, _NO_FLOOR, _TRUNC, _NO_FLOOR,
+                                  grp_mode, acc_mode)
+            pending = True
+            if promo > 0 and (b1 * bsz) % promo == 0:
+                for j in range(n):
+                    big[j] = _add2_round(big[j], c[j], promo_mode)
+                    c[j] = 0.0
+                pending = False
+            b0 = b1
+            gi += 1
+        for j in range(n):
+            y = c[j]
+            if promo > 0:
+                y = _add2_round(big[j], c[j], promo_mode) if pending else big[j]
+            out[i, j] = _finish(y, snap, alpha, False)
+
+
+@numba.njit(cache=True, nogil=True)
+def _gemm_window_rows(sa, la, ea, sbt, lbt, ebt, g, fused, window, below, efloor, grp_mode, acc_mode,
+                      promo, promo_mode, snap, alpha, out, r0, r1):
+    """Window kernel for finite operands with ``product_exponent="operands"``, vectorised
+    over the N outputs of a row (FPS-GEMM-10).  Per group: E[j] = max(ea + eb) over the
+    nonzero products (and c's FP32 exponent when fused), then the kept multiples of
+    2^(E-F) of every term summed in int64 (|sum| < 2^(F + 2 + bitlen(G + 1)) <= 2^62)."""
+    k = sa.shape[1]
+    n = sbt.shape[1]
+    none = -(1 << 30)
+    emax = np.empty(n, dtype=np.int64)
+    acc = np.empty(n, dtype=np.int64)
+    c = np.zeros(n, dtype=np.float64)
+    big = np.zeros(n, dtype=np.float64)
+    sigs = np.empty(4, dtype=np.int64)
+    lsbs = np.empty(4, dtype=np.int64)
+    for i in range(r0, r1):
+        c[:] = 0.0
+        big[:] = 0.0
+        pending = False
+        k0 = 0
+        while k0 < k:
+            k1 = min(k0 + g, k)
+            for j in range(n):
+                emax[j] = none
+                acc[j] = 0
+                if fused and c[j] != 0.0 and math.isfinite(c[j]):
+                    emax[j] = _exp32(c[j])
+            for kk in range(k0, k1):
+                s_a = np.int64(sa[i, kk])
+                if s_a == 0:
+                    continue
+                e_a = np.int64(ea[i, kk])
+                erow = ebt[kk]
+                srow = sbt[kk]
+                for j in range(n):
+                    cand = e_a + np.int64(erow[j]) if srow[j] != 0 else none
+                    if cand > emax[j]:
+                        emax[j] = cand
+            for j in range(n):
+                if emax[j] != none and emax[j] < efloor:
+                    emax[j] = efloor
+            if fused:
+                for j in range(n):
+                    if c[j] != 0.0 and math.isfinite(c[j]):
+                        sc, lc = _split32(c[j])
+                        acc[j] = _keep(sc, lc - (emax[j] - window), below)
+            for kk in range(k0, k1):
+                s_a = np.int64(sa[i, kk])
+                if s_a == 0:
+                    continue
+                l_a = np.int64(la[i, kk]) + window  # d = la + lb - (E - F)
+                lrow = lbt[kk]
+                srow = sbt[kk]
+                for j in range(n):
+                    s = s_a * np.int64(srow[j])
+                    d = l_a + np.int64(lrow[j]) - emax[j]
+                    acc[j] += _keep(s, d, below)
+            for j in range(n):
+                cj = c[j]
+                if not math.isfinite(cj) or emax[j] == none:
+                    continue
+                ql = emax[j] - window
+                if fused:
+                    c[j] = _round_int(acc[j], ql, acc_mode)
+                elif grp_mode == _NONE:
+                    c[j] = _apply_exact_sum(cj, acc[j], ql, False, _NONE, acc_mode, sigs, lsbs)
+                else:
+                    c[j] = _add2_round(cj, _round_int(acc[j], ql, grp_mode), acc_mode)
+            pending = True
+            if promo > 0 and k1 % promo == 0:
+                for j in range(n):
+                    big[j] = _add2_round(big[j], c[j], promo_mode)
+                    c[j] = 0.0
+                pending = False
+            k0 = k1
+        for j in range(n):
+            y = c[j]
+            if promo > 0:
+                y = _add2_round(big[j], c[j], promo_mode) if pending else big[j]
+            out[i, j] = _finish(y, snap, alpha, False)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _keep(s, d, below):
+    """The kept part of s * 2^d in units of the window quantum (d = lsb - quantum exponent)."""
+    if s == 0:
+        return np.int64(0)
+    if d >= 0:
+        return s << d
+    neg = s < 0
+    mag = -s if neg else s
+    sh = -d
+    if below == _TRUNC or not neg:
+        t = np.int64(0) if sh >= 63 else (mag >> sh)
+        return -t if neg else t
+    t = np.int64(1) if sh >= 62 else ((mag + (np.int64(1) << sh) - 1) >> sh)
+    return -t
+
+
 # ============================================================ operand decoding
 def _split_values(v: np.ndarray, emin: int | None):
     """float64 values -> (odd sig int32, lsb int16, alignment exponent int16, special int8)."""
@@ -535,8 +727,19 @@ def _split_values(v: np.ndarray, emin: int | None):
     return sig.astype(np.int32), lsb.astype(np.int32), aexp.astype(np.int32), spec
 
 
+def _code_table(fmt: FloatFormat) -> np.ndarray:
+    """float64 value of every code (exact): fp16 and bf16 from their bits, 8-bit formats
+    from the exact decode table."""
+    if fmt.name == "fp16":
+        return np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16).astype(np.float64)
+    if fmt.name == "bf16":
+        with np.errstate(invalid="ignore"):  # NaN patterns widen to NaN
+            return (np.arange(1 << 16, dtype=np.uint32) << 16).view(np.float32).astype(np.float64)
+    return decode_table(fmt)
+
+
 def _code_operand(codes: np.ndarray, fmt: FloatFormat, model: GemmModel):
-    table = decode_table(fmt)
+    table = _code_table(fmt)
     emin = FP32_EMIN if model.operand_domain == "decoded-fp32" else fmt.emin
     s, l, e, sp = _split_values(table, emin)
     idx = codes.astype(np.intp)
@@ -582,6 +785,23 @@ def _quantized_operand(qt, model: GemmModel):
 
 
 # ================================================================== dispatcher
+def threads() -> int:
+    """Worker threads of the fast GEMM: NUMBA_NUM_THREADS (default: the CPU count)."""
+    return max(1, int(numba.config.NUMBA_NUM_THREADS))
+
+
+def _run_rows(kernel, m: int, args: tuple) -> None:
+    """Run a nogil row-range kernel over rows 0..m-1 in interleaved chunks on a thread pool."""
+    nt = min(threads(), max(m, 1))
+    if nt <= 1 or m < 2:
+        kernel(*args, 0, m)
+        return
+    chunk = max(1, min(16, m // (4 * nt) or 1))
+    ranges = [(r, min(r + chunk, m)) for r in range(0, m, chunk)]
+    with ThreadPoolExecutor(max_workers=nt) as pool:
+        list(pool.map(lambda rr: kernel(*args, rr[0], rr[1]), ranges))
+
+
 def supports(model: GemmModel, k: int) -> bool:
     """Whether the fast path covers this model (else gemm uses the exact path)."""
     if model.window_bits is not None:
@@ -598,6 +818,69 @@ def _round_bf16_bits(y: np.ndarray) -> np.ndarray:
     r = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16
     r = np.where(nan, 0x7FC00000, r).astype(np.uint32)
     return r.view(np.float32)
+
+
+def _products(sa, la, ea, spa, sb, lb, eb, spb, g, model, window, below, efloor, grp, accm, promo,
+              promo_mode, snap, alpha_f, out) -> None:
+    """Product terms: the vectorised window kernel where it applies, else the general one."""
+    m = sa.shape[0]
+    if (window != _NO_FLOOR and model.product_exponent == "operands" and not spa.any()
+            and not spb.any()):
+        _run_rows(_gemm_window_rows, m, (sa, la, ea, np.ascontiguousarray(sb.T),
+                                         np.ascontiguousarray(lb.T), np.ascontiguousarray(eb.T), g,
+                                         model.fused, window, below, efloor, grp, accm, promo,
+                                         promo_mode, snap, alpha_f, out))
+        return
+    _run_rows(_gemm_products, m, (sa, la, ea, spa, sb, lb, eb, spb, g, model.product_exponent == "exact",
+                                  model.fused, window, below, efloor, grp, accm, promo, promo_mode, snap,
+                                  alpha_f, out))
+
+
+def _local_scales(sv: np.ndarray, gb: int):
+    """Block scales as integers relative to each (row, group)'s smallest scale exponent.
+
+    Returns (local ints int64, base exponent per (row, group), width in bits per (row,
+    group); width 99 when a group's span does not fit, then the ints are unused)."""
+    sig, lsb, _, _ = _split_values(sv, None)
+    sig = sig.astype(np.int64)
+    lsb = lsb.astype(np.int64)
+    rows, nblk = sig.shape
+    ng = -(-nblk // gb)
+    pad = ng * gb - nblk
+    big = np.int64(1 << 40)
+    lsb_nz = np.where(sig != 0, lsb, big)
+    lp = np.pad(lsb_nz, ((0, 0), (0, pad)), constant_values=big).reshape(rows, ng, gb)
+    base = lp.min(axis=2)
+    base = np.where(base == big, 0, base)
+    shift = np.where(sig != 0, lsb - np.repeat(base, gb, axis=1)[:, :nblk], 0)
+    width_el = np.where(sig != 0, _bitlen_np(np.abs(sig)) + shift, 0)
+    wp = np.pad(width_el, ((0, 0), (0, pad))).reshape(rows, ng, gb)
+    width = wp.max(axis=2)
+    ok_el = np.repeat(width, gb, axis=1)[:, :nblk] <= 40
+    local = np.where(ok_el & (sig != 0), sig << np.clip(shift, 0, 62), 0)
+    width = np.where(width <= 40, width, 99)
+    return local.astype(np.int64), base.astype(np.int64), width.astype(np.int64), sig, lsb
+
+
+def _bitlen_np(x: np.ndarray) -> np.ndarray:
+    x = x.astype(np.int64)
+    n = np.zeros(x.shape, dtype=np.int64)
+    for b in range(62, -1, -1):
+        hit = (n == 0) & (x >= (np.int64(1) << b))
+        n = np.where(hit, b + 1, n)
+    return n
+
+
+def _blocks_rows(a, bt, sva, svb, g, model, grp, accm, promo, promo_mode, snap, alpha_f, out) -> None:
+    bsz = a.block
+    gb = g // bsz
+    sal, basea, wa, ssa, sla = _local_scales(sva, gb)
+    sbl, baseb, wb, ssb, slb = _local_scales(svb, gb)
+    _run_rows(_gemm_blocks_rows, a.shape[0], (
+        _payload_int(a), np.ascontiguousarray(_payload_int(bt).T), sal, np.ascontiguousarray(sbl.T),
+        basea, np.ascontiguousarray(baseb.T), wa, np.ascontiguousarray(wb.T), ssa, sla,
+        np.ascontiguousarray(ssb.T), np.ascontiguousarray(slb.T), bsz, -2, g, model.fused, grp, accm,
+        promo, promo_mode, snap, alpha_f, out))
 
 
 def gemm_fast(a, bt, model: GemmModel, *, fmt: str | None = None,
@@ -627,37 +910,32 @@ def gemm_fast(a, bt, model: GemmModel, *, fmt: str | None = None,
     m, n = a.shape[0], bt.shape[0]
     out = np.empty((m, n), dtype=np.float64)
 
-    use_blocks = False
     if quantized and model.operand_domain == "encoded":
-        bsz = a.block
-        scales_ok = True
         sva, svb = _scale_values(a), _scale_values(bt)
-        if not (np.isfinite(sva).all() and np.isfinite(svb).all()):
-            scales_ok = False
-        per_block_ok = model.window_bits is None or model.scale_placement == "block"
-        use_blocks = (scales_ok and per_block_ok and bsz == bt.block and g % bsz == 0
-                      and (promo == 0 or promo % bsz == 0) and bsz <= 1024)
-    if use_blocks:
-        ssa, sla, _, _ = _split_values(sva, None)
-        ssb, slb, _, _ = _split_values(svb, None)
-        _gemm_blocks(_payload_int(a), ssa, sla, _payload_int(bt), ssb, slb, bsz, -2, g,
-                     True, model.fused, window, below, efloor, grp, accm, promo, promo_mode,
-                     snap, alpha_f, out)
+        finite = bool(np.isfinite(sva).all() and np.isfinite(svb).all())
+        bsz = a.block
+        whole = bsz == bt.block and g % bsz == 0 and (promo == 0 or promo % bsz == 0) and bsz <= 1024
+        if finite and whole and model.window_bits is None:
+            _blocks_rows(a, bt, sva, svb, g, model, grp, accm, promo, promo_mode, snap, alpha_f, out)
+        elif finite and whole and model.scale_placement == "block":
+            ssa, sla, _, _ = _split_values(sva, None)
+            ssb, slb, _, _ = _split_values(svb, None)
+            _run_rows(_gemm_blocks, m, (_payload_int(a), ssa, sla, _payload_int(bt), ssb, slb, bsz, -2, g,
+                                        True, model.fused, window, below, efloor, grp, accm, promo,
+                                        promo_mode, snap, alpha_f, out))
+        elif model.scale_placement == "block" and model.window_bits is not None:
+            raise FastPathUnsupported()  # block terms with NaN scales or odd group sizes
+        else:
+            _products(*_quantized_operand(a, model), *_quantized_operand(bt, model), g, model, window,
+                      below, efloor, grp, accm, promo, promo_mode, snap, alpha_f, out)
     else:
         if quantized:
-            if model.scale_placement == "block" and model.window_bits is not None \
-                    and model.operand_domain == "encoded":
-                # block terms with non-finite scales: rare; the exact path handles it
-                raise FastPathUnsupported()
-            sa, la, ea, spa = _quantized_operand(a, model)
-            sb, lb, eb, spb = _quantized_operand(bt, model)
+            opa, opb = _quantized_operand(a, model), _quantized_operand(bt, model)
         else:
             f = get_format(fmt)
-            sa, la, ea, spa = _code_operand(np.asarray(a), f, model)
-            sb, lb, eb, spb = _code_operand(np.asarray(bt), f, model)
-        _gemm_products(sa, la, ea, spa, sb, lb, eb, spb, g, model.product_exponent == "exact",
-                       model.fused, window, below, efloor, grp, accm, promo, promo_mode, snap,
-                       alpha_f, out)
+            opa, opb = _code_operand(np.asarray(a), f, model), _code_operand(np.asarray(bt), f, model)
+        _products(*opa, *opb, g, model, window, below, efloor, grp, accm, promo, promo_mode, snap,
+                  alpha_f, out)
     y = out.astype(np.float32)  # exact: every entry is an FP32 value
     if model.output_format == "bf16":
         y = _round_bf16_bits(y)
