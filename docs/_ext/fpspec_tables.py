@@ -574,20 +574,28 @@ class CliDirective(GeneratedDirective):
 
         self.depends_on = ("fpspec.cli", *COMMAND_MODULES)
         parser = build_parser()
-        ch = self.options.get("title-char", "-")
+        chars = self.options.get("title-char", "-~^")
         lines = [".. code-block:: text", ""] + ["   " + ln for ln in _usage(parser).splitlines()] + [""]
         lines += list_table(["option", "meaning"], _option_rows(parser), widths="30 70", classes="fpspec-table")
-        for name, help_text, sub in _subparsers(parser):
-            title = f"fpspec {name}"
-            lines += [title, ch * len(title), ""]
-            lines += [f"*{rst_escape(help_text)}*", ""] if help_text else []
-            if sub.description:
-                lines += [rst_escape(sub.description), ""]
-            lines += [".. code-block:: text", ""] + ["   " + ln for ln in _usage(sub).splitlines()] + [""]
-            rows = _option_rows(sub)
-            if rows:
-                lines += list_table(["argument", "meaning"], rows, widths="30 70", classes="fpspec-table")
+        lines += _command_sections(parser, "fpspec", chars)
         return lines
+
+
+def _command_sections(parser: argparse.ArgumentParser, prefix: str, chars: str) -> list[str]:
+    """One section per subcommand, recursively (``fpspec vectors generate`` under ``fpspec vectors``)."""
+    lines: list[str] = []
+    for name, help_text, sub in _subparsers(parser):
+        title = f"{prefix} {name}"
+        lines += [title, chars[0] * len(title), ""]
+        lines += [f"*{rst_escape(help_text)}*", ""] if help_text else []
+        if sub.description:
+            lines += [rst_escape(sub.description), ""]
+        lines += [".. code-block:: text", ""] + ["   " + ln for ln in _usage(sub).splitlines()] + [""]
+        rows = _option_rows(sub)
+        if rows:
+            lines += list_table(["argument", "meaning"], rows, widths="30 70", classes="fpspec-table")
+        lines += _command_sections(sub, title, chars[1:] or chars[-1])
+    return lines
 
 
 # ----------------------------------------------------------- GEMM presets, bounds
