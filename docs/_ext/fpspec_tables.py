@@ -553,7 +553,7 @@ def _option_rows(parser: argparse.ArgumentParser) -> list[list[str]]:
 
 def _usage(parser: argparse.ArgumentParser) -> str:
     old = os.environ.get("COLUMNS")
-    os.environ["COLUMNS"] = "90"
+    os.environ["COLUMNS"] = "78"
     try:
         return parser.format_usage().strip()
     finally:
