@@ -55,7 +55,7 @@ class RoundingMode(enum.Enum):
 
     @property
     def stochastic(self) -> bool:
-        return self in (RoundingMode.SR_MIDPOINT, RoundingMode.SR_ADD, RoundingMode.SR_UNBIASED)
+        return self._value_.startswith("sr-")
 
     @classmethod
     def parse(cls, name: "str | RoundingMode") -> "RoundingMode":

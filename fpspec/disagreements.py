@@ -186,7 +186,7 @@ DISAGREEMENTS: tuple[Disagreement, ...] = (
             Behaviour("TE stochastic-rounding fallback", "+6 (code 0x7)", _sel("nan=max")),
         ),
         "refuse with an error naming the first NaN: E2M1 has no NaN code and sources disagree, "
-        "so a silent choice would hide a bug.", default_selects=_sel("nan=error")),
+        "so a silent choice would hide a bug.", ("FPS-RND-10",), default_selects=_sel("nan=error")),
     Disagreement(
         "signed-zero", "Whether -0.0 keeps its sign in E2M1",
         (
@@ -213,7 +213,7 @@ DISAGREEMENTS: tuple[Disagreement, ...] = (
             Behaviour("TE NVFP4 block scale", "min(., 448) before conversion: saturation",
                       _sel("format=ue4m3, overflow=sat")),
         ),
-        "e4m3: nonfinite (what the casts do); ue4m3, the scale format: sat (its use)."),
+        "e4m3: nonfinite (what the casts do); ue4m3, the scale format: sat (its use).", ("FPS-RND-9",)),
     Disagreement(
         "e8m0-zero-negative", "E8M0 of zero or of a negative value",
         (
@@ -221,7 +221,7 @@ DISAGREEMENTS: tuple[Disagreement, ...] = (
                       _sel("format=ue8m0, zero=nan, negative=nan")),
             Behaviour("fpspec option", "0.0 -> the smallest code 2^-127", _sel("format=ue8m0, zero=min")),
         ),
-        "refuse both: a zero or negative scale request is a bug upstream.",
+        "refuse both: a zero or negative scale request is a bug upstream.", ("FPS-RND-11", "FPS-RND-12"),
         default_selects=_sel("zero=error, negative=error")),
     Disagreement(
         "sr-variant", "Which stochastic rounding rule, with how many random bits",
@@ -235,7 +235,7 @@ DISAGREEMENTS: tuple[Disagreement, ...] = (
             Behaviour("gfloat Stochastic (P3109)", "unbiased: P(up) = delta for delta a multiple of 2^-N",
                       _sel("rounding=sr-unbiased")),
         ),
-        "sr-midpoint with N = 8 (alias 'sr'), the seed paper's rule.",
+        "sr-midpoint with N = 8 (alias 'sr'), the seed paper's rule.", ("FPS-RND-5", "FPS-RND-6", "FPS-RND-7"),
         default_selects=_sel("rounding=sr-midpoint, nbits=8")),
     Disagreement(
         "ties", "Ties of round-to-nearest: to even or away from zero",
@@ -243,7 +243,7 @@ DISAGREEMENTS: tuple[Disagreement, ...] = (
             Behaviour("OCP MX v1.0, TE, seed, ml_dtypes", "ties to even", _sel("rounding=rne")),
             Behaviour("microxcaling 'nearest'", "ties away from zero", _sel("rounding=rna")),
         ),
-        "ties to even.", default_selects=_sel("rounding=rne")),
+        "ties to even.", ("FPS-RND-1", "FPS-RND-3"), default_selects=_sel("rounding=rne")),
     Disagreement(
         "zero-scale", "A block scale that rounds to zero",
         (

@@ -110,29 +110,29 @@ class FloatFormat:
     description: str = ""
 
     # ----------------------------------------------------------------- layout
-    @property
+    @cached_property
     def bits(self) -> int:
         """Total code width in bits."""
         return int(self.signed) + self.exp_bits + self.man_bits
 
-    @property
+    @cached_property
     def num_codes(self) -> int:
         return 1 << self.bits
 
-    @property
+    @cached_property
     def sign_mask(self) -> int:
         """The sign bit of a code (0 for unsigned formats)."""
         return (1 << (self.bits - 1)) if self.signed else 0
 
-    @property
+    @cached_property
     def magnitude_mask(self) -> int:
         return (1 << (self.exp_bits + self.man_bits)) - 1
 
-    @property
+    @cached_property
     def exp_max_field(self) -> int:
         return (1 << self.exp_bits) - 1
 
-    @property
+    @cached_property
     def man_max_field(self) -> int:
         return (1 << self.man_bits) - 1
 
@@ -176,20 +176,20 @@ class FloatFormat:
             return CodeKind.ZERO if man == 0 else CodeKind.SUBNORMAL
         return CodeKind.NORMAL
 
-    @property
+    @cached_property
     def has_inf(self) -> bool:
         return self.specials is Specials.IEEE
 
-    @property
+    @cached_property
     def has_nan(self) -> bool:
         return self.specials is not Specials.NONE
 
-    @property
+    @cached_property
     def has_zero(self) -> bool:
         return self.subnormals
 
     # ------------------------------------------------------------ exact values
-    @property
+    @cached_property
     def emin(self) -> int:
         """Unbiased exponent of the smallest normal binade."""
         return (1 if self.subnormals else 0) - self.bias
@@ -198,11 +198,12 @@ class FloatFormat:
         """Exact value of a code: a Fraction, or a float inf / nan (FPS-FMT-3).
 
         Negative zero is returned as ``Fraction(0)``; use :meth:`split` for its sign.
+        A NaN code returns a float NaN carrying the code's sign bit.
         """
         kind = self.kind(code)
         sign, exp, man = self.split(code)
         if kind is CodeKind.NAN:
-            return math.nan
+            return math.copysign(math.nan, -1.0 if sign else 1.0)
         if kind is CodeKind.INF:
             return -math.inf if sign else math.inf
         if exp == 0 and self.subnormals:
@@ -274,6 +275,11 @@ class FloatFormat:
     def __str__(self) -> str:
         return self.name
 
+    def __hash__(self) -> int:
+        # Equal formats have equal names, so hashing the name alone is consistent with
+        # the generated __eq__, and cheap enough for the exact path's memo keys.
+        return hash(self.name)
+
 
 E2M1 = FloatFormat("e2m1", 2, 1, 1, True, True, Specials.NONE,
                    "FP4 payload E2M1 (OCP MX v1.0 sec. 5.3.3); values +-{0,0.5,1,1.5,2,3,4,6}")
@@ -293,7 +299,7 @@ FP16 = FloatFormat("fp16", 5, 10, 15, True, True, Specials.IEEE, "IEEE 754 binar
 BF16 = FloatFormat("bf16", 8, 7, 127, True, True, Specials.IEEE, "bfloat16: the upper half of binary32")
 FP32 = FloatFormat("fp32", 8, 23, 127, True, True, Specials.IEEE, "IEEE 754 binary32")
 
-#: Every predefined format by CLI name (FPS-FMT-1).
+#: Every predefined format by CLI name (FPS-FMT-4).
 FORMATS: dict[str, FloatFormat] = {
     f.name: f for f in (E2M1, E4M3, UE4M3, UE5M3, UE5M3FNU, UE8M0, E5M2, FP16, BF16, FP32)
 }

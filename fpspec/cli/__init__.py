@@ -18,6 +18,7 @@ from ..errors import FpspecError
 #: Subcommand modules, in the order ``fpspec --help`` lists them.
 COMMAND_MODULES = [
     "fpspec.cli.codebook",
+    "fpspec.cli.bench",
 ]
 
 

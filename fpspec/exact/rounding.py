@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
+from functools import lru_cache
 from typing import Iterable
 
 import numpy as np
@@ -42,32 +43,41 @@ from ..choices import (
 from ..errors import FpspecError
 from ..formats import FloatFormat, get_format
 
-__all__ = ["round_to_code", "round_up_decision", "encode_exact", "decode_exact_array", "exact_value"]
+__all__ = ["round_to_code", "round_up_decision", "round_up_decision_int", "locate", "encode_exact", "decode_exact_array", "exact_value"]
 
 Number = Fraction | float | int
 
 
-def _floor_log2(a: Fraction) -> int:
-    """floor(log2 a) for a > 0, exactly, from the integer bit lengths."""
-    n, d = a.numerator, a.denominator
-    e = n.bit_length() - d.bit_length()
-    # 2^e <= n/d < 2^(e+1) after at most one correction.
-    if (n << max(-e, 0)) < (d << max(e, 0)):
+def _floor_log2(num: int, den: int) -> int:
+    """floor(log2(num/den)) for num, den > 0, exactly, from the integer bit lengths."""
+    e = num.bit_length() - den.bit_length()
+    # Now 2^(e-1) < num/den < 2^(e+1); one comparison settles which side of 2^e it is.
+    if (num << max(-e, 0)) < (den << max(e, 0)):
         e -= 1
     return e
 
 
-def round_up_decision(mode: RoundingMode, delta: Fraction, code_lo: int, negative: bool,
-                      r: int | None, nbits: int) -> bool:
-    """Step 7: whether the magnitude goes to the upper neighbour (FPS-RND-1..8).
+def _exact_ratio(x: Number) -> tuple[int, int]:
+    """The exact value of a finite x as an integer ratio ``num/den`` with den > 0."""
+    if isinstance(x, float):
+        return x.as_integer_ratio()  # exact: den is a power of two
+    if isinstance(x, int):
+        return x, 1
+    return x.numerator, x.denominator
 
-    ``delta`` in (0, 1) is the position of |x| between the neighbours, ``code_lo``
-    the magnitude code of the lower one.
+
+def round_up_decision_int(mode: RoundingMode, rem: int, den: int, code_lo: int, negative: bool,
+                          r: int | None, nbits: int) -> bool:
+    """Step 7 on integers: whether the magnitude goes to the upper neighbour (FPS-RND-1..8).
+
+    ``delta = rem / den`` in (0, 1) is the position of |x| between the neighbours,
+    ``code_lo`` the magnitude code of the lower one.  Each test is the definition of
+    the mode in docs/rounding.rst, multiplied through by the positive ``den * 2^(N+1)``.
     """
-    if mode is RoundingMode.RNE:
-        return delta > Fraction(1, 2) or (delta == Fraction(1, 2) and code_lo % 2 == 1)
-    if mode is RoundingMode.RNA:
-        return delta >= Fraction(1, 2)
+    if mode is RoundingMode.RNE:  # delta > 1/2, or delta == 1/2 and code_lo odd
+        return 2 * rem > den or (2 * rem == den and code_lo % 2 == 1)
+    if mode is RoundingMode.RNA:  # delta >= 1/2
+        return 2 * rem >= den
     if mode is RoundingMode.RTZ:
         return False
     if mode is RoundingMode.UP:
@@ -75,14 +85,19 @@ def round_up_decision(mode: RoundingMode, delta: Fraction, code_lo: int, negativ
     if mode is RoundingMode.DOWN:
         return negative
     assert r is not None, "stochastic rounding needs r"
-    scale = Fraction(1, 1 << nbits)
-    if mode is RoundingMode.SR_MIDPOINT:
-        return delta + (2 * r + 1) * scale / 2 >= 1
-    if mode is RoundingMode.SR_ADD:
-        return delta + r * scale >= 1
-    if mode is RoundingMode.SR_UNBIASED:
-        return r < delta * (1 << nbits)
+    if mode is RoundingMode.SR_MIDPOINT:  # delta + (2r+1)/2^(N+1) >= 1
+        return (rem << (nbits + 1)) + (2 * r + 1) * den >= den << (nbits + 1)
+    if mode is RoundingMode.SR_ADD:  # delta + r/2^N >= 1
+        return (rem << nbits) + r * den >= den << nbits
+    if mode is RoundingMode.SR_UNBIASED:  # r < delta * 2^N
+        return r * den < rem << nbits
     raise AssertionError(mode)
+
+
+def round_up_decision(mode: RoundingMode, delta: Fraction, code_lo: int, negative: bool,
+                      r: int | None, nbits: int) -> bool:
+    """Step 7 with ``delta`` as a Fraction in (0, 1); see :func:`round_up_decision_int`."""
+    return round_up_decision_int(mode, delta.numerator, delta.denominator, code_lo, negative, r, nbits)
 
 
 def _magnitude_down_mode(mode: RoundingMode, negative: bool) -> bool:
@@ -101,6 +116,31 @@ def _nonfinite_code(fmt: FloatFormat) -> int:
 
 def _with_sign(fmt: FloatFormat, code: int, negative: bool) -> int:
     return code | fmt.sign_mask if (negative and fmt.signed) else code
+
+
+@lru_cache(maxsize=1 << 18)
+def locate(num: int, den: int, fmt: FloatFormat) -> tuple[int, int, int] | None:
+    """Steps 5 and 6 for the magnitude ``a = num/den > 0``: ``(code_lo, rem, qden)``.
+
+    ``code_lo`` is the magnitude code of the largest value of the format's grid
+    (extended with an unbounded exponent range above) that is <= a, and
+    ``rem/qden`` in [0, 1) the position of ``a`` between it and the next grid value.
+    None means ``a`` is below the smallest code of a format without subnormals.
+    (A pure function of its arguments, memoised so that the modes of one sweep share it.)
+    """
+    m = fmt.man_bits
+    # 5. binade: 2^e <= a < 2^(e+1), raised to emin in the subnormal range
+    e = _floor_log2(num, den)
+    if e < fmt.emin:
+        if not fmt.subnormals:
+            return None
+        e = fmt.emin
+    # 6. neighbours: a / 2^(e-m) = k + rem/qden
+    shift = m - e
+    scaled_num, qden = (num << shift, den) if shift >= 0 else (num, den << -shift)
+    k, rem = divmod(scaled_num, qden)
+    code = (e - fmt.emin) * (1 << m) + k - (0 if fmt.subnormals else (1 << m))
+    return code, rem, qden
 
 
 def round_to_code(x: Number, fmt: FloatFormat | str, mode: RoundingMode | str = RoundingMode.RNE,
@@ -124,6 +164,8 @@ def round_to_code(x: Number, fmt: FloatFormat | str, mode: RoundingMode | str = 
     fmt = get_format(fmt)
     mode = RoundingMode.parse(mode)
     pol = policies or default_policies(fmt)
+    if not isinstance(x, (float, int, Fraction)):
+        x = float(x)  # NumPy / ml_dtypes float scalars widen to a Python float exactly
     if mode.stochastic:
         if r is None or not 0 <= r < (1 << nbits):
             raise FpspecError(f"stochastic mode {mode.value} needs r in [0, 2^{nbits}), got {r}")
@@ -142,14 +184,16 @@ def round_to_code(x: Number, fmt: FloatFormat | str, mode: RoundingMode | str = 
         return _with_sign(fmt, fmt.nan_code, negative)
 
     # 2. sign
+    is_inf = isinstance(x, float) and math.isinf(x)
     if isinstance(x, float):
         negative = math.copysign(1.0, x) < 0
+        num, den = (1, 0) if is_inf else _exact_ratio(abs(x))
     else:
-        negative = x < 0
-    is_inf = isinstance(x, float) and math.isinf(x)
-    a = None if is_inf else abs(Fraction(x))
+        num, den = _exact_ratio(x)
+        negative = num < 0
+        num = abs(num)
     if negative and not fmt.signed:
-        if a == 0:
+        if num == 0:
             negative = False  # -0 is zero in an unsigned format
         elif pol.negative is NegativePolicy.ERROR:
             raise FpspecError(f"negative input to unsigned {fmt.name} under negative policy 'error'")
@@ -168,8 +212,7 @@ def round_to_code(x: Number, fmt: FloatFormat | str, mode: RoundingMode | str = 
         return _overflow(fmt, mode, pol, negative)
 
     # 4. zero
-    assert a is not None
-    if a == 0:
+    if num == 0:
         if fmt.has_zero:
             return _with_sign(fmt, 0, negative)
         if pol.zero is ZeroPolicy.ERROR:
@@ -178,23 +221,14 @@ def round_to_code(x: Number, fmt: FloatFormat | str, mode: RoundingMode | str = 
             return 0
         return fmt.nan_code  # type: ignore[return-value]
 
-    # 5. binade
-    m = fmt.man_bits
-    e = _floor_log2(a)
-    if e < fmt.emin:
-        if not fmt.subnormals:
-            return _with_sign(fmt, 0, negative)  # no zero below: the smallest code
-        e = fmt.emin
-
-    # 6. neighbours
-    quantum = Fraction(2) ** (e - m)
-    scaled = a / quantum
-    k = scaled.numerator // scaled.denominator
-    delta = scaled - k
-    code = (e - fmt.emin) * (1 << m) + k - (0 if fmt.subnormals else (1 << m))
+    # 5, 6. binade and neighbours
+    where = locate(num, den, fmt)
+    if where is None:
+        return _with_sign(fmt, 0, negative)  # below the smallest code of a format without zero
+    code, rem, qden = where
 
     # 7. rounding
-    if delta and round_up_decision(mode, delta, code, negative, r, nbits):
+    if rem and round_up_decision_int(mode, rem, qden, code, negative, r, nbits):
         code += 1
 
     # 8. overflow
@@ -216,8 +250,19 @@ def _overflow(fmt: FloatFormat, mode: RoundingMode, pol: Policies, negative: boo
 
 # --------------------------------------------------------------------- arrays
 def exact_value(v: object) -> Number:
-    """The exact value of one NumPy scalar of a float dtype (float, or Fraction for non-native)."""
-    return float(v)  # float16/32/64 and bfloat16 all widen to float64 exactly
+    """The exact value of one NumPy scalar of a float dtype, as a Python float.
+
+    float16, bfloat16 and float32 widen to float64 exactly (sign of zero and of
+    NaN kept), so the float carries the input's exact value.
+    """
+    return float(v)
+
+
+def _as_exact_floats(x: np.ndarray) -> list[float]:
+    """Every element's exact value, row-major, as Python floats (exact widening to float64)."""
+    if x.dtype.kind != "f" and x.dtype.name != "bfloat16":
+        raise FpspecError(f"input must be a float array (float16/bfloat16/float32/float64), got {x.dtype}")
+    return x.astype(np.float64).reshape(-1).tolist()
 
 
 def encode_exact(x: np.ndarray, fmt: FloatFormat | str, mode: RoundingMode | str = RoundingMode.RNE,
@@ -229,21 +274,25 @@ def encode_exact(x: np.ndarray, fmt: FloatFormat | str, mode: RoundingMode | str
     """
     fmt = get_format(fmt)
     mode = RoundingMode.parse(mode)
+    pol = policies or default_policies(fmt)
     x = np.asarray(x)
+    values = _as_exact_floats(x)
     out = np.empty(x.shape, dtype=fmt.storage_dtype)
     flat_r: Iterable[int | None]
     if mode.stochastic:
         if rbits is None or np.shape(rbits) != x.shape:
             raise FpspecError(f"stochastic mode {mode.value} needs rbits of shape {x.shape}")
-        flat_r = (int(v) for v in np.asarray(rbits).reshape(-1))
+        flat_r = np.asarray(rbits).reshape(-1).tolist()
     else:
-        flat_r = (None for _ in range(x.size))
-    flat_out = out.reshape(-1)
-    for i, (v, r) in enumerate(zip(x.reshape(-1), flat_r)):
+        flat_r = [None] * x.size
+    codes = []
+    for i, (v, r) in enumerate(zip(values, flat_r)):
         try:
-            flat_out[i] = round_to_code(exact_value(v), fmt, mode, r=r, nbits=nbits, policies=policies)
+            codes.append(round_to_code(v, fmt, mode, r=r, nbits=nbits, policies=pol))
         except FpspecError as exc:
-            raise FpspecError(str(exc), np.unravel_index(i, x.shape) if x.shape else ()) from None
+            where = tuple(int(j) for j in np.unravel_index(i, x.shape)) if x.shape else ()
+            raise FpspecError(str(exc), where) from None
+    out.reshape(-1)[:] = codes
     return out
 
 

@@ -1,20 +1,30 @@
-"""Fast array encoder and decoder: the Numba twin of :mod:`fpspec.exact.rounding`.
+"""Fast array encoder and decoder: the Numba twin of :mod:`fpspec.exact.rounding` (FPS-RND-14).
 
-Bit-equal to the exact reference by test (tests/test_rounding_equality.py).
+Bit-equal to the exact reference by test (tests/test_rounding_exhaustive.py,
+test_rounding_sr.py, test_rounding_edges.py, test_decode_exhaustive.py).
 The exactness argument (docs/rounding.rst, "The fast path"):
 
-* every input is widened to float64, which is exact for fp16, bf16 and fp32;
-* the float64 bits give the integer significand ``sig`` (< 2^53) and the binade;
-  the neighbours are ``k = sig >> shift`` and the remainder ``rem``, integers;
+* the input's raw bits give the integer significand ``sig`` (< 2^53) and the binade
+  exactly (fp16, bf16, fp32 and fp64 layouts are read directly);
+* the neighbours are ``k = sig >> shift`` and the remainder ``rem``, integers;
 * RNE/RNA compare ``rem`` with the half quantum as integers;
 * stochastic modes compare ``delta = rem * 2^-shift`` (exact: a 53-bit integer
   times a power of two) against thresholds that are multiples of 2^-(N+1),
   which are exact in float64 for N <= 32.  When ``shift >= 64`` the value is
   below 2^-11 of a quantum; every threshold of a mode with N <= 32 bits then
   classifies it as any other value in (0, 2^-33), so a representative is used.
+
+Performance: one element function (inlined) serves a generic kernel and an RNE
+kernel whose mode is a compile-time constant; large arrays run in chunks on a
+thread pool (the kernels release the GIL).  Few kernel signatures are compiled,
+because each costs seconds on a fresh machine (cache=True keeps them on disk).
 """
 
 from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable
 
 import numba
 import numpy as np
@@ -44,6 +54,10 @@ _RNE, _RTZ, _RNA, _UP, _DOWN, _SRM, _SRA, _SRU = (_MODE_IDS[m] for m in Rounding
 _OK, _E_NAN, _E_NEG, _E_ZERO, _E_OVF, _E_RBITS = 0, 1, 2, 3, 4, 5
 
 
+#: 2^-s for s in 0..64, exact float64 constants (no pow() in the kernels).
+_POW2_NEG = np.array([2.0 ** -s for s in range(65)], dtype=np.float64)
+
+
 @numba.njit(cache=True, nogil=True)
 def _overflow_code(negative, mode, overflow_sat, nonfinite_code, max_code):
     down = mode == _RTZ or (mode == _DOWN and not negative) or (mode == _UP and negative)
@@ -52,168 +66,201 @@ def _overflow_code(negative, mode, overflow_sat, nonfinite_code, max_code):
     return nonfinite_code
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _encode_one(b, r, in_man, in_exp_mask, in_bias, in_sign_shift,
+                m, emin, subnormals, signed, sign_mask, max_code, nonfinite_code, inf_code,
+                nan_code, mode, nbits, overflow_pol, nan_pol, neg_pol, zero_pol):
+    """Encode one input bit pattern ``b`` (int64); return (code, error kind).
+
+    The steps are those of :func:`fpspec.exact.rounding.round_to_code`, on integers.
+    ``in_*`` describe the input format; the policy ids are
+    overflow_pol: 0 sat, 1 nonfinite, 2 error; nan_pol: 0 error, 1 nan, 2 zero, 3 max;
+    neg_pol: 0 error, 1 nan, 2 zero; zero_pol: 0 error, 1 nan, 2 min.
+    An error kind other than _OK means the element is refused (the code is then 0).
+    """
+    negative = ((b >> in_sign_shift) & 1) == 1
+    exf = (b >> in_man) & in_exp_mask
+    frac = b & ((1 << in_man) - 1)
+    if mode >= _SRM and r >= (1 << nbits):
+        return 0, _E_RBITS
+    # 1. NaN
+    if exf == in_exp_mask and frac != 0:
+        if nan_pol == 0:
+            return 0, _E_NAN
+        elif nan_pol == 1:
+            return ((nan_code | sign_mask) if (negative and signed) else nan_code), _OK
+        elif nan_pol == 2:
+            return 0, _OK
+        return max_code, _OK
+    # 2. sign, unsigned formats
+    if negative and not signed:
+        if exf == 0 and frac == 0:
+            negative = False
+        elif neg_pol == 0:
+            return 0, _E_NEG
+        elif neg_pol == 1:
+            return nan_code, _OK
+        else:
+            return 0, _OK
+    sgn = sign_mask if (negative and signed) else 0
+    # 3. infinity
+    if exf == in_exp_mask:
+        if inf_code >= 0:
+            return inf_code | sgn, _OK
+        if overflow_pol == 2:
+            return 0, _E_OVF
+        return _overflow_code(negative, mode, overflow_pol == 0, nonfinite_code, max_code) | sgn, _OK
+    # 4. zero
+    if exf == 0 and frac == 0:
+        if subnormals:
+            return sgn, _OK
+        if zero_pol == 0:
+            return 0, _E_ZERO
+        if zero_pol == 1:
+            return nan_code, _OK
+        return 0, _OK
+    # 5. binade of |x| = sig * 2^(e - in_man)
+    hidden = 1 << in_man
+    if exf == 0:  # subnormal input: normalise
+        sig = frac
+        e = 1 - in_bias
+        while sig < hidden:
+            sig <<= 1
+            e -= 1
+    else:
+        sig = frac | hidden
+        e = exf - in_bias
+    if not subnormals and e < emin:
+        return sgn, _OK  # below the smallest code of a format without zero
+    eb = max(e, emin)
+    # 6. neighbours: k = floor(|x| / 2^(eb - m)); delta = rem / 2^shift, half = 2^(shift-1)
+    shift = in_man - m + (eb - e)
+    if shift >= 64:
+        # |x| < 2^-11 quantum: below half, and for every SR threshold with N <= 32 bits
+        # on the same side as any other value in (0, 2^-33): a representative stands in.
+        k = np.int64(0)
+        rem = np.int64(1)
+        half = np.int64(2)
+        delta = _POW2_NEG[64]
+    elif shift <= 0:  # input no wider than the target here: exact
+        k = sig << (-shift)
+        rem = np.int64(0)
+        half = np.int64(1)
+        delta = 0.0
+    else:
+        k = sig >> shift
+        rem = sig & ((np.int64(1) << shift) - 1)
+        half = np.int64(1) << (shift - 1)
+        delta = 0.0
+        if mode >= _SRM:  # only stochastic modes look at delta = rem * 2^-shift (exact)
+            delta = rem * _POW2_NEG[shift]
+    code = (eb - emin) * (1 << m) + k
+    if not subnormals:
+        code -= 1 << m
+    # 7. rounding (written as selects: the data-dependent decisions do not branch)
+    if mode == _RNE:
+        up = (rem > half) | ((rem == half) & ((code & 1) == 1))
+    elif mode == _RNA:
+        up = rem >= half
+    elif mode == _RTZ:
+        up = False
+    elif mode == _UP:
+        up = (rem != 0) & (not negative)
+    elif mode == _DOWN:
+        up = (rem != 0) & negative
+    elif mode == _SRM:  # delta + (2r+1)/2^(N+1) >= 1; the threshold is exact in float64
+        up = (rem != 0) & (delta >= 1.0 - (2 * r + 1) * _POW2_NEG[nbits + 1])
+    elif mode == _SRA:  # delta + r/2^N >= 1
+        up = (rem != 0) & (delta >= 1.0 - r * _POW2_NEG[nbits])
+    else:  # _SRU: r < delta 2^N
+        up = (rem != 0) & (r < delta * (1 << nbits))
+    code += np.int64(up)
+    # 8. overflow
+    if overflow_pol == 2 and code > max_code:
+        return 0, _E_OVF
+    ovf_code = _overflow_code(negative, mode, overflow_pol == 0, nonfinite_code, max_code)
+    code = ovf_code if code > max_code else code
+    # 9. sign
+    return code | sgn, _OK
+
+
 @numba.njit(cache=True, nogil=True)
 def _encode_range(bits, in_man, in_exp_mask, in_bias, in_sign_shift, rbits, use_r, out, lo, hi,
                   m, emin, subnormals, signed, sign_mask, max_code, nonfinite_code, inf_code,
                   nan_code, mode, nbits, overflow_pol, nan_pol, neg_pol, zero_pol):
     """Encode elements lo..hi-1; return (error kind, index) of the first refusal, or (0, -1).
 
-    ``bits`` holds the raw input bit patterns (uint16 for fp16/bf16, uint32 for fp32,
-    int64 for float64); ``in_*`` describe that input format.
-    overflow_pol: 0 sat, 1 nonfinite, 2 error; nan_pol: 0 error, 1 nan, 2 zero, 3 max;
-    neg_pol: 0 error, 1 nan, 2 zero; zero_pol: 0 error, 1 nan, 2 min.
+    Every element is visited (no early exit, so the loop stays simple for the compiler);
+    on a refusal the caller discards ``out``.  Runs without the GIL, so chunks of one
+    array run on several threads (:func:`_run_chunks`).
     """
-    rmax = 1 << nbits
-    r_scale = 2.0 ** (-nbits)
-    half_r_scale = 2.0 ** (-(nbits + 1))
-    tiny = 2.0 ** -64
-    frac_mask = (1 << in_man) - 1
-    hidden = 1 << in_man
+    first_kind = 0
+    first_idx = -1
     for i in range(lo, hi):
-        b = np.int64(bits[i])
-        negative = ((b >> in_sign_shift) & 1) == 1
-        exf = (b >> in_man) & in_exp_mask
-        frac = b & frac_mask
-        r = 0
-        if use_r:
-            r = np.int64(rbits[i])
-            if r >= rmax:
-                return _E_RBITS, i
-        # 1. NaN
-        if exf == in_exp_mask and frac != 0:
-            if nan_pol == 0:
-                return _E_NAN, i
-            elif nan_pol == 1:
-                out[i] = (nan_code | sign_mask) if (negative and signed) else nan_code
-            elif nan_pol == 2:
-                out[i] = 0
-            else:
-                out[i] = max_code
-            continue
-        # 2. sign, unsigned formats
-        if negative and not signed:
-            if exf == 0 and frac == 0:
-                negative = False
-            elif neg_pol == 0:
-                return _E_NEG, i
-            elif neg_pol == 1:
-                out[i] = nan_code
-                continue
-            else:
-                out[i] = 0
-                continue
-        sgn = sign_mask if (negative and signed) else 0
-        # 3. infinity
-        if exf == in_exp_mask:
-            if inf_code >= 0:
-                out[i] = inf_code | sgn
-            elif overflow_pol == 2:
-                return _E_OVF, i
-            else:
-                out[i] = _overflow_code(negative, mode, overflow_pol == 0, nonfinite_code, max_code) | sgn
-            continue
-        # 4. zero
-        if exf == 0 and frac == 0:
-            if subnormals:
-                out[i] = sgn
-            elif zero_pol == 0:
-                return _E_ZERO, i
-            elif zero_pol == 1:
-                out[i] = nan_code
-            else:
-                out[i] = 0
-            continue
-        # 5. binade of |x| = sig * 2^(e - in_man)
-        if exf == 0:  # subnormal input
-            sig = frac
-            e = 1 - in_bias
-            while sig < hidden:
-                sig <<= 1
-                e -= 1
-        else:
-            sig = frac | hidden
-            e = exf - in_bias
-        if e < emin:
-            if not subnormals:
-                out[i] = sgn
-                continue
-            eb = emin
-        else:
-            eb = e
-        # 6. neighbours: k = floor(|x| / 2^(eb - m)), remainder rem / 2^shift
-        shift = in_man - m + (eb - e)
-        if shift >= 64:
-            k = 0
-            delta_half = -1  # below half a quantum
-            delta = tiny
-            nonzero = True
-        elif shift <= 0:  # input no wider than the target: exact
-            k = sig << (-shift)
-            nonzero = False
-            delta_half = -1
-            delta = 0.0
-        else:
-            k = sig >> shift
-            rem = sig & ((1 << shift) - 1)
-            nonzero = rem != 0
-            half = 1 << (shift - 1)
-            delta_half = -1 if rem < half else (0 if rem == half else 1)
-            delta = rem * 2.0 ** (-shift)
-        code = (eb - emin) * (1 << m) + k
-        if not subnormals:
-            code -= 1 << m
-        # 7. rounding
-        if nonzero:
-            up = False
-            if mode == _RNE:
-                up = delta_half > 0 or (delta_half == 0 and (code & 1) == 1)
-            elif mode == _RNA:
-                up = delta_half >= 0
-            elif mode == _UP:
-                up = not negative
-            elif mode == _DOWN:
-                up = negative
-            elif mode == _SRM:
-                up = delta >= 1.0 - (2 * r + 1) * half_r_scale
-            elif mode == _SRA:
-                up = delta >= 1.0 - r * r_scale
-            elif mode == _SRU:
-                up = r < delta * rmax
-            if up:
-                code += 1
-        # 8. overflow
-        if code > max_code:
-            if overflow_pol == 2:
-                return _E_OVF, i
-            code = _overflow_code(negative, mode, overflow_pol == 0, nonfinite_code, max_code)
-        # 9. sign
-        out[i] = code | sgn
+        r = np.int64(rbits[i]) if use_r else np.int64(0)
+        code, kind = _encode_one(np.int64(bits[i]), r, in_man, in_exp_mask, in_bias, in_sign_shift,
+                                 m, emin, subnormals, signed, sign_mask, max_code,
+                                 nonfinite_code, inf_code, nan_code, mode, nbits, overflow_pol,
+                                 nan_pol, neg_pol, zero_pol)
+        out[i] = code
+        if kind != _OK and first_idx < 0:
+            first_kind = kind
+            first_idx = i
+    return first_kind, first_idx
+
+
+@numba.njit(cache=True, nogil=True)
+def _encode_range_rne(bits, in_man, in_exp_mask, in_bias, in_sign_shift, out, lo, hi,
+                      m, emin, subnormals, signed, sign_mask, max_code, nonfinite_code, inf_code,
+                      nan_code, overflow_pol, nan_pol, neg_pol, zero_pol):
+    """:func:`_encode_range` with the mode fixed to RNE and no random bits.
+
+    The same element function with the mode a compile-time constant, so the compiler
+    drops the other modes' code: the common case runs about twice as fast.
+    """
+    first_kind = 0
+    first_idx = -1
+    for i in range(lo, hi):
+        code, kind = _encode_one(np.int64(bits[i]), np.int64(0), in_man, in_exp_mask, in_bias,
+                                 in_sign_shift, m, emin, subnormals, signed, sign_mask, max_code,
+                                 nonfinite_code, inf_code, nan_code, _RNE, DEFAULT_SR_BITS,
+                                 overflow_pol, nan_pol, neg_pol, zero_pol)
+        out[i] = code
+        if kind != _OK and first_idx < 0:
+            first_kind = kind
+            first_idx = i
+    return first_kind, first_idx
+
+
+#: Arrays shorter than this are encoded on the calling thread.
+PARALLEL_MIN_ELEMENTS = 1 << 18
+_POOL: ThreadPoolExecutor | None = None
+
+
+def _threads() -> int:
+    """Worker threads for large arrays: the CPUs this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def _run_chunks(kernel, n: int, args: Callable[[int, int], tuple]) -> tuple[int, int]:
+    """Run ``kernel(*args(lo, hi))`` over contiguous chunks covering 0..n on a thread pool
+    (the kernels release the GIL); return the first refusal in element order."""
+    global _POOL
+    nthreads = _threads()
+    if n < PARALLEL_MIN_ELEMENTS or nthreads == 1:
+        return kernel(*args(0, n))
+    if _POOL is None:
+        _POOL = ThreadPoolExecutor(max_workers=nthreads, thread_name_prefix="fpspec-encode")
+    nchunks = nthreads * 4  # a few chunks per thread evens out uneven CPU availability
+    bounds = [n * c // nchunks for c in range(nchunks + 1)]
+    results = list(_POOL.map(lambda c: kernel(*args(bounds[c], bounds[c + 1])), range(nchunks)))
+    for kind, idx in results:  # chunks are in element order
+        if kind != _OK:
+            return kind, idx
     return _OK, -1
-
-
-_CHUNK = 1 << 16
-
-
-@numba.njit(cache=True, parallel=True)
-def _encode_parallel(bits, in_man, in_exp_mask, in_bias, in_sign_shift, rbits, use_r, out,
-                     m, emin, subnormals, signed, sign_mask, max_code, nonfinite_code, inf_code,
-                     nan_code, mode, nbits, overflow_pol, nan_pol, neg_pol, zero_pol):
-    n = bits.shape[0]
-    nchunks = (n + _CHUNK - 1) // _CHUNK
-    errs = np.zeros((nchunks, 2), dtype=np.int64)
-    for c in numba.prange(nchunks):
-        lo = c * _CHUNK
-        hi = min(n, lo + _CHUNK)
-        kind, idx = _encode_range(bits, in_man, in_exp_mask, in_bias, in_sign_shift, rbits, use_r,
-                                  out, lo, hi, m, emin, subnormals, signed, sign_mask, max_code,
-                                  nonfinite_code, inf_code, nan_code, mode, nbits, overflow_pol,
-                                  nan_pol, neg_pol, zero_pol)
-        errs[c, 0] = kind
-        errs[c, 1] = idx
-    for c in range(nchunks):  # the first refusal in element order
-        if errs[c, 0] != 0:
-            return errs[c, 0], errs[c, 1]
-    return 0, -1
 
 
 #: Raw-bit views of the accepted input dtypes: (view dtype, mantissa bits, exponent mask, bias, sign shift).
@@ -255,6 +302,8 @@ def encode_fast(x: np.ndarray, fmt: FloatFormat | str, mode: RoundingMode | str 
     if layout is None:
         raise FpspecError(f"input must be a float array (float16/bfloat16/float32/float64), got {x.dtype}")
     view_dtype, in_man, in_exp_mask, in_bias, in_sign_shift = layout
+    if not x.dtype.isnative:  # e.g. a big-endian '>f4' loaded from a file: the bits must be native
+        x = x.astype(x.dtype.newbyteorder("="))
     bits = np.ascontiguousarray(x).reshape(-1).view(view_dtype)
     if mode.stochastic:
         if not 1 <= nbits <= MAX_SR_BITS:
@@ -266,30 +315,43 @@ def encode_fast(x: np.ndarray, fmt: FloatFormat | str, mode: RoundingMode | str 
             raise FpspecError(f"rbits shape {rb.shape} does not match input shape {shape}")
         if rb.dtype not in (np.uint8, np.uint16, np.uint32):
             raise FpspecError(f"rbits must be uint8, uint16 or uint32, got {rb.dtype}")
-        rflat = np.ascontiguousarray(rb).reshape(-1)
+        rflat = np.ascontiguousarray(rb).reshape(-1).astype(np.uint32, copy=False)
         use_r = True
     else:
-        rflat = np.zeros(1, dtype=np.uint8)
+        rflat = np.zeros(1, dtype=np.uint32)
         use_r = False
-    out = np.empty(bits.shape[0], dtype=np.uint32 if fmt.bits > 16 else fmt.storage_dtype)
     nonfinite = fmt.inf_code if fmt.has_inf else (fmt.nan_code if fmt.has_nan else -1)
-    err = _encode_parallel(bits, in_man, in_exp_mask, in_bias, in_sign_shift, rflat, use_r, out,
-                           fmt.man_bits, fmt.emin, fmt.subnormals, fmt.signed,
-                           fmt.sign_mask, fmt.max_finite_code, nonfinite,
-                           fmt.inf_code if fmt.has_inf else -1, fmt.nan_code if fmt.has_nan else -1,
-                           _MODE_IDS[mode], nbits, _OVF_IDS[pol.overflow], _NAN_IDS[pol.nan],
-                           _NEG_IDS[pol.negative], _ZERO_IDS[pol.zero])
+    fmt_args = (fmt.man_bits, fmt.emin, fmt.subnormals, fmt.signed, fmt.sign_mask, fmt.max_finite_code,
+                nonfinite, fmt.inf_code if fmt.has_inf else -1, fmt.nan_code if fmt.has_nan else -1)
+    pol_args = (_OVF_IDS[pol.overflow], _NAN_IDS[pol.nan], _NEG_IDS[pol.negative], _ZERO_IDS[pol.zero])
+    # Kernel signatures are kept few, because each costs seconds of compilation on a fresh
+    # machine: RNE into a narrow format (the hot path) reads the raw uint32 (fp16/bf16
+    # widened, fp32 as is) or int64 (fp64) bits and writes uint8; everything else goes
+    # through one int64-in, uint32-out signature.
+    if mode is RoundingMode.RNE and fmt.bits <= 8:
+        if bits.dtype == np.uint16:
+            bits = bits.astype(np.uint32)
+        out = np.empty(bits.shape[0], dtype=np.uint8)
+        err = _run_chunks(_encode_range_rne, bits.shape[0], lambda lo, hi: (
+            bits, in_man, in_exp_mask, in_bias, in_sign_shift, out, lo, hi, *fmt_args, *pol_args))
+    else:
+        out = np.empty(bits.shape[0], dtype=np.uint32)
+        bits64 = bits.astype(np.int64, copy=False)
+        err = _run_chunks(_encode_range, bits.shape[0], lambda lo, hi: (
+            bits64, in_man, in_exp_mask, in_bias, in_sign_shift, rflat, use_r, out, lo, hi,
+            *fmt_args, _MODE_IDS[mode], nbits, *pol_args))
     if err[0] != _OK:
         where = tuple(int(i) for i in np.unravel_index(int(err[1]), shape)) if shape else ()
         msg = {
             _E_NAN: f"NaN input to {fmt.name} under NaN policy 'error'",
             _E_NEG: f"negative input to unsigned {fmt.name} under negative policy 'error'",
             _E_ZERO: f"zero input to {fmt.name}, which has no zero, under zero policy 'error'",
-            _E_OVF: f"overflow: value beyond max finite of {fmt.name} under overflow policy 'error'",
+            _E_OVF: f"overflow: value beyond max finite {fmt.max_finite} of {fmt.name} "
+                    "under overflow policy 'error'",
             _E_RBITS: f"random value not below 2^{nbits}",
         }[int(err[0])]
         raise FpspecError(msg, where)
-    return out.reshape(shape)
+    return out.astype(fmt.storage_dtype, copy=False).reshape(shape)
 
 
 _TABLES: dict[str, np.ndarray] = {}
