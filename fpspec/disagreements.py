@@ -180,7 +180,7 @@ DISAGREEMENTS: tuple[Disagreement, ...] = (
     Disagreement(
         "nan-into-e2m1", "What a NaN input becomes in E2M1 (which has no NaN)",
         (
-            Behaviour("ml_dtypes float4_e2m1fn", "a zero code (+NaN gives 0x8, -0)", (),
+            Behaviour("ml_dtypes float4_e2m1fn", "a zero code with the sign flipped (+NaN -> 0x8, -NaN -> 0x0)", (),
                       "not reproduced: the sign of the zero it picks is an artefact"),
             Behaviour("TE NVFP4 round-to-nearest reference", "code 0 (+0)", _sel("nan=zero")),
             Behaviour("TE stochastic-rounding fallback", "+6 (code 0x7)", _sel("nan=max")),
@@ -223,6 +223,29 @@ DISAGREEMENTS: tuple[Disagreement, ...] = (
         ),
         "refuse both: a zero or negative scale request is a bug upstream.", ("FPS-RND-11", "FPS-RND-12"),
         default_selects=_sel("zero=error, negative=error")),
+    Disagreement(
+        "e8m0-ties", "Ties of E8M0 (every value a power of two): to the even code or up",
+        (
+            Behaviour("ml_dtypes float8_e8m0fnu", "every tie 1.5*2^e goes up (3.0 -> 4.0)", _sel("format=ue8m0, rounding=rna")),
+            Behaviour("fpspec rne", "the tie goes to the even code (3.0 -> 2.0, code 0x80)", _sel("format=ue8m0, rounding=rne")),
+        ),
+        "rne, as for every other format; rna reproduces ml_dtypes.", ("FPS-RND-1", "FPS-RND-13"),
+        default_selects=_sel("rounding=rne")),
+    Disagreement(
+        "e5m2-nan-code", "Which NaN code E5M2 writes",
+        (
+            Behaviour("ml_dtypes float8_e5m2", "0x7E / 0xFE", (), "not reproduced: both are NaN codes"),
+            Behaviour("fpspec", "the canonical all-ones magnitude 0x7F / 0xFF, sign copied", _sel("format=e5m2, nan=nan")),
+        ),
+        "0x7F / 0xFF.", ("FPS-RND-10", "FPS-RND-13")),
+    Disagreement(
+        "e8m0-f32-subnormal", "E8M0 of float32 subnormals just above 2^-127",
+        (
+            Behaviour("ml_dtypes float8_e8m0fnu", "bits 0x400001..0x5FFFFF (below the midpoint) go up to 2^-126", (),
+                      "not reproduced: below the midpoint is not a tie"),
+            Behaviour("fpspec rne and rna", "2^-127 (code 0x00)", _sel("format=ue8m0, rounding=rne")),
+        ),
+        "2^-127: the exact value is nearer.", ("FPS-RND-13",)),
     Disagreement(
         "sr-variant", "Which stochastic rounding rule, with how many random bits",
         (
