@@ -180,13 +180,13 @@ DISAGREEMENTS: tuple[Disagreement, ...] = (
     Disagreement(
         "nan-into-e2m1", "What a NaN input becomes in E2M1 (which has no NaN)",
         (
-            Behaviour("ml_dtypes float4_e2m1fn", "a zero code (+NaN gives 0x8, -0)", (),
+            Behaviour("ml_dtypes float4_e2m1fn", "a zero code with the sign flipped (+NaN -> 0x8, -NaN -> 0x0)", (),
                       "not reproduced: the sign of the zero it picks is an artefact"),
             Behaviour("TE NVFP4 round-to-nearest reference", "code 0 (+0)", _sel("nan=zero")),
             Behaviour("TE stochastic-rounding fallback", "+6 (code 0x7)", _sel("nan=max")),
         ),
         "refuse with an error naming the first NaN: E2M1 has no NaN code and sources disagree, "
-        "so a silent choice would hide a bug.", default_selects=_sel("nan=error")),
+        "so a silent choice would hide a bug.", ("FPS-RND-10",), default_selects=_sel("nan=error")),
     Disagreement(
         "signed-zero", "Whether -0.0 keeps its sign in E2M1",
         (
@@ -213,7 +213,7 @@ DISAGREEMENTS: tuple[Disagreement, ...] = (
             Behaviour("TE NVFP4 block scale", "min(., 448) before conversion: saturation",
                       _sel("format=ue4m3, overflow=sat")),
         ),
-        "e4m3: nonfinite (what the casts do); ue4m3, the scale format: sat (its use)."),
+        "e4m3: nonfinite (what the casts do); ue4m3, the scale format: sat (its use).", ("FPS-RND-9",)),
     Disagreement(
         "e8m0-zero-negative", "E8M0 of zero or of a negative value",
         (
@@ -221,8 +221,31 @@ DISAGREEMENTS: tuple[Disagreement, ...] = (
                       _sel("format=ue8m0, zero=nan, negative=nan")),
             Behaviour("fpspec option", "0.0 -> the smallest code 2^-127", _sel("format=ue8m0, zero=min")),
         ),
-        "refuse both: a zero or negative scale request is a bug upstream.",
+        "refuse both: a zero or negative scale request is a bug upstream.", ("FPS-RND-11", "FPS-RND-12"),
         default_selects=_sel("zero=error, negative=error")),
+    Disagreement(
+        "e8m0-ties", "Ties of E8M0 (every value a power of two): to the even code or up",
+        (
+            Behaviour("ml_dtypes float8_e8m0fnu", "every tie 1.5*2^e goes up (3.0 -> 4.0)", _sel("format=ue8m0, rounding=rna")),
+            Behaviour("fpspec rne", "the tie goes to the even code (3.0 -> 2.0, code 0x80)", _sel("format=ue8m0, rounding=rne")),
+        ),
+        "rne, as for every other format; rna reproduces ml_dtypes.", ("FPS-RND-1", "FPS-RND-13"),
+        default_selects=_sel("rounding=rne")),
+    Disagreement(
+        "e5m2-nan-code", "Which NaN code E5M2 writes",
+        (
+            Behaviour("ml_dtypes float8_e5m2", "0x7E / 0xFE", (), "not reproduced: both are NaN codes"),
+            Behaviour("fpspec", "the canonical all-ones magnitude 0x7F / 0xFF, sign copied", _sel("format=e5m2, nan=nan")),
+        ),
+        "0x7F / 0xFF.", ("FPS-RND-10", "FPS-RND-13")),
+    Disagreement(
+        "e8m0-f32-subnormal", "E8M0 of float32 subnormals just above 2^-127",
+        (
+            Behaviour("ml_dtypes float8_e8m0fnu", "bits 0x400001..0x5FFFFF (below the midpoint) go up to 2^-126", (),
+                      "not reproduced: below the midpoint is not a tie"),
+            Behaviour("fpspec rne and rna", "2^-127 (code 0x00)", _sel("format=ue8m0, rounding=rne")),
+        ),
+        "2^-127: the exact value is nearer.", ("FPS-RND-13",)),
     Disagreement(
         "sr-variant", "Which stochastic rounding rule, with how many random bits",
         (
@@ -235,7 +258,7 @@ DISAGREEMENTS: tuple[Disagreement, ...] = (
             Behaviour("gfloat Stochastic (P3109)", "unbiased: P(up) = delta for delta a multiple of 2^-N",
                       _sel("rounding=sr-unbiased")),
         ),
-        "sr-midpoint with N = 8 (alias 'sr'), the seed paper's rule.",
+        "sr-midpoint with N = 8 (alias 'sr'), the seed paper's rule.", ("FPS-RND-5", "FPS-RND-6", "FPS-RND-7"),
         default_selects=_sel("rounding=sr-midpoint, nbits=8")),
     Disagreement(
         "ties", "Ties of round-to-nearest: to even or away from zero",
@@ -243,7 +266,7 @@ DISAGREEMENTS: tuple[Disagreement, ...] = (
             Behaviour("OCP MX v1.0, TE, seed, ml_dtypes", "ties to even", _sel("rounding=rne")),
             Behaviour("microxcaling 'nearest'", "ties away from zero", _sel("rounding=rna")),
         ),
-        "ties to even.", default_selects=_sel("rounding=rne")),
+        "ties to even.", ("FPS-RND-1", "FPS-RND-3"), default_selects=_sel("rounding=rne")),
     Disagreement(
         "zero-scale", "A block scale that rounds to zero",
         (

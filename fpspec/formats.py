@@ -198,11 +198,12 @@ class FloatFormat:
         """Exact value of a code: a Fraction, or a float inf / nan (FPS-FMT-3).
 
         Negative zero is returned as ``Fraction(0)``; use :meth:`split` for its sign.
+        A NaN code returns a float NaN carrying the code's sign bit.
         """
         kind = self.kind(code)
         sign, exp, man = self.split(code)
         if kind is CodeKind.NAN:
-            return math.nan
+            return math.copysign(math.nan, -1.0 if sign else 1.0)
         if kind is CodeKind.INF:
             return -math.inf if sign else math.inf
         if exp == 0 and self.subnormals:
@@ -298,7 +299,7 @@ FP16 = FloatFormat("fp16", 5, 10, 15, True, True, Specials.IEEE, "IEEE 754 binar
 BF16 = FloatFormat("bf16", 8, 7, 127, True, True, Specials.IEEE, "bfloat16: the upper half of binary32")
 FP32 = FloatFormat("fp32", 8, 23, 127, True, True, Specials.IEEE, "IEEE 754 binary32")
 
-#: Every predefined format by CLI name (FPS-FMT-1).
+#: Every predefined format by CLI name (FPS-FMT-4).
 FORMATS: dict[str, FloatFormat] = {
     f.name: f for f in (E2M1, E4M3, UE4M3, UE5M3, UE5M3FNU, UE8M0, E5M2, FP16, BF16, FP32)
 }

@@ -61,8 +61,8 @@ def test_fps_doc_5_nan_into_e2m1_behaviours():
     assert _enc(np.nan, "e2m1", nan="max") == 0x7
     with pytest.raises(ValueError, match="NaN"):
         _enc(np.nan, "e2m1")
-    md = np.array([np.nan], dtype=np.float32).astype(ml_dtypes.float4_e2m1fn).view(np.uint8)[0] & 0xF
-    assert md in (0x0, 0x8)
+    md = np.array([np.nan, -np.nan], dtype=np.float32).astype(ml_dtypes.float4_e2m1fn).view(np.uint8) & 0xF
+    assert md.tolist() == [0x8, 0x0]
 
 
 def test_fps_doc_5_signed_zero_and_double_rounding():
@@ -91,6 +91,21 @@ def test_fps_doc_5_e4m3_overflow_and_e8m0_specials():
         _enc(0.0, "ue8m0")
     with pytest.raises(ValueError):
         _enc(-1.0, "ue8m0")
+
+
+def test_fps_doc_5_e8m0_ties_e5m2_nan_and_subnormals_against_ml_dtypes():
+    """FPS-DOC-5: ml_dtypes sends the E8M0 tie 3.0 up to 4.0 (fpspec rna), fpspec rne to 2.0;
+    ml_dtypes writes E5M2 NaN as 0x7E where fpspec writes 0x7F; the float32 subnormal
+    0x400001 goes to 2^-126 in ml_dtypes and to 2^-127 in fpspec."""
+    x = np.array([3.0], dtype=np.float32)
+    assert x.astype(ml_dtypes.float8_e8m0fnu).view(np.uint8)[0] == 0x81
+    assert _enc(3.0, "ue8m0", rounding="rna") == 0x81 and _enc(3.0, "ue8m0") == 0x80
+    nan = np.array([np.nan], dtype=np.float32)
+    assert nan.astype(ml_dtypes.float8_e5m2).view(np.uint8)[0] == 0x7E
+    assert encode(nan, "e5m2").tolist() == [0x7F]
+    sub = np.array([0x400001], dtype=np.uint32).view(np.float32)
+    assert sub.astype(ml_dtypes.float8_e8m0fnu).view(np.uint8)[0] == 0x01
+    assert encode(sub, "ue8m0").tolist() == [0x00] and encode(sub, "ue8m0", "rna").tolist() == [0x00]
 
 
 def test_fps_doc_5_sr_variants_and_ties():

@@ -153,16 +153,25 @@ def test_fps_doc_3_bit_layouts_and_plots_are_present(site):
 
 
 def test_fps_doc_3_cli_reference_lists_every_command_and_option(site):
-    """FPS-DOC-3: cli.html has a section per command of build_parser() with every option."""
+    """FPS-DOC-3: cli.html has a section per command and subcommand of build_parser() with every
+    option."""
     page = html.unescape(re.sub(r"<[^>]+>", "", page_text(site, "cli")))
-    parser = build_parser()
-    sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
-    assert sub.choices, "the parser has no commands"
-    for name, p in sub.choices.items():
-        assert f"fpspec {name}" in page, name
+    commands = list(_commands(build_parser(), "fpspec"))
+    assert commands, "the parser has no commands"
+    for title, p in commands:
+        assert f"{title}¶" in page or f"{title}\n" in page, title
         for action in p._actions:
             for opt in action.option_strings:
-                assert opt in page, (name, opt)
+                assert opt in page, (title, opt)
+
+
+def _commands(parser, prefix):
+    """(title, parser) of every command and subcommand, depth first."""
+    for action in parser._actions:
+        if action.__class__.__name__ == "_SubParsersAction":
+            for name, sub in action.choices.items():
+                yield f"{prefix} {name}", sub
+                yield from _commands(sub, f"{prefix} {name}")
 
 
 def test_fps_doc_5_disagreement_table_shows_every_behaviour(site):

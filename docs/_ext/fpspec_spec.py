@@ -63,7 +63,8 @@ def req_role(name, rawtext, text, lineno, inliner, options=None, content=None):
 
 
 _LITERAL = re.compile(r"(``.*?``)")
-_REQ_WILDCARD = re.compile(r"(FPS-[A-Z]+-)\*")
+#: a glob-like star (``FPS-BLK-*``, ``scheme-*.rst``, ``docs/*.rst``), not an emphasis
+_REQ_WILDCARD = re.compile(r"([-/_])\*(?=[\w.)\],;:/]|$)")
 _BARS = re.compile(r"(?<![\\|])\|([^\s|`](?:[^|`]*[^\s|`])?)\|(?!_)")
 
 

@@ -164,6 +164,8 @@ def round_to_code(x: Number, fmt: FloatFormat | str, mode: RoundingMode | str = 
     fmt = get_format(fmt)
     mode = RoundingMode.parse(mode)
     pol = policies or default_policies(fmt)
+    if not isinstance(x, (float, int, Fraction)):
+        x = float(x)  # NumPy / ml_dtypes float scalars widen to a Python float exactly
     if mode.stochastic:
         if r is None or not 0 <= r < (1 << nbits):
             raise FpspecError(f"stochastic mode {mode.value} needs r in [0, 2^{nbits}), got {r}")

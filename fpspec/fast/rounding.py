@@ -1,20 +1,30 @@
-"""Fast array encoder and decoder: the Numba twin of :mod:`fpspec.exact.rounding`.
+"""Fast array encoder and decoder: the Numba twin of :mod:`fpspec.exact.rounding` (FPS-RND-14).
 
-Bit-equal to the exact reference by test (tests/test_rounding_equality.py).
+Bit-equal to the exact reference by test (tests/test_rounding_exhaustive.py,
+test_rounding_sr.py, test_rounding_edges.py, test_decode_exhaustive.py).
 The exactness argument (docs/rounding.rst, "The fast path"):
 
-* every input is widened to float64, which is exact for fp16, bf16 and fp32;
-* the float64 bits give the integer significand ``sig`` (< 2^53) and the binade;
-  the neighbours are ``k = sig >> shift`` and the remainder ``rem``, integers;
+* the input's raw bits give the integer significand ``sig`` (< 2^53) and the binade
+  exactly (fp16, bf16, fp32 and fp64 layouts are read directly);
+* the neighbours are ``k = sig >> shift`` and the remainder ``rem``, integers;
 * RNE/RNA compare ``rem`` with the half quantum as integers;
 * stochastic modes compare ``delta = rem * 2^-shift`` (exact: a 53-bit integer
   times a power of two) against thresholds that are multiples of 2^-(N+1),
   which are exact in float64 for N <= 32.  When ``shift >= 64`` the value is
   below 2^-11 of a quantum; every threshold of a mode with N <= 32 bits then
   classifies it as any other value in (0, 2^-33), so a representative is used.
+
+Performance: one element function (inlined) serves a generic kernel and an RNE
+kernel whose mode is a compile-time constant; large arrays run in chunks on a
+thread pool (the kernels release the GIL).  Few kernel signatures are compiled,
+because each costs seconds on a fresh machine (cache=True keeps them on disk).
 """
 
 from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable
 
 import numba
 import numpy as np
@@ -174,76 +184,83 @@ def _encode_one(b, r, in_man, in_exp_mask, in_bias, in_sign_shift,
     return code | sgn, _OK
 
 
-_CHUNK = 1 << 16
-
-
-@numba.njit(cache=True, parallel=True)
-def _encode_parallel(bits, in_man, in_exp_mask, in_bias, in_sign_shift, rbits, use_r, out,
-                     m, emin, subnormals, signed, sign_mask, max_code, nonfinite_code, inf_code,
-                     nan_code, mode, nbits, overflow_pol, nan_pol, neg_pol, zero_pol):
-    """Encode every element in parallel chunks; return (error kind, index) of the first refusal.
+@numba.njit(cache=True, nogil=True)
+def _encode_range(bits, in_man, in_exp_mask, in_bias, in_sign_shift, rbits, use_r, out, lo, hi,
+                  m, emin, subnormals, signed, sign_mask, max_code, nonfinite_code, inf_code,
+                  nan_code, mode, nbits, overflow_pol, nan_pol, neg_pol, zero_pol):
+    """Encode elements lo..hi-1; return (error kind, index) of the first refusal, or (0, -1).
 
     Every element is visited (no early exit, so the loop stays simple for the compiler);
-    on a refusal the caller discards ``out``.
+    on a refusal the caller discards ``out``.  Runs without the GIL, so chunks of one
+    array run on several threads (:func:`_run_chunks`).
     """
-    n = bits.shape[0]
-    nchunks = (n + _CHUNK - 1) // _CHUNK
-    errs = np.zeros((nchunks, 2), dtype=np.int64)
-    for c in numba.prange(nchunks):
-        lo = c * _CHUNK
-        hi = min(n, lo + _CHUNK)
-        first_kind = 0
-        first_idx = -1
-        for i in range(lo, hi):
-            r = np.int64(rbits[i]) if use_r else np.int64(0)
-            code, kind = _encode_one(np.int64(bits[i]), r, in_man, in_exp_mask, in_bias, in_sign_shift,
-                                     m, emin, subnormals, signed, sign_mask, max_code,
-                                     nonfinite_code, inf_code, nan_code, mode, nbits, overflow_pol,
-                                     nan_pol, neg_pol, zero_pol)
-            out[i] = code
-            if kind != _OK and first_idx < 0:
-                first_kind = kind
-                first_idx = i
-        errs[c, 0] = first_kind
-        errs[c, 1] = first_idx
-    for c in range(nchunks):  # the first refusal in element order
-        if errs[c, 0] != 0:
-            return errs[c, 0], errs[c, 1]
-    return 0, -1
+    first_kind = 0
+    first_idx = -1
+    for i in range(lo, hi):
+        r = np.int64(rbits[i]) if use_r else np.int64(0)
+        code, kind = _encode_one(np.int64(bits[i]), r, in_man, in_exp_mask, in_bias, in_sign_shift,
+                                 m, emin, subnormals, signed, sign_mask, max_code,
+                                 nonfinite_code, inf_code, nan_code, mode, nbits, overflow_pol,
+                                 nan_pol, neg_pol, zero_pol)
+        out[i] = code
+        if kind != _OK and first_idx < 0:
+            first_kind = kind
+            first_idx = i
+    return first_kind, first_idx
 
 
-@numba.njit(cache=True, parallel=True)
-def _encode_parallel_rne(bits, in_man, in_exp_mask, in_bias, in_sign_shift, out,
-                         m, emin, subnormals, signed, sign_mask, max_code, nonfinite_code, inf_code,
-                         nan_code, overflow_pol, nan_pol, neg_pol, zero_pol):
-    """:func:`_encode_parallel` with the mode fixed to RNE and no random bits.
+@numba.njit(cache=True, nogil=True)
+def _encode_range_rne(bits, in_man, in_exp_mask, in_bias, in_sign_shift, out, lo, hi,
+                      m, emin, subnormals, signed, sign_mask, max_code, nonfinite_code, inf_code,
+                      nan_code, overflow_pol, nan_pol, neg_pol, zero_pol):
+    """:func:`_encode_range` with the mode fixed to RNE and no random bits.
 
     The same element function with the mode a compile-time constant, so the compiler
     drops the other modes' code: the common case runs about twice as fast.
     """
-    n = bits.shape[0]
-    nchunks = (n + _CHUNK - 1) // _CHUNK
-    errs = np.zeros((nchunks, 2), dtype=np.int64)
-    for c in numba.prange(nchunks):
-        lo = c * _CHUNK
-        hi = min(n, lo + _CHUNK)
-        first_kind = 0
-        first_idx = -1
-        for i in range(lo, hi):
-            code, kind = _encode_one(np.int64(bits[i]), np.int64(0), in_man, in_exp_mask, in_bias,
-                                     in_sign_shift, m, emin, subnormals, signed, sign_mask, max_code,
-                                     nonfinite_code, inf_code, nan_code, _RNE, DEFAULT_SR_BITS,
-                                     overflow_pol, nan_pol, neg_pol, zero_pol)
-            out[i] = code
-            if kind != _OK and first_idx < 0:
-                first_kind = kind
-                first_idx = i
-        errs[c, 0] = first_kind
-        errs[c, 1] = first_idx
-    for c in range(nchunks):  # the first refusal in element order
-        if errs[c, 0] != 0:
-            return errs[c, 0], errs[c, 1]
-    return 0, -1
+    first_kind = 0
+    first_idx = -1
+    for i in range(lo, hi):
+        code, kind = _encode_one(np.int64(bits[i]), np.int64(0), in_man, in_exp_mask, in_bias,
+                                 in_sign_shift, m, emin, subnormals, signed, sign_mask, max_code,
+                                 nonfinite_code, inf_code, nan_code, _RNE, DEFAULT_SR_BITS,
+                                 overflow_pol, nan_pol, neg_pol, zero_pol)
+        out[i] = code
+        if kind != _OK and first_idx < 0:
+            first_kind = kind
+            first_idx = i
+    return first_kind, first_idx
+
+
+#: Arrays shorter than this are encoded on the calling thread.
+PARALLEL_MIN_ELEMENTS = 1 << 18
+_POOL: ThreadPoolExecutor | None = None
+
+
+def _threads() -> int:
+    """Worker threads for large arrays: the CPUs this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def _run_chunks(kernel, n: int, args: Callable[[int, int], tuple]) -> tuple[int, int]:
+    """Run ``kernel(*args(lo, hi))`` over contiguous chunks covering 0..n on a thread pool
+    (the kernels release the GIL); return the first refusal in element order."""
+    global _POOL
+    nthreads = _threads()
+    if n < PARALLEL_MIN_ELEMENTS or nthreads == 1:
+        return kernel(*args(0, n))
+    if _POOL is None:
+        _POOL = ThreadPoolExecutor(max_workers=nthreads, thread_name_prefix="fpspec-encode")
+    nchunks = nthreads * 4  # a few chunks per thread evens out uneven CPU availability
+    bounds = [n * c // nchunks for c in range(nchunks + 1)]
+    results = list(_POOL.map(lambda c: kernel(*args(bounds[c], bounds[c + 1])), range(nchunks)))
+    for kind, idx in results:  # chunks are in element order
+        if kind != _OK:
+            return kind, idx
+    return _OK, -1
 
 
 #: Raw-bit views of the accepted input dtypes: (view dtype, mantissa bits, exponent mask, bias, sign shift).
@@ -285,6 +302,8 @@ def encode_fast(x: np.ndarray, fmt: FloatFormat | str, mode: RoundingMode | str 
     if layout is None:
         raise FpspecError(f"input must be a float array (float16/bfloat16/float32/float64), got {x.dtype}")
     view_dtype, in_man, in_exp_mask, in_bias, in_sign_shift = layout
+    if not x.dtype.isnative:  # e.g. a big-endian '>f4' loaded from a file: the bits must be native
+        x = x.astype(x.dtype.newbyteorder("="))
     bits = np.ascontiguousarray(x).reshape(-1).view(view_dtype)
     if mode.stochastic:
         if not 1 <= nbits <= MAX_SR_BITS:
@@ -296,33 +315,43 @@ def encode_fast(x: np.ndarray, fmt: FloatFormat | str, mode: RoundingMode | str 
             raise FpspecError(f"rbits shape {rb.shape} does not match input shape {shape}")
         if rb.dtype not in (np.uint8, np.uint16, np.uint32):
             raise FpspecError(f"rbits must be uint8, uint16 or uint32, got {rb.dtype}")
-        rflat = np.ascontiguousarray(rb).reshape(-1)
+        rflat = np.ascontiguousarray(rb).reshape(-1).astype(np.uint32, copy=False)
         use_r = True
     else:
-        rflat = np.zeros(1, dtype=np.uint8)
+        rflat = np.zeros(1, dtype=np.uint32)
         use_r = False
-    out = np.empty(bits.shape[0], dtype=np.uint32 if fmt.bits > 16 else fmt.storage_dtype)
     nonfinite = fmt.inf_code if fmt.has_inf else (fmt.nan_code if fmt.has_nan else -1)
     fmt_args = (fmt.man_bits, fmt.emin, fmt.subnormals, fmt.signed, fmt.sign_mask, fmt.max_finite_code,
                 nonfinite, fmt.inf_code if fmt.has_inf else -1, fmt.nan_code if fmt.has_nan else -1)
     pol_args = (_OVF_IDS[pol.overflow], _NAN_IDS[pol.nan], _NEG_IDS[pol.negative], _ZERO_IDS[pol.zero])
-    if mode is RoundingMode.RNE:
-        err = _encode_parallel_rne(bits, in_man, in_exp_mask, in_bias, in_sign_shift, out,
-                                   *fmt_args, *pol_args)
+    # Kernel signatures are kept few, because each costs seconds of compilation on a fresh
+    # machine: RNE into a narrow format (the hot path) reads the raw uint32 (fp16/bf16
+    # widened, fp32 as is) or int64 (fp64) bits and writes uint8; everything else goes
+    # through one int64-in, uint32-out signature.
+    if mode is RoundingMode.RNE and fmt.bits <= 8:
+        if bits.dtype == np.uint16:
+            bits = bits.astype(np.uint32)
+        out = np.empty(bits.shape[0], dtype=np.uint8)
+        err = _run_chunks(_encode_range_rne, bits.shape[0], lambda lo, hi: (
+            bits, in_man, in_exp_mask, in_bias, in_sign_shift, out, lo, hi, *fmt_args, *pol_args))
     else:
-        err = _encode_parallel(bits, in_man, in_exp_mask, in_bias, in_sign_shift, rflat, use_r, out,
-                               *fmt_args, _MODE_IDS[mode], nbits, *pol_args)
+        out = np.empty(bits.shape[0], dtype=np.uint32)
+        bits64 = bits.astype(np.int64, copy=False)
+        err = _run_chunks(_encode_range, bits.shape[0], lambda lo, hi: (
+            bits64, in_man, in_exp_mask, in_bias, in_sign_shift, rflat, use_r, out, lo, hi,
+            *fmt_args, _MODE_IDS[mode], nbits, *pol_args))
     if err[0] != _OK:
         where = tuple(int(i) for i in np.unravel_index(int(err[1]), shape)) if shape else ()
         msg = {
             _E_NAN: f"NaN input to {fmt.name} under NaN policy 'error'",
             _E_NEG: f"negative input to unsigned {fmt.name} under negative policy 'error'",
             _E_ZERO: f"zero input to {fmt.name}, which has no zero, under zero policy 'error'",
-            _E_OVF: f"overflow: value beyond max finite of {fmt.name} under overflow policy 'error'",
+            _E_OVF: f"overflow: value beyond max finite {fmt.max_finite} of {fmt.name} "
+                    "under overflow policy 'error'",
             _E_RBITS: f"random value not below 2^{nbits}",
         }[int(err[0])]
         raise FpspecError(msg, where)
-    return out.reshape(shape)
+    return out.astype(fmt.storage_dtype, copy=False).reshape(shape)
 
 
 _TABLES: dict[str, np.ndarray] = {}

@@ -1,0 +1,134 @@
+"""fpspec RNE vs ml_dtypes ``astype`` from float32 (FPS-RND-1, FPS-RND-13).
+
+Inputs: every float32 reachable from an FP16 or BF16 value, the edges of each target
+(ties, one ulp either side, overflow boundary), and dense random float32 bit patterns.
+Zero mismatches, except the differences listed in :data:`NAMED_DIFFERENCES`; each one
+is checked to be exactly what it claims, on every input where it applies.
+"""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from fpspec.convert import encode
+from fpspec.formats import CodeKind, get_format
+
+from test_rounding_edges import edge_inputs
+
+#: Every known difference between fpspec's default RNE conversion and ml_dtypes (docs/rounding.rst).
+NAMED_DIFFERENCES = {
+    "e2m1-nan": "float4_e2m1fn maps NaN to a zero code with the sign bit flipped (+NaN -> 0x8, "
+                "-NaN -> 0x0); e2m1 has no NaN and fpspec's default NaN policy is 'error'",
+    "e5m2-nan-code": "float8_e5m2 writes NaN as 0x7E/0xFE (quiet bit only); fpspec writes the "
+                     "canonical all-ones 0x7F/0xFF (FloatFormat.nan_code); same sign, both NaN",
+    "e8m0-ties": "float8_e8m0fnu rounds ties (1.5 * 2^e) up, which is fpspec 'rna'; fpspec 'rne' "
+                 "sends them to the even code",
+    "e8m0-f32-subnormal": "float8_e8m0fnu sends every float32 subnormal strictly between 2^-127 "
+                          "and 1.5 * 2^-127 (bits 0x400001..0x5FFFFF) up to 2^-126 (code 0x01), "
+                          "although it lies below the midpoint; fpspec rounds it to 2^-127 (0x00)",
+    "e8m0-zero-negative": "float8_e8m0fnu maps 0 and negative inputs to 0xFF (NaN), which is "
+                          "fpspec --zero nan --negative nan; fpspec's defaults refuse them",
+}
+
+_ML = {"e2m1": ml_dtypes.float4_e2m1fn, "e4m3": ml_dtypes.float8_e4m3fn,
+       "e5m2": ml_dtypes.float8_e5m2, "ue8m0": ml_dtypes.float8_e8m0fnu}
+
+
+@pytest.fixture(scope="module")
+def float32_inputs(all_fp16, all_bf16) -> np.ndarray:
+    rng = np.random.default_rng(12345)
+    dense = rng.integers(0, 1 << 32, size=1 << 21, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    edges = np.concatenate([edge_inputs(f, np.float32) for f in _ML])
+    with np.errstate(invalid="ignore"):
+        return np.concatenate([all_fp16.astype(np.float32), all_bf16.astype(np.float32), edges, dense])
+
+
+def _ml_codes(x: np.ndarray, fmt: str) -> np.ndarray:
+    with np.errstate(invalid="ignore", over="ignore"):
+        return x.astype(_ML[fmt]).view(np.uint8)
+
+
+def test_e4m3_no_differences(float32_inputs):
+    """FPS-RND-13: float8_e4m3fn == fpspec e4m3 RNE with default policies, on every input
+    (NaN sign kept, overflow past 464 and Inf -> NaN: the 'nonfinite' default)."""
+    x = float32_inputs
+    assert np.array_equal(encode(x, "e4m3", "rne"), _ml_codes(x, "e4m3"))
+
+
+def test_e2m1_differs_only_on_nan(float32_inputs):
+    """FPS-RND-13: float4_e2m1fn == fpspec e2m1 RNE (saturating) on every non-NaN input;
+    on NaN the named difference 'e2m1-nan' holds exactly."""
+    x = float32_inputs
+    nan = np.isnan(x)
+    ours = encode(x[~nan], "e2m1", "rne")
+    assert np.array_equal(ours, _ml_codes(x[~nan], "e2m1"))
+    # the difference, exactly: NaN with sign bit s -> code (1 - s) << 3
+    sign = (x[nan].view(np.uint32) >> 31).astype(np.uint8)
+    assert np.array_equal(_ml_codes(x[nan], "e2m1"), (1 - sign) << 3)
+    # and fpspec refuses NaN by default, or maps it by a named policy
+    assert set(encode(x[nan], "e2m1", nan="zero").tolist()) == {0}
+
+
+def test_e5m2_differs_only_in_nan_code(float32_inputs):
+    """FPS-RND-13: float8_e5m2 == fpspec e5m2 RNE on every non-NaN input (Inf -> Inf, overflow
+    -> Inf); on NaN both give a NaN code of the same sign, ml_dtypes 0x7E, fpspec 0x7F."""
+    x = float32_inputs
+    nan = np.isnan(x)
+    assert np.array_equal(encode(x[~nan], "e5m2", "rne"), _ml_codes(x[~nan], "e5m2"))
+    sign = (x[nan].view(np.uint32) >> 31).astype(np.uint8) << 7
+    assert np.array_equal(_ml_codes(x[nan], "e5m2"), 0x7E | sign)
+    assert np.array_equal(encode(x[nan], "e5m2", "rne"), 0x7F | sign)
+    f = get_format("e5m2")
+    assert f.kind(0x7E) is CodeKind.NAN and f.kind(0x7F) is CodeKind.NAN
+
+
+def _e8m0_f32_subnormal_quirk(x: np.ndarray) -> np.ndarray:
+    """Where 'e8m0-f32-subnormal' applies: positive float32 bits 0x400001..0x5FFFFF."""
+    bits = x.view(np.uint32)
+    return (bits > 0x400000) & (bits < 0x600000)
+
+
+def test_e8m0_is_rna_with_nan_for_zero_and_negative(float32_inputs):
+    """FPS-RND-13: float8_e8m0fnu == fpspec ue8m0 'rna' with --zero nan --negative nan on
+    every input (named differences 'e8m0-ties' and 'e8m0-zero-negative') except the float32
+    subnormals of 'e8m0-f32-subnormal', where ml_dtypes gives exactly code 1 and fpspec 0;
+    underflow below 2^-127 gives code 0 in both."""
+    x = float32_inputs
+    ml = _ml_codes(x, "ue8m0")
+    ours = encode(x, "ue8m0", "rna", zero="nan", negative="nan")
+    quirk = _e8m0_f32_subnormal_quirk(x)
+    assert quirk.sum() > 100
+    assert np.array_equal(ours[~quirk], ml[~quirk])
+    assert set(ml[quirk].tolist()) == {1} and set(ours[quirk].tolist()) == {0}
+    # every float32 subnormal of the quirk range, not just the sampled ones
+    sub = np.arange(0x400001, 0x600000, dtype=np.uint32).view(np.float32)
+    assert set(_ml_codes(sub, "ue8m0").tolist()) == {1}
+    assert set(encode(sub, "ue8m0", "rna").tolist()) == {0}
+    tiny = (x > 0) & (x <= 2.0 ** -127)
+    assert tiny.any() and set(ml[tiny].tolist()) == {0} and set(ours[tiny].tolist()) == {0}
+
+
+def test_e8m0_rne_differs_exactly_on_ties_at_even_codes(float32_inputs):
+    """FPS-RND-13 'e8m0-ties': with the same zero/negative policies, fpspec 'rne' differs from
+    ml_dtypes (outside 'e8m0-f32-subnormal') exactly on the positive ties 1.5 * 2^e whose
+    lower code is even (RNE keeps the even code, ml_dtypes goes up), and nowhere else."""
+    x = float32_inputs
+    keep = ~_e8m0_f32_subnormal_quirk(x)
+    x = x[keep]
+    ml = _ml_codes(x, "ue8m0")
+    ours = encode(x, "ue8m0", "rne", zero="nan", negative="nan")
+    differ = ours != ml
+    bits = x.view(np.uint32)
+    # positive normal float32 1.5 * 2^e: mantissa field exactly 0x400000
+    exponent_field = (bits >> 23) & 0xFF
+    tie = (bits >> 31 == 0) & ((bits & 0x7FFFFF) == 0x400000) & (exponent_field != 0xFF)
+    # the lower neighbour 2^e has ue8m0 code e + 127, which is the float32 exponent field
+    lower_even = (exponent_field % 2 == 0) & (exponent_field >= 1)
+    # and the one subnormal tie, 1.5 * 2^-127 (bits 0x600000), between codes 0 (even) and 1
+    subnormal_tie = bits == 0x600000
+    assert subnormal_tie.any()
+    assert np.array_equal(differ, (tie & lower_even) | subnormal_tie)
+    assert np.array_equal(ours[differ], ml[differ] - 1)
+    assert differ.sum() > 100
