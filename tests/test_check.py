@@ -246,3 +246,27 @@ def test_results_writer_stamps_the_pack(tmp_path):
     with np.load(p, allow_pickle=False) as z:
         stamp = json.loads(z["__pack__"].tobytes())
     assert stamp == {"pack_id": pack.pack_id, "set": "decode-e2m1", "set_sha256": vs.sha256}
+
+
+def test_report_maps_elements_back_to_inputs():
+    """FPS-CHK-4: a columnwise set's output element (i, j) came from input x[j, i]; a GEMM
+    output (i, j) from row i of A and row j of BT."""
+    pack = Pack(PACK)
+    name = "quantize-ue5m3-seed-fp32-1x16-colwise"
+    vs = pack.load(name)
+    outs = compute(vs.meta, vs.inputs, "fast")
+    outs["codes"] = outs["codes"].copy()
+    outs["codes"][1, 2, 5] ^= 1
+    rep = check(pack, {name: {f"out_{k}": v for k, v in outs.items()}}, select=name)
+    m = rep.mismatches[0]
+    assert m.element == [2, 5]
+    x = int(vs.inputs["x"][1, 5, 2])
+    assert m.inputs["x"].startswith(f"[5,2] 0x{x:08x} fp32")
+    name = "gemm-km-h100-fp8-e4m3-wide"
+    vs = pack.load(name)
+    outs = compute(vs.meta, vs.inputs, "fast")
+    outs["c"] = outs["c"].copy()
+    outs["c"][0, 4, 5] ^= 1
+    rep = check(pack, {name: {f"out_{k}": v for k, v in outs.items()}}, select=name)
+    assert rep.mismatches[0].inputs == {"a": "row 4 of uint8[8, 256] (e4m3)", "bt": "row 5 of uint8[8, 256] (e4m3)"}
+    assert rep.mismatches[0].distance == 1

@@ -187,15 +187,26 @@ class CheckReport:
 
 
 def _input_text(vs: VectorSet, case: int, element: tuple[int, ...] | None) -> dict[str, str]:
+    """Each input of a case; for array inputs the element that produced the output element."""
     out = {}
+    op = vs.meta["operation"]
+    params = vs.meta.get("params", {})
     for k, arr in vs.inputs.items():
         spec = vs.meta["inputs"][k]
         a = arr[case]
         fmt = spec.get("format")
+        el = element
+        if op == "quantize" and k == "x" and element is not None and params.get("columnwise"):
+            el = tuple(reversed(element))  # outputs are in the view X^T
         if a.ndim == 0:
             out[k] = field_text(int(a), fmt)
-        elif element is not None and len(element) == a.ndim and all(e < s for e, s in zip(element, a.shape)):
-            out[k] = f"[{','.join(map(str, element))}] " + field_text(int(a[element]), fmt)
+        elif op == "gemm" and element is not None and len(element) == 2:
+            row = element[0] if k.startswith("a") else element[1]
+            out[k] = f"row {row} of {spec['dtype']}{list(a.shape)} ({fmt})"
+        elif op == "quantize" and k == "x" and params.get("rht"):
+            out[k] = f"array {spec['dtype']}{list(a.shape)} (Hadamard-transformed before quantization)"
+        elif el is not None and len(el) == a.ndim and all(e < s for e, s in zip(el, a.shape)):
+            out[k] = f"[{','.join(map(str, el))}] " + field_text(int(a[el]), fmt)
         else:
             out[k] = f"array {spec['dtype']}{list(a.shape)}"
     return out

@@ -107,6 +107,10 @@ def compute(meta: dict[str, Any], inputs: dict[str, np.ndarray], impl: str = "fa
         return _decode(meta, inputs, impl)
     if op == "encode":
         return _encode(meta, inputs, impl)
+    if op not in _EXTRA:  # the block and GEMM operations register when their modules load
+        import importlib
+        importlib.import_module({"quantize": "fpspec.vectors.blocks", "gemm": "fpspec.vectors.gemm_sets"}
+                                .get(op, "fpspec.vectors.ops"))
     if op in _EXTRA:
         return _EXTRA[op](meta, inputs, impl)
     raise FpspecError(f"set {meta.get('name')}: fpspec has no implementation of operation {op!r} loaded")
