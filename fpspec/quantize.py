@@ -83,7 +83,7 @@ def prepare_view(x: np.ndarray, spec: BlockSpec, *, columnwise: bool = False, pa
             raise FpspecError(f"the Hadamard transform needs K = {v.shape[1]} to be a multiple of 16")
         v = rht16_exact(v) if impl == "exact" else rht16_fast(v)
         known_amax = None
-    if spec.arithmetic.value == "fp32" and v.dtype != np.float32:
+    if spec.arithmetic.value in ("fp32", "torchao-fp32") and v.dtype != np.float32:
         v = v.astype(np.float32)  # binary32 profiles read binary32 (RNE narrowing)
         known_amax = None
     return v, (m, k), known_amax
@@ -191,6 +191,7 @@ def dequantize(qt: QuantizedTensor) -> np.ndarray:
     * ``exact`` profiles: q s g / (6T) rounded once to binary32 (q s when g = 0);
     * ``seed-fp32``: fp32(fp32(q * s) * decode_scale) (the seed kernel's order);
     * ``te-fp32`` / ``te-kernel``: fp32(q * fp32(fp32(s * g) * fp32(1 / 6T)));
+    * ``torchao-0.18``: fp32(q * fp32(decode_scale * s)), decode_scale = fp32(g / 6T);
     * ``mxfp4``: q 2^(c - 127), exact.
     """
     prof = get_profile(qt.scheme, qt.profile)
@@ -200,7 +201,8 @@ def dequantize(qt: QuantizedTensor) -> np.ndarray:
     table = decode_table(sfmt)
     s = table[s_codes.astype(np.intp)]
     if prof.dequant == "mx":
-        return (q * s).astype(np.float32)
+        with np.errstate(over="ignore"):
+            return (q * s).astype(np.float32)  # exact; +-inf beyond binary32 (ceil/rceil near FLT_MAX)
     t = Fraction(qt.params["target"])
     six_t = float(6 * t)
     g = float(qt.amax)
@@ -215,4 +217,6 @@ def dequantize(qt: QuantizedTensor) -> np.ndarray:
         if prof.dequant == "te":
             inv = np.float32(1.0) / np.float32(six_t)
             return q32 * ((s32 * np.float32(g)) * inv)
+        if prof.dequant == "torchao":
+            return q32 * (np.float32(qt.decode_scale) * s32)
     raise FpspecError(f"no dequantization formula {prof.dequant!r}")

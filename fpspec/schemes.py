@@ -45,6 +45,9 @@ class Arithmetic(enum.Enum):
     FP32 = "fp32"
     #: OCP MX power-of-two scale from the block amax's exponent (FPS-BLK-12).
     MX = "mx"
+    #: torchao 0.18's binary32 sequence: divisions by the per-tensor scale, a 2^-6 lower
+    #: clamp on block scales (FPS-BLK-18).
+    TORCHAO = "torchao-fp32"
 
 
 class AmaxZero(enum.Enum):
@@ -141,6 +144,10 @@ _add(Profile("nvfp4", "te-fp32", Arithmetic.FP32, ("ue4m3",), Fraction(448), Fal
 _add(Profile("nvfp4", "te-kernel", Arithmetic.FP32, ("ue4m3",), Fraction(448), False,
              AmaxZero.ONE, SignedZero.POSITIVE, True, "te", roundings=("rne", "sr-add"),
              source="TE's CUDA kernel: as te-fp32 but S_enc = 1 for a zero tensor amax"))
+_add(Profile("nvfp4", "torchao-0.18", Arithmetic.TORCHAO, ("ue4m3",), Fraction(448), False,
+             AmaxZero.ONE, SignedZero.KEEP, False, "torchao", roundings=("rne",),
+             source="pytorch/ao 0.18.0 torchao/prototype/mx_formats/nvfp4_tensor.py, two-level scaling "
+                    "(nvfp4_quantize with per_tensor_amax_to_scale)"))
 _add(Profile("nvfp4", "exact", Arithmetic.EXACT, ("ue4m3",), Fraction(448), False,
              AmaxZero.ONE, SignedZero.KEEP, False, "exact", roundings=("rne", "sr-midpoint", "rtz", "rna",
                                                                       "sr-add", "sr-unbiased"),

@@ -95,3 +95,24 @@ def test_2d_tiles_weight_and_transpose(impl):
     a = quantize(w, "nvfp4", tile="BxB", impl=impl)
     b = quantize(w, "nvfp4", tile="BxB", columnwise=True, impl=impl)
     assert np.array_equal(a.codes, b.codes.T) and np.array_equal(a.scales, b.scales.T)
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_torchao_lower_clamp(impl):
+    """FPS-BLK-18: torchao 0.18 clamps block scales below at 2^-6 (E4M3 0x08), so the block that TE
+    saturates under a zero scale becomes zeros; its tensor scales are 1/fp32(g/2688) and fp32(g/2688)."""
+    x = _row([1.0], [2.0 ** -40, -(2.0 ** -41)])
+    q = quantize(x, "nvfp4", profile="torchao-0.18", impl=impl)
+    assert q.scales.tolist() == [[0x7E, 0x08]]
+    assert q.codes[0, 16:18].tolist() == [0x0, 0x8]
+    pts = np.float32(1) / np.float32(2688)
+    assert q.decode_scale == pts and q.encode_scale == np.float32(1) / pts
+
+
+def test_torchao_refuses_zero_tensor():
+    """FPS-BLK-18: torchao 0.18 divides 0/0 for a zero tensor amax; fpspec refuses it."""
+    from fpspec.errors import FpspecError
+
+    for impl in IMPLS:
+        with pytest.raises(FpspecError, match="zero tensor amax"):
+            quantize(np.zeros((1, 16), np.float32), "nvfp4", profile="torchao-0.18", impl=impl)

@@ -62,7 +62,7 @@ def f32_mul(a: float, b: float) -> float:
     """Correctly rounded binary32 product of two binary32 values (signed zeros, infinities)."""
     if math.isinf(a) or math.isinf(b):
         if a == 0 or b == 0:
-            raise FpspecError("binary32 step 0 * inf is undefined")
+            return math.nan  # IEEE invalid operation (only a dequantization can reach it)
         return math.inf * _sign(a) * _sign(b)
     if a == 0 or b == 0:
         return math.copysign(0.0, _sign(a) * _sign(b))
@@ -205,6 +205,8 @@ def quantize_view_exact(x: np.ndarray, spec: BlockSpec, amax: float,
         enc, dec, block_fn = _exact_profile(spec, amax)
     elif spec.arithmetic is Arithmetic.FP32:
         enc, dec, block_fn = _fp32_profile(spec, amax)
+    elif spec.arithmetic is Arithmetic.TORCHAO:
+        enc, dec, block_fn = _torchao_profile(spec, amax)
     else:
         enc, dec, block_fn = _mx_profile(spec)
 
@@ -305,6 +307,42 @@ def _fp32_profile(spec: BlockSpec, amax: float):
         return code, elem
 
     return ge, gd, block_fn
+
+
+def _torchao_profile(spec: BlockSpec, amax: float):
+    """torchao 0.18's two-level NVFP4 sequence (FPS-BLK-18)."""
+    t = spec.target
+    assert t is not None
+    sf = spec.scale_format
+    smax = float(get_format(sf).max_finite)
+    smin = float(get_format(sf).min_normal)  # E4M3_EPS = finfo(float8_e4m3fn).tiny = 2^-6
+    six_t = f32_mul(6.0, f32(t))
+    if amax == 0:
+        raise FpspecError("profile torchao-0.18 is undefined for a zero tensor amax (0/0 in the block scale)")
+    pts = f32_div(amax, six_t)
+    inv_pts = f32_div(1.0, pts)
+    if math.isinf(inv_pts):
+        raise FpspecError(f"profile torchao-0.18 overflows 1/per_tensor_scale for amax {amax!r}")
+
+    def block_fn(a_b: Fraction):
+        bs = f32_div(float(a_b), 6.0)
+        sbs = f32_div(bs, pts)
+        sbs = min(max(sbs, smin), smax)
+        code = round_to_code(sbs, sf, "rne")
+        s = float(_fmt_value(sf, code))
+        recip = f32_div(inv_pts, s)
+        dscale = f32_mul(pts, s)
+
+        def elem(xv: float, r: int | None):
+            y = f32_mul(xv, recip)
+            q = _e2m1(y, spec.rounding, r, spec.nbits)
+            qv = float(_e2m1_signed_value(q))
+            if q & 0x8 and qv == 0:
+                qv = -0.0
+            return q, f32_mul(qv, dscale)
+        return code, elem
+
+    return inv_pts, pts, block_fn
 
 
 def _mx_exponent(a_b: Fraction, mode: MxScaleMode) -> int:

@@ -40,7 +40,7 @@ __all__ = ["quantize_view_fast", "block_amax_grid_fast", "rht16_fast", "absmax_f
 _MODE_IDS = {m: i for i, m in enumerate(RoundingMode)}
 _RNE, _RTZ, _RNA, _UP, _DOWN, _SRM, _SRA, _SRU = (_MODE_IDS[m] for m in RoundingMode)
 _MX_IDS = {MxScaleMode.FLOOR: 0, MxScaleMode.CEIL: 1, MxScaleMode.EVEN: 2, MxScaleMode.RCEIL: 3}
-_KIND = {Arithmetic.EXACT: 0, Arithmetic.FP32: 1, Arithmetic.MX: 2}
+_KIND = {Arithmetic.EXACT: 0, Arithmetic.FP32: 1, Arithmetic.MX: 2, Arithmetic.TORCHAO: 3}
 
 _FLT_MAX32 = np.float32(np.finfo(np.float32).max)
 
@@ -133,7 +133,7 @@ def _quantize_blocks(x, k_cols, block, tile2d, grid, rbits, use_r, nbits, mode, 
                      # fp32
                      mulf, gd, inv_six_t, amax32, cap, te_deq,
                      # scales
-                     sm, semin, smax_code, smax32, zero_rule, one_code, stable,
+                     sm, semin, smax_code, smax32, smin32, zero_rule, one_code, stable,
                      # mx
                      mx_mode,
                      # output
@@ -167,6 +167,11 @@ def _quantize_blocks(x, k_cols, block, tile2d, grid, rbits, use_r, nbits, mode, 
             if sc > smax32:
                 sc = smax32
             code = _round_scale_rne(np.float64(sc), sm, semin, smax_code)
+        elif kind == 3:
+            sbs = (np.float32(a_b) / np.float32(6.0)) / mulf
+            sbs = sbs if sbs > smin32 else smin32
+            sbs = sbs if sbs < smax32 else smax32
+            code = _round_scale_rne(np.float64(sbs), sm, semin, smax_code)
         else:
             if a_b == 0.0:
                 e = -127
@@ -186,7 +191,7 @@ def _quantize_blocks(x, k_cols, block, tile2d, grid, rbits, use_r, nbits, mode, 
             if e > 127:
                 e = 127
             code = e + 127
-        if kind != 2 and code == 0 and zero_rule:
+        if (kind == 0 or kind == 1) and code == 0 and zero_rule:
             code = one_code
         if tile2d:
             scales[(i // block) * nblk_row + bj] = code
@@ -246,6 +251,20 @@ def _quantize_blocks(x, k_cols, block, tile2d, grid, rbits, use_r, nbits, mode, 
                     deq[base + t] = qv * dscale
                 else:
                     deq[base + t] = (qv * s32) * gd
+        elif kind == 3:
+            s32 = np.float32(stable[code])
+            recip = gd / s32
+            dscale = mulf * s32
+            for t in range(block):
+                y = np.float32(x[base + t]) * recip
+                neg = _signbit(y)
+                r = np.int64(rbits[base + t]) if use_r else 0
+                mag = _e2m1_mag(abs(np.float64(y)), mode, r, nbits)
+                codes[base + t] = mag | (8 if neg else 0)
+                qv = np.float32(_E2M1_MAG_NB[mag])
+                if neg:
+                    qv = -qv
+                deq[base + t] = qv * dscale
         else:
             sc = _pow2(code - 127)
             inv = _pow2(127 - code)
@@ -398,9 +417,9 @@ def quantize_view_fast(x: np.ndarray, spec: BlockSpec, amax: float, rbits: np.nd
     tile2d = spec.tile == "BxB"
     kind = _KIND[spec.arithmetic]
     prof = spec.profile
-    if kind != 1 and x.dtype not in (np.float32, np.float64):
+    if kind not in (1, 3) and x.dtype not in (np.float32, np.float64):
         x = x.astype(np.float32)
-    if kind == 1 and x.dtype != np.float32:
+    if kind in (1, 3) and x.dtype != np.float32:
         raise FpspecError("binary32 profiles take binary32 input")
     if kind == 0 and x.dtype == np.float64:
         x32 = x.astype(np.float32)
@@ -437,8 +456,9 @@ def quantize_view_fast(x: np.ndarray, spec: BlockSpec, amax: float, rbits: np.nd
         g = float(amax)
         g_pos = g > 0
         if g_pos:
-            enc = f32(six_t / g)
-            dec = f32(g / six_t)
+            with np.errstate(over="ignore", under="ignore"):
+                enc = f32(six_t / g)  # reported only; +inf when G exceeds binary32 (as the spec's fp32(G))
+                dec = f32(g / six_t)
     elif kind == 1:
         assert spec.target is not None
         with np.errstate(divide="ignore", over="ignore"):
@@ -454,6 +474,18 @@ def quantize_view_fast(x: np.ndarray, spec: BlockSpec, amax: float, rbits: np.nd
             mulf = ge * (f32(1.0) / f32(6.0))
             inv_six_t = f32(1.0) / six_t32
         enc, dec = ge, gd
+    elif kind == 3:
+        assert spec.target is not None
+        if amax == 0:
+            raise FpspecError("profile torchao-0.18 is undefined for a zero tensor amax (0/0 in the block scale)")
+        with np.errstate(divide="ignore", over="ignore", under="ignore"):
+            six_t32 = f32(6.0) * f32(float(spec.target))
+            pts = f32(amax) / six_t32
+            inv_pts = f32(1.0) / pts
+        if not np.isfinite(inv_pts):
+            raise FpspecError(f"profile torchao-0.18 overflows 1/per_tensor_scale for amax {amax!r}")
+        mulf, gd = pts, inv_pts   # kernel arguments: mulf = per-tensor scale, gd = its reciprocal
+        enc, dec = inv_pts, pts
     mx_mode = _MX_IDS[prof.mx_mode] if prof.mx_mode is not None else 0
     codes = np.empty(m * k, dtype=np.uint8)
     scales = np.empty((m // b if tile2d else m) * (k // b), dtype=np.uint8)
@@ -473,8 +505,8 @@ def quantize_view_fast(x: np.ndarray, spec: BlockSpec, amax: float, rbits: np.nd
                          six_t, tt, g, g_pos,
                          f32(mulf), f32(gd), f32(inv_six_t), f32(amax32), prof.cap_multiplier,
                          prof.dequant == "te",
-                         sf.man_bits, sf.emin, sf.max_finite_code, smax32, spec.zero_scale_rule,
-                         spec.one_code if kind != 2 else 0, stable, mx_mode,
+                         sf.man_bits, sf.emin, sf.max_finite_code, smax32, f32(float(sf.min_normal)),
+                         spec.zero_scale_rule, spec.one_code if kind != 2 else 0, stable, mx_mode,
                          prof.signed_zero is SignedZero.POSITIVE, codes, scales, deq)
     return BlockResult(codes.reshape(m, k), scales.reshape((m // b if tile2d else m), k // b),
                        f32(enc), f32(dec), deq.reshape(m, k))
