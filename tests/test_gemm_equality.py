@@ -114,3 +114,47 @@ def test_fpsgemm10_quantized_nan_scale():
     for name in ("seed-probe-matched", "km-h100-fp8"):
         y = _both(a, bt, name)
         assert np.isnan(y[1]).all() and not np.isnan(y[[0, 2]]).any()
+
+
+def test_fpsgemm10_fp32_add_and_integer_rounding_primitives():
+    """FPS-GEMM-10: the fast FP32 add-and-round (TwoSum) and integer-to-FP32 rounding equal
+    the exact rounding of the exact sum, on wide gaps, ties, subnormals and overflow."""
+    from fractions import Fraction
+
+    from fpspec.exact.accumulate import round_fp32
+    from fpspec.fast.accumulate import add2_round_fp32, round_int_to_fp32
+
+    rng = np.random.default_rng(2)
+    f32max = float(np.finfo(np.float32).max)
+    xs = [1.0, -1.0, 2.0**-149, -(2.0**-149), 2.0**-126, f32max, -f32max, 3.0, 1 + 2.0**-23,
+          2.0**127, 0.0]
+    for _ in range(3000):
+        e = int(rng.integers(-149, 128))
+        xs.append(float(np.float32(rng.choice([-1, 1]) * (1 + rng.random()) * 2.0**e)))
+    xs = [x for x in xs if np.isfinite(x)]
+    pairs = [(xs[i], xs[j]) for i, j in rng.integers(0, len(xs), (4000, 2))]
+    # ties and near-ties: y just below, at and above half an ulp of x
+    for x in xs[:400]:
+        if x == 0.0:
+            continue
+        with np.errstate(over="ignore"):
+            ulp = float(np.spacing(np.float32(abs(x))))
+        if not np.isfinite(ulp):
+            continue
+        for y in (ulp / 2, -ulp / 2, ulp / 2 + ulp / 2**20, ulp / 2 - ulp / 2**20, ulp / 2**30):
+            if np.float32(y) == y:
+                pairs.append((x, y))
+    for x, y in pairs:
+        ex = Fraction(x) + Fraction(y)
+        for mode in ("rne", "rz"):
+            want = round_fp32(ex, mode)
+            want = float(want)
+            got = add2_round_fp32(x, y, mode)
+            assert np.float32(got).view(np.uint32) == np.float32(want).view(np.uint32), (x, y, mode)
+    for _ in range(3000):
+        s = int(rng.integers(-(1 << 62), 1 << 62)) >> int(rng.integers(0, 62))
+        e = int(rng.integers(-260, 160))
+        for mode in ("rne", "rz"):
+            want = float(round_fp32(Fraction(s) * Fraction(2) ** e, mode))
+            got = round_int_to_fp32(s, e, mode)
+            assert np.float32(got).view(np.uint32) == np.float32(want).view(np.uint32), (s, e, mode)

@@ -25,12 +25,17 @@ argument, step by step (docs/gemm.rst, "The fast path"):
   exponents, so the products of one scale block are summed as small integers first:
   2 x E2M1 values are integers in [-12, 12], so a block of B <= 2^10 products sums
   exactly in int32.
-* **Rounding** an integer ``S * 2^e`` to FP32 (RNE or RZ, subnormals, IEEE overflow) is
-  done on the integer (:func:`_round_int`).  Adding two FP32 values (``c + p``, the
-  promotion) aligns them in int64 with a sticky bit for a part more than 60 bits below
-  the larger one's top: the rounding boundaries of the sum are multiples of
-  ``2^(lsb-2)`` of the larger operand, far above the sticky position, so the
-  sticky-compressed sum rounds as the exact one.
+* **Rounding** an integer ``S * 2^e`` to FP32 (RNE or RZ, subnormals, IEEE overflow):
+  below 2^53 (and e in [-1000, 900]) ``S * 2^e`` is an exact float64, rounded by one
+  IEEE conversion (RNE) or an exact truncation of ``v / 2^lsb`` (RZ); otherwise on the
+  integer (:func:`_round_int`).
+* **Adding two FP32 values** (``c + p``, the promotion): TwoSum gives ``s + err = x + y``
+  exactly in float64.  Every FP32 value and FP32 midpoint is a float64, and ``s`` is the
+  float64 nearest to the exact sum, so the exact sum lies on ``s``'s side of each of
+  them: RZ(x + y) is the truncation of ``s`` except when ``s`` is itself an FP32 value
+  and ``err`` points toward zero (then the neighbour toward zero); RNE(x + y) is the
+  conversion of ``s`` except when ``s`` is exactly an FP32 midpoint, where the sign of
+  ``err`` decides (:func:`_round_f64`).
 * Snap (step 6) works on float64 holding an FP32 value times 2^L (exact); alpha
   (step 7) multiplies two FP32 values, exact in float64 (48 bits), then converts to
   FP32 once (IEEE conversion, RNE); BF16 output rounds the FP32 bits with integer RNE.
@@ -50,7 +55,7 @@ from ..formats import FloatFormat, get_format
 from ..models import GemmModel
 from .rounding import decode_table
 
-__all__ = ["gemm_fast", "supports", "round_int_to_fp32", "FastPathUnsupported"]
+__all__ = ["gemm_fast", "supports", "round_int_to_fp32", "add2_round_fp32", "FastPathUnsupported"]
 
 _RNE, _RZ, _NONE = 0, 1, 2
 _MODE = {"rne": _RNE, "rz": _RZ, "none": _NONE}
@@ -88,14 +93,65 @@ def _bitlen(x):
     return n + x
 
 
+_POW2_LO, _POW2_HI = -1000, 900
+#: 2^e for e in [-1000, 900]: exact float64 constants (multiplying by them is exact scaling)
+_POW2 = np.array([math.ldexp(1.0, e) for e in range(_POW2_LO, _POW2_HI + 1)], dtype=np.float64)
+#: the smallest float64 that RNE32 sends to infinity: 2^128 - 2^103 (a midpoint)
+_F32_OVF = math.ldexp(1.0, 128) - math.ldexp(1.0, 103)
+
+
+@numba.njit(cache=True, nogil=True)
+def _rz32(v):
+    """RZ of a finite nonzero float64 to FP32 (subnormals; beyond max -> max finite):
+    the RNE conversion, stepped one FP32 value toward zero when it went outward."""
+    f = np.float32(v)
+    if abs(np.float64(f)) > abs(v):
+        f = np.nextafter(f, np.float32(0.0))
+    return np.float64(f) + 0.0
+
+
+@numba.njit(cache=True, nogil=True)
+def _round_f64(v, err, mode):
+    """FP32 rounding (RNE or RZ) of the exact value v + err, where v is a finite float64
+    and err is exact with |err| <= ulp64(v)/2 (0 when v is exact).  IEEE overflow.
+
+    Every FP32 value and FP32 midpoint is a float64 and v is the float64 nearest to
+    v + err, so err matters only when v is itself an FP32 value (RZ) or an FP32 midpoint
+    (RNE)."""
+    if v == 0.0:
+        return 0.0
+    if mode == _RZ:
+        f = _rz32(v)
+        if err != 0.0 and f == v and ((err < 0.0) != (v < 0.0)):
+            f = np.float64(np.nextafter(np.float32(f), np.float32(0.0)))
+        return f
+    f32 = np.float32(v)
+    f = np.float64(f32)
+    if err != 0.0:
+        if math.isinf(f):
+            if abs(v) == _F32_OVF and ((err < 0.0) != (v < 0.0)):
+                f = np.float64(np.nextafter(f32, np.float32(0.0)))
+        elif f != v:
+            o32 = np.nextafter(f32, np.float32(math.inf) if v > f else np.float32(-math.inf))
+            o = np.float64(o32)
+            if 2.0 * v == f + o and ((err > 0.0) == (o > f)):
+                f = o
+    return f + 0.0
+
+
 @numba.njit(cache=True, nogil=True)
 def _round_int(s, e, mode):
     """FP32 value (as float64) of the signed integer s times 2^e rounded with mode
-    (RNE or RZ), subnormals, IEEE overflow (Inf under RNE, max finite under RZ); 0 -> +0."""
+    (RNE or RZ), subnormals, IEEE overflow (Inf under RNE, max finite under RZ); 0 -> +0.
+
+    Below 2^53 and with e in [-1000, 900], s 2^e is an exact float64 and is rounded from
+    there (:func:`_round_f64`); otherwise on the integer."""
     if s == 0:
         return 0.0
     neg = s < 0
     mag = -s if neg else s
+    if mag < (1 << 53) and _POW2_LO <= e <= _POW2_HI:
+        return _round_f64(float(s) * _POW2[e - _POW2_LO], 0.0, mode)
     nb = _bitlen(mag)
     top = e + nb - 1
     lsb_t = top - 23 if top >= FP32_EMIN else -149
@@ -103,7 +159,6 @@ def _round_int(s, e, mode):
     if shift > 0:
         if shift >= 63:
             q = 0
-            rem_nonzero = True
             above_half = False
             tie = False
             if shift == 63:
@@ -158,38 +213,14 @@ def _add_special(x, y):
 @numba.njit(cache=True, nogil=True)
 def _add2_round(x, y, mode):
     """round(x + y) for two FP32 values held in float64 (the accumulator update, the
-    promotion); a part more than 60 bits below the top becomes a sticky bit."""
+    promotion).  TwoSum gives s + err = x + y exactly (float64, no overflow for FP32
+    inputs); :func:`_round_f64` rounds that pair correctly."""
     if not (math.isfinite(x) and math.isfinite(y)):
         return _add_special(x, y)
-    if x == 0.0:
-        return _round_int(0, 0, mode) if y == 0.0 else y
-    if y == 0.0:
-        return x
-    sx, lx = _split32(x)
-    sy, ly = _split32(y)
-    tx = lx + _bitlen(abs(sx))
-    ty = ly + _bitlen(abs(sy))
-    top = tx if tx > ty else ty
-    base = lx if lx < ly else ly
-    if top - base > 60:
-        base = top - 60
-    return _round_int(_shift_sticky(sx, lx - base) + _shift_sticky(sy, ly - base), base, mode)
-
-
-@numba.njit(cache=True, nogil=True)
-def _shift_sticky(s, d):
-    """s * 2^d for d >= 0; for d < 0 the magnitude truncated with the lost bits ORed into bit 0."""
-    if d >= 0:
-        return s << d
-    neg = s < 0
-    mag = -s if neg else s
-    if -d >= 63:
-        r = 1
-    else:
-        r = mag >> (-d)
-        if (r << (-d)) != mag:
-            r |= 1
-    return -r if neg else r
+    s = x + y
+    bp = s - x
+    err = (x - (s - bp)) + (y - bp)
+    return _round_f64(s, err, mode)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -298,10 +329,10 @@ def _group(c, sigs, lsbs, aexps, n, nspec, fused, window, below, efloor, grp_mod
 
     ``nspec``: special value of the group's terms (0.0 when all finite, else inf/nan).
     Buffers have room for one more term (the accumulator)."""
-    if nspec != 0.0 or not math.isfinite(c):
-        if nspec != 0.0:
-            return _add_special(c, nspec)
-        return c
+    if nspec != 0.0:
+        return _add_special(c, nspec)
+    if not math.isfinite(c) and (fused or grp_mode == _NONE):
+        return c  # Inf/NaN accumulator plus finite terms (no separately rounded p)
     if window != _NO_FLOOR:
         # 3. alignment window
         e_max = -(1 << 30)
@@ -510,9 +541,9 @@ def _gemm_blocks(pa, ssa, sla, pb, ssb, slb, bsz, plsb, g, exact_terms, fused, w
 @numba.njit(cache=True, nogil=True)
 def _apply_exact_sum(c, acc, e, fused, grp_mode, acc_mode, sigs, lsbs):
     """Step 4 given the group's exact sum acc * 2^e (no window applied to c)."""
-    if not math.isfinite(c):
-        return c
     if fused or grp_mode == _NONE:
+        if not math.isfinite(c):
+            return c
         if acc == 0:
             return c
         if c == 0.0:
@@ -658,7 +689,7 @@ def _gemm_window_rows(sa, la, ea, sbt, lbt, ebt, g, fused, window, below, efloor
                     acc[j] += _keep(s, d, below)
             for j in range(n):
                 cj = c[j]
-                if not math.isfinite(cj) or emax[j] == none:
+                if emax[j] == none or (not math.isfinite(cj) and (fused or grp_mode == _NONE)):
                     continue
                 ql = emax[j] - window
                 if fused:
@@ -679,6 +710,40 @@ def _gemm_window_rows(sa, la, ea, sbt, lbt, ebt, g, fused, window, below, efloor
             if promo > 0:
                 y = _add2_round(big[j], c[j], promo_mode) if pending else big[j]
             out[i, j] = _finish(y, snap, alpha, False)
+
+
+@numba.njit(cache=True, nogil=True)
+def _gemm_fp32_rows(va, vbt, promo, snap, alpha, out, r0, r1):
+    """Sequential FP32 arithmetic (G = 1, product RNE, add RNE, promotion RNE), vectorised
+    over the N outputs of a row (FPS-GEMM-10).  IEEE float32 * and + are correctly
+    rounded RNE with subnormals (no fast-math, no FMA contraction), which is exactly
+    p = RNE32(a b), c = RNE32(c + p); Inf and NaN follow IEEE as in FPS-GEMM-2, and c
+    is never -0 (it starts at +0 and x + y is -0 only for -0 + -0)."""
+    k = va.shape[1]
+    n = vbt.shape[1]
+    c = np.zeros(n, dtype=np.float32)
+    big = np.zeros(n, dtype=np.float32)
+    for i in range(r0, r1):
+        c[:] = 0.0
+        big[:] = 0.0
+        pending = False
+        for kk in range(k):
+            a = va[i, kk]
+            row = vbt[kk]
+            for j in range(n):
+                p = a * row[j]
+                c[j] = c[j] + p
+            pending = True
+            if promo > 0 and (kk + 1) % promo == 0:
+                for j in range(n):
+                    big[j] = big[j] + c[j]
+                    c[j] = 0.0
+                pending = False
+        for j in range(n):
+            y = c[j]
+            if promo > 0:
+                y = big[j] + c[j] if pending else big[j]
+            out[i, j] = _finish(np.float64(y) + 0.0, snap, alpha, False)
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -767,27 +832,35 @@ def _scale_values(qt) -> np.ndarray:
 
 def _quantized_operand(qt, model: GemmModel):
     """Per-element (sig, lsb, aexp, special) of a QuantizedTensor in the model's domain."""
+    v = _quantized_values(qt, model)
+    return _split_values(v, FP32_EMIN if model.operand_domain == "decoded-fp32" else None)
+
+
+def _quantized_values(qt, model: GemmModel) -> np.ndarray:
+    """float64 operand values of a QuantizedTensor in the model's domain (exact)."""
     p = decode_table(get_format(qt.payload_format))[qt.codes.astype(np.intp)]
     s = np.repeat(_scale_values(qt), qt.block, axis=1)
     with np.errstate(invalid="ignore"):
         v = p * s  # exact: 2-bit x 4-bit significands (or x 1 for E8M0), in float64 range
     if model.operand_domain == "encoded":
-        return _split_values(v, None)
+        return v
     d = float(np.float32(qt.decode_scale))
     if model.operand_domain == "decoded-fp32":
         with np.errstate(invalid="ignore", over="ignore"):
             w = v * d  # exact in float64: <= 6 + 24 significant bits, exponents within range
-            w32 = w.astype(np.float32).astype(np.float64)  # one IEEE rounding, RNE
-        return _split_values(w32, FP32_EMIN)
+            return w.astype(np.float32).astype(np.float64)  # one IEEE rounding, RNE
     with np.errstate(invalid="ignore"):
-        w = v * d  # exact: < 2^30 significand, exponent >= -149 - 17 - 1
-    return _split_values(w, None)
+        return v * d  # exact: < 2^30 significand, exponent >= -149 - 17 - 1
 
 
 # ================================================================== dispatcher
 def threads() -> int:
-    """Worker threads of the fast GEMM: NUMBA_NUM_THREADS (default: the CPU count)."""
-    return max(1, int(numba.config.NUMBA_NUM_THREADS))
+    """Worker threads of the fast GEMM: the same setting as the encoder's
+    (:data:`fpspec.fast.rounding.THREADS`, ``fpspec bench --threads``), else every CPU this
+    process may run on.  A pool is made per call, so a forked child starts its own."""
+    from . import rounding
+
+    return rounding._threads()
 
 
 def _run_rows(kernel, m: int, args: tuple) -> None:
@@ -809,6 +882,21 @@ def supports(model: GemmModel, k: int) -> bool:
         if model.window_bits + 2 + (g + 2).bit_length() > 62 or model.window_bits < -60:
             return False
     return model.alpha_rounding != "exact" or model.alpha_source == "none"
+
+
+def _canonical_nan(y: np.ndarray) -> np.ndarray:
+    """Every NaN as the one output NaN, 0x7FC00000 (FPS-GEMM-2)."""
+    nan = np.isnan(y)
+    if nan.any():
+        y[nan] = np.uint32(0x7FC00000).view(np.float32)
+    return y
+
+
+def _fp32_exact(v: np.ndarray) -> bool:
+    """Whether every value is an FP32 value (NaN and Inf included)."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        w = v.astype(np.float32).astype(np.float64)
+    return bool(np.array_equal(w, v, equal_nan=True))
 
 
 def _round_bf16_bits(y: np.ndarray) -> np.ndarray:
@@ -910,6 +998,22 @@ def gemm_fast(a, bt, model: GemmModel, *, fmt: str | None = None,
     m, n = a.shape[0], bt.shape[0]
     out = np.empty((m, n), dtype=np.float64)
 
+    if (model.window_bits is None and g == 1 and not model.fused and model.group_rounding == "rne"
+            and model.accumulate_rounding == "rne" and (promo == 0 or model.promotion_rounding == "rne")
+            and model.operand_domain != "decoded-exact"):
+        # sequential FP32 arithmetic: every operand value is an FP32 value here (FP8/16 codes,
+        # encoded E2M1 x scale with <= 6 significant bits and |exponent| < 127 + 17 + 3, or
+        # FP32-decoded values)
+        if quantized:
+            va, vb = _quantized_values(a, model), _quantized_values(bt, model)
+        else:
+            f = get_format(fmt)
+            va, vb = _code_table(f)[np.asarray(a).astype(np.intp)], _code_table(f)[np.asarray(bt).astype(np.intp)]
+        if _fp32_exact(va) and _fp32_exact(vb):
+            _run_rows(_gemm_fp32_rows, m, (va.astype(np.float32), np.ascontiguousarray(vb.astype(np.float32).T),
+                                           promo, snap, alpha_f, out))
+            y = _canonical_nan(out.astype(np.float32))
+            return _round_bf16_bits(y) if model.output_format == "bf16" else y
     if quantized and model.operand_domain == "encoded":
         sva, svb = _scale_values(a), _scale_values(bt)
         finite = bool(np.isfinite(sva).all() and np.isfinite(svb).all())
@@ -936,7 +1040,7 @@ def gemm_fast(a, bt, model: GemmModel, *, fmt: str | None = None,
             opa, opb = _code_operand(np.asarray(a), f, model), _code_operand(np.asarray(bt), f, model)
         _products(*opa, *opb, g, model, window, below, efloor, grp, accm, promo, promo_mode, snap,
                   alpha_f, out)
-    y = out.astype(np.float32)  # exact: every entry is an FP32 value
+    y = _canonical_nan(out.astype(np.float32))  # exact: every entry is an FP32 value
     if model.output_format == "bf16":
         y = _round_bf16_bits(y)
     return y
@@ -949,3 +1053,8 @@ class FastPathUnsupported(Exception):
 def round_int_to_fp32(s: int, e: int, mode: str = "rne") -> float:
     """Test hook: the fast integer-to-FP32 rounding (:func:`_round_int`)."""
     return float(_round_int(np.int64(s), np.int64(e), _MODE[mode]))
+
+
+def add2_round_fp32(x: float, y: float, mode: str = "rne") -> float:
+    """Test hook: the fast FP32 addition with rounding (:func:`_add2_round`)."""
+    return float(_add2_round(float(x), float(y), _MODE[mode]))
