@@ -200,15 +200,19 @@ def test_fps_doc_6_changelog_has_the_current_spec_version(site):
 # ---------------------------------------------------------- examples run (FPS-DOC-4)
 
 
-def _mini_project(tmp_path: Path, body: str) -> Path:
+def _mini_project(tmp_path: Path, body: str, extra_pages: dict[str, str] | None = None) -> Path:
     src = tmp_path / "src"
     src.mkdir(parents=True)
     (src / "conf.py").write_text(textwrap.dedent(f"""
         import sys
         sys.path.insert(0, {str(EXT)!r})
-        extensions = ["sphinx.ext.doctest", "fpspec_examples"]
+        extensions = ["sphinx.ext.doctest", "fpspec_examples", "fpspec_spec"]
         """))
-    (src / "index.rst").write_text("Examples\n========\n\n" + textwrap.dedent(body))
+    pages = extra_pages or {}
+    toc = "\n.. toctree::\n\n" + "".join(f"   {name}\n" for name in pages) if pages else ""
+    (src / "index.rst").write_text("Examples\n========\n\n" + textwrap.dedent(body) + toc)
+    for name, text in pages.items():
+        (src / f"{name}.rst").write_text(f"{name}\n{'=' * len(name)}\n\n" + textwrap.dedent(text))
     return src
 
 
@@ -257,3 +261,49 @@ def test_fps_doc_4_an_example_that_raises_fails_the_build(tmp_path):
         """)
     proc = sphinx_build(src, tmp_path / "out")
     assert proc.returncode != 0 and "ZeroDivisionError" in proc.stderr
+
+
+# ------------------------------------------------------- requirement ids at build time
+
+
+def test_fps_doc_1_a_requirement_defined_on_two_pages_fails_the_build(tmp_path):
+    """FPS-DOC-1: the build refuses an id defined twice, naming the other page."""
+    rid = "FPS-" + "TST-1"
+    stmt = f"""
+        .. requirement:: {rid}
+
+           A statement.
+        """
+    proc = sphinx_build(_mini_project(tmp_path, stmt, {"other": stmt}), tmp_path / "out")
+    assert proc.returncode != 0 and f"requirement {rid} is defined twice" in proc.stderr
+
+
+def test_fps_doc_1_req_role_links_and_refuses_unknown_ids(tmp_path):
+    """FPS-DOC-1: :req: links to a defined requirement's anchor; a link to an undefined id fails."""
+    rid, missing = "FPS-" + "TST-1", "FPS-" + "TST-2"
+    body = f"""
+        .. requirement:: {rid}
+
+           A statement.
+
+        See :req:`{rid}`.
+        """
+    out = tmp_path / "a" / "out"
+    assert sphinx_build(_mini_project(tmp_path / "a", body), out).returncode == 0
+    page = (out / "index.html").read_text()
+    assert f'id="req-{rid}"' in page and f'href="#req-{rid}"' in page
+    proc = sphinx_build(_mini_project(tmp_path / "b", body + f"\nAnd :req:`{missing}`.\n"), tmp_path / "b" / "out")
+    assert proc.returncode != 0 and f"req-{missing.lower()}" in proc.stderr
+
+
+def test_docstring_notation_is_escaped_for_autodoc():
+    """Plain-text docstring notation (|x|, FPS-AREA-*, docs/*.rst) renders as written; inline
+    literals and literal blocks are left alone."""
+    sys.path.insert(0, str(EXT))
+    from fpspec_spec import escape_plain_markup
+
+    lines = ["round |x| (FPS-BLK-*) per docs/scheme-*.rst, ``|y|`` and *emphasis*", "", "::", "",
+             "   |z| stays", "after |w|"]
+    escape_plain_markup(lines)
+    assert lines[0] == r"round \|x\| (FPS-BLK-\*) per docs/scheme-\*.rst, ``|y|`` and *emphasis*"
+    assert lines[4] == "   |z| stays" and lines[5] == r"after \|w\|"
