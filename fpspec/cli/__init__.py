@@ -18,6 +18,8 @@ from ..errors import FpspecError
 #: Subcommand modules, in the order ``fpspec --help`` lists them.
 COMMAND_MODULES = [
     "fpspec.cli.codebook",
+    "fpspec.cli.quantize",
+    "fpspec.cli.bounds",
     "fpspec.cli.bench",
 ]
 

@@ -46,7 +46,9 @@ BENCHMARKS: dict[str, Benchmark] = {}
 
 #: Modules that call :func:`register_benchmark` when imported (other areas add one line here,
 #: e.g. "fpspec.blocks.bench"); they are imported when the ``bench`` command is registered.
-BENCHMARK_MODULES: list[str] = []
+BENCHMARK_MODULES: list[str] = [
+    "fpspec.bench_quantize",
+]
 
 
 def register_benchmark(name: str, help: str, run: Callable[[argparse.Namespace], list[dict]],

@@ -1,0 +1,118 @@
+"""NVFP4 scheme: TransformerEngine's reference arithmetic, hand-derived (FPS-BLK-8..11, 14)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fpspec.quantize import dequantize, quantize
+
+IMPLS = ["fast", "exact"]
+FLT_MAX = np.finfo(np.float32).max
+
+
+def _row(*blocks):
+    out = []
+    for b in blocks:
+        out.extend(list(b) + [0.0] * (16 - len(b)))
+    return np.array([out], dtype=np.float32)
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_scale_underflow_saturates_every_nonzero_element(impl):
+    """FPS-BLK-8: TE has no zero-scale rule: a block whose scale rounds to E4M3 0x00 gets
+    multiplier min(1/0, FLT_MAX) = FLT_MAX, so every nonzero x becomes +-6 (dequantized to 0)."""
+    x = _row([1.0], [2.0 ** -40, -(2.0 ** -41), 0.0, -0.0])
+    q = quantize(x, "nvfp4", impl=impl)
+    assert q.profile == "te-fp32"
+    assert q.scales.tolist() == [[0x7E, 0x00]]       # 448 = E4M3 0x7E
+    assert q.codes[0, 16:20].tolist() == [0x7, 0xF, 0x0, 0x0]
+    assert dequantize(q)[0, 16:18].tolist() == [0.0, -0.0]
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_negative_zero_maps_to_code_0(impl):
+    """FPS-BLK-11: te-fp32 maps a scaled -0.0 to code 0 but a small negative value to 0x8;
+    the exact profile keeps -0.0 as 0x8."""
+    x = _row([1.0, -0.0, -0.01])
+    assert quantize(x, "nvfp4", impl=impl).codes[0, :3].tolist() == [0x7, 0x0, 0x8]
+    assert quantize(x, "nvfp4", profile="exact", impl=impl).codes[0, :3].tolist() == [0x7, 0x8, 0x8]
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_amax_zero_reference_vs_kernel(impl):
+    """FPS-BLK-9: a zero tensor: the reference's S_enc = min(2688/0, FLT_MAX) = FLT_MAX,
+    the CUDA kernel's (profile te-kernel) S_enc = 1; codes and scales are all 0 either way."""
+    z = np.zeros((1, 32), np.float32)
+    ref = quantize(z, "nvfp4", impl=impl)
+    ker = quantize(z, "nvfp4", profile="te-kernel", impl=impl)
+    assert ref.encode_scale == FLT_MAX and ker.encode_scale == 1
+    assert not ref.codes.any() and not ref.scales.any() and not ker.scales.any()
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_dequant_formula(impl):
+    """FPS-BLK-14: te dequantization is e2m1 * ((e4m3 * amax) * fp32(1/2688))."""
+    x = _row([3.0, 1.0])
+    q = quantize(x, "nvfp4", impl=impl)
+    # scale 448 (0x7E); payload 3 * 2688/(3*448)... multiplier = 1/(448 * fp32(3/2688)) ~ 2
+    inv = np.float32(1) / np.float32(2688)
+    expect = np.float32(6) * ((np.float32(448) * np.float32(3)) * inv)
+    assert dequantize(q)[0, 0] == expect
+    assert q.codes[0, :2].tolist() == [0x7, 0x4]
+
+
+def test_rht_of_unit_vector():
+    """FPS-BLK-10: the transform of e_0 is row 0 of diag(s) H16 / 4: s_0 * 1/4 everywhere."""
+    from fpspec.exact.blocks import rht16_exact
+    from fpspec.fast.blocks import rht16_fast
+
+    x = np.zeros((1, 16), np.float32)
+    x[0, 0] = 1.0
+    assert rht16_fast(x).tolist() == [[0.25] * 16] == rht16_exact(x).tolist()
+    x = np.zeros((1, 16), np.float32)
+    x[0, 3] = 2.0                               # s_3 = -1, H16 row 3 = (+,-,-,+,...)
+    h_row3 = [1, -1, -1, 1] * 4
+    assert rht16_fast(x).tolist() == [[-0.5 * h for h in h_row3]]
+
+
+def test_rht_amax_is_taken_after_the_transform():
+    """FPS-BLK-10: with rht the tensor amax is the transformed view's."""
+    x = np.zeros((16, 16), np.float32)
+    x[:, 0] = 4.0       # column 0 of X is row 0 of X^T: transform gives 4 * 16 * ... per group
+    q = quantize(x, "nvfp4", columnwise=True, rht=True)
+    # X^T row 0 = [4]*16 -> y_j = sum_i 4 s_i H[i,j] / 4 = sum_i s_i H[i, j]
+    from fpspec.fast.blocks import rht16_fast
+    y = rht16_fast(np.ascontiguousarray(x.T))
+    assert q.amax == np.max(np.abs(y)) and q.amax != 4.0
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_2d_tiles_weight_and_transpose(impl):
+    """FPS-BLK-6: 16x16 tiles: a weight and its transpose quantize identically."""
+    rng = np.random.default_rng(9)
+    w = rng.standard_t(2, (16, 32)).astype(np.float32)
+    a = quantize(w, "nvfp4", tile="BxB", impl=impl)
+    b = quantize(w, "nvfp4", tile="BxB", columnwise=True, impl=impl)
+    assert np.array_equal(a.codes, b.codes.T) and np.array_equal(a.scales, b.scales.T)
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_torchao_lower_clamp(impl):
+    """FPS-BLK-18: torchao 0.18 clamps block scales below at 2^-6 (E4M3 0x08), so the block that TE
+    saturates under a zero scale becomes zeros; its tensor scales are 1/fp32(g/2688) and fp32(g/2688)."""
+    x = _row([1.0], [2.0 ** -40, -(2.0 ** -41)])
+    q = quantize(x, "nvfp4", profile="torchao-0.18", impl=impl)
+    assert q.scales.tolist() == [[0x7E, 0x08]]
+    assert q.codes[0, 16:18].tolist() == [0x0, 0x8]
+    pts = np.float32(1) / np.float32(2688)
+    assert q.decode_scale == pts and q.encode_scale == np.float32(1) / pts
+
+
+def test_torchao_refuses_zero_tensor():
+    """FPS-BLK-18: torchao 0.18 divides 0/0 for a zero tensor amax; fpspec refuses it."""
+    from fpspec.errors import FpspecError
+
+    for impl in IMPLS:
+        with pytest.raises(FpspecError, match="zero tensor amax"):
+            quantize(np.zeros((1, 16), np.float32), "nvfp4", profile="torchao-0.18", impl=impl)

@@ -1,0 +1,161 @@
+#!/usr/bin/env python3
+"""Compare fpspec's nvfp4/te-fp32 profile with TransformerEngine's NVFP4QuantizerRef, bit for bit.
+
+Usage (from the repository root, with CPU torch installed)::
+
+    python3 tools/compare_te_nvfp4.py /tmp/teref/reference_nvfp4.py [--seed 0] [--rows 256]
+
+The reference file is NOT part of fpspec: fetch TransformerEngine yourself and
+point this script at ``transformer_engine/pytorch/custom_recipes/reference_nvfp4.py``.
+The script loads that file with small stand-ins for the three TransformerEngine
+modules it imports (only the names it needs at import time), quantizes a set of
+random and edge-case tensors with both implementations and reports, per case,
+the number of differing E2M1 codes, scale bytes and amax values
+(docs/scheme-nvfp4.rst records a run).  Exit status 0 when everything matches.
+"""
+
+from __future__ import annotations
+
+import argparse
+import enum
+import importlib.util
+import sys
+import types
+from pathlib import Path
+
+import numpy as np
+
+
+def _install_stubs() -> None:
+    """Stand-ins for the TransformerEngine modules the reference imports (names only)."""
+    te = types.ModuleType("transformer_engine")
+    pt = types.ModuleType("transformer_engine.pytorch")
+    cr = types.ModuleType("transformer_engine.pytorch.custom_recipes")
+    gemm = types.ModuleType("transformer_engine.pytorch.custom_recipes.gemm")
+    ru = types.ModuleType("transformer_engine.pytorch.custom_recipes.reference_utils")
+    qt = types.ModuleType("transformer_engine.pytorch.quantized_tensor")
+    import torch
+
+    class GEMMType(enum.Enum):
+        FPROP = "fprop"
+        DGRAD = "dgrad"
+        WGRAD = "wgrad"
+
+    class MMParams:  # noqa: D401 - a name used in annotations only
+        pass
+
+    gemm.GEMMType = GEMMType
+    gemm.MMParams = MMParams
+
+    class Fp4Formats(enum.Enum):
+        E2M1 = "e2m1"
+
+    ru.Fp4Formats = Fp4Formats
+    ru.HIGH_PRECISION_FLOAT_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
+    ru.roundup_div = lambda a, b: (a + b - 1) // b
+
+    class QuantizedTensorStorage:
+        pass
+
+    class Quantizer:
+        def __init__(self, rowwise: bool = True, columnwise: bool = True):
+            self.rowwise_usage = rowwise
+            self.columnwise_usage = columnwise
+
+    qt.QuantizedTensorStorage = QuantizedTensorStorage
+    qt.Quantizer = Quantizer
+    cr.gemm = gemm
+    cr.reference_utils = ru
+    for name, mod in [("transformer_engine", te), ("transformer_engine.pytorch", pt),
+                      ("transformer_engine.pytorch.custom_recipes", cr),
+                      ("transformer_engine.pytorch.custom_recipes.gemm", gemm),
+                      ("transformer_engine.pytorch.custom_recipes.reference_utils", ru),
+                      ("transformer_engine.pytorch.quantized_tensor", qt)]:
+        sys.modules[name] = mod
+
+
+def _load_reference(path: str):
+    _install_stubs()
+    spec = importlib.util.spec_from_file_location("te_reference_nvfp4", path)
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _unpack(packed) -> np.ndarray:
+    """fp4x2 bytes (even column in the low nibble) -> one code per element."""
+    b = packed.numpy().astype(np.uint8)
+    out = np.empty((b.shape[0], b.shape[1] * 2), dtype=np.uint8)
+    out[:, 0::2] = b & 0xF
+    out[:, 1::2] = b >> 4
+    return out
+
+
+def _cases(rng: np.random.Generator, rows: int) -> list[tuple[str, np.ndarray]]:
+    k = 128
+    cases = []
+    cases.append(("normal", rng.standard_normal((rows, k))))
+    cases.append(("student-t df=2", rng.standard_t(2, (rows, k))))
+    cases.append(("wide range 2^U[-30,30]", rng.standard_normal((rows, k)) * 2.0 ** rng.uniform(-30, 30, (rows, k))))
+    z = rng.standard_normal((rows, k))
+    z[::3, :16] = 0.0
+    z[1::3, 16:32] = -0.0
+    z[2::3, 32:48] *= 2.0 ** -40   # blocks whose scale underflows to 0x00
+    z[0, 0] = 1e4                  # one large value: most blocks far below the amax
+    cases.append(("zero, -0 and tiny blocks", z))
+    # exact E2M1 ties after scaling: amax 6*448/2688 = 1 per block, payload = x * 6 / (s * ...)
+    t = rng.choice(np.array([0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0, 6.0]) / 6.0, (rows, k))
+    t *= rng.choice([-1.0, 1.0], (rows, k))
+    t[:, ::16] = 1.0
+    cases.append(("E2M1 ties", t))
+    cases.append(("all zeros", np.zeros((32, k))))
+    cases.append(("subnormal binary32", rng.standard_normal((32, k)) * 2.0 ** -140))
+    cases.append(("near FLT_MAX", rng.uniform(-1, 1, (32, k)) * 3.0e38))
+    return [(n, a.astype(np.float32)) for n, a in cases]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("reference", help="path to TransformerEngine's reference_nvfp4.py")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--rows", type=int, default=256)
+    args = ap.parse_args(argv)
+    import torch
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from fpspec.quantize import quantize
+
+    ref = _load_reference(args.reference)
+    rng = np.random.default_rng(args.seed)
+    failures = 0
+    total = 0
+    for name, x in _cases(rng, args.rows):
+        for tile_shape, tile in [((1, 16), "1xB"), ((16, 16), "BxB")]:
+            for rht in (False, True):
+                if rht and tile == "BxB":
+                    continue
+                q = ref.NVFP4QuantizerRef(dtype=ref.reference_utils.Fp4Formats.E2M1, rowwise=True,
+                                          columnwise=True, quant_tile_shape=tile_shape, with_rht=rht)
+                qx, sx, qx_t, sx_t, amax_r, amax_c = q._quantize(torch.from_numpy(x.copy()))
+                for cw, (qd, sd, am) in ((False, (qx, sx, amax_r)), (True, (qx_t, sx_t, amax_c))):
+                    mine = quantize(x, "nvfp4", profile="te-fp32", tile=tile, columnwise=cw,
+                                    rht=rht and cw)
+                    codes = _unpack(qd)
+                    scales = sd.view(torch.uint8).numpy()
+                    if tile == "BxB":
+                        scales = scales[::16]  # TE repeats each tile's scale on its 16 rows
+                    dc = int(np.sum(codes != mine.codes))
+                    ds = int(np.sum(scales != mine.scales))
+                    da = int(np.float32(am.item()) != mine.amax)
+                    total += codes.size
+                    tag = f"{name:28} tile={tile_shape} rht={int(rht and cw)} {'col' if cw else 'row'}"
+                    status = "OK " if dc == ds == da == 0 else "DIFF"
+                    print(f"{status} {tag}: codes {dc}/{codes.size}, scales {ds}/{scales.size}, amax {da}")
+                    failures += (dc + ds + da) > 0
+    print(f"{'all match' if failures == 0 else f'{failures} mismatching cases'}; {total} codes compared")
+    return 0 if failures == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""Compare fpspec's nvfp4/torchao-0.18 profile with torchao 0.18's nvfp4_quantize, bit for bit.
+
+Usage (from the repository root; torchao 0.18.0 importable, e.g. installed with
+``pip install --no-deps --target /tmp/taolib torchao==0.18.0`` and
+``PYTHONPATH=/tmp/taolib``)::
+
+    python3 tools/compare_torchao_nvfp4.py [--seed 0] [--rows 256]
+
+torchao is not a dependency of fpspec.  The script quantizes random and edge-case
+binary32 tensors with torchao's two-level NVFP4 (``per_tensor_amax_to_scale`` of
+the tensor amax, then ``nvfp4_quantize``) and with ``quantize(x, "nvfp4",
+profile="torchao-0.18")``, and counts differing E2M1 codes and scale bytes; it
+also reports how many blocks of each case torchao 0.18 and TE (``te-fp32``)
+quantize differently.  Exit status 0 when torchao and fpspec agree everywhere.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+
+def _unpack(packed) -> np.ndarray:
+    b = packed.numpy().astype(np.uint8)
+    out = np.empty((b.shape[0], b.shape[1] * 2), dtype=np.uint8)
+    out[:, 0::2] = b & 0xF
+    out[:, 1::2] = b >> 4
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--rows", type=int, default=256)
+    args = ap.parse_args(argv)
+    import torch
+    from torchao.prototype.mx_formats.nvfp4_tensor import nvfp4_quantize, per_tensor_amax_to_scale
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from compare_te_nvfp4 import _cases
+
+    from fpspec.errors import FpspecError
+    from fpspec.quantize import quantize
+
+    rng = np.random.default_rng(args.seed)
+    failures = 0
+    total = 0
+    for name, x in _cases(rng, args.rows):
+        if not np.any(x):
+            print(f"skip {name:28}: torchao divides 0/0 for a zero tensor amax (fpspec refuses it)")
+            continue
+        xt = torch.from_numpy(x.copy())
+        pts = per_tensor_amax_to_scale(xt.abs().max())
+        scales, packed = nvfp4_quantize(xt, 16, pts)
+        codes = _unpack(packed)
+        sbytes = scales.view(torch.uint8).numpy().reshape(x.shape[0], -1)
+        try:
+            mine = quantize(x, "nvfp4", profile="torchao-0.18")
+        except FpspecError as exc:
+            print(f"skip {name:28}: fpspec refuses ({exc}); torchao gives scale bytes "
+                  f"{sorted(set(scales.view(torch.uint8).numpy().ravel().tolist()))[:4]}...")
+            continue
+        te = quantize(x, "nvfp4", profile="te-fp32")
+        dc = int(np.sum(codes != mine.codes))
+        ds = int(np.sum(sbytes != mine.scales))
+        blocks_te = int(np.sum(np.any((mine.codes != te.codes).reshape(x.shape[0], -1, 16), axis=2)
+                               | (mine.scales != te.scales)))
+        total += codes.size
+        status = "OK " if dc == ds == 0 else "DIFF"
+        print(f"{status} {name:28}: codes {dc}/{codes.size}, scales {ds}/{sbytes.size}; "
+              f"blocks where torchao-0.18 != te-fp32: {blocks_te}/{sbytes.size}")
+        failures += (dc + ds) > 0
+    print(f"{'all match' if failures == 0 else f'{failures} mismatching cases'}; {total} codes compared")
+    return 0 if failures == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
