@@ -109,3 +109,18 @@ def test_chunked_parallel_path_equals_single_thread(all_fp16):
             kw_big = dict(rbits=np.tile(r_small, reps)) if mode == "sr-add" else {}
             small = encode_fast(all_fp16, fmt, mode, policies=pol, **kw)
             assert np.array_equal(encode_fast(big, fmt, mode, policies=pol, **kw_big), np.tile(small, reps))
+
+
+def test_chunked_path_works_in_a_forked_child():
+    """FPS-RND-14: after fork (multiprocessing workers), the child builds its own thread pool
+    instead of queueing work on the parent's threads, which do not exist there."""
+    import multiprocessing as mp
+
+    from fpspec.fast.rounding import PARALLEL_MIN_ELEMENTS
+
+    x = np.linspace(-7, 7, PARALLEL_MIN_ELEMENTS + 5).astype(np.float32)
+    want = encode_fast(x, "e2m1", "rne")  # starts the parent's pool
+    ctx = mp.get_context("fork")
+    with ctx.Pool(1) as pool:
+        got = pool.apply_async(encode_fast, (x, "e2m1", "rne")).get(timeout=120)
+    assert np.array_equal(got, want)

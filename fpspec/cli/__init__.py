@@ -20,6 +20,7 @@ COMMAND_MODULES = [
     "fpspec.cli.codebook",
     "fpspec.cli.quantize",
     "fpspec.cli.bounds",
+    "fpspec.cli.gemm",
     "fpspec.cli.bench",
 ]
 

@@ -48,6 +48,7 @@ BENCHMARKS: dict[str, Benchmark] = {}
 #: e.g. "fpspec.blocks.bench"); they are imported when the ``bench`` command is registered.
 BENCHMARK_MODULES: list[str] = [
     "fpspec.bench_quantize",
+    "fpspec.cli.gemm",
 ]
 
 
@@ -149,6 +150,10 @@ def _print_rows(rows: list[dict]) -> None:
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
+    if args.threads is not None:
+        from ..fast import rounding
+
+        rounding.THREADS = args.threads
     rows = BENCHMARKS[args.bench_name].run(args)
     if args.json:
         print(json.dumps({"benchmark": args.bench_name, "results": rows}, indent=2))
@@ -171,6 +176,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         bp.add_argument("--repeat", type=int, default=5, help="timed runs after the warm-up; best is kept")
         bp.add_argument("--seed", type=int, default=0)
         bp.add_argument("--json", action="store_true", help="machine-readable output")
+        bp.add_argument("--threads", type=int, default=None,
+                        help="fpspec worker threads (default: every available CPU; the baseline "
+                             "runs as it does, e.g. ml_dtypes astype on one thread)")
         if bench.add_arguments is not None:
             bench.add_arguments(bp)
         bp.set_defaults(func=_cmd_bench)

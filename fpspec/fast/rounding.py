@@ -237,8 +237,24 @@ PARALLEL_MIN_ELEMENTS = 1 << 18
 _POOL: ThreadPoolExecutor | None = None
 
 
+def _forget_pool_after_fork() -> None:
+    """A forked child has none of the parent's worker threads: start a fresh pool there."""
+    global _POOL
+    _POOL = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool_after_fork)
+
+
+#: Worker threads for large arrays; None means every CPU this process may run on.
+THREADS: int | None = None
+
+
 def _threads() -> int:
-    """Worker threads for large arrays: the CPUs this process may run on."""
+    """Worker threads for large arrays: :data:`THREADS`, else the CPUs this process may run on."""
+    if THREADS is not None:
+        return max(1, THREADS)
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # pragma: no cover - not Linux

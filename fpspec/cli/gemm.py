@@ -1,0 +1,130 @@
+"""``fpspec gemm``, ``fpspec models`` and ``fpspec bench gemm`` (FPS-GEMM-11, docs/gemm.rst)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import numpy as np
+
+from ..errors import FpspecError
+from ..gemm import CODE_FORMATS, gemm
+from ..io import load_npy, save_npy
+from ..models import PARAMETER_HELP, PRESETS, parse_overrides, presets_json
+from ..quantized import QuantizedTensor
+
+
+def _cmd_gemm(args: argparse.Namespace) -> int:
+    overrides = parse_overrides(args.set)
+    if args.format is None:
+        for path in (args.a, args.bt):
+            if not str(path).endswith(".npz"):
+                raise FpspecError(f"{path}: expected an .npz written by 'fpspec quantize' "
+                                  "(or give --format for .npy code arrays)")
+        a = QuantizedTensor.from_npz(args.a)
+        bt = QuantizedTensor.from_npz(args.bt)
+        y = gemm(a, bt, args.model, impl=args.impl, **overrides)
+    else:
+        a = load_npy(args.a)
+        bt = load_npy(args.bt)
+        try:
+            y = gemm(a, bt, args.model, fmt=args.format, impl=args.impl, **overrides)
+        except FpspecError as exc:
+            raise FpspecError(f"{args.a}, {args.bt}: {exc}") from None
+    save_npy(args.out, y.view(np.uint32) if args.bits else y)
+    return 0
+
+
+def _cmd_models(args: argparse.Namespace) -> int:
+    if args.json:
+        print(presets_json())
+        return 0
+    for name, p in PRESETS.items():
+        print(f"{name}")
+        print(f"    {p.summary}")
+        print(f"    source: {p.source}")
+        d = p.model.to_dict()
+        print("    " + ", ".join(f"{k}={v}" for k, v in d.items()))
+    print("\nparameters (--set PARAM=VALUE; aliases G, F, N_C, L, neab):")
+    for k, v in PARAMETER_HELP.items():
+        print(f"  {k:22} {v}")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "gemm", help="A @ BT^T under a GEMM accumulation model (float32 output)",
+        description="Compute A (M x K) @ BT (N x K)^T -> C (M x N) float32 under an accumulation model. "
+                    "Operands: two .npz from 'fpspec quantize' (BT quantized rowwise from the N x K "
+                    "matrix), or with --format two .npy code arrays (uint8 e4m3/e5m2, uint16 fp16/bf16).")
+    p.add_argument("a", metavar="A", help="A: .npz quantized tensor, or .npy codes with --format")
+    p.add_argument("bt", metavar="BT", help="BT (N x K): .npz quantized tensor, or .npy codes with --format")
+    p.add_argument("--model", required=True, help=f"preset: {', '.join(PRESETS)}")
+    p.add_argument("--set", action="append", default=[], metavar="PARAM=VALUE",
+                   help="override a model parameter (repeatable; see 'fpspec models')")
+    p.add_argument("--format", choices=CODE_FORMATS, default=None, help="code format of .npy operands")
+    p.add_argument("--bits", action="store_true", help="write the float32 bit patterns as uint32")
+    p.add_argument("--impl", choices=["fast", "exact"], default="fast")
+    p.add_argument("--out", required=True, help="output .npy")
+    p.set_defaults(func=_cmd_gemm)
+
+    q = sub.add_parser("models", help="list the GEMM model presets and their parameters",
+                       description="List every GEMM accumulation preset with its parameters and source.")
+    q.add_argument("--json", action="store_true", help="machine-readable output")
+    q.set_defaults(func=_cmd_models)
+
+
+# ------------------------------------------------------------ fpspec bench gemm
+def bench_gemm(args: argparse.Namespace) -> list[dict]:
+    """The three GEMM cases of issue 4 against numpy float32 matmul of the same shape."""
+    import ml_dtypes
+
+    from ..quantize import quantize
+    from .bench import best_time, result_row
+
+    size = args.size
+    rng = np.random.default_rng(args.seed)
+    x = rng.standard_normal((size, size)).astype(np.float32)
+    w = rng.standard_normal((size, size)).astype(np.float32)
+    _, base = best_time(lambda: x @ w.T, args.repeat)
+    macs = size ** 3
+    rows = []
+    cases = [
+        ("seed nvfp4", "nvfp4", "seed-probe-matched", 1 / 40),
+        ("seed ue5m3", "ue5m3", "seed-probe-matched", 1 / 100),
+        ("km-promote128 e4m3", "e4m3", "km-h100-fp8-promote128", 1 / 300),
+    ]
+    for case, kind, model, goal in cases:
+        if args.cases and kind not in args.cases:
+            continue
+        if kind == "e4m3":
+            a = x.astype(ml_dtypes.float8_e4m3fn).view(np.uint8)
+            b = w.astype(ml_dtypes.float8_e4m3fn).view(np.uint8)
+            run = (lambda a=a, b=b, model=model: gemm(a, b, model, fmt="e4m3"))
+        else:
+            qa, qb = quantize(x, kind), quantize(w, kind)
+            run = (lambda qa=qa, qb=qb, model=model: gemm(qa, qb, model))
+        first, ours = best_time(run, args.repeat)
+        row = result_row(f"{case} {size}^3 goal 1/{round(1 / goal)}", macs, ours, "numpy f32 matmul", base, first,
+                         goal=f">= 1/{round(1 / goal)}", meets_goal=bool(base / ours >= goal))
+        rows.append(row)
+    return rows
+
+
+def _bench_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--size", type=int, default=1024, help="M = N = K (default 1024)")
+    p.add_argument("--cases", nargs="*", choices=["nvfp4", "ue5m3", "e4m3"], default=None)
+
+
+def _register_bench() -> None:
+    from .bench import BENCHMARKS, register_benchmark
+
+    if "gemm" not in BENCHMARKS:
+        register_benchmark("gemm", "GEMM models (seed NVFP4 / UE5M3, FP8 promote128) vs numpy float32 "
+                           "matmul; -n is ignored, see --size", bench_gemm, _bench_arguments)
+
+
+try:  # the bench command imports this module through BENCHMARK_MODULES
+    _register_bench()
+except ImportError:  # pragma: no cover - bench registry absent
+    pass

@@ -1,0 +1,96 @@
+"""Public GEMM API over the accumulation family (docs/gemm.rst, FPS-GEMM-*).
+
+``gemm(a, bt, model)`` computes ``A (M x K) @ BT (N x K)^T`` -> float32 (M, N) under a
+:class:`~fpspec.models.GemmModel` (a preset name or a model, with overrides).  The
+operands are both :class:`~fpspec.quantized.QuantizedTensor` (E2M1 payloads with any
+scale format, 1-D or 2-D tiles; BT quantized rowwise from the N x K matrix) or both
+code arrays of one plain format (``fmt``: e4m3 / e5m2 as uint8, fp16 / bf16 as uint16).
+
+``impl="exact"`` runs the executable spec (:mod:`fpspec.exact.accumulate`);
+``impl="fast"`` (default) the Numba twin (:mod:`fpspec.fast.accumulate`), which is
+bit-equal and falls back to the exact spec for the few configurations it does not cover
+(:func:`fpspec.fast.accumulate.supports`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .errors import FpspecError
+from .exact.accumulate import (
+    CODE_FORMATS,
+    check_code_pair,
+    check_quantized_pair,
+    gemm_exact,
+    tensor_alpha,
+)
+from .formats import get_format
+from .models import GemmModel, get_model
+from .quantized import QuantizedTensor
+
+__all__ = ["gemm", "CODE_FORMATS"]
+
+
+def _check_codes_in_range(q: QuantizedTensor, name: str) -> None:
+    pf = get_format(q.payload_format)
+    if q.codes.size and int(q.codes.max()) >= pf.num_codes:
+        flat = int(np.argmax(q.codes.reshape(-1) >= pf.num_codes))
+        raise FpspecError(f"{name}: payload code {int(q.codes.reshape(-1)[flat])} out of range for "
+                          f"{pf.name}", tuple(int(x) for x in np.unravel_index(flat, q.codes.shape)))
+    sf = get_format(q.scale_format)
+    if q.scales.size and int(q.scales.max()) >= sf.num_codes:
+        flat = int(np.argmax(q.scales.reshape(-1) >= sf.num_codes))
+        raise FpspecError(f"{name}: scale code {int(q.scales.reshape(-1)[flat])} out of range for "
+                          f"{sf.name}", tuple(int(x) for x in np.unravel_index(flat, q.scales.shape)))
+
+
+def gemm(a: Any, bt: Any, model: "str | GemmModel", *, fmt: str | None = None, impl: str = "fast",
+         **overrides: Any) -> np.ndarray:
+    """``A @ BT^T`` under an accumulation model, float32 (M, N) (FPS-GEMM-1).
+
+    Args:
+        a: M x K operand: a QuantizedTensor, or a code array (with ``fmt``).
+        bt: N x K operand (the columns of B as rows), of the same kind as ``a``.
+        model: a preset name (:data:`fpspec.models.PRESETS`) or a GemmModel.
+        fmt: the code format of code-array operands: e4m3, e5m2, fp16, bf16.
+        impl: "fast" (Numba, default) or "exact" (the executable spec).
+        **overrides: model parameters to change (names or aliases G, F, N_C, L, neab).
+
+    Raises:
+        FpspecError: shape or dtype mismatch, K not a multiple of G where the model
+            requires whole groups, unknown preset or parameter, out-of-range codes.
+    """
+    m = get_model(model, **overrides)
+    if impl not in ("fast", "exact"):
+        raise FpspecError(f"impl must be 'fast' or 'exact', got {impl!r}")
+    quantized = isinstance(a, QuantizedTensor)
+    if quantized != isinstance(bt, QuantizedTensor):
+        raise FpspecError("A and BT must both be QuantizedTensors or both code arrays")
+    if quantized:
+        if fmt is not None:
+            raise FpspecError("fmt is only for code-array operands; quantized tensors carry their formats")
+        check_quantized_pair(a, bt, m)
+        _check_codes_in_range(a, "A")
+        _check_codes_in_range(bt, "BT")
+        k = a.shape[1]
+    else:
+        if fmt is None or fmt not in CODE_FORMATS:
+            raise FpspecError(f"code-array operands need fmt, one of {', '.join(CODE_FORMATS)}; got {fmt!r}")
+        a = np.asarray(a)
+        bt = np.asarray(bt)
+        check_code_pair(a, bt, fmt)
+        k = a.shape[1]
+    m.check_k(k)
+    if impl == "exact":
+        return gemm_exact(a, bt, m, fmt=fmt)
+    from .fast.accumulate import FastPathUnsupported, gemm_fast, supports
+
+    if not supports(m, k):
+        return gemm_exact(a, bt, m, fmt=fmt)
+    alpha = tensor_alpha(a, bt, m) if quantized else None
+    try:
+        return gemm_fast(a, bt, m, fmt=fmt, alpha=alpha)
+    except FastPathUnsupported:
+        return gemm_exact(a, bt, m, fmt=fmt)
