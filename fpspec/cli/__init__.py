@@ -22,6 +22,8 @@ COMMAND_MODULES = [
     "fpspec.cli.bounds",
     "fpspec.cli.gemm",
     "fpspec.cli.bench",
+    "fpspec.cli.vectors",
+    "fpspec.cli.check",
 ]
 
 

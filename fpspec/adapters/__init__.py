@@ -1,0 +1,1 @@
+"""Optional adapters to other frameworks (torch), each importing its framework lazily."""
