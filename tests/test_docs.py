@@ -307,3 +307,43 @@ def test_docstring_notation_is_escaped_for_autodoc():
     escape_plain_markup(lines)
     assert lines[0] == r"round \|x\| (FPS-BLK-\*) per docs/scheme-\*.rst, ``|y|`` and *emphasis*"
     assert lines[4] == "   |z| stays" and lines[5] == r"after \|w\|"
+
+
+def test_fps_doc_3_gemm_preset_tables_match_the_models(site):
+    """FPS-DOC-3: gemm.html shows every preset with every GemmModel parameter as fpspec.models has it."""
+    import dataclasses
+
+    from fpspec.models import PRESETS, GemmModel
+
+    page = page_text(site, "gemm")
+    tables = re.findall(r'<table class="[^"]*\bfpspec-presets\b[^"]*">(.*?)</table>', page, re.S)
+    seen = set()
+    for table in tables:
+        head = [html.unescape(re.sub(r"<[^>]+>", "", c)).strip()
+                for c in re.findall(r"<th[^>]*>(.*?)</th>", table, re.S)]
+        names = head[1:]
+        for row in table_rows(f'<table class="fpspec-presets">{table}</table>', "fpspec-presets"):
+            param = row[0].split(" ")[0]
+            for name, cell in zip(names, row[1:]):
+                v = getattr(PRESETS[name].model, param)
+                want = "none" if v is None else ("yes" if v is True else "no" if v is False else str(v))
+                assert cell == want, (name, param, cell, want)
+                seen.add((name, param))
+    assert seen == {(n, f.name) for n in PRESETS for f in dataclasses.fields(GemmModel)}
+    assert "_images/gemm-error.png" in page
+
+
+def test_fps_doc_3_bounds_table_matches_fpspec_bounds(site):
+    """FPS-DOC-3: bounds.html shows 137.143 (960/7) and 30 times headroom for ue5m3 at T = 448 and
+    2048, 256 and 56 for ue5m3fnu, and every row's headroom equals range_bounds."""
+    from fpspec.bounds import range_bounds
+
+    page = page_text(site, "bounds")
+    rows = [r for r in table_rows(page, "fpspec-table") if len(r) == 7]
+    got = {(r[0], r[1]): r[3] for r in rows}
+    assert got[("ue5m3", "448")] == "137.143 (960/7) times"
+    assert got[("ue5m3", "2048")] == "30 times"
+    assert got[("ue5m3fnu", "448")] == "256 times" and got[("ue5m3fnu", "2048")] == "56 times"
+    for (sf, t), text in got.items():
+        assert float(text.split(" ")[0]) == pytest.approx(float(range_bounds(sf, int(t)).headroom), rel=1e-5)
+    assert "_images/amax-window.png" in page
