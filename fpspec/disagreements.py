@@ -190,14 +190,15 @@ DISAGREEMENTS: tuple[Disagreement, ...] = (
     Disagreement(
         "signed-zero", "Whether -0.0 keeps its sign in E2M1",
         (
-            Behaviour("TE NVFP4 round-to-nearest reference", "-0.0 -> code 0 (+0)", (),
-                      "selected by the nvfp4 te-fp32 block profile where block scaling provides it"),
+            Behaviour("TE NVFP4 reference and kernel (cast_to_fp4x2)", "a scaled -0.0 -> code 0 (+0)",
+                      _sel("profile=nvfp4/te-fp32"), "in block quantization"),
             Behaviour("TE CUDA kernel and SR path", "-0.0 -> code 0x8 (-0)", _sel("format=e2m1")),
             Behaviour("seed portable reference (formats.py)", "-0.0 -> code 0x8", _sel("format=e2m1")),
             Behaviour("seed Triton kernel", "-0.0 -> +0 (code 0)", (),
                       "not modelled by the element conversion, which keeps the sign"),
         ),
-        "The element conversion keeps the sign of zero (code 0x8), as IEEE 754 conversions do."),
+        "The element conversion keeps the sign of zero (code 0x8), as IEEE 754 conversions do; "
+        "block profiles follow their source (FPS-BLK-11)."),
     Disagreement(
         "double-rounding", "Rounding a float64 input: once, or through float32",
         (
@@ -270,38 +271,49 @@ DISAGREEMENTS: tuple[Disagreement, ...] = (
     Disagreement(
         "zero-scale", "A block scale that rounds to zero",
         (
-            Behaviour("seed paper (UE5M3 recipe)", "replaced by 1.0 after rounding (the zero-scale-to-one rule)", ()),
-            Behaviour("TE NVFP4", "kept as code 0x00; every nonzero element of the block then becomes +-6", ()),
+            Behaviour("seed paper (UE5M3 recipe)", "replaced by 1.0 after rounding (the zero-scale-to-one rule)",
+                      _sel("profile=ue5m3/exact, zero-scale-rule=on")),
+            Behaviour("TE NVFP4", "kept as code 0x00; every nonzero element of the block then becomes +-6",
+                      _sel("profile=nvfp4/te-fp32")),
+            Behaviour("UE5M3 without the rule", "code 0x00 kept, as TE does",
+                      _sel("profile=ue5m3/exact, zero-scale-rule=off")),
         ),
-        "Defined per block-scaling scheme (docs/scheme-ue5m3.rst, docs/scheme-nvfp4.rst)."),
+        "Per scheme: on for ue5m3 (the seed paper), off for nvfp4 (TE)."),
     Disagreement(
-        "amax-zero", "The tensor scale when the tensor amax is 0",
+        "amax-zero", "The tensor encode scale when the tensor amax is 0",
         (
-            Behaviour("TE NVFP4 Python reference", "S_enc = FLT_MAX", ()),
-            Behaviour("TE NVFP4 CUDA kernel", "S_enc = 1", ()),
-            Behaviour("seed kernel", "amax 0 is replaced by 1", ()),
+            Behaviour("TE NVFP4 Python reference (NVFP4QuantizerRef)", "S_enc = 6*448/0 capped: FLT_MAX",
+                      _sel("profile=nvfp4/te-fp32")),
+            Behaviour("TE NVFP4 CUDA kernel", "S_enc = 1", _sel("profile=nvfp4/te-kernel")),
+            Behaviour("seed kernel", "amax 0 is replaced by 1 (encode scale 1)", _sel("profile=ue5m3/seed-fp32")),
         ),
-        "Defined per block-scaling scheme and profile."),
+        "Per profile, as each source does."),
     Disagreement(
         "e4m3-lower-clamp", "A lower clamp on NVFP4 (E4M3) block scales",
         (
-            Behaviour("torchao 0.18", "clamps block scales at 2^-6 and divides in two steps", ()),
-            Behaviour("TE, torchao main", "no lower clamp (a tiny block gets scale 0x00)", ()),
+            Behaviour("torchao 0.18", "clamps block scales at 2^-6 and divides in two steps", (),
+                      "not reproduced (torchao main matches TE)"),
+            Behaviour("TE, torchao main", "no lower clamp (a tiny block gets scale 0x00)",
+                      _sel("profile=nvfp4/te-fp32")),
         ),
         "No clamp (TE)."),
     Disagreement(
         "fp32-order", "Exact real arithmetic or a fixed FP32 operation order in block scaling",
         (
-            Behaviour("seed Triton kernel", "div/mul in FP32 in a fixed order (brief sec. 3)", ()),
-            Behaviour("TE NVFP4QuantizerRef", "its own FP32 sequence", ()),
-            Behaviour("paper formulas", "exact real arithmetic, one rounding per step", ()),
+            Behaviour("seed Triton kernel", "div/mul in FP32 in a fixed order (brief sec. 3)",
+                      _sel("profile=ue5m3/seed-fp32")),
+            Behaviour("TE NVFP4QuantizerRef", "its own FP32 sequence", _sel("profile=nvfp4/te-fp32")),
+            Behaviour("the papers' formulas", "exact real arithmetic, one rounding per conversion",
+                      _sel("profile=ue5m3/exact, profile=nvfp4/exact")),
         ),
-        "Both exist as named profiles; reassociation flips exact midpoints."),
+        "Both kinds exist as named profiles; reassociating the FP32 steps flips exact midpoints, "
+        "so neither stands in for the other.", ("FPS-BLK-2", "FPS-BLK-3")),
     Disagreement(
         "mx-scale", "How the MX (E8M0) block scale exponent is chosen",
         (
-            Behaviour("OCP MX v1.0", "floor(log2 amax) - 2", ()),
-            Behaviour("torchao", "floor, ceil, even or rceil modes", ()),
+            Behaviour("OCP MX v1.0", "floor(log2 amax) - 2", _sel("profile=mxfp4/floor")),
+            Behaviour("torchao CEIL / EVEN / RCEIL", "ceil, round-to-even mantissa, or ceil(log2(amax/6))",
+                      _sel("profile=mxfp4/ceil, profile=mxfp4/even, profile=mxfp4/rceil")),
             Behaviour("torchao 0.18 RCEIL", "float log2: one code too small just above a power of two", (),
                       "not reproduced: fpspec takes the exponent from the bits"),
             Behaviour("microxcaling", "float log2: one too high just below a power of two", (),
@@ -309,37 +321,45 @@ DISAGREEMENTS: tuple[Disagreement, ...] = (
             Behaviour("torchao FLOOR, byte 0", "quantizes with 2^-126, dequantizes with 2^-127", (),
                       "not reproduced"),
         ),
-        "floor(log2 amax) - 2 computed exactly (OCP)."),
+        "floor(log2 amax) - 2 computed exactly (OCP).", ("FPS-BLK-12",),
+        default_selects=_sel("profile=mxfp4/floor")),
     Disagreement(
         "dequant-order", "The order of the multiplications of a dequantization",
         (
-            Behaviour("seed portable reference", "payload * (scale * gd)", ()),
-            Behaviour("seed kernel", "(payload * scale) * gd", ()),
-            Behaviour("TE kernel vs TE test helper", "two formulas that differ by 1 ulp on about half "
-                      "of the elements", ()),
+            Behaviour("seed portable reference", "payload * (scale * gd)", (), "not reproduced"),
+            Behaviour("seed kernel", "(payload * scale) * gd", _sel("profile=ue5m3/seed-fp32")),
+            Behaviour("TE", "payload * ((scale * amax) * fp32(1/2688)); TE's test helper differs by 1 ulp "
+                      "on about half of the elements", _sel("profile=nvfp4/te-fp32")),
         ),
-        "Defined per block-scaling profile."),
+        "Per profile; exact profiles round the exact product once.", ("FPS-BLK-14",)),
     Disagreement(
         "nibble-order", "Which of two E2M1 codes sharing a byte is the low nibble",
         (
             Behaviour("TE NVFP4", "the even column in the low nibble", ()),
-            Behaviour("fpspec arrays", "one code per uint8, no packing", ()),
+            Behaviour("fpspec arrays and vector packs", "one code per uint8, in the low nibble; no packing", ()),
         ),
-        "fpspec files hold one code per byte; packed layouts are the vector pack's concern."),
+        "fpspec files hold one code per byte; a packed layout must name its nibble order.", ("FPS-VEC-11",)),
     Disagreement(
         "gemm-group", "How a GEMM forms and accumulates its group partials",
         (
-            Behaviour("seed paper's probe-matched model", "exact sum of 64 products, RNE to FP32, RZ across groups", ()),
+            Behaviour("seed paper's probe-matched model", "exact sum of 64 products, RNE to FP32, RZ across groups",
+                      _sel("preset=seed-probe-matched")),
             Behaviour("seed code", "a BF16 tensor-core dot; its CPU oracle a torch FP32 sum", (),
                       "not reproduced: neither is an exact-sum-then-round"),
-            Behaviour("Khattak & Mikaitis tensor-core models", "aligned, truncated fused blocks of G products", ()),
+            Behaviour("Khattak & Mikaitis tensor-core models", "aligned, truncated fused blocks of G products, RZ",
+                      _sel("preset=km-h100-fp8, preset=km-b200-fp8, preset=km-h100-bf16, "
+                           "preset=km-a100-bf16, preset=km-v100-fp16")),
+            Behaviour("cuBLAS FP8 on H100/H200, use_fast_accum=False", "as km-h100-fp8, promoted to FP32 every 128",
+                      _sel("preset=km-h100-fp8-promote128")),
+            Behaviour("decoded-operand model", "decode to FP32, ordinary FP32 GEMM", _sel("preset=decoded-fp32")),
         ),
-        "A parametrised family with named presets (docs/gemm.rst)."),
+        "A parametrised family with named presets.", ("FPS-GEMM-1", "FPS-GEMM-3")),
     Disagreement(
         "snap", "The output snap to a 1/1024 lattice",
         (
-            Behaviour("seed paper", "round(1024 c)/1024, ties to even; the lattice was not uniquely "
-                      "identified (none, 1/2048, 1/4096 fit equally)", ()),
+            Behaviour("seed paper", "round(1024 c)/1024, ties to even", _sel("preset=seed-probe-matched")),
+            Behaviour("seed paper (fits equally)", "no snap (or 1/2048, 1/4096: not uniquely identified)",
+                      _sel("preset=seed-probe-matched-nosnap")),
         ),
-        "A named GEMM parameter."),
+        "A named GEMM parameter (snap_bits).", ("FPS-GEMM-7",)),
 )
