@@ -38,12 +38,11 @@ One output element ``y[m, n]`` of ``A (M x K) @ BT (N x K)^T`` is computed as
 5. **Promotion.**  With ``promotion_interval = N_C``, after every N_C products
    (and at the end of K) the partial ``c`` is added into a separate FP32
    accumulator ``C <- round_promo(C + c)`` and ``c`` restarts at 0; the output of
-   the chain is then ``C``, else ``c``.
-5b. **Split K.**  With ``split_k = S``, K is cut into contiguous slices of S
-   products (the last may be shorter); steps 2-5 run on each slice as its own
-   chain (groups and promotion counted from the slice start), and the slice
-   results ``r_0, r_1, ...`` are added in order with FP32 RNE:
-   ``y <- RNE32(...RNE32(r_0 + r_1) ... + r_last)`` (FPS-GEMM-14).
+   the chain is then ``C``, else ``c``.  **Split K:** with ``split_k = S``, K is
+   cut into contiguous slices of S products (the last may be shorter); steps 2-5
+   run on each slice as its own chain (groups and promotion counted from the slice
+   start), and the slice results ``r_0, r_1, ...`` are added in order with FP32
+   RNE: ``y <- RNE32(...RNE32(r_0 + r_1) ... + r_last)`` (FPS-GEMM-14).
 6. **Snap.**  With ``snap_bits = L``: ``y <- round_half_even(y * 2^L) / 2^L``.
 7. **Alpha.**  ``y <- alpha * y`` (for quantized operands only): alpha from the
    amaxes and targets, ``amax_a amax_b / ((6 T_a)(6 T_b))``, or from the

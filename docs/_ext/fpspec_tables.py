@@ -584,7 +584,9 @@ class CliDirective(GeneratedDirective):
             if sub.description:
                 lines += [rst_escape(sub.description), ""]
             lines += [".. code-block:: text", ""] + ["   " + ln for ln in _usage(sub).splitlines()] + [""]
-            lines += list_table(["argument", "meaning"], _option_rows(sub), widths="30 70", classes="fpspec-table")
+            rows = _option_rows(sub)
+            if rows:  # a command with subcommands only (bench) has no options of its own
+                lines += list_table(["argument", "meaning"], rows, widths="30 70", classes="fpspec-table")
         return lines
 
 
