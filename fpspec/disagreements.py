@@ -180,24 +180,25 @@ DISAGREEMENTS: tuple[Disagreement, ...] = (
     Disagreement(
         "nan-into-e2m1", "What a NaN input becomes in E2M1 (which has no NaN)",
         (
-            Behaviour("ml_dtypes float4_e2m1fn", "a zero code (+NaN gives 0x8, -0)", (),
+            Behaviour("ml_dtypes float4_e2m1fn", "a zero code with the sign flipped (+NaN -> 0x8, -NaN -> 0x0)", (),
                       "not reproduced: the sign of the zero it picks is an artefact"),
             Behaviour("TE NVFP4 round-to-nearest reference", "code 0 (+0)", _sel("nan=zero")),
             Behaviour("TE stochastic-rounding fallback", "+6 (code 0x7)", _sel("nan=max")),
         ),
         "refuse with an error naming the first NaN: E2M1 has no NaN code and sources disagree, "
-        "so a silent choice would hide a bug.", default_selects=_sel("nan=error")),
+        "so a silent choice would hide a bug.", ("FPS-RND-10",), default_selects=_sel("nan=error")),
     Disagreement(
         "signed-zero", "Whether -0.0 keeps its sign in E2M1",
         (
-            Behaviour("TE NVFP4 round-to-nearest reference", "-0.0 -> code 0 (+0)", (),
-                      "selected by the nvfp4 te-fp32 block profile where block scaling provides it"),
+            Behaviour("TE NVFP4 reference and kernel (cast_to_fp4x2)", "a scaled -0.0 -> code 0 (+0)",
+                      _sel("profile=nvfp4/te-fp32"), "in block quantization"),
             Behaviour("TE CUDA kernel and SR path", "-0.0 -> code 0x8 (-0)", _sel("format=e2m1")),
             Behaviour("seed portable reference (formats.py)", "-0.0 -> code 0x8", _sel("format=e2m1")),
             Behaviour("seed Triton kernel", "-0.0 -> +0 (code 0)", (),
                       "not modelled by the element conversion, which keeps the sign"),
         ),
-        "The element conversion keeps the sign of zero (code 0x8), as IEEE 754 conversions do."),
+        "The element conversion keeps the sign of zero (code 0x8), as IEEE 754 conversions do; "
+        "block profiles follow their source (FPS-BLK-11)."),
     Disagreement(
         "double-rounding", "Rounding a float64 input: once, or through float32",
         (
@@ -213,7 +214,7 @@ DISAGREEMENTS: tuple[Disagreement, ...] = (
             Behaviour("TE NVFP4 block scale", "min(., 448) before conversion: saturation",
                       _sel("format=ue4m3, overflow=sat")),
         ),
-        "e4m3: nonfinite (what the casts do); ue4m3, the scale format: sat (its use)."),
+        "e4m3: nonfinite (what the casts do); ue4m3, the scale format: sat (its use).", ("FPS-RND-9",)),
     Disagreement(
         "e8m0-zero-negative", "E8M0 of zero or of a negative value",
         (
@@ -221,8 +222,31 @@ DISAGREEMENTS: tuple[Disagreement, ...] = (
                       _sel("format=ue8m0, zero=nan, negative=nan")),
             Behaviour("fpspec option", "0.0 -> the smallest code 2^-127", _sel("format=ue8m0, zero=min")),
         ),
-        "refuse both: a zero or negative scale request is a bug upstream.",
+        "refuse both: a zero or negative scale request is a bug upstream.", ("FPS-RND-11", "FPS-RND-12"),
         default_selects=_sel("zero=error, negative=error")),
+    Disagreement(
+        "e8m0-ties", "Ties of E8M0 (every value a power of two): to the even code or up",
+        (
+            Behaviour("ml_dtypes float8_e8m0fnu", "every tie 1.5*2^e goes up (3.0 -> 4.0)", _sel("format=ue8m0, rounding=rna")),
+            Behaviour("fpspec rne", "the tie goes to the even code (3.0 -> 2.0, code 0x80)", _sel("format=ue8m0, rounding=rne")),
+        ),
+        "rne, as for every other format; rna reproduces ml_dtypes.", ("FPS-RND-1", "FPS-RND-13"),
+        default_selects=_sel("rounding=rne")),
+    Disagreement(
+        "e5m2-nan-code", "Which NaN code E5M2 writes",
+        (
+            Behaviour("ml_dtypes float8_e5m2", "0x7E / 0xFE", (), "not reproduced: both are NaN codes"),
+            Behaviour("fpspec", "the canonical all-ones magnitude 0x7F / 0xFF, sign copied", _sel("format=e5m2, nan=nan")),
+        ),
+        "0x7F / 0xFF.", ("FPS-RND-10", "FPS-RND-13")),
+    Disagreement(
+        "e8m0-f32-subnormal", "E8M0 of float32 subnormals just above 2^-127",
+        (
+            Behaviour("ml_dtypes float8_e8m0fnu", "bits 0x400001..0x5FFFFF (below the midpoint) go up to 2^-126", (),
+                      "not reproduced: below the midpoint is not a tie"),
+            Behaviour("fpspec rne and rna", "2^-127 (code 0x00)", _sel("format=ue8m0, rounding=rne")),
+        ),
+        "2^-127: the exact value is nearer.", ("FPS-RND-13",)),
     Disagreement(
         "sr-variant", "Which stochastic rounding rule, with how many random bits",
         (
@@ -235,7 +259,7 @@ DISAGREEMENTS: tuple[Disagreement, ...] = (
             Behaviour("gfloat Stochastic (P3109)", "unbiased: P(up) = delta for delta a multiple of 2^-N",
                       _sel("rounding=sr-unbiased")),
         ),
-        "sr-midpoint with N = 8 (alias 'sr'), the seed paper's rule.",
+        "sr-midpoint with N = 8 (alias 'sr'), the seed paper's rule.", ("FPS-RND-5", "FPS-RND-6", "FPS-RND-7"),
         default_selects=_sel("rounding=sr-midpoint, nbits=8")),
     Disagreement(
         "ties", "Ties of round-to-nearest: to even or away from zero",
@@ -243,42 +267,53 @@ DISAGREEMENTS: tuple[Disagreement, ...] = (
             Behaviour("OCP MX v1.0, TE, seed, ml_dtypes", "ties to even", _sel("rounding=rne")),
             Behaviour("microxcaling 'nearest'", "ties away from zero", _sel("rounding=rna")),
         ),
-        "ties to even.", default_selects=_sel("rounding=rne")),
+        "ties to even.", ("FPS-RND-1", "FPS-RND-3"), default_selects=_sel("rounding=rne")),
     Disagreement(
         "zero-scale", "A block scale that rounds to zero",
         (
-            Behaviour("seed paper (UE5M3 recipe)", "replaced by 1.0 after rounding (the zero-scale-to-one rule)", ()),
-            Behaviour("TE NVFP4", "kept as code 0x00; every nonzero element of the block then becomes +-6", ()),
+            Behaviour("seed paper (UE5M3 recipe)", "replaced by 1.0 after rounding (the zero-scale-to-one rule)",
+                      _sel("profile=ue5m3/exact, zero-scale-rule=on")),
+            Behaviour("TE NVFP4", "kept as code 0x00; every nonzero element of the block then becomes +-6",
+                      _sel("profile=nvfp4/te-fp32")),
+            Behaviour("UE5M3 without the rule", "code 0x00 kept, as TE does",
+                      _sel("profile=ue5m3/exact, zero-scale-rule=off")),
         ),
-        "Defined per block-scaling scheme (docs/scheme-ue5m3.rst, docs/scheme-nvfp4.rst)."),
+        "Per scheme: on for ue5m3 (the seed paper), off for nvfp4 (TE)."),
     Disagreement(
-        "amax-zero", "The tensor scale when the tensor amax is 0",
+        "amax-zero", "The tensor encode scale when the tensor amax is 0",
         (
-            Behaviour("TE NVFP4 Python reference", "S_enc = FLT_MAX", ()),
-            Behaviour("TE NVFP4 CUDA kernel", "S_enc = 1", ()),
-            Behaviour("seed kernel", "amax 0 is replaced by 1", ()),
+            Behaviour("TE NVFP4 Python reference (NVFP4QuantizerRef)", "S_enc = 6*448/0 capped: FLT_MAX",
+                      _sel("profile=nvfp4/te-fp32")),
+            Behaviour("TE NVFP4 CUDA kernel", "S_enc = 1", _sel("profile=nvfp4/te-kernel")),
+            Behaviour("seed kernel", "amax 0 is replaced by 1 (encode scale 1)", _sel("profile=ue5m3/seed-fp32")),
         ),
-        "Defined per block-scaling scheme and profile."),
+        "Per profile, as each source does."),
     Disagreement(
         "e4m3-lower-clamp", "A lower clamp on NVFP4 (E4M3) block scales",
         (
-            Behaviour("torchao 0.18", "clamps block scales at 2^-6 and divides in two steps", ()),
-            Behaviour("TE, torchao main", "no lower clamp (a tiny block gets scale 0x00)", ()),
+            Behaviour("torchao 0.18", "clamps block scales at 2^-6 and divides in two steps", (),
+                      "not reproduced (torchao main matches TE)"),
+            Behaviour("TE, torchao main", "no lower clamp (a tiny block gets scale 0x00)",
+                      _sel("profile=nvfp4/te-fp32")),
         ),
         "No clamp (TE)."),
     Disagreement(
         "fp32-order", "Exact real arithmetic or a fixed FP32 operation order in block scaling",
         (
-            Behaviour("seed Triton kernel", "div/mul in FP32 in a fixed order (brief sec. 3)", ()),
-            Behaviour("TE NVFP4QuantizerRef", "its own FP32 sequence", ()),
-            Behaviour("paper formulas", "exact real arithmetic, one rounding per step", ()),
+            Behaviour("seed Triton kernel", "div/mul in FP32 in a fixed order (brief sec. 3)",
+                      _sel("profile=ue5m3/seed-fp32")),
+            Behaviour("TE NVFP4QuantizerRef", "its own FP32 sequence", _sel("profile=nvfp4/te-fp32")),
+            Behaviour("the papers' formulas", "exact real arithmetic, one rounding per conversion",
+                      _sel("profile=ue5m3/exact, profile=nvfp4/exact")),
         ),
-        "Both exist as named profiles; reassociation flips exact midpoints."),
+        "Both kinds exist as named profiles; reassociating the FP32 steps flips exact midpoints, "
+        "so neither stands in for the other.", ("FPS-BLK-2", "FPS-BLK-3")),
     Disagreement(
         "mx-scale", "How the MX (E8M0) block scale exponent is chosen",
         (
-            Behaviour("OCP MX v1.0", "floor(log2 amax) - 2", ()),
-            Behaviour("torchao", "floor, ceil, even or rceil modes", ()),
+            Behaviour("OCP MX v1.0", "floor(log2 amax) - 2", _sel("profile=mxfp4/floor")),
+            Behaviour("torchao CEIL / EVEN / RCEIL", "ceil, round-to-even mantissa, or ceil(log2(amax/6))",
+                      _sel("profile=mxfp4/ceil, profile=mxfp4/even, profile=mxfp4/rceil")),
             Behaviour("torchao 0.18 RCEIL", "float log2: one code too small just above a power of two", (),
                       "not reproduced: fpspec takes the exponent from the bits"),
             Behaviour("microxcaling", "float log2: one too high just below a power of two", (),
@@ -286,37 +321,45 @@ DISAGREEMENTS: tuple[Disagreement, ...] = (
             Behaviour("torchao FLOOR, byte 0", "quantizes with 2^-126, dequantizes with 2^-127", (),
                       "not reproduced"),
         ),
-        "floor(log2 amax) - 2 computed exactly (OCP)."),
+        "floor(log2 amax) - 2 computed exactly (OCP).", ("FPS-BLK-12",),
+        default_selects=_sel("profile=mxfp4/floor")),
     Disagreement(
         "dequant-order", "The order of the multiplications of a dequantization",
         (
-            Behaviour("seed portable reference", "payload * (scale * gd)", ()),
-            Behaviour("seed kernel", "(payload * scale) * gd", ()),
-            Behaviour("TE kernel vs TE test helper", "two formulas that differ by 1 ulp on about half "
-                      "of the elements", ()),
+            Behaviour("seed portable reference", "payload * (scale * gd)", (), "not reproduced"),
+            Behaviour("seed kernel", "(payload * scale) * gd", _sel("profile=ue5m3/seed-fp32")),
+            Behaviour("TE", "payload * ((scale * amax) * fp32(1/2688)); TE's test helper differs by 1 ulp "
+                      "on about half of the elements", _sel("profile=nvfp4/te-fp32")),
         ),
-        "Defined per block-scaling profile."),
+        "Per profile; exact profiles round the exact product once.", ("FPS-BLK-14",)),
     Disagreement(
         "nibble-order", "Which of two E2M1 codes sharing a byte is the low nibble",
         (
             Behaviour("TE NVFP4", "the even column in the low nibble", ()),
-            Behaviour("fpspec arrays", "one code per uint8, no packing", ()),
+            Behaviour("fpspec arrays and vector packs", "one code per uint8, in the low nibble; no packing", ()),
         ),
-        "fpspec files hold one code per byte; packed layouts are the vector pack's concern."),
+        "fpspec files hold one code per byte; a packed layout must name its nibble order.", ("FPS-VEC-11",)),
     Disagreement(
         "gemm-group", "How a GEMM forms and accumulates its group partials",
         (
-            Behaviour("seed paper's probe-matched model", "exact sum of 64 products, RNE to FP32, RZ across groups", ()),
+            Behaviour("seed paper's probe-matched model", "exact sum of 64 products, RNE to FP32, RZ across groups",
+                      _sel("preset=seed-probe-matched")),
             Behaviour("seed code", "a BF16 tensor-core dot; its CPU oracle a torch FP32 sum", (),
                       "not reproduced: neither is an exact-sum-then-round"),
-            Behaviour("Khattak & Mikaitis tensor-core models", "aligned, truncated fused blocks of G products", ()),
+            Behaviour("Khattak & Mikaitis tensor-core models", "aligned, truncated fused blocks of G products, RZ",
+                      _sel("preset=km-h100-fp8, preset=km-b200-fp8, preset=km-h100-bf16, "
+                           "preset=km-a100-bf16, preset=km-v100-fp16")),
+            Behaviour("cuBLAS FP8 on H100/H200, use_fast_accum=False", "as km-h100-fp8, promoted to FP32 every 128",
+                      _sel("preset=km-h100-fp8-promote128")),
+            Behaviour("decoded-operand model", "decode to FP32, ordinary FP32 GEMM", _sel("preset=decoded-fp32")),
         ),
-        "A parametrised family with named presets (docs/gemm.rst)."),
+        "A parametrised family with named presets.", ("FPS-GEMM-1", "FPS-GEMM-3")),
     Disagreement(
         "snap", "The output snap to a 1/1024 lattice",
         (
-            Behaviour("seed paper", "round(1024 c)/1024, ties to even; the lattice was not uniquely "
-                      "identified (none, 1/2048, 1/4096 fit equally)", ()),
+            Behaviour("seed paper", "round(1024 c)/1024, ties to even", _sel("preset=seed-probe-matched")),
+            Behaviour("seed paper (fits equally)", "no snap (or 1/2048, 1/4096: not uniquely identified)",
+                      _sel("preset=seed-probe-matched-nosnap")),
         ),
-        "A named GEMM parameter."),
+        "A named GEMM parameter (snap_bits).", ("FPS-GEMM-7",)),
 )

@@ -61,8 +61,8 @@ def test_fps_doc_5_nan_into_e2m1_behaviours():
     assert _enc(np.nan, "e2m1", nan="max") == 0x7
     with pytest.raises(ValueError, match="NaN"):
         _enc(np.nan, "e2m1")
-    md = np.array([np.nan], dtype=np.float32).astype(ml_dtypes.float4_e2m1fn).view(np.uint8)[0] & 0xF
-    assert md in (0x0, 0x8)
+    md = np.array([np.nan, -np.nan], dtype=np.float32).astype(ml_dtypes.float4_e2m1fn).view(np.uint8) & 0xF
+    assert md.tolist() == [0x8, 0x0]
 
 
 def test_fps_doc_5_signed_zero_and_double_rounding():
@@ -91,6 +91,21 @@ def test_fps_doc_5_e4m3_overflow_and_e8m0_specials():
         _enc(0.0, "ue8m0")
     with pytest.raises(ValueError):
         _enc(-1.0, "ue8m0")
+
+
+def test_fps_doc_5_e8m0_ties_e5m2_nan_and_subnormals_against_ml_dtypes():
+    """FPS-DOC-5: ml_dtypes sends the E8M0 tie 3.0 up to 4.0 (fpspec rna), fpspec rne to 2.0;
+    ml_dtypes writes E5M2 NaN as 0x7E where fpspec writes 0x7F; the float32 subnormal
+    0x400001 goes to 2^-126 in ml_dtypes and to 2^-127 in fpspec."""
+    x = np.array([3.0], dtype=np.float32)
+    assert x.astype(ml_dtypes.float8_e8m0fnu).view(np.uint8)[0] == 0x81
+    assert _enc(3.0, "ue8m0", rounding="rna") == 0x81 and _enc(3.0, "ue8m0") == 0x80
+    nan = np.array([np.nan], dtype=np.float32)
+    assert nan.astype(ml_dtypes.float8_e5m2).view(np.uint8)[0] == 0x7E
+    assert encode(nan, "e5m2").tolist() == [0x7F]
+    sub = np.array([0x400001], dtype=np.uint32).view(np.float32)
+    assert sub.astype(ml_dtypes.float8_e8m0fnu).view(np.uint8)[0] == 0x01
+    assert encode(sub, "ue8m0").tolist() == [0x00] and encode(sub, "ue8m0", "rna").tolist() == [0x00]
 
 
 def test_fps_doc_5_sr_variants_and_ties():
@@ -162,3 +177,47 @@ def test_exact_value_formatting():
     assert exact_decimal(Fraction(1, 2**17)) == "0.00000762939453125"
     assert exact_decimal(Fraction(-3, 2)) == "-1.5" and exact_decimal(Fraction(448)) == "448"
     assert exact_decimal(Fraction(1, 2**127)).startswith("~5.87747175e-39")
+
+
+# ------------------------------------------- block-scaling and GEMM names (FPS-DOC-5)
+
+
+def test_fps_doc_5_block_profiles_do_what_the_table_says():
+    """FPS-DOC-5: a block far below the tensor amax gets scale 1.0 (0x78) and payload 0 under the
+    seed's zero-scale rule, scale 0x00 and payload +6 under TE's nvfp4 profile and under
+    ue5m3 with the rule off; the profiles carry the amax = 0, signed-zero and MX choices claimed."""
+    from fpspec.quantize import quantize
+
+    x = np.zeros((1, 32), np.float32)
+    x[0, 0], x[0, 16] = 1000.0, 1e-6
+    seed = quantize(x, "ue5m3", profile=resolve(Selector("profile", "ue5m3/exact")).name,
+                    zero_scale_rule=resolve(Selector("zero-scale-rule", "on")))
+    te = quantize(x, "nvfp4", profile="te-fp32")
+    off = quantize(x, "ue5m3", zero_scale_rule=resolve(Selector("zero-scale-rule", "off")))
+    assert seed.scales[0, 1] == 0x78 and seed.codes[0, 16] == 0
+    assert te.scales[0, 1] == 0x00 and te.codes[0, 16] == 0x7
+    assert off.scales[0, 1] == 0x00 and off.codes[0, 16] == 0x7
+    p = {name: resolve(Selector("profile", name)) for name in
+         ("nvfp4/te-fp32", "nvfp4/te-kernel", "ue5m3/seed-fp32", "ue5m3/exact", "mxfp4/floor", "mxfp4/rceil")}
+    assert p["nvfp4/te-fp32"].amax_zero.value == "flt-max" and p["nvfp4/te-kernel"].amax_zero.value == "one"
+    assert p["ue5m3/seed-fp32"].amax_zero.value == "one"
+    assert p["nvfp4/te-fp32"].signed_zero.value == "positive" and p["ue5m3/exact"].signed_zero.value == "keep"
+    assert p["mxfp4/floor"].mx_mode.value == "floor" and p["mxfp4/rceil"].mx_mode.value == "rceil"
+    assert p["ue5m3/seed-fp32"].dequant == "seed-kernel" and p["nvfp4/te-fp32"].dequant == "te"
+
+
+def test_fps_doc_5_gemm_presets_carry_the_stated_parameters():
+    """FPS-DOC-5: seed-probe-matched: G = 64, exact group sum RNE, RZ across groups, snap 2^-10;
+    -nosnap: no snap; km-h100-fp8: fused 32-product blocks, 13 kept bits, truncation, RZ;
+    -promote128: FP32 promotion every 128 products."""
+    seed = resolve(Selector("preset", "seed-probe-matched")).model
+    assert (seed.group_size, seed.group_rounding, seed.accumulate_rounding, seed.snap_bits) == (64, "rne", "rz", 10)
+    assert resolve(Selector("preset", "seed-probe-matched-nosnap")).model.snap_bits is None
+    km = resolve(Selector("preset", "km-h100-fp8")).model
+    assert (km.group_size, km.window_bits, km.below_window, km.fused, km.accumulate_rounding) == \
+        (32, 13, "truncate", True, "rz")
+    assert resolve(Selector("preset", "km-h100-fp8-promote128")).model.promotion_interval == 128
+    with pytest.raises(KeyError):
+        resolve(Selector("preset", "km-h100-fp9"))
+    with pytest.raises(Exception):
+        resolve(Selector("profile", "nvfp4/torchao-0.17"))

@@ -153,16 +153,25 @@ def test_fps_doc_3_bit_layouts_and_plots_are_present(site):
 
 
 def test_fps_doc_3_cli_reference_lists_every_command_and_option(site):
-    """FPS-DOC-3: cli.html has a section per command of build_parser() with every option."""
+    """FPS-DOC-3: cli.html has a section per command and subcommand of build_parser() with every
+    option."""
     page = html.unescape(re.sub(r"<[^>]+>", "", page_text(site, "cli")))
-    parser = build_parser()
-    sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
-    assert sub.choices, "the parser has no commands"
-    for name, p in sub.choices.items():
-        assert f"fpspec {name}" in page, name
+    commands = list(_commands(build_parser(), "fpspec"))
+    assert commands, "the parser has no commands"
+    for title, p in commands:
+        assert f"{title}¶" in page or f"{title}\n" in page, title
         for action in p._actions:
             for opt in action.option_strings:
-                assert opt in page, (name, opt)
+                assert opt in page, (title, opt)
+
+
+def _commands(parser, prefix):
+    """(title, parser) of every command and subcommand, depth first."""
+    for action in parser._actions:
+        if action.__class__.__name__ == "_SubParsersAction":
+            for name, sub in action.choices.items():
+                yield f"{prefix} {name}", sub
+                yield from _commands(sub, f"{prefix} {name}")
 
 
 def test_fps_doc_5_disagreement_table_shows_every_behaviour(site):
@@ -191,15 +200,19 @@ def test_fps_doc_6_changelog_has_the_current_spec_version(site):
 # ---------------------------------------------------------- examples run (FPS-DOC-4)
 
 
-def _mini_project(tmp_path: Path, body: str) -> Path:
+def _mini_project(tmp_path: Path, body: str, extra_pages: dict[str, str] | None = None) -> Path:
     src = tmp_path / "src"
     src.mkdir(parents=True)
     (src / "conf.py").write_text(textwrap.dedent(f"""
         import sys
         sys.path.insert(0, {str(EXT)!r})
-        extensions = ["sphinx.ext.doctest", "fpspec_examples"]
+        extensions = ["sphinx.ext.doctest", "fpspec_examples", "fpspec_spec"]
         """))
-    (src / "index.rst").write_text("Examples\n========\n\n" + textwrap.dedent(body))
+    pages = extra_pages or {}
+    toc = "\n.. toctree::\n\n" + "".join(f"   {name}\n" for name in pages) if pages else ""
+    (src / "index.rst").write_text("Examples\n========\n\n" + textwrap.dedent(body) + toc)
+    for name, text in pages.items():
+        (src / f"{name}.rst").write_text(f"{name}\n{'=' * len(name)}\n\n" + textwrap.dedent(text))
     return src
 
 
@@ -248,3 +261,89 @@ def test_fps_doc_4_an_example_that_raises_fails_the_build(tmp_path):
         """)
     proc = sphinx_build(src, tmp_path / "out")
     assert proc.returncode != 0 and "ZeroDivisionError" in proc.stderr
+
+
+# ------------------------------------------------------- requirement ids at build time
+
+
+def test_fps_doc_1_a_requirement_defined_on_two_pages_fails_the_build(tmp_path):
+    """FPS-DOC-1: the build refuses an id defined twice, naming the other page."""
+    rid = "FPS-" + "TST-1"
+    stmt = f"""
+        .. requirement:: {rid}
+
+           A statement.
+        """
+    proc = sphinx_build(_mini_project(tmp_path, stmt, {"other": stmt}), tmp_path / "out")
+    assert proc.returncode != 0 and f"requirement {rid} is defined twice" in proc.stderr
+
+
+def test_fps_doc_1_req_role_links_and_refuses_unknown_ids(tmp_path):
+    """FPS-DOC-1: :req: links to a defined requirement's anchor; a link to an undefined id fails."""
+    rid, missing = "FPS-" + "TST-1", "FPS-" + "TST-2"
+    body = f"""
+        .. requirement:: {rid}
+
+           A statement.
+
+        See :req:`{rid}`.
+        """
+    out = tmp_path / "a" / "out"
+    assert sphinx_build(_mini_project(tmp_path / "a", body), out).returncode == 0
+    page = (out / "index.html").read_text()
+    assert f'id="req-{rid}"' in page and f'href="#req-{rid}"' in page
+    proc = sphinx_build(_mini_project(tmp_path / "b", body + f"\nAnd :req:`{missing}`.\n"), tmp_path / "b" / "out")
+    assert proc.returncode != 0 and f"req-{missing.lower()}" in proc.stderr
+
+
+def test_docstring_notation_is_escaped_for_autodoc():
+    """Plain-text docstring notation (|x|, FPS-AREA-*, docs/*.rst) renders as written; inline
+    literals and literal blocks are left alone."""
+    sys.path.insert(0, str(EXT))
+    from fpspec_spec import escape_plain_markup
+
+    lines = ["round |x| (FPS-BLK-*) per docs/scheme-*.rst, ``|y|`` and *emphasis*", "", "::", "",
+             "   |z| stays", "after |w|"]
+    escape_plain_markup(lines)
+    assert lines[0] == r"round \|x\| (FPS-BLK-\*) per docs/scheme-\*.rst, ``|y|`` and *emphasis*"
+    assert lines[4] == "   |z| stays" and lines[5] == r"after \|w\|"
+
+
+def test_fps_doc_3_gemm_preset_tables_match_the_models(site):
+    """FPS-DOC-3: gemm.html shows every preset with every GemmModel parameter as fpspec.models has it."""
+    import dataclasses
+
+    from fpspec.models import PRESETS, GemmModel
+
+    page = page_text(site, "gemm")
+    tables = re.findall(r'<table class="[^"]*\bfpspec-presets\b[^"]*">(.*?)</table>', page, re.S)
+    seen = set()
+    for table in tables:
+        head = [html.unescape(re.sub(r"<[^>]+>", "", c)).strip()
+                for c in re.findall(r"<th[^>]*>(.*?)</th>", table, re.S)]
+        names = head[1:]
+        for row in table_rows(f'<table class="fpspec-presets">{table}</table>', "fpspec-presets"):
+            param = row[0].split(" ")[0]
+            for name, cell in zip(names, row[1:]):
+                v = getattr(PRESETS[name].model, param)
+                want = "none" if v is None else ("yes" if v is True else "no" if v is False else str(v))
+                assert cell == want, (name, param, cell, want)
+                seen.add((name, param))
+    assert seen == {(n, f.name) for n in PRESETS for f in dataclasses.fields(GemmModel)}
+    assert "_images/gemm-error.png" in page
+
+
+def test_fps_doc_3_bounds_table_matches_fpspec_bounds(site):
+    """FPS-DOC-3: bounds.html shows 137.143 (960/7) and 30 times headroom for ue5m3 at T = 448 and
+    2048, 256 and 56 for ue5m3fnu, and every row's headroom equals range_bounds."""
+    from fpspec.bounds import range_bounds
+
+    page = page_text(site, "bounds")
+    rows = [r for r in table_rows(page, "fpspec-table") if len(r) == 7]
+    got = {(r[0], r[1]): r[3] for r in rows}
+    assert got[("ue5m3", "448")] == "137.143 (960/7) times"
+    assert got[("ue5m3", "2048")] == "30 times"
+    assert got[("ue5m3fnu", "448")] == "256 times" and got[("ue5m3fnu", "2048")] == "56 times"
+    for (sf, t), text in got.items():
+        assert float(text.split(" ")[0]) == pytest.approx(float(range_bounds(sf, int(t)).headroom), rel=1e-5)
+    assert "_images/amax-window.png" in page

@@ -291,7 +291,7 @@ PLOTS: dict[str, Plot] = {
         _plot_gemm_error, ("fpspec.models", "fpspec.gemm", "fpspec.exact.accumulate", "fpspec.fast.accumulate",
                            "fpspec.quantize"),
         "Mean accumulation error of each GEMM preset against the exact preset, normalised by "
-        "sum |a_k b_k|, for 8 x 8 outputs of seeded standard-normal operands quantized with the "
+        "the sum of the magnitudes of the products, for 8 x 8 outputs of seeded standard-normal operands quantized with the "
         "nvfp4 scheme (fpspec.gemm, at build time). Presets with no point at some K match the "
         "exact preset bit for bit there.",
         "accumulation error against K for the GEMM presets"),

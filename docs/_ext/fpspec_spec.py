@@ -63,7 +63,8 @@ def req_role(name, rawtext, text, lineno, inliner, options=None, content=None):
 
 
 _LITERAL = re.compile(r"(``.*?``)")
-_REQ_WILDCARD = re.compile(r"(FPS-[A-Z]+-)\*")
+#: a glob-like star (``FPS-BLK-*``, ``scheme-*.rst``, ``docs/*.rst``), not an emphasis
+_REQ_WILDCARD = re.compile(r"([-/_])\*(?=[\w.)\],;:/]|$)")
 _BARS = re.compile(r"(?<![\\|])\|([^\s|`](?:[^|`]*[^\s|`])?)\|(?!_)")
 
 
@@ -98,6 +99,7 @@ def _process_docstring(app, what, name, obj, options, lines):
 
 def setup(app):
     app.add_directive("requirement", RequirementDirective)
+    app.setup_extension("sphinx.ext.autodoc")  # provides the event below
     app.connect("autodoc-process-docstring", _process_docstring)
     app.add_role("req", req_role)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -553,7 +553,7 @@ def _option_rows(parser: argparse.ArgumentParser) -> list[list[str]]:
 
 def _usage(parser: argparse.ArgumentParser) -> str:
     old = os.environ.get("COLUMNS")
-    os.environ["COLUMNS"] = "90"
+    os.environ["COLUMNS"] = "78"
     try:
         return parser.format_usage().strip()
     finally:
@@ -574,20 +574,28 @@ class CliDirective(GeneratedDirective):
 
         self.depends_on = ("fpspec.cli", *COMMAND_MODULES)
         parser = build_parser()
-        ch = self.options.get("title-char", "-")
+        chars = self.options.get("title-char", "-~^")
         lines = [".. code-block:: text", ""] + ["   " + ln for ln in _usage(parser).splitlines()] + [""]
         lines += list_table(["option", "meaning"], _option_rows(parser), widths="30 70", classes="fpspec-table")
-        for name, help_text, sub in _subparsers(parser):
-            title = f"fpspec {name}"
-            lines += [title, ch * len(title), ""]
-            lines += [f"*{rst_escape(help_text)}*", ""] if help_text else []
-            if sub.description:
-                lines += [rst_escape(sub.description), ""]
-            lines += [".. code-block:: text", ""] + ["   " + ln for ln in _usage(sub).splitlines()] + [""]
-            rows = _option_rows(sub)
-            if rows:  # a command with subcommands only (bench) has no options of its own
-                lines += list_table(["argument", "meaning"], rows, widths="30 70", classes="fpspec-table")
+        lines += _command_sections(parser, "fpspec", chars)
         return lines
+
+
+def _command_sections(parser: argparse.ArgumentParser, prefix: str, chars: str) -> list[str]:
+    """One section per subcommand, recursively (``fpspec vectors generate`` under ``fpspec vectors``)."""
+    lines: list[str] = []
+    for name, help_text, sub in _subparsers(parser):
+        title = f"{prefix} {name}"
+        lines += [title, chars[0] * len(title), ""]
+        lines += [f"*{rst_escape(help_text)}*", ""] if help_text else []
+        if sub.description:
+            lines += [rst_escape(sub.description), ""]
+        lines += [".. code-block:: text", ""] + ["   " + ln for ln in _usage(sub).splitlines()] + [""]
+        rows = _option_rows(sub)
+        if rows:
+            lines += list_table(["argument", "meaning"], rows, widths="30 70", classes="fpspec-table")
+        lines += _command_sections(sub, title, chars[1:] or chars[-1])
+    return lines
 
 
 # ----------------------------------------------------------- GEMM presets, bounds
@@ -622,14 +630,16 @@ class PresetsDirective(GeneratedDirective):
                        "Parameters of each preset (``fpspec gemm --model PRESET --set PARAM=VALUE`` "
                        "changes one; aliases in brackets):", ""]
         names = list(PRESETS)
-        rows = []
-        for f in dataclasses.fields(GemmModel):
-            label = f"``{f.name}``" + (f" ({', '.join(aliases[f.name])})" if f.name in aliases else "")
-            values = [getattr(PRESETS[n].model, f.name) for n in names]
-            cells = [f"``{_param_value(v)}``" for v in values]
-            rows.append([label, *cells])
-        header = ["parameter", *[n.replace("-", "-\u200b") for n in names]]
-        lines.append(Table(header, rows, widths=(16, *[8] * len(names)), classes="fpspec-table fpspec-presets"))
+        per_table = 5  # presets per parameter table, so that a table fits the page
+        for start in range(0, len(names), per_table):
+            chunk = names[start:start + per_table]
+            rows = []
+            for f in dataclasses.fields(GemmModel):
+                label = f"``{f.name}``" + (f" ({', '.join(aliases[f.name])})" if f.name in aliases else "")
+                rows.append([label, *[f"``{_param_value(getattr(PRESETS[n].model, f.name))}``" for n in chunk]])
+            lines.append(Table(["parameter", *[f"``{n}``" for n in chunk]], rows,
+                               widths=(22, *[15] * len(chunk)), classes="fpspec-table fpspec-presets"))
+            lines.append("")
         lines += ["", "Meaning of each parameter:", ""]
         for f in dataclasses.fields(GemmModel):
             lines.append(f"* ``{f.name}``: {rst_escape(PARAMETER_HELP.get(f.name, ''))}")
@@ -669,15 +679,33 @@ def _num(v: Fraction) -> str:
     return exact_decimal(v, 14) if not exact_decimal(v, 14).startswith("~") else power_form(v)
 
 
+def ratio_form(v: Fraction) -> str:
+    """An exact positive rational with its powers of two pulled out: 2^127/448 -> ``2^121/7``."""
+    n, d, e = v.numerator, v.denominator, 0
+    while n % 2 == 0:
+        n //= 2
+        e += 1
+    while d % 2 == 0:
+        d //= 2
+        e -= 1
+    if e == 0:
+        return f"{n}" if d == 1 else f"{n}/{d}"
+    head = f"2^{e}" if n == 1 else f"{n}*2^{e}"
+    return head if d == 1 else f"{head}/{d}"
+
+
 def _ratio(v: Fraction, x: bool = False) -> str:
-    """An exact ratio with a readable decimal: ``137.142857...x (960/7)``."""
-    if v.denominator == 1 or (v.denominator & (v.denominator - 1)) == 0:
-        exact = power_form(v) if len(exact_decimal(v, 14)) > 12 else exact_decimal(v)
-    else:
+    """An exact ratio with a readable decimal: ``137.143 (960/7)``."""
+    dec = exact_decimal(v, 12)
+    if not dec.startswith("~") and v.denominator & (v.denominator - 1) == 0:
+        exact = dec
+    elif max(v.numerator, v.denominator) < 10**9:
         exact = f"{v.numerator}/{v.denominator}"
+    else:
+        exact = ratio_form(v)
     approx = f"{float(v):.6g}"
     core = f"``{exact}``" if exact == approx else f"{approx} (``{exact}``)"
-    return core + ("x" if x and exact == approx else (" x" if x else ""))
+    return core + (" times" if x else "")
 
 
 def _log2_str(v: Fraction) -> str:

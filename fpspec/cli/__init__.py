@@ -23,6 +23,8 @@ COMMAND_MODULES = [
     "fpspec.cli.gemm",
     "fpspec.cli.bench",
     "fpspec.cli.probe",
+    "fpspec.cli.vectors",
+    "fpspec.cli.check",
 ]
 
 

@@ -1,0 +1,111 @@
+"""torch adapter for the vector harness: tensors on any device in, bit patterns out (FPS-CHK-9).
+
+torch is imported only when a function here runs; without it the error says
+how to install it.  Bit patterns travel through ``Tensor.view`` (no value
+conversion), so a tensor on CUDA gives exactly the bits the device wrote.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..errors import FpspecError
+
+__all__ = ["require_torch", "torch_dtype", "bits_to_torch", "torch_to_bits", "torch_cast_outputs",
+           "TORCH_FLOAT8_DECLARATION", "check_torch_casts"]
+
+
+def require_torch() -> Any:
+    try:
+        import torch
+    except ImportError:
+        raise FpspecError("the torch adapter needs PyTorch: pip install 'fpspec[torch]' (or any torch >= 2.1)") from None
+    return torch
+
+
+#: fpspec format -> torch dtype name (formats torch can hold one element per byte).
+_TORCH_NAMES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16", "e4m3": "float8_e4m3fn",
+                "e5m2": "float8_e5m2", "ue8m0": "float8_e8m0fnu"}
+_INT_FOR_BITS = {8: "uint8", 16: "int16", 32: "int32"}
+
+
+def torch_dtype(fmt: str) -> Any:
+    torch = require_torch()
+    try:
+        return getattr(torch, _TORCH_NAMES[fmt])
+    except (KeyError, AttributeError):
+        raise FpspecError(f"torch has no dtype for fpspec format {fmt!r} in this version") from None
+
+
+def bits_to_torch(bits: np.ndarray, fmt: str, device: str = "cpu") -> Any:
+    """Bit patterns (uint8/16/32) -> a torch tensor of the format's dtype on ``device``."""
+    torch = require_torch()
+    b = np.ascontiguousarray(bits)
+    nbits = b.dtype.itemsize * 8
+    signed_view = b.view(np.dtype(_INT_FOR_BITS[nbits])) if nbits > 8 else b
+    t = torch.from_numpy(signed_view.copy()).to(device)
+    return t.view(torch_dtype(fmt))
+
+
+def torch_to_bits(t: Any) -> np.ndarray:
+    """Any tensor -> its bit patterns as a NumPy uint8/uint16/uint32 array (copied to the CPU)."""
+    torch = require_torch()
+    size = t.element_size()
+    ints = {1: torch.uint8, 2: torch.int16, 4: torch.int32}
+    if size not in ints:
+        raise FpspecError(f"cannot take bit patterns of a {t.dtype} tensor ({size} bytes per element)")
+    a = t.detach().contiguous().view(ints[size]).cpu().numpy()
+    return a.view({1: np.uint8, 2: np.uint16, 4: np.uint32}[size])
+
+
+def torch_cast_outputs(meta: dict, inputs: dict[str, np.ndarray], outputs: dict[str, dict],
+                       device: str = "cpu") -> dict[str, Any]:
+    """torch's own casts as the implementation under test, for decode and encode sets.
+
+    decode: codes viewed as the float8 dtype, ``.to(torch.float32)``;
+    encode: the input viewed as fp16/bf16/fp32, ``.to(<float8 dtype>)``.  Every
+    requested output gets torch's one cast; the declaration says which
+    rounding and policies that cast is claimed to implement.
+    """
+    torch = require_torch()
+    out: dict[str, Any] = {}
+    if meta["operation"] == "decode":
+        fmt = meta["inputs"]["code"]["format"]
+        t = bits_to_torch(inputs["code"], fmt, device)
+        for name in outputs:
+            out[name] = t.to(torch.float32)
+    elif meta["operation"] == "encode":
+        x = bits_to_torch(inputs["x"], meta["inputs"]["x"]["format"], device)
+        for name, spec in outputs.items():
+            out[name] = x.to(torch_dtype(spec["format"]))
+    else:
+        raise FpspecError(f"torch casts implement decode and encode sets, not {meta['operation']}")
+    return out
+
+
+#: What torch's float8 casts claim (measured on torch 2.13 CPU; see docs/checker.rst).
+TORCH_FLOAT8_DECLARATION: dict[str, Any] = {
+    "name": "torch-float8-casts",
+    "operations": ["decode", "encode"],
+    "formats": ["e4m3", "e5m2", "ue8m0", "fp16", "bf16", "fp32"],
+    "rounding": {"e4m3": ["rne"], "e5m2": ["rne"], "ue8m0": ["rna"]},
+    # torch saturates E4M3 (ml_dtypes gives NaN) and maps 0.0 to E8M0 code 0x00.
+    "policies": {"e4m3": {"overflow": "sat"}, "ue8m0": {"zero": "min"}},
+    # torch keeps NaN payloads when widening and does not canonicalise them.
+    "nan_payloads": ["fp16", "bf16", "e4m3", "e5m2", "ue8m0"],
+}
+
+
+def check_torch_casts(pack: Any, device: str = "cpu", select: str | None = None,
+                      declaration: dict | None = None):
+    """Run torch's casts through the harness and return the checker's report."""
+    from ..vectors.declare import Declaration
+    from ..vectors.harness import Harness
+
+    decl = Declaration.from_mapping(declaration or TORCH_FLOAT8_DECLARATION)
+    h = Harness(pack, decl, select)
+    for s in h.sets():
+        s.submit(torch_cast_outputs(s.meta, s.inputs, s.outputs, device))
+    return h.report(), h

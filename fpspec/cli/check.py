@@ -1,0 +1,35 @@
+"""``fpspec check PACK RESULTS``: the conformance checker's command line (FPS-CHK-1..7)."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..vectors.check import check, format_text, write_json, write_junit
+from ..vectors.declare import load_declaration
+
+
+def _check(args: argparse.Namespace) -> int:
+    decl = load_declaration(args.declare)
+    report = check(args.pack, args.results, select=args.select, declaration=decl, max_report=args.max_report)
+    print(format_text(report, args.max_report))
+    if args.report:
+        write_json(report, args.report)
+    if args.junit:
+        write_junit(report, args.junit)
+    return report.exit_code
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "check", help="check an implementation's results against a vector pack, bit for bit",
+        description="Exit status: 0 pass, 1 mismatch, 2 usage or I/O error (wrong shape or dtype "
+                    "included), 3 integrity error (pack hash or schema, results from another pack), "
+                    "4 incomplete (declared outputs missing from the results).")
+    p.add_argument("pack", help="vector pack folder (holding MANIFEST.json)")
+    p.add_argument("results", help="results folder of <set>.npz files, or one .npz with <set>/out_<name> keys")
+    p.add_argument("--select", help="comma-separated globs of set names to check")
+    p.add_argument("--declare", help="YAML or JSON file declaring what the implementation supports")
+    p.add_argument("--max-report", type=int, default=20, help="mismatches printed in full (default 20)")
+    p.add_argument("--report", help="write the full report as JSON here")
+    p.add_argument("--junit", help="write a JUnit XML report here")
+    p.set_defaults(func=_check)

@@ -1,0 +1,83 @@
+"""``fpspec vectors generate | verify | run-reference | list`` (FPS-VEC-5, FPS-VEC-10, FPS-CHK-6)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..vectors.check import EXIT_INTEGRITY, select_names
+from ..vectors.pack import IntegrityError, Pack
+
+
+def _generate(args: argparse.Namespace) -> int:
+    from ..vectors.generate import generate
+
+    m = generate(args.out, args.level, progress=None if args.quiet else sys.stderr)
+    total = sum(s["bytes"] for s in m["sets"])
+    print(f"wrote {len(m['sets'])} sets ({total / 1e6:.1f} MB, level {args.level}) to {args.out}; "
+          f"pack id {m['pack_id']}")
+    return 0
+
+
+def _verify(args: argparse.Namespace) -> int:
+    try:
+        pack = Pack(args.pack)
+        lines = pack.verify()
+    except IntegrityError as exc:
+        print(f"fpspec vectors verify: integrity error: {exc}", file=sys.stderr)
+        return EXIT_INTEGRITY
+    if not args.quiet:
+        print("\n".join(lines))
+    m = pack.manifest
+    print(f"pack {args.pack}: {len(lines)} sets verified (schema {m['schema_version']}, spec "
+          f"{m['spec_version']}, generator {m['generator_version']}, level {m['level']}, id {m['pack_id'][:16]})")
+    return 0
+
+
+def _run_reference(args: argparse.Namespace) -> int:
+    from ..vectors.results import run_reference
+
+    try:
+        n = run_reference(args.pack, args.out, args.select, progress=None if args.quiet else sys.stderr)
+    except IntegrityError as exc:
+        print(f"fpspec vectors run-reference: integrity error: {exc}", file=sys.stderr)
+        return EXIT_INTEGRITY
+    print(f"wrote fpspec fast-path results of {n} sets to {args.out}")
+    return 0
+
+
+def _list(args: argparse.Namespace) -> int:
+    try:
+        pack = Pack(args.pack)
+    except IntegrityError as exc:
+        print(f"fpspec vectors list: integrity error: {exc}", file=sys.stderr)
+        return EXIT_INTEGRITY
+    for n in select_names(pack.names(), args.select):
+        e = pack.entries[n]
+        print(f"{n:<48} {e['operation']:<9} {e['cases']:>7} cases  outputs {','.join(e['outputs'])}")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("vectors", help="generate, verify and run conformance vector packs")
+    vs = p.add_subparsers(dest="vectors_command", metavar="ACTION")
+    vs.required = True
+    g = vs.add_parser("generate", help="write a vector pack deterministically (byte-identical on every run)")
+    g.add_argument("--level", type=int, default=1, choices=(1, 2), help="1: committed CI pack; 2: larger")
+    g.add_argument("--out", required=True, help="output folder")
+    g.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    g.set_defaults(func=_generate)
+    v = vs.add_parser("verify", help="check a pack's manifest, hashes and schema (exit 3 on any problem)")
+    v.add_argument("pack")
+    v.add_argument("--quiet", action="store_true")
+    v.set_defaults(func=_verify)
+    r = vs.add_parser("run-reference", help="write fpspec's own fast-path results for a pack")
+    r.add_argument("pack")
+    r.add_argument("--out", required=True, help="results folder")
+    r.add_argument("--select", help="comma-separated globs of set names")
+    r.add_argument("--quiet", action="store_true")
+    r.set_defaults(func=_run_reference)
+    ls = vs.add_parser("list", help="list the sets of a pack")
+    ls.add_argument("pack")
+    ls.add_argument("--select")
+    ls.set_defaults(func=_list)

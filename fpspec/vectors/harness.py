@@ -1,0 +1,99 @@
+"""In-process harness: iterate the sets, feed inputs, submit outputs, get the checker's report (FPS-CHK-8).
+
+For Python and torch teams::
+
+    from fpspec.vectors.harness import Harness
+    h = Harness("vectors/v1", declaration="my_impl.yaml", select="encode-*")
+    for s in h.sets():
+        x = s.input_values("x")                     # float view of fp16/bf16/fp32 bits
+        s.submit({name: my_encode(x, spec) for name, spec in s.outputs.items()})
+    report = h.report()                             # same CheckReport as ``fpspec check``
+    assert report.exit_code == 0, h.text()
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterator, Mapping
+
+import numpy as np
+
+from ..errors import FpspecError
+from .check import CheckReport, check, format_text, select_names
+from .declare import Declaration, load_declaration
+from .ops import float_view
+from .pack import Pack, VectorSet
+from .results import write_results
+
+__all__ = ["Harness", "HarnessSet"]
+
+
+class HarnessSet:
+    """One set as the implementation sees it: meta, inputs, and the outputs it must produce."""
+
+    def __init__(self, harness: "Harness", vs: VectorSet):
+        self._h = harness
+        self.vs = vs
+        self.name = vs.name
+        self.meta = vs.meta
+        self.inputs = vs.inputs
+        #: output name -> its meta entry, only those the declaration supports
+        self.outputs: dict[str, dict[str, Any]] = {
+            k: v for k, v in vs.meta["outputs"].items()
+            if not harness.declaration.declared or harness.declaration.supports(vs.meta, k)[0]}
+
+    @property
+    def cases(self) -> int:
+        return self.vs.cases
+
+    def input_values(self, name: str) -> np.ndarray:
+        """An fp16 / bf16 / fp32 input as floats (a view of its bits)."""
+        return float_view(self.inputs[name], self.meta["inputs"][name]["format"])
+
+    def submit(self, outputs: Mapping[str, Any]) -> None:
+        """Hand in this set's outputs (NumPy arrays of bit patterns, or tensors through an adapter)."""
+        self._h.submit(self.name, outputs)
+
+
+class Harness:
+    def __init__(self, pack: str | Path | Pack, declaration: Declaration | str | Path | None = None,
+                 select: str | None = None):
+        self.pack = pack if isinstance(pack, Pack) else Pack(pack)
+        self.declaration = declaration if isinstance(declaration, Declaration) else load_declaration(declaration)
+        self.select = select
+        self.results: dict[str, dict[str, np.ndarray]] = {}
+
+    def names(self) -> list[str]:
+        return select_names(self.pack.names(), self.select)
+
+    def sets(self) -> Iterator[HarnessSet]:
+        """Every selected set with at least one supported output."""
+        for n in self.names():
+            s = HarnessSet(self, self.pack.load(n))
+            if s.outputs:
+                yield s
+
+    def submit(self, set_name: str, outputs: Mapping[str, Any]) -> None:
+        if set_name not in self.pack.entries:
+            raise FpspecError(f"no set named {set_name!r} in {self.pack.root}")
+        conv = {}
+        for k, v in outputs.items():
+            k = k[4:] if k.startswith("out_") else k
+            if hasattr(v, "detach"):  # a torch tensor: through the adapter, lazily
+                from ..adapters.torch_vectors import torch_to_bits
+                v = torch_to_bits(v)
+            conv[f"out_{k}"] = np.asarray(v)
+        self.results.setdefault(set_name, {}).update(conv)
+
+    def report(self, max_report: int = 20) -> CheckReport:
+        return check(self.pack, self.results, select=self.select, declaration=self.declaration,
+                     max_report=max_report)
+
+    def text(self, max_report: int = 20) -> str:
+        return format_text(self.report(max_report), max_report)
+
+    def save(self, out: str | Path) -> None:
+        """Write the submitted results as a results folder for ``fpspec check``."""
+        for name, outs in self.results.items():
+            vs = self.pack.load(name)
+            write_results(out, self.pack, vs, {k[4:]: v for k, v in outs.items()})

@@ -1,0 +1,165 @@
+"""The checker on real implementations: torch's float8 casts and a pure-torch UE5M3 quantizer (FPS-CHK-9)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from fpspec.adapters.torch_vectors import (TORCH_FLOAT8_DECLARATION, bits_to_torch, check_torch_casts,
+                                           require_torch, torch_to_bits)
+from fpspec.cli import main
+from fpspec.errors import FpspecError
+from fpspec.vectors.check import format_text
+from fpspec.vectors.declare import Declaration, load_declaration
+from fpspec.vectors.harness import Harness
+from fpspec.vectors.schema import TAGS
+
+ROOT = Path(__file__).resolve().parent.parent
+PACK = ROOT / "vectors" / "v1"
+EXAMPLES = ROOT / "docs" / "examples"
+
+
+def _example():
+    spec = importlib.util.spec_from_file_location("torch_ue5m3_quantizer", EXAMPLES / "torch_ue5m3_quantizer.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture(scope="module")
+def torch_report():
+    return check_torch_casts(PACK, device="cpu")
+
+
+def _status(report):
+    return {(o.set, o.output): o for o in report.outputs}
+
+
+def test_torch_float8_casts_pass_what_they_declare(torch_report):
+    """FPS-CHK-9, FPS-CHK-5: torch 2.13 CPU casts pass every declared codebook and conversion output
+    except two E8M0 deviations, which the checker isolates by tag."""
+    report, _ = torch_report
+    st = _status(report)
+    passing = [("decode-e4m3", "value"), ("decode-e5m2", "value"), ("decode-ue8m0", "value"),
+               ("decode-fp16", "value"), ("decode-bf16", "value"),
+               ("encode-fp16-e4m3-exhaustive", "rne_ovf_sat"), ("encode-bf16-e4m3-exhaustive", "rne_ovf_sat"),
+               ("encode-fp32-e4m3-boundary", "rne_ovf_sat"), ("encode-fp16-e5m2-exhaustive", "rne"),
+               ("encode-bf16-e5m2-exhaustive", "rne"), ("encode-fp32-e5m2-boundary", "rne"),
+               ("encode-fp16-ue8m0-exhaustive", "rna_zero_min")]
+    for key in passing:
+        assert st[key].status == "pass", key
+    # NaN payloads differ (torch keeps FP16/BF16 payloads): accepted only because they are declared
+    assert st[("decode-fp16", "value")].nan_equivalent > 0
+    # torch's e4m3 cast saturates: the ml_dtypes-style output (NaN past 464) is not claimed
+    assert st[("encode-fp16-e4m3-exhaustive", "rne")].status == "not-supported"
+    assert st[("encode-fp16-e4m3-exhaustive", "rtz")].status == "not-supported"
+    assert st[("encode-fp16-e2m1-exhaustive", "rne")].status == "not-supported"
+    # the two deviations: FP32-subnormal inputs (BF16 subnormals) and negative inputs to E8M0
+    fails = {k: o for k, o in st.items() if o.status == "fail"}
+    assert set(fails) == {("encode-bf16-ue8m0-exhaustive", "rna_zero_min"),
+                          ("encode-fp32-ue8m0-boundary", "rna_zero_min")}
+    assert fails[("encode-bf16-ue8m0-exhaustive", "rna_zero_min")].mismatched_cases == 31
+    assert report.exit_code == 1
+    for m in report.mismatches:
+        assert {"subnormal_input", "negative_unsigned"} & set(m.tags), m
+
+
+def test_torch_e8m0_deviations_exactly(torch_report):
+    """FPS-CHK-9: every E8M0 mismatch is a negative input (torch drops the sign) or an FP32
+    subnormal above 2^-127 (torch rounds it up to 2^-126); nothing else differs."""
+    report, h = torch_report
+    vs = h.pack.load("encode-fp32-ue8m0-boundary")
+    got = torch_to_bits(h.results["encode-fp32-ue8m0-boundary"]["out_rna_zero_min"]) \
+        if hasattr(h.results["encode-fp32-ue8m0-boundary"]["out_rna_zero_min"], "detach") \
+        else h.results["encode-fp32-ue8m0-boundary"]["out_rna_zero_min"]
+    exp = vs.outputs["rna_zero_min"]
+    x = vs.inputs["x"].view(np.float32)
+    bad = got != exp
+    neg = np.signbit(x) & ~np.isnan(x) & (x != 0)
+    sub = (vs.inputs["x"] & 0x7F800000) == 0
+    assert not (bad & ~neg & ~sub).any()
+    # torch gives |x|'s code for negative x
+    absx = np.abs(x[neg & ~np.isinf(x)])
+    pos = torch.from_numpy(absx).to(torch.float8_e8m0fnu).view(torch.uint8).numpy()
+    assert np.array_equal(got[neg & ~np.isinf(x)], pos)
+    # 2^-127 + 2^-149 (0x00400001) -> torch 2^-126 (code 1); RNA gives 2^-127 (code 0)
+    t = torch.tensor([0x00400001], dtype=torch.int32).view(torch.float32).to(torch.float8_e8m0fnu)
+    assert int(t.view(torch.uint8)) == 1
+
+
+def test_undeclared_e4m3_saturation_would_fail_only_on_overflow():
+    """FPS-CHK-5: claiming ml_dtypes' E4M3 overflow (NaN) instead fails exactly the overflow cases."""
+    decl = dict(TORCH_FLOAT8_DECLARATION, policies={"ue8m0": {"zero": "min"}})
+    report, _ = check_torch_casts(PACK, select="encode-fp16-e4m3-exhaustive", declaration=decl)
+    (o,) = [o for o in report.outputs if o.status != "not-supported"]
+    assert o.output == "rne" and o.status == "fail"
+    assert o.tag_counts["overflow"] == o.mismatched_cases > 0
+
+
+def test_declaration_file_matches_the_adapter():
+    """FPS-CHK-5: docs/examples/torch_float8_casts.yaml is the adapter's declaration."""
+    assert load_declaration(EXAMPLES / "torch_float8_casts.yaml") == Declaration.from_mapping(TORCH_FLOAT8_DECLARATION)
+
+
+def test_example_quantizer_passes(tmp_path, capsys):
+    """FPS-CHK-9, FPS-BLK-3: the pure-torch UE5M3 (seed-fp32) quantizer passes all its sets, via the CLI."""
+    ex = _example()
+    h = Harness(PACK, load_declaration(EXAMPLES / "torch_ue5m3_seed_fp32.yaml"))
+    names = []
+    for s in h.sets():
+        names.append(s.name)
+        s.submit(ex.run_set(s.meta, s.inputs, "cpu"))
+    assert names == ["quantize-ue5m3-seed-fp32-16x16", "quantize-ue5m3-seed-fp32-1x16",
+                     "quantize-ue5m3-seed-fp32-1x16-colwise", "quantize-ue5m3-seed-fp32-1x16-t2048"]
+    h.save(tmp_path / "res")
+    code = main(["check", str(PACK), str(tmp_path / "res"), "--declare",
+                 str(EXAMPLES / "torch_ue5m3_seed_fp32.yaml")])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "pass 16; exit 0" in out
+    assert "quantize-ue5m3-seed-fp32-1x16-sr-midpoint/codes" in out and "rounding sr-midpoint/8 not declared" in out
+
+
+@pytest.mark.parametrize("bug,tag", [("no-zero-scale-rule", "zero_scale"), ("ties-away", "tie")])
+def test_wrong_quantizer_is_rejected(bug, tag, tmp_path, capsys):
+    """FPS-CHK-9, FPS-CHK-4: a deliberately wrong variant exits 1 with a decoded report whose
+    mismatches all carry the tag of the broken rule."""
+    ex = _example()
+    h = Harness(PACK, load_declaration(EXAMPLES / "torch_ue5m3_seed_fp32.yaml"))
+    for s in h.sets():
+        s.submit(ex.run_set(s.meta, s.inputs, "cpu", bug=bug))
+    h.save(tmp_path / "res")
+    code = main(["check", str(PACK), str(tmp_path / "res"), "--declare",
+                 str(EXAMPLES / "torch_ue5m3_seed_fp32.yaml"), "--max-report", "5"])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "MISMATCH quantize-ue5m3-seed-fp32-" in out and f"{tag}=" in out
+    rep = h.report(max_report=1000)
+    assert rep.mismatches and all(tag in m.tags for m in rep.mismatches)
+    if bug == "no-zero-scale-rule":
+        # scale code 0 instead of 0x78 (1.0), and payloads saturated at +-6 instead of 0
+        assert "expected      0x78 ue5m3 e=01111 m=000 = 1" in format_text(rep, 1000)
+        assert "got           0x00 ue5m3 e=00000 m=000 = 0" in format_text(rep, 1000)
+    else:
+        m = next(m for m in rep.mismatches if m.output == "codes")
+        assert m.distance in (1, -1)
+
+
+def test_adapter_bits_round_trip():
+    """FPS-CHK-9: bit patterns pass through tensors unchanged, for every dtype width."""
+    for fmt, bits in (("e4m3", np.arange(256, dtype=np.uint8)), ("bf16", np.arange(0, 65536, 7, dtype=np.uint16)),
+                      ("fp32", np.array([0x7FC00001, 0x80000000, 0x00000001, 0xFF800000], dtype=np.uint32))):
+        t = bits_to_torch(bits, fmt)
+        assert np.array_equal(torch_to_bits(t), bits)
+
+
+def test_adapter_without_torch(monkeypatch):
+    """FPS-CHK-9: torch is imported lazily; without it the message says how to install it."""
+    monkeypatch.setitem(sys.modules, "torch", None)
+    with pytest.raises(FpspecError, match="pip install"):
+        require_torch()

@@ -1,0 +1,83 @@
+"""Run the checker on a CUDA device: torch's float8 casts and the pure-torch UE5M3 quantizer.
+
+    PYTHONPATH=. python3 tools/gpu_check.py --pack vectors/v1 --out OUTDIR [--device cuda]
+
+Writes OUTDIR/gpu_check.json (environment, per-check exit codes and summaries) and one
+text report per check (OUTDIR/<check>.txt).  Results are recorded in docs/checker.rst.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import platform
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from fpspec.adapters.torch_vectors import TORCH_FLOAT8_DECLARATION, check_torch_casts
+from fpspec.vectors.check import format_text
+from fpspec.vectors.declare import Declaration
+from fpspec.vectors.harness import Harness
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _example():
+    spec = importlib.util.spec_from_file_location("ex", ROOT / "docs" / "examples" / "torch_ue5m3_quantizer.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _summary(report) -> dict:
+    fails = {f"{o.set}/{o.output}": {"bad": o.mismatched_cases, "cases": o.cases, "tags": o.tag_counts}
+             for o in report.outputs if o.status == "fail"}
+    return {"exit_code": report.exit_code, "counts": report.counts(), "failures": fails,
+            "nan_equivalent": {f"{o.set}/{o.output}": o.nan_equivalent for o in report.outputs if o.nan_equivalent}}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--pack", default=str(ROOT / "vectors" / "v1"))
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--device", default="cuda")
+    args = ap.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    dev = args.device
+    env = {"python": sys.version.split()[0], "platform": platform.platform(), "torch": torch.__version__,
+           "cuda": torch.version.cuda, "device": torch.cuda.get_device_name(0) if dev.startswith("cuda") else "cpu"}
+    res: dict = {"environment": env, "checks": {}}
+
+    def record(name: str, report, t0: float) -> None:
+        (out / f"{name}.txt").write_text(format_text(report, 25) + "\n")
+        res["checks"][name] = dict(_summary(report), seconds=round(time.time() - t0, 2))
+        print(f"{name}: exit {report.exit_code} {report.counts()}", flush=True)
+
+    t0 = time.time()
+    rep, _ = check_torch_casts(args.pack, device=dev)
+    record("torch_float8_casts", rep, t0)
+    # which E8M0 rounding does this torch use?  Ask the pack, not the docs.
+    for mode in ("rne", "rna", "up"):
+        t0 = time.time()
+        # default E8M0 policies (0.0 -> NaN): the one zero input then differs under every mode
+        decl = dict(TORCH_FLOAT8_DECLARATION, rounding={"ue8m0": [mode]}, policies={})
+        rep, _ = check_torch_casts(args.pack, device=dev, select="encode-fp16-ue8m0-*", declaration=decl)
+        record(f"torch_e8m0_as_{mode}", rep, t0)
+    ex = _example()
+    for bug in (None, "no-zero-scale-rule", "ties-away"):
+        t0 = time.time()
+        h = Harness(args.pack, Declaration.from_mapping(ex.DECLARATION))
+        for s in h.sets():
+            s.submit(ex.run_set(s.meta, s.inputs, dev, bug=bug))
+        record(f"torch_ue5m3_quantizer{'_' + bug if bug else ''}", h.report(25), t0)
+    (out / "gpu_check.json").write_text(json.dumps(res, indent=1, sort_keys=True) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
