@@ -28,13 +28,21 @@ One output element ``y[m, n]`` of ``A (M x K) @ BT (N x K)^T`` is computed as
    ``"exact"`` keeps every bit (then ``window_bits`` must be None).
 4. **Group sum.**  The kept terms are summed exactly.
    *Fused* (``fused=True``): ``c`` took part in step 3 and the exact sum is rounded
-   once to FP32 with ``accumulate_rounding``: ``c <- round(c' + sum)``.
+   once with ``accumulate_rounding`` to ``accumulate_bits`` fraction bits:
+   ``c <- round(c' + sum)``.
    *Not fused*: the group's sum is rounded to FP32 with ``group_rounding``
    (``"none"`` keeps it exact) giving ``p``, then ``c <- round_acc(c + p)``.
+   ``round_acc`` keeps ``accumulate_bits`` fraction bits (23: FP32) in FP32's
+   exponent range (quantum ``2^(max(e, -126) - accumulate_bits)``, overflow as
+   FP32: Inf under RNE, the largest such value below 2^128 under RZ) (FPS-GEMM-13).
 5. **Promotion.**  With ``promotion_interval = N_C``, after every N_C products
    (and at the end of K) the partial ``c`` is added into a separate FP32
    accumulator ``C <- round_promo(C + c)`` and ``c`` restarts at 0; the output of
-   the chain is then ``C``, else ``c``.
+   the chain is then ``C``, else ``c``.  **Split K:** with ``split_k = S``, K is
+   cut into contiguous slices of S products (the last may be shorter); steps 2-5
+   run on each slice as its own chain (groups and promotion counted from the slice
+   start), and the slice results ``r_0, r_1, ...`` are added in order with FP32
+   RNE: ``y <- RNE32(...RNE32(r_0 + r_1) ... + r_last)`` (FPS-GEMM-14).
 6. **Snap.**  With ``snap_bits = L``: ``y <- round_half_even(y * 2^L) / 2^L``.
 7. **Alpha.**  ``y <- alpha * y`` (for quantized operands only): alpha from the
    amaxes and targets, ``amax_a amax_b / ((6 T_a)(6 T_b))``, or from the
@@ -115,6 +123,10 @@ PARAMETER_HELP: dict[str, str] = {
     "alpha_rounding": "how alpha is rounded to FP32 before y = RNE32(alpha y): exact (never), once, twice",
     "output_format": "output conversion: fp32, or bf16 (RNE)",
     "require_full_groups": "K must be a multiple of group_size (whole hardware blocks); else FpspecError",
+    "accumulate_bits": "fraction bits the running accumulator / fused block result keeps (0..23, in FP32's "
+                       "exponent range), rounded with accumulate_rounding; 23 = FP32",
+    "split_k": "S: K cut into slices of S products, each its own chain, slice results added in order "
+               "with FP32 RNE (a library's split-K); None = one chain",
 }
 
 #: Short names accepted by :func:`get_model` / ``--set`` (``neab`` sets window_bits = 23 + neab).
@@ -124,6 +136,7 @@ PARAMETER_ALIASES: dict[str, str] = {
     "N_C": "promotion_interval",
     "NC": "promotion_interval",
     "L": "snap_bits",
+    "S": "split_k",
 }
 
 
@@ -153,6 +166,8 @@ class GemmModel:
     alpha_rounding: AlphaRounding = "once"
     output_format: OutputFormat = "fp32"
     require_full_groups: bool = False
+    accumulate_bits: int = 23
+    split_k: int | None = None
 
     def __post_init__(self) -> None:
         def bad(name: str, why: str) -> FpspecError:
@@ -164,7 +179,7 @@ class GemmModel:
         for name in ("fused", "require_full_groups"):
             if not isinstance(getattr(self, name), bool):
                 raise bad(name, "must be true or false")
-        for name in ("group_size", "promotion_interval"):
+        for name in ("group_size", "promotion_interval", "split_k"):
             v = getattr(self, name)
             if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
                 raise bad(name, "must be a positive integer or None")
@@ -176,6 +191,11 @@ class GemmModel:
             raise bad("window_bits", "must lie in -60..200")
         if self.snap_bits is not None and not -126 <= self.snap_bits <= 149:
             raise bad("snap_bits", "must lie in -126..149")
+        if (isinstance(self.accumulate_bits, bool) or not isinstance(self.accumulate_bits, int)
+                or not 0 <= self.accumulate_bits <= 23):
+            raise bad("accumulate_bits", "must be an integer in 0..23 (the accumulator is an FP32 value)")
+        if self.split_k is not None and self.group_size is not None and self.split_k % self.group_size:
+            raise bad("split_k", f"must be a multiple of group_size={self.group_size} (slices hold whole groups)")
         if (self.window_bits is None) != (self.below_window == "exact"):
             raise bad("below_window", "is 'exact' exactly when window_bits is None")
         if self.fused and self.group_rounding != "none":
@@ -253,11 +273,19 @@ _FP32_SEQ = GemmModel(group_size=1, fused=False, group_rounding="rne", accumulat
                       operand_domain="decoded-fp32", alpha_source="none", snap_bits=None)
 
 
+def km_accumulate_bits(neab: int) -> int:
+    """Kept fraction bits of a Khattak-Mikaitis block result for FP32 output: 23 + neab
+    when neab < 0, else 23 (their GEMM.m narrows the output significand by neab only
+    when neab is negative) (FPS-GEMM-15)."""
+    return min(23, 23 + neab)
+
+
 def _km(g: int, window: int) -> GemmModel:
     return GemmModel(group_size=g, window_bits=window, below_window="truncate",
                      product_exponent="operands", fused=True, group_rounding="none",
                      accumulate_rounding="rz", operand_domain="encoded", alpha_source="decode-scales",
-                     alpha_rounding="once", require_full_groups=True)
+                     alpha_rounding="once", require_full_groups=True,
+                     accumulate_bits=km_accumulate_bits(window - 23))
 
 
 _SEED = GemmModel(group_size=64, window_bits=None, below_window="exact", fused=False,
@@ -288,19 +316,20 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
            "Infinitely precise dot product of the exact dequantized operands, one final RNE to FP32",
            "fpspec reference (the Kulisch-accumulator / correct_rounding model of Khattak & Mikaitis)"),
     Preset("km-h100-fp8", _km(32, 13),
-           "H100/H200 FP8 tensor core: fused blocks of 32 products, 13 fraction bits (neab = -10), "
-           "magnitude truncation, RZ within and across blocks (= torch._scaled_mm use_fast_accum=True)",
-           _KM_SRC + "; confirmed on an NVIDIA H200 (SPEC-BRIEF sec. 6)"),
+           "H100/H200 FP8 tensor core: fused blocks of 32 products, 13-bit window (neab = -10), "
+           "magnitude truncation, block result kept to 13 fraction bits with RZ "
+           "(= torch._scaled_mm use_fast_accum=True)",
+           _KM_SRC + "; reproduced bit for bit on an NVIDIA H200 (docs/probe-h200.rst)"),
     Preset("km-h100-fp8-promote128", _km(32, 13).replace(promotion_interval=128, promotion_rounding="rne"),
            "km-h100-fp8 plus promotion of the partial into an FP32 accumulator (RNE add) every 128 "
            "products: cuBLAS FP8 GEMM on H100/H200 with use_fast_accum=False",
-           "measured on an NVIDIA H200 with torch._scaled_mm (SPEC-BRIEF sec. 6); " + _KM_SRC),
+           "measured on an NVIDIA H200 with torch._scaled_mm (docs/probe-h200.rst); " + _KM_SRC),
     Preset("km-b200-fp8", _km(32, 25),
            "B200 FP8 tensor core: fused blocks of 32 products, neab = 2 (25 fraction bits), RZ",
            _KM_SRC),
     Preset("km-h100-bf16", _km(16, 25),
            "H100 FP16/BF16 tensor core: fused blocks of 16 products, neab = 2, RZ",
-           _KM_SRC + "; reproduced on an H200 at K = 256 and 1024 (not 4096: library split of K)"),
+           _KM_SRC + "; reproduced on an H200 (cuBLAS splits K at some shapes: set split_k, docs/probe-h200.rst)"),
     Preset("km-a100-bf16", _km(8, 24),
            "A100 FP16/BF16 tensor core: fused blocks of 8 products, neab = 1, RZ",
            _KM_SRC),

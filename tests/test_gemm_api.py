@@ -295,3 +295,23 @@ def test_fpsgemm11_cli_quantized_codes_bits_and_errors(tmp_path, capsys):
     listing = json.loads(capsys.readouterr().out)
     assert set(listing) == set(PRESETS)
     assert listing["km-b200-fp8"]["parameters"]["window_bits"] == 25
+
+
+def test_fpsgemm13_fpsgemm14_new_fields_validated_and_settable():
+    """FPS-GEMM-13, FPS-GEMM-14, FPS-GEMM-3: accumulate_bits and split_k are validated
+    (0..23; a positive multiple of group_size), settable by --set (alias S for split_k),
+    listed by fpspec models --json."""
+    import json
+
+    from fpspec.errors import FpspecError
+    from fpspec.models import get_model, parse_overrides, presets_json
+
+    for bad, why in ((dict(accumulate_bits=24), "0..23"), (dict(accumulate_bits=-1), "0..23"),
+                     (dict(split_k=0), "positive"), (dict(split_k=48), "multiple of group_size=32")):
+        with pytest.raises(FpspecError, match=why):
+            get_model("km-h100-fp8", **bad)
+    m = get_model("km-h100-fp8", **parse_overrides(["S=2816", "accumulate_bits=23"]))
+    assert (m.split_k, m.accumulate_bits) == (2816, 23)
+    js = json.loads(presets_json())
+    assert js["km-h100-fp8"]["parameters"]["accumulate_bits"] == 13
+    assert js["km-h100-fp8"]["parameters"]["split_k"] is None

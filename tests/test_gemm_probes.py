@@ -66,17 +66,20 @@ def test_fpsgemm5_extra_alignment_bits():
 
 
 def test_fpsgemm5_carry_bits():
-    """FPS-GEMM-5: four products 1 and 2^-13 (2^-7*2^-6), exact 4 + 2^-13.
+    """FPS-GEMM-5, FPS-GEMM-13, FPS-GEMM-15: four products 1 and 2^-13 (2^-7*2^-6), exact 4 + 2^-13.
 
     The window is fixed at E = 0 before the carries (sum 4 needs two carry bits), so
-    H8's 13-bit window keeps 2^-13: with K = 32 (one block) every preset gives 4 + 2^-13
-    except S, whose snap maps 4096.125/1024 to 4.0.  With K = 64 the second, all-zero
-    block still aligns the accumulator alone, at its own exponent 2: 13 fraction bits
-    keep multiples of 2^-11, so H8 gives 4.0 (Khattak & Mikaitis align c whenever it
-    is nonzero)."""
+    H8's 13-bit window keeps 2^-13: the exact block sum is 4 + 2^-13.  The block result
+    then keeps accumulate_bits fraction bits at its own exponent 2: for H8/H8P 13 bits,
+    quantum 2^(2-13) = 2^-11, and RZ(4 + 2^-13) = 4.0 (with 23 bits, quantum 2^-21, it
+    would stay 4 + 2^-13).  B8, HB, AB, V keep 23 bits (neab >= 0): 4 + 2^-13.  S's snap
+    maps 4096.125/1024 to 4.0; SN, D, X give 4 + 2^-13.  With K = 64 the second, all-zero
+    block aligns the accumulator alone, at its own exponent 2: 13 window bits keep
+    multiples of 2^-11, so H8 gives 4.0 even with 23 kept bits."""
     pairs = [(i, 1.0, 1.0) for i in range(4)] + [(4, 2.0**-7, 2.0**-6)]
-    check(table(4 + 2.0**-13, S=4.0), pairs, 32, "e4m3")
-    assert dot(pairs, 64, "e4m3", "km-h100-fp8") == np.float32(4.0)
+    check(table(4 + 2.0**-13, S=4.0, H8=4.0, H8P=4.0), pairs, 32, "e4m3")
+    assert dot(pairs, 32, "e4m3", "km-h100-fp8", accumulate_bits=23) == np.float32(4 + 2.0**-13)
+    assert dot(pairs, 64, "e4m3", "km-h100-fp8", accumulate_bits=23) == np.float32(4.0)
     assert dot(pairs, 64, "e4m3", "km-b200-fp8") == np.float32(4 + 2.0**-13)
 
 
@@ -140,12 +143,17 @@ def test_fpsgemm6_promotion_interval():
 
 
 def test_fpsgemm5_normalisation_product_exponent():
-    """FPS-GEMM-5: 1.5 * 1.5 = 2.25 and 2^-13 (e4m3).  KM aligns to ea + eb = 0 (the
-    product is not normalised, significand 2.25 in [1, 4)), so a 13-bit window still
-    keeps 2^-13 -> 2.25 + 2^-13; aligned to floor(log2 2.25) = 1 it would be lost.
-    K = 32: one block (a second block would re-align c at its exponent 1)."""
-    pairs = [(0, 1.5, 1.5), (1, 2.0**-7, 2.0**-6)]
-    check(table(2.25 + 2.0**-13, S=2.25), pairs, 32, "e4m3")
+    """FPS-GEMM-5, FPS-GEMM-13: 1.5 * 1.5 = 2.25 and two products 2^-13 (e4m3, K = 32: one
+    block; a second block would re-align c at its exponent 1).
+
+    KM aligns to ea + eb = 0 (the product is not normalised, significand 2.25 in [1, 4)),
+    so the 13-bit window (quantum 2^-13) keeps both 2^-13: exact block sum 2.25 + 2^-12.
+    H8/H8P keep 13 fraction bits at the result's exponent 1 (quantum 2^-12): 2.25 + 2^-12
+    is on that lattice, RZ keeps it.  Aligned to floor(log2 2.25) = 1 instead, the window
+    quantum is 2^-12 and each 2^-13 is truncated to 0 -> 2.25.  Every other preset sums
+    2.25 + 2^-12 exactly (FP32 holds it); S snaps 2304.25/1024 to 2.25."""
+    pairs = [(0, 1.5, 1.5), (1, 2.0**-7, 2.0**-6), (2, 2.0**-7, 2.0**-6)]
+    check(table(2.25 + 2.0**-12, S=2.25), pairs, 32, "e4m3")
     assert dot(pairs, 32, "e4m3", "km-h100-fp8", product_exponent="exact") == np.float32(2.25)
 
 
@@ -154,8 +162,11 @@ def test_fpsgemm5_accumulator_in_window():
     13-bit window cuts c to 1 -> 3.0 for H8/H8P.  Wider windows keep 3 + 2^-13; S snaps to 3."""
     pairs = [(0, 1.0, 1.0), (1, 2.0**-7, 2.0**-6), (32, 2.0, 1.0)]
     check(table(3 + 2.0**-13, S=3.0, H8=3.0, H8P=3.0), pairs, 64, "e4m3")
-    # not fused: the partials are added outside the window -> nothing is lost
-    assert dot(pairs, 64, "e4m3", "km-h100-fp8", fused=False) == np.float32(3 + 2.0**-13)
+    # not fused, 23 kept bits: the partials are added outside the window -> nothing is lost
+    assert dot(pairs, 64, "e4m3", "km-h100-fp8", fused=False, accumulate_bits=23) == np.float32(3 + 2.0**-13)
+    # not fused, 13 kept bits (FPS-GEMM-13): c = 1 + 2^-13 (exponent 0, quantum 2^-13, kept);
+    # c + p = 3 + 2^-13 has exponent 1, quantum 2^-12, RZ -> 3.0
+    assert dot(pairs, 64, "e4m3", "km-h100-fp8", fused=False) == np.float32(3.0)
 
 
 def test_fpsgemm7_snap_ties_to_even():
@@ -166,3 +177,34 @@ def test_fpsgemm7_snap_ties_to_even():
         assert got == np.float32(want), (num, got)
         got = dot([(0, num * 2.0**-6, -(2.0**-5))], 64, "e4m3", "seed-probe-matched")
         assert got.view(np.uint32) == np.float32(-want if want else 0.0).view(np.uint32)
+
+
+def test_fpsgemm14_split_k_slices_added_rne():
+    """FPS-GEMM-14: 1 at k = 0 and three products 2^-25 (bf16 2^-12 * 2^-13) at k = 32..34,
+    K = 64, km-h100-bf16 (G = 16, F = 25, RZ).
+
+    One chain: the block holding k = 32..34 aligns to c = 1 (E = 0); F = 25 keeps the
+    2^-25 terms, the exact sum 1 + 3 * 2^-25 = 1 + 0.75 ulp is rounded RZ -> 1.0.
+    split_k = 32: slice 0 gives 1.0, slice 1 gives 3 * 2^-25 exactly (one block at its
+    own exponent); the slices are added with FP32 RNE: RNE(1 + 0.75 ulp) = 1 + 2^-23.
+    split_k = 48: slice 0 (k < 48) holds all of them -> 1.0, slice 1 is 0 -> 1.0."""
+    pairs = [(0, 1.0, 1.0)] + [(32 + i, 2.0**-12, 2.0**-13) for i in range(3)]
+    assert dot(pairs, 64, "bf16", "km-h100-bf16") == np.float32(1.0)
+    assert dot(pairs, 64, "bf16", "km-h100-bf16", split_k=32) == np.float32(1 + 2.0**-23)
+    assert dot(pairs, 64, "bf16", "km-h100-bf16", split_k=48) == np.float32(1.0)
+    # with promotion every 16 inside slices of 32 (RZ promotion): slice 1 = RZ(3 * 2^-25),
+    # exact; the slice sum is still RNE -> 1 + 2^-23
+    assert dot(pairs, 64, "bf16", "km-h100-bf16", split_k=32, promotion_interval=16,
+               promotion_rounding="rz") == np.float32(1 + 2.0**-23)
+
+
+def test_fpsgemm15_km_kept_bits_rule():
+    """FPS-GEMM-15: every km preset keeps min(23, 23 + neab) fraction bits: 13 for the
+    H100/H200 FP8 presets (neab = -10), 23 for B200 FP8 (neab = 2), H100 BF16 (2),
+    A100 BF16 (1), V100 FP16 (0)."""
+    want = {"km-h100-fp8": 13, "km-h100-fp8-promote128": 13, "km-b200-fp8": 23, "km-h100-bf16": 23,
+            "km-a100-bf16": 23, "km-v100-fp16": 23}
+    for name, bits in want.items():
+        m = PRESETS[name].model
+        assert (m.accumulate_bits, min(23, m.window_bits)) == (bits, bits), name
+        assert m.split_k is None

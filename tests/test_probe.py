@@ -91,13 +91,26 @@ def test_fps_prb_16_evaluator_equals_exact_reference(name, fmt):
 
 
 def test_fps_prb_16_accumulate_bits_hand_case():
-    """FPS-PRB-16: a group result kept to 13 fraction bits: 2^14 + 2^14 + 2 = 32770 needs
-    14 bits and is cut to 32768; with FP32 (23 bits) it stays 32770."""
+    """FPS-PRB-16, FPS-GEMM-13: a group result kept to 13 fraction bits: 2^14 + 2^14 + 2 =
+    32770 = 2^15 + 2 has exponent 15, so 13 bits keep multiples of 2^2: RZ -> 32768;
+    with FP32 (23 bits, quantum 2^-8) it stays 32770.  The evaluator and fpspec.gemm agree."""
     sp = ProductSplitter("e4m3")
     a, bt = build_operands([ProbeRow.of({0: pow2(14), 1: pow2(14), 2: pow2(1)})], 32, sp)
-    m = get_model("km-h100-fp8")
-    assert simulate_rowdot(a, bt, "e4m3", m, 13).tolist() == [32768.0]
-    assert simulate_rowdot(a, bt, "e4m3", m, 23).tolist() == [32770.0]
+    for bits, want in ((13, 32768.0), (23, 32770.0)):
+        m = get_model("km-h100-fp8", accumulate_bits=bits)
+        assert simulate_rowdot(a, bt, "e4m3", m).tolist() == [want]
+        assert gemm_exact(a, bt, m, fmt="e4m3").tolist() == [[want]]
+
+
+@pytest.mark.parametrize("over", [dict(split_k=96), dict(split_k=160, accumulate_bits=7),
+                                  dict(split_k=64, promotion_interval=None)])
+def test_fps_prb_16_evaluator_split_k_equals_exact(over):
+    """FPS-PRB-16, FPS-GEMM-14: the evaluator's split of K is the model family's split_k."""
+    model = get_model("km-h100-fp8-promote128", **over)
+    a = operand_codes("e4m3", 21, np.arange(3), 256)
+    bt = operand_codes("e4m3", 22, np.arange(2), 256)
+    want = gemm_exact(a, bt, model, fmt="e4m3")
+    assert np.array_equal(want.view(np.uint32), simulate_gemm(a, bt, "e4m3", model).view(np.uint32))
 
 
 # ------------------------------------------------------------------ self-test
@@ -113,22 +126,36 @@ def test_fps_prb_14_probe_recovers_every_preset(name):
     preset = PRESETS[name].model
     for f in PROBED_FIELDS:
         assert fitted[f] == getattr(preset, f), (f, fitted[f], getattr(preset, f))
-    assert rep.fitted["accumulate_bits"] == 23 and rep.fitted["split_slice"] is None
-    assert rep.nearest_preset["exact"] and rep.nearest_preset["name"] in (
-        name, "seed-probe-matched-nosnap" if name == "seed-probe-matched-nosnap" else name)
+    assert fitted["split_k"] is None and rep.nearest_preset["split_k"] is None
+    assert rep.nearest_preset["exact"] and rep.nearest_preset["name"] == name
     assert rep.passed
 
 
 def test_fps_prb_7_and_9_recover_h200_fp8_behaviour():
-    """FPS-PRB-7, FPS-PRB-9: a 13-bit group result, promotion every 128 and a split of K
-    into slices of 256 (the shape of what the H200 showed) are all recovered."""
-    target = ModelTarget("km-h100-fp8-promote128", "e4m3", accumulate_bits=13, split_slice=256)
+    """FPS-PRB-7, FPS-PRB-9, FPS-PRB-14: a 13-bit group result, promotion every 128 and a
+    split of K into slices of 256 (the shape of what the H200 showed) are recovered as the
+    GemmModel fields accumulate_bits and split_k; the nearest preset is
+    km-h100-fp8-promote128 with split_k = 256."""
+    target = ModelTarget("km-h100-fp8-promote128", "e4m3", split_k=256)
     rep = probe_gemm(target, "e4m3", K=1024, scan_k=96, acceptance_shapes=((4, 4, 1024, 4, 4),),
                      epilogue=False, determinism=False)
-    assert rep.fitted["accumulate_bits"] == 13
-    assert rep.fitted["parameters"]["promotion_interval"] == 128
-    assert rep.fitted["split_slice"] == 256
+    p = rep.fitted["parameters"]
+    assert (p["accumulate_bits"], p["promotion_interval"], p["split_k"]) == (13, 128, 256)
     assert rep.findings["boundaries"]["rounding"] == "rne"
+    assert rep.nearest_preset == {"name": "km-h100-fp8-promote128", "differences": {}, "exact": True,
+                                  "split_k": 256}
+    assert rep.passed
+
+
+def test_fps_prb_14_library_split_without_promotion_is_split_k():
+    """FPS-PRB-14, FPS-GEMM-14: a GEMM that splits K without promoting shows as chain
+    boundaries every S products (promotion_interval = S, RNE); against a preset without
+    promotion the nearest-preset report names it split_k = S, exactly."""
+    target = ModelTarget("km-h100-fp8", "e4m3", split_k=192)
+    rep = probe_gemm(target, "e4m3", K=1024, scan_k=96, acceptance_shapes=((4, 4, 1024, 4, 4),),
+                     epilogue=False, determinism=False)
+    assert rep.nearest_preset["name"] == "km-h100-fp8" and rep.nearest_preset["exact"]
+    assert rep.nearest_preset["split_k"] == 192
     assert rep.passed
 
 

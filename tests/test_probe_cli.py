@@ -32,7 +32,8 @@ def test_fps_prb_17_probe_a_preset_json_report(tmp_path, capsys):
     assert rc == 0
     rep = json.loads(out.read_text())
     assert rep["schema"] == "fpspec-probe-report/1"
-    assert rep["nearest_preset"] == {"name": "km-h100-fp8-promote128", "differences": {}, "exact": True}
+    assert rep["nearest_preset"] == {"name": "km-h100-fp8-promote128", "differences": {}, "exact": True,
+                                     "split_k": None}
     assert rep["acceptance"]["compared"] == 128 and rep["acceptance"]["passed"] is True
     assert rep["fitted"]["parameters"]["promotion_interval"] == 128
     assert "acceptance: 128/128" in capsys.readouterr().out

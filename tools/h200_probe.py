@@ -8,9 +8,12 @@ For each target (torch._scaled_mm e4m3 with use_fast_accum False and True, torch
 BF16 and FP16 with FP32 output) it runs the probe recipes at 256 x 256 x 1024, then
 the recipes again at every acceptance shape (the library picks its kernel, and its
 split of K, by shape), then collects the acceptance samples (the GEMM's FP32 bits at sampled outputs of
-the DEFAULT_SHAPES).  Writes OUTDIR/h200_reports.json and OUTDIR/h200_samples.npz;
-``tools/h200_probe.py --finish OUTDIR --reports docs/probe-reports`` then fits and
-accepts each target on the CPU (the operands are regenerated from their seeds).
+the DEFAULT_SHAPES).  Writes OUTDIR/h200_reports.json and OUTDIR/h200_samples.npz
+(the committed ones are in vectors/provenance/h200/);
+``tools/h200_probe.py --finish OUTDIR --reports docs/probe-reports`` then fits each
+target from its recorded findings and accepts it on the CPU with fpspec's own GEMM
+(the operands are regenerated from their seeds); ``--preset-check OUTDIR`` accepts the
+nearest preset with the library's split of K set per shape (``split_k``).
 
 ``--local`` swaps each torch target for an fpspec preset, to test this script
 without a GPU.
@@ -79,8 +82,8 @@ def run_target(spec: str, fmt: str, local: str | None, shapes) -> tuple[dict, di
                                        "nearest_preset": nearest_preset(fm), "calls": len(calls),
                                        "seconds": round(time.time() - t1, 1)})
             print(f"  at {m}x{n}x{k}: G={fm.model.group_size} F={fm.model.window_bits} "
-                  f"acc_bits={fm.accumulate_bits} promo={fm.model.promotion_interval} "
-                  f"split={fm.split_slice} boundaries={f['boundaries'].get('boundaries', [])[:6]} "
+                  f"acc_bits={fm.model.accumulate_bits} promo={fm.model.promotion_interval} "
+                  f"split={fm.model.split_k} boundaries={f['boundaries'].get('boundaries', [])[:6]} "
                   f"({time.time() - t1:.1f}s, {len(calls)} calls)", flush=True)
         except Exception as exc:
             entry["per_shape"].append({"shape": [m, n, k], "error": repr(exc)})
@@ -121,7 +124,9 @@ def main_collect(args) -> int:
 
 
 def main_finish(args) -> int:
-    """Fit each target from its recorded findings and accept it against its samples."""
+    """Fit each target from its recorded findings (the fit of this checkout, not the one
+    the device run printed) and accept it against its samples, the model probed at each
+    acceptance shape checked at that shape."""
     src = Path(args.finish)
     data = json.loads((src / "h200_reports.json").read_text())
     arrays = np.load(src / "h200_samples.npz")
@@ -133,13 +138,21 @@ def main_finish(args) -> int:
             continue
         probe = entry["probe"]
         fmt = probe["operand_format"]
+        per_shape_entries = []
+        for e in entry.get("per_shape", []):
+            if "findings" in e:
+                pfm = fit(e["findings"], fmt)
+                e = dict(e, fitted=pfm.to_dict(), nearest_preset=nearest_preset(pfm))
+            per_shape_entries.append(e)
         if args.model and spec in args.model:
             fm = FittedModel.from_dict(args.model[spec])
             per_shape = None
         else:
-            fm = FittedModel.from_dict(probe["fitted"])
+            fm = fit(probe["findings"], fmt)
             per_shape = {"x".join(map(str, e["shape"])): FittedModel.from_dict(e["fitted"])
-                         for e in entry.get("per_shape", []) if "fitted" in e}
+                         for e in per_shape_entries if "fitted" in e}
+        probe["fitted"] = fm.to_dict()
+        probe["nearest_preset"] = nearest_preset(fm)
         samples = [dict(m, bits=arrays[m["key"]]) for m in entry["samples"]]
         t0 = time.time()
         acc = check_samples(samples, fmt, fm, per_shape_models=per_shape)
@@ -150,16 +163,18 @@ def main_finish(args) -> int:
         probe["accepted_model"] = fm.to_dict()
         probe.pop("raw_outputs_hex", None)
         report = {"gpu": data["gpu"], "started": data["started"], "python": data.get("python"),
-                  **probe, "per_shape": entry.get("per_shape", []),
+                  **probe, "per_shape": per_shape_entries,
                   "acceptance_gemm_seconds": entry.get("seconds_acceptance_gemms")}
         (dest / f"h200-{spec}.json").write_text(json.dumps(report, indent=1, default=str))
     return 0
 
 
 def main_preset_check(args) -> int:
-    """Add to each report how the unmodified nearest preset fares on the same samples
-    (shapes with K <= 4096), so docs/probe-h200.rst can say what the fit changed."""
-    from fpspec.models import get_model
+    """Add to each report how the nearest preset itself fares on every sample: the preset
+    unchanged except for the library's split of K at each shape (``split_k``, from the
+    model probed at that shape: FPS-GEMM-14), evaluated by fpspec.gemm."""
+    from fpspec.models import PRESETS
+    from fpspec.probe.fit import library_split
 
     src = Path(args.preset_check)
     data = json.loads((src / "h200_reports.json").read_text())
@@ -170,13 +185,25 @@ def main_preset_check(args) -> int:
             continue
         rep = json.loads(path.read_text())
         name = rep["nearest_preset"]["name"]
-        samples = [dict(m, bits=arrays[m["key"]]) for m in entry["samples"] if m["shape"][2] <= 4096]
-        acc = check_samples(samples, rep["operand_format"], get_model(name))
-        rep["preset_check"] = {"preset": name, "shapes": "acceptance shapes with K <= 4096",
+        preset = PRESETS[name].model
+        splits = {}
+        for e in rep["per_shape"]:
+            if "fitted" in e:
+                splits["x".join(map(str, e["shape"]))] = library_split(
+                    FittedModel.from_dict(e["fitted"]).model, preset).split_k
+        per_shape = {key: FittedModel(preset.replace(split_k=sk)) for key, sk in splits.items()}
+        samples = [dict(m, bits=arrays[m["key"]]) for m in entry["samples"]]
+        acc = check_samples(samples, rep["operand_format"], FittedModel(preset), per_shape_models=per_shape)
+        rep["preset_check"] = {"preset": name, "evaluator": "fpspec.gemm (fast path)",
+                               "shapes": "every acceptance shape, split_k set per shape",
                                **{k: v for k, v in acc.to_dict().items() if k != "per_shape"},
-                               "per_shape": [{k: s[k] for k in ("shape", "compared", "matched")}
+                               "per_shape": [{"shape": s["shape"], "compared": s["compared"],
+                                              "matched": s["matched"],
+                                              "split_k": splits.get("x".join(map(str, s["shape"])))}
                                              for s in acc.per_shape]}
-        print(f"{spec}: preset {name}: {acc.matched}/{acc.compared}")
+        print(f"{spec}: preset {name} (+ split_k per shape): {acc.matched}/{acc.compared}")
+        for s in rep["preset_check"]["per_shape"]:
+            print(f"   {s['shape']}: split_k={s['split_k']} {s['matched']}/{s['compared']}")
         path.write_text(json.dumps(rep, indent=1, default=str))
     return 0
 
@@ -190,8 +217,8 @@ def main(argv=None) -> int:
     p.add_argument("--finish", help="fit and accept from a collected directory")
     p.add_argument("--reports", default="docs/probe-reports", help="finish: where the report JSONs go")
     p.add_argument("--preset-check", metavar="DIR", help="add the nearest preset's own match rate "
-                   "(K <= 4096 shapes) to the reports in --reports, from a collected DIR")
-    p.add_argument("--model-json", help="finish: {target: {parameters: ..., accumulate_bits: n}} to accept instead")
+                   "(split_k set per shape) to the reports in --reports, from a collected DIR")
+    p.add_argument("--model-json", help="finish: {target: {parameters: {...GemmModel fields}}} to accept instead")
     args = p.parse_args(argv)
     args.model = json.loads(Path(args.model_json).read_text()) if args.model_json else None
     if args.finish:

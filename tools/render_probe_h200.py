@@ -19,7 +19,7 @@ REPORTS = ROOT / "docs" / "probe-reports"
 PAGE = ROOT / "docs" / "probe-h200.rst"
 ORDER = ["torch-scaled-mm", "torch-scaled-mm-fast", "torch-bf16", "torch-fp16", "torch-bf16-rpr0"]
 FIELDS = ["group_size", "window_bits", "below_window", "product_exponent", "fused", "accumulate_rounding",
-          "promotion_interval", "promotion_rounding", "snap_bits"]
+          "accumulate_bits", "promotion_interval", "promotion_rounding", "split_k", "snap_bits"]
 
 
 def table(header: list[str], rows: list[list[str]]) -> list[str]:
@@ -37,11 +37,11 @@ def pct(m: int, c: int) -> str:
 
 def fitted_label(f: dict) -> str:
     p = f["parameters"]
-    s = f"G={p['group_size']}, F={p['window_bits']}, acc={f['accumulate_bits']} bits, {p['accumulate_rounding']}"
+    s = f"G={p['group_size']}, F={p['window_bits']}, acc={p['accumulate_bits']} bits, {p['accumulate_rounding']}"
     if p["promotion_interval"]:
         s += f", promote {p['promotion_interval']} ({p['promotion_rounding']})"
-    if f.get("split_slice"):
-        s += f", split K by {f['split_slice']}"
+    if p.get("split_k"):
+        s += f", split_k={p['split_k']}"
     return s
 
 
@@ -76,38 +76,53 @@ def render() -> str:
           "    python3 tools/h200_probe.py --finish OUT --reports docs/probe-reports",
           "    python3 tools/h200_probe.py --preset-check OUT --reports docs/probe-reports",
           "    python3 tools/render_probe_h200.py", "",
-          "The raw device output and the sampled FP32 bits are kept in ``docs/probe-reports/raw/``;",
-          "``--finish docs/probe-reports/raw`` repeats the acceptance test offline (the operands are",
-          "regenerated from their seeds).", "",
+          "The raw device output and the sampled FP32 bits are kept in ``vectors/provenance/h200/``",
+          "(``h200_reports.json``, ``h200_samples.npz``, ``h200_log.txt``);",
+          "``--finish vectors/provenance/h200`` refits every target from the recorded findings and",
+          "repeats the acceptance test offline with fpspec's own GEMM (:func:`fpspec.gemm.gemm`,",
+          "the Numba fast path; the operands are regenerated from their seeds), and",
+          "``--preset-check vectors/provenance/h200`` checks the nearest preset itself, with the",
+          "library's ``split_k`` set per shape.", "",
           "Summary", "-------", ""]
     rows = []
     for name, r in reps.items():
         a = r["acceptance"]
         pc = r.get("preset_check")
-        rows.append([f"``{name}``", fitted_label(r["fitted"]), r["nearest_preset"]["name"],
-                     pct(a["matched"], a["compared"]),
-                     pct(pc["matched"], pc["compared"]) if pc else "-"])
-    L += table(["target", "fitted at 256x256x1024", "nearest preset",
-                "acceptance (model probed per shape)", "nearest preset unchanged (K <= 4096)"], rows)
+        splits = [f"{s['split_k']} at {' x '.join(map(str, s['shape']))}"
+                  for s in (pc or {}).get("per_shape", []) if s.get("split_k")]
+        rows.append([f"``{name}``", fitted_label(r["fitted"]), f"``{r['nearest_preset']['name']}``",
+                     "; ".join(splits) or "none",
+                     pct(pc["matched"], pc["compared"]) if pc else "-",
+                     pct(a["matched"], a["compared"])])
+    L += table(["target", "fitted at 256x256x1024", "preset that reproduces it",
+                "split_k (cuBLAS split of K) per shape", "preset + split_k, every shape",
+                "fitted model probed per shape"], rows)
     L += ["What this means for the presets", "-------------------------------", "",
           "* **FP8** (``torch._scaled_mm``, float8_e4m3fn, both ``use_fast_accum`` settings): fused",
           "  blocks of 32 products, a 13-bit window anchored at ``ea + eb`` with magnitude truncation,",
-          "  RZ, and a **block result kept to 13 fraction bits** (Khattak & Mikaitis: 23 + neab with",
-          "  neab = -10).  ``GemmModel`` rounds a fused block's result to FP32 (23 bits), so the",
-          "  ``km-h100-fp8`` and ``km-h100-fp8-promote128`` presets as committed match only the",
-          "  share of outputs shown in the last column; with ``accumulate_bits = 13`` every output",
-          "  matches.  ``use_fast_accum=False`` adds promotion into an FP32 accumulator every 128",
-          "  products with RNE; ``True`` never promotes.",
+          "  RZ, and a **block result kept to 13 fraction bits** (``accumulate_bits = 13``;",
+          "  Khattak & Mikaitis' ``GEMM.m`` narrows the output to 23 + neab bits when neab < 0,",
+          "  neab = -10 here).  The first device run found that the presets then rounded each block",
+          "  result to FP32 (23 bits) and matched only 34.4 % (``km-h100-fp8-promote128``) and",
+          "  92.2 % (``km-h100-fp8``) of the samples with K <= 4096; ``GemmModel`` now has",
+          "  ``accumulate_bits`` (FPS-GEMM-13), every ``km-*`` preset keeps min(23, 23 + neab) bits",
+          "  (FPS-GEMM-15), and the fixed presets reproduce every sampled output.",
+          "  ``use_fast_accum=False`` adds promotion into an FP32 accumulator every 128 products",
+          "  with RNE (``km-h100-fp8-promote128``); ``True`` never promotes (``km-h100-fp8``).",
           "* **The library splits K by shape.**  At some shapes cuBLAS cuts K into slices (2816",
-          "  products for FP8 at 64 x 64 x 16384; 1408, 4096 or 8192 for BF16/FP16), runs each as",
-          "  its own chain and adds the slice results in order with FP32 RNE additions.  Without",
-          "  promotion this is exactly ``promotion_interval = slice``; with promotion (FP8, fast",
-          "  accumulation off) each slice promotes every 128 on its own and the slices are added",
-          "  at the end (``split_slice``).  The per-shape tables below say which shapes split.",
-          "  This is why the BF16 model matched at K = 256 and 1024 but not at 4096 (64 x 64).",
-          "* **BF16 and FP16** with FP32 output: ``km-h100-bf16`` (G = 16, neab = 2, RZ) exactly,",
-          "  on every shape without a split; ``allow_bf16_reduced_precision_reduction`` does not",
-          "  change anything for FP32 output.",
+          "  products for FP8 at 64 x 64 x 16384, both accumulation modes; 1408 for BF16/FP16 at",
+          "  64 x 64 x 4096 and 64 x 64 x 16384, 8192 at 128 x 4096 x 16384, 4096 at",
+          "  512 x 512 x 16384), runs each as its own chain (with the promotion every 128 inside",
+          "  each slice for FP8 without fast accumulation) and adds the slice results in order",
+          "  with FP32 RNE additions: ``split_k`` (FPS-GEMM-14).  A probe sees a split without",
+          "  promotion as chain boundaries every ``split_k`` products (the fitted",
+          "  ``promotion_interval`` in the per-shape tables, which is the same reduction); the",
+          "  preset column sets ``split_k`` at exactly those shapes.  fpspec cannot predict from",
+          "  the shape alone where cuBLAS splits: a user modelling another shape probes it",
+          "  (``fpspec probe --shape``) or sets ``--set split_k=S``.",
+          "* **BF16 and FP16** with FP32 output: ``km-h100-bf16`` (G = 16, neab = 2, 23 kept bits,",
+          "  RZ), with ``split_k`` where cuBLAS splits; ``allow_bf16_reduced_precision_reduction``",
+          "  does not change anything for FP32 output.",
           "* Every target was deterministic over repeats; ``_scaled_mm`` forms",
           "  ``alpha = RNE32(scale_a * scale_b)`` and returns ``RNE32(alpha * acc)``.", ""]
     for name, r in reps.items():
@@ -120,25 +135,30 @@ def render() -> str:
               f"GEMM calls of the probe at 256 x 256 x 1024: {r['gemm_calls']['count']}.", ""]
         p = r["fitted"]["parameters"]
         L += table(["fitted parameter (256 x 256 x 1024)", "value"],
-                   [[f, f"``{p[f]}``"] for f in FIELDS] +
-                   [["accumulate_bits", f"``{r['fitted']['accumulate_bits']}``"]])
+                   [[f, f"``{p[f]}``"] for f in FIELDS])
         if r["fitted"]["outside_family"]:
             L += ["Outside the ``GemmModel`` family: " + "; ".join(r["fitted"]["outside_family"]) + ".", ""]
         diffs = r["nearest_preset"]["differences"]
         L += [f"Nearest preset ``{r['nearest_preset']['name']}``"
+              + (f" with ``split_k = {r['nearest_preset']['split_k']}``" if r["nearest_preset"].get("split_k") else "")
               + (": identical on every probed field." if not diffs else
                  ", differing in " + ", ".join(f"``{k}`` (fitted {v['fitted']}, preset {v['preset']})"
                                                for k, v in diffs.items()) + "."), ""]
         srows = []
         acc = {tuple(s["shape"]): s for s in r["acceptance"]["per_shape"]}
+        pcs = {tuple(s["shape"]): s for s in r.get("preset_check", {}).get("per_shape", [])}
         for e in r["per_shape"]:
             shp = tuple(e["shape"])
             a = acc.get(shp, {})
+            pc = pcs.get(shp, {})
             b = e.get("findings", {}).get("boundaries", {}).get("boundaries", [])
             srows.append([" x ".join(map(str, shp)), a.get("model", "-"),
                           ", ".join(map(str, b[:5])) + (" ..." if len(b) > 5 else "") or "none",
-                          pct(a.get("matched", 0), a.get("compared", 0))])
-        L += table(["M x N x K", "model probed at this shape", "chain boundaries", "acceptance"], srows)
+                          pct(a.get("matched", 0), a.get("compared", 0)),
+                          f"``{pc['split_k']}``" if pc.get("split_k") else "none",
+                          pct(pc.get("matched", 0), pc.get("compared", 0))])
+        L += table(["M x N x K", "model probed at this shape", "chain boundaries", "acceptance",
+                    f"split_k for ``{r['nearest_preset']['name']}``", "preset + split_k"], srows)
     return "\n".join(L).rstrip() + "\n"
 
 

@@ -15,33 +15,27 @@ class ModelTarget:
     """A :class:`~fpspec.models.GemmModel` (a preset name or a model) on code operands.
 
     Uses the probe's vectorised evaluator where it is exact for the model, else
-    :func:`fpspec.gemm.gemm` (its Numba path, or the exact reference); ``accumulate_bits`` as in :mod:`fpspec.probe.simulate`.
+    :func:`fpspec.gemm.gemm` (its Numba path, or the exact reference).  ``overrides``
+    change model parameters (e.g. ``accumulate_bits=13, split_k=256``).
     """
 
-    def __init__(self, model: str | GemmModel, fmt: str, accumulate_bits: int = 23,
-                 split_slice: int | None = None):
+    def __init__(self, model: str | GemmModel, fmt: str, **overrides):
         self.preset = model if isinstance(model, str) else None
-        self.model = get_model(model)
+        self.model = get_model(model, **overrides)
         self.operand_format = fmt
-        self.accumulate_bits = accumulate_bits
-        self.split_slice = split_slice
         self.name = f"fpspec:{self.preset or 'model'}"
         self.fast = supports(self.model) is None
-        if not self.fast and (accumulate_bits != 23 or split_slice is not None):
-            raise ValueError("accumulate_bits / split_slice need a model fpspec.probe.simulate evaluates")
 
     def matmul(self, a: np.ndarray, bt: np.ndarray) -> np.ndarray:
         if self.fast:
-            return simulate_gemm(a, bt, self.operand_format, self.model, self.accumulate_bits,
-                                 split_slice=self.split_slice)
+            return simulate_gemm(a, bt, self.operand_format, self.model)
         from ..gemm import gemm  # fpspec's own GEMM (Numba fast path where it applies, else exact)
 
         return gemm(a, bt, self.model, fmt=self.operand_format)
 
     def rowdot(self, a: np.ndarray, bt: np.ndarray) -> np.ndarray:
         if self.fast:
-            return simulate_rowdot(a, bt, self.operand_format, self.model, self.accumulate_bits,
-                                   split_slice=self.split_slice)
+            return simulate_rowdot(a, bt, self.operand_format, self.model)
         # one exact dot product per row (fpspec.gemm's fast path has a per-call set-up
         # cost that dominates single rows)
         opa = operand_from_codes(a, self.operand_format, self.model)
@@ -50,5 +44,5 @@ class ModelTarget:
                          for i in range(a.shape[0])], dtype=np.float32)
 
     def info(self) -> dict:
-        return {"target": self.name, "model": self.model.to_dict(), "accumulate_bits": self.accumulate_bits,
-                "split_slice": self.split_slice, "evaluator": "fpspec.probe.simulate" if self.fast else "fpspec.gemm"}
+        return {"target": self.name, "model": self.model.to_dict(),
+                "evaluator": "fpspec.probe.simulate" if self.fast else "fpspec.gemm"}

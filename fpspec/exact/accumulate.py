@@ -41,6 +41,8 @@ __all__ = [
     "align_group",
     "group_step",
     "chain",
+    "chain_slice",
+    "round_acc",
     "dot_exact",
     "finish",
     "operand_from_codes",
@@ -93,6 +95,30 @@ def round_fp32(x: Value, mode: str) -> Value:
         return x
     code = round_to_code(x, FP32, "rne" if mode == "rne" else "rtz")
     return FP32.decode_exact(code)
+
+
+def round_acc(x: Value, mode: str, bits: int = 23) -> Value:
+    """Round an exact value to ``bits`` fraction bits in FP32's exponent range (the
+    accumulator rounding, FPS-GEMM-13): quantum 2^(max(floor(log2|x|), -126) - bits),
+    ``rne`` (ties to even) or ``rz``; a result of magnitude >= 2^128 is Inf under RNE
+    and (2 - 2^-bits) 2^127 under RZ.  With bits = 23 this is :func:`round_fp32`."""
+    if bits == 23 or _is_special(x):
+        return round_fp32(x, mode)
+    if x == 0:
+        return Fraction(0)
+    e = max(floor_log2(abs(x)), FP32_EMIN)  # type: ignore[arg-type]
+    quantum = Fraction(2) ** (e - bits)
+    q = x / quantum
+    if mode == "rne":
+        k = round(q)  # ties to even
+    else:
+        k = abs(q.numerator) // q.denominator
+        k = -k if x < 0 else k
+    r = k * quantum
+    if abs(r) >= 2 ** 128:
+        big = math.inf if mode == "rne" else (2 - Fraction(1, 2 ** bits)) * Fraction(2) ** 127
+        return big if r > 0 else -big
+    return r
 
 
 def round_bf16(x: Value) -> Value:
@@ -182,13 +208,13 @@ def group_step(c: Value, terms: Sequence[Term], model: GemmModel) -> Value:
         if not vals:
             return Fraction(0)
         kept = align_group(vals, exps, model)  # type: ignore[arg-type]
-        return round_fp32(sum(kept, Fraction(0)), model.accumulate_rounding)
+        return round_acc(sum(kept, Fraction(0)), model.accumulate_rounding, model.accumulate_bits)
     kept = align_group(vals, exps, model)  # type: ignore[arg-type]
     s = sum(kept, Fraction(0))
     p = s if model.group_rounding == "none" else round_fp32(s, model.group_rounding)
     if _is_special(p) or _is_special(c):
         return _add_specials([c, p])  # type: ignore[return-value]
-    return round_fp32(c + p, model.accumulate_rounding)  # type: ignore[operator]
+    return round_acc(c + p, model.accumulate_rounding, model.accumulate_bits)  # type: ignore[operator]
 
 
 def _add_round(x: Value, y: Value, mode: str) -> Value:
@@ -200,6 +226,31 @@ def _add_round(x: Value, y: Value, mode: str) -> Value:
 
 # ------------------------------------------------ steps 2 and 5: the chain
 def chain(terms: Sequence[Term], model: GemmModel) -> Value:
+    """Steps 2-5b: with ``split_k`` the terms are cut into slices of that many products,
+    each slice is a chain of its own (:func:`chain_slice`), and the slice results are
+    added in order with FP32 RNE (FPS-GEMM-14); else one chain over all of K."""
+    if model.split_k is None:
+        return chain_slice(terms, model)
+    total: Value | None = None
+    part: list[Term] = []
+    n = 0
+    for t in list(terms) + [None]:  # type: ignore[list-item]
+        if t is None or n == model.split_k:
+            if part or total is None:
+                r = chain_slice(part, model)
+                total = r if total is None else _add_round(total, r, "rne")
+            part, n = [], 0
+            if t is None:
+                break
+        part.append(t)
+        n += t.products
+        if n > model.split_k:
+            raise FpspecError(f"a term of {t.products} products straddles a split_k={model.split_k} slice")
+    assert total is not None
+    return total
+
+
+def chain_slice(terms: Sequence[Term], model: GemmModel) -> Value:
     """Steps 2-5: groups in order of k, the running accumulator, promotion (FPS-GEMM-6).
 
     ``terms`` are in order of k; each stands for ``term.products`` products.  A group
@@ -482,6 +533,11 @@ def check_quantized_pair(a, bt, model: GemmModel) -> None:
     for name, q in (("A", a), ("BT", bt)):
         if q.payload_format != "e2m1":
             raise FpspecError(f"{name}: payload format {q.payload_format!r} is not supported (e2m1 only)")
+    if model.split_k is not None:
+        for name, q in (("A", a), ("BT", bt)):
+            if model.split_k % q.block:
+                raise FpspecError(f"split_k={model.split_k} must be a multiple of {name}'s block size {q.block} "
+                                  "(slices hold whole scale blocks)")
     if model.scale_placement == "block" and model.operand_domain == "encoded":
         if a.block != bt.block:
             raise FpspecError(f"scale_placement=block needs equal block sizes, A has {a.block}, BT {bt.block}")

@@ -140,6 +140,110 @@ def _round_f64(v, err, mode):
 
 
 @numba.njit(cache=True, nogil=True)
+def _round_f64_bits(v, err, mode, bits):
+    """Rounding of the exact value v + err to ``bits`` fraction bits in FP32's exponent
+    range (FPS-GEMM-13); bits = 23 is :func:`_round_f64`.  Same contract for err.
+
+    For bits < 23 every value and midpoint of the bits-lattice is a float64 too, so the
+    argument of :func:`_round_f64` carries over: r = v / quantum is exact (a power-of-two
+    scaling of a float64 within range), err matters only when r is an integer (RZ) or
+    an odd multiple of 1/2 (RNE).  Overflow: |result| >= 2^128 is Inf (RNE) or
+    (2 - 2^-bits) 2^127 (RZ)."""
+    if bits == 23:
+        return _round_f64(v, err, mode)
+    if v == 0.0:
+        return 0.0
+    m, ex = math.frexp(v)
+    e = ex - 1
+    if e < FP32_EMIN:
+        e = FP32_EMIN
+    q = e - bits
+    r = math.ldexp(v, -q)
+    neg = v < 0.0
+    a = -r if neg else r
+    t = np.floor(a)
+    if mode == _RZ:
+        if err != 0.0 and t == a and ((err < 0.0) != neg):
+            # the exact value lies just inside |v|: one step toward zero, a half step
+            # when |v| is the bottom of its binade (the lattice below is twice as fine)
+            if t == math.ldexp(1.0, bits) and e > FP32_EMIN:
+                res = math.ldexp(2.0 * t - 1.0, q - 1)
+            else:
+                res = math.ldexp(t - 1.0, q)
+        else:
+            res = math.ldexp(t, q)
+        lim = math.ldexp(1.0, 128)
+        if res >= lim:
+            res = math.ldexp(math.ldexp(2.0, bits) - 1.0, 127 - bits)
+    else:
+        d = a - t
+        if d > 0.5:
+            t += 1.0
+        elif d == 0.5:
+            if err != 0.0:
+                if (err > 0.0) != neg:
+                    t += 1.0
+            elif (t % 2.0) != 0.0:
+                t += 1.0
+        res = math.ldexp(t, q)
+        if res >= math.ldexp(1.0, 128):
+            res = math.inf
+    return (-res if neg else res) + 0.0
+
+
+@numba.njit(cache=True, nogil=True)
+def _round_int_bits(s, e, mode, bits):
+    """:func:`_round_int` to ``bits`` fraction bits (FPS-GEMM-13)."""
+    if bits == 23:
+        return _round_int(s, e, mode)
+    if s == 0:
+        return 0.0
+    neg = s < 0
+    mag = -s if neg else s
+    if mag < (1 << 53) and _POW2_LO <= e <= _POW2_HI:
+        return _round_f64_bits(float(s) * _POW2[e - _POW2_LO], 0.0, mode, bits)
+    # keep the top 54 bits and a sticky bit: an exact float64 pair (head, err) whose
+    # rounding to <= 24 significant bits equals that of s 2^e
+    nb = _bitlen(mag)
+    sh = nb - 54
+    if sh > 0:
+        head = mag >> sh
+        sticky = (mag - (head << sh)) != 0
+        head = (head << 1) | (1 if sticky else 0)
+        ee = e + sh - 1
+    else:
+        head = mag
+        ee = e
+    if ee > _POW2_HI or ee < _POW2_LO:
+        return _round_int_slow_bits(-head if neg else head, ee, mode, bits)
+    hb = head >> 2
+    lo = head - (hb << 2)
+    v = float(hb << 2) * _POW2[ee - _POW2_LO]
+    err = float(lo) * _POW2[ee - _POW2_LO]
+    if neg:
+        v = -v
+        err = -err
+    return _round_f64_bits(v, err, mode, bits)
+
+
+@numba.njit(cache=True, nogil=True)
+def _round_acc(s, e, packed):
+    """:func:`_round_int_bits` with a packed accumulator mode: ``mode + 4 (23 - bits)``
+    (a plain mode 0/1 means FP32, 23 bits)."""
+    return _round_int_bits(s, e, packed & 3, 23 - (packed >> 2))
+
+
+@numba.njit(cache=True, nogil=True)
+def _round_int_slow_bits(s, e, mode, bits):
+    """Far outside FP32's range: Inf / the RZ clamp, or +0 below the subnormal lattice
+    (sticky-safe: every kept bit is far from the rounding point)."""
+    if e > 0:
+        big = math.inf if mode == _RNE else math.ldexp(math.ldexp(2.0, bits) - 1.0, 127 - bits)
+        return -big if s < 0 else big
+    return 0.0
+
+
+@numba.njit(cache=True, nogil=True)
 def _round_int(s, e, mode):
     """FP32 value (as float64) of the signed integer s times 2^e rounded with mode
     (RNE or RZ), subnormals, IEEE overflow (Inf under RNE, max finite under RZ); 0 -> +0.
@@ -220,7 +324,7 @@ def _add2_round(x, y, mode):
     s = x + y
     bp = s - x
     err = (x - (s - bp)) + (y - bp)
-    return _round_f64(s, err, mode)
+    return _round_f64_bits(s, err, mode & 3, 23 - (mode >> 2))
 
 
 @numba.njit(cache=True, nogil=True)
@@ -295,7 +399,7 @@ def _limb_round(sigs, lsbs, n, mode):
         if sticky:
             head = (head << 1) | 1
             e -= 1
-    return _round_int(-head if neg else head, e, mode)
+    return _round_acc(-head if neg else head, e, mode)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -318,7 +422,7 @@ def _exact_round(sigs, lsbs, n, mode):
         for i in range(n):
             if sigs[i] != 0:
                 acc += sigs[i] << (lsbs[i] - base)
-        return _round_int(acc, base, mode)
+        return _round_acc(acc, base, mode)
     return _limb_round(sigs, lsbs, n, mode)
 
 
@@ -374,7 +478,7 @@ def _group(c, sigs, lsbs, aexps, n, nspec, fused, window, below, efloor, grp_mod
                     else:
                         acc += 0 if -d >= 63 else (mag >> (-d))
         if fused:
-            return _round_int(acc, ql, acc_mode)
+            return _round_acc(acc, ql, acc_mode)
         if grp_mode == _NONE:
             # exact group sum, then one rounding of c + sum
             if acc == 0:
@@ -547,7 +651,7 @@ def _apply_exact_sum(c, acc, e, fused, grp_mode, acc_mode, sigs, lsbs):
         if acc == 0:
             return c
         if c == 0.0:
-            return _round_int(acc, e, acc_mode)
+            return _round_acc(acc, e, acc_mode)
         sigs[0] = acc
         lsbs[0] = e
         sc, lc = _split32(c)
@@ -693,7 +797,7 @@ def _gemm_window_rows(sa, la, ea, sbt, lbt, ebt, g, fused, window, below, efloor
                     continue
                 ql = emax[j] - window
                 if fused:
-                    c[j] = _round_int(acc[j], ql, acc_mode)
+                    c[j] = _round_acc(acc[j], ql, acc_mode)
                 elif grp_mode == _NONE:
                     c[j] = _apply_exact_sum(cj, acc[j], ql, False, _NONE, acc_mode, sigs, lsbs)
                 else:
@@ -987,14 +1091,17 @@ def gemm_fast(a, bt, model: GemmModel, *, fmt: str | None = None,
     from ..quantized import QuantizedTensor
 
     quantized = isinstance(a, QuantizedTensor)
-    g_raw = model.group_size
     k = a.shape[1]
+    if model.split_k is not None and model.split_k < k:
+        return _gemm_split(a, bt, model, fmt, alpha, quantized)
+    g_raw = model.group_size
     g = g_raw if g_raw is not None else max(k, 1)
     window = model.window_bits if model.window_bits is not None else _NO_FLOOR
     below = _FLOOR if model.below_window == "floor" else _TRUNC
     efloor = model.align_exponent_floor if model.align_exponent_floor is not None else _NO_FLOOR
     grp = _MODE[model.group_rounding]
-    accm = _MODE[model.accumulate_rounding]
+    # the accumulator's rounding packs mode and kept bits: mode + 4 (23 - accumulate_bits)
+    accm = _MODE[model.accumulate_rounding] + 4 * (23 - model.accumulate_bits)
     promo = model.promotion_interval or 0
     promo_mode = _MODE[model.promotion_rounding]
     snap = model.snap_bits if model.snap_bits is not None else _NO_FLOOR
@@ -1005,6 +1112,7 @@ def gemm_fast(a, bt, model: GemmModel, *, fmt: str | None = None,
     out = np.empty((m, n), dtype=np.float64)
 
     if (model.window_bits is None and g == 1 and not model.fused and model.group_rounding == "rne"
+            and model.accumulate_bits == 23
             and model.accumulate_rounding == "rne" and (promo == 0 or model.promotion_rounding == "rne")
             and model.operand_domain != "decoded-exact"):
         # sequential FP32 arithmetic: every operand value is an FP32 value here (FP8/16 codes,
@@ -1052,15 +1160,60 @@ def gemm_fast(a, bt, model: GemmModel, *, fmt: str | None = None,
     return y
 
 
+def _slice_k(x, k0: int, k1: int, quantized: bool):
+    """Columns k0..k1-1 of an operand (a QuantizedTensor's scales with them; k0 and k1
+    are multiples of its block, checked by check_quantized_pair)."""
+    if not quantized:
+        return np.ascontiguousarray(np.asarray(x)[:, k0:k1])
+    import dataclasses
+
+    return dataclasses.replace(x, codes=np.ascontiguousarray(x.codes[:, k0:k1]),
+                               scales=np.ascontiguousarray(x.scales[:, k0 // x.block:-(-k1 // x.block)]))
+
+
+@numba.njit(cache=True, nogil=True)
+def _finish_all(y, snap, alpha, out):
+    for i in range(y.size):
+        out[i] = _finish(y[i], snap, alpha, False)
+
+
+def _gemm_split(a, bt, model: GemmModel, fmt, alpha, quantized: bool) -> np.ndarray:
+    """Step 5b (FPS-GEMM-14): each slice of split_k products is a chain of its own (the
+    same kernels on the sliced operands, without steps 6-8); the slice results, FP32
+    values, are added in order with numpy float32 + (IEEE, RNE; Inf and NaN as IEEE);
+    then snap, alpha and the output conversion as for one chain."""
+    k = a.shape[1]
+    inner = model.replace(split_k=None, snap_bits=None, output_format="fp32")
+    total = None
+    for k0 in range(0, k, model.split_k):
+        k1 = min(k0 + model.split_k, k)
+        part = gemm_fast(_slice_k(a, k0, k1, quantized), _slice_k(bt, k0, k1, quantized), inner,
+                         fmt=fmt, alpha=None)
+        if total is None:
+            total = part
+        else:
+            with np.errstate(over="ignore", invalid="ignore"):
+                total = total + part
+    assert total is not None
+    y64 = total.astype(np.float64).reshape(-1) + 0.0  # +0.0: a zero sum of slices is +0
+    out = np.empty_like(y64)
+    snap = model.snap_bits if model.snap_bits is not None else _NO_FLOOR
+    alpha_f = float(alpha) if alpha is not None else -1.0
+    _finish_all(y64, snap, alpha_f, out)
+    y = _canonical_nan(out.astype(np.float32).reshape(total.shape))
+    return _round_bf16_bits(y) if model.output_format == "bf16" else y
+
+
 class FastPathUnsupported(Exception):
     """Raised for a configuration the fast path leaves to the exact one."""
 
 
-def round_int_to_fp32(s: int, e: int, mode: str = "rne") -> float:
-    """Test hook: the fast integer-to-FP32 rounding (:func:`_round_int`)."""
-    return float(_round_int(np.int64(s), np.int64(e), _MODE[mode]))
+def round_int_to_fp32(s: int, e: int, mode: str = "rne", bits: int = 23) -> float:
+    """Test hook: the fast integer-to-FP32 rounding (:func:`_round_int`), to ``bits``
+    fraction bits (:func:`_round_acc`)."""
+    return float(_round_acc(np.int64(s), np.int64(e), _MODE[mode] + 4 * (23 - bits)))
 
 
-def add2_round_fp32(x: float, y: float, mode: str = "rne") -> float:
-    """Test hook: the fast FP32 addition with rounding (:func:`_add2_round`)."""
-    return float(_add2_round(float(x), float(y), _MODE[mode]))
+def add2_round_fp32(x: float, y: float, mode: str = "rne", bits: int = 23) -> float:
+    """Test hook: the fast FP32 addition with rounding to ``bits`` fraction bits (:func:`_add2_round`)."""
+    return float(_add2_round(float(x), float(y), _MODE[mode] + 4 * (23 - bits)))

@@ -185,23 +185,16 @@ class AcceptanceResult:
                 "passed": self.passed, "per_shape": self.per_shape}
 
 
-def model_outputs(a: np.ndarray, bt: np.ndarray, fmt: str, model: GemmModel,
-                  accumulate_bits: int = 23, split_slice: int | None = None) -> np.ndarray:
-    """The model's FP32 outputs: the vectorised evaluator where it applies, else the
-    exact reference (slow: small shapes only)."""
-    from .simulate import simulate_gemm, supports
-
-    if supports(model) is None:
-        return simulate_gemm(a, bt, fmt, model, accumulate_bits, split_slice=split_slice)
-    if accumulate_bits != 23 or split_slice is not None:
-        raise FpspecError("accumulate_bits or a split of K needs a model the vectorised evaluator supports")
+def model_outputs(a: np.ndarray, bt: np.ndarray, fmt: str, model: GemmModel) -> np.ndarray:
+    """The model's FP32 outputs, from fpspec's own GEMM (:func:`fpspec.gemm.gemm`: the
+    Numba fast path, bit-equal to the exact spec, FPS-GEMM-10)."""
     from ..gemm import gemm
 
     return gemm(a, bt, model, fmt=fmt)
 
 
-def check_samples(samples: list[dict], fmt: str, model, accumulate_bits: int = 23,
-                  max_report: int = 5, per_shape_models: dict | None = None) -> AcceptanceResult:
+def check_samples(samples: list[dict], fmt: str, model, max_report: int = 5,
+                  per_shape_models: dict | None = None) -> AcceptanceResult:
     """Recompute every sampled output with the model and compare FP32 bits.
 
     ``model`` is a GemmModel or a FittedModel; ``per_shape_models`` maps
@@ -212,7 +205,7 @@ def check_samples(samples: list[dict], fmt: str, model, accumulate_bits: int = 2
 
     res = AcceptanceResult()
     for s in samples:
-        fm = model if isinstance(model, FittedModel) else FittedModel(model, accumulate_bits)
+        fm = model if isinstance(model, FittedModel) else FittedModel(model)
         key = "x".join(str(v) for v in s["shape"])
         if per_shape_models and key in per_shape_models:
             fm = per_shape_models[key]
@@ -220,7 +213,7 @@ def check_samples(samples: list[dict], fmt: str, model, accumulate_bits: int = 2
         rows, cols = np.asarray(s["rows"]), np.asarray(s["cols"])
         a = operand_codes(fmt, s["seed_a"], rows, k)
         bt = operand_codes(fmt, s["seed_b"], cols, k)
-        want = model_outputs(a, bt, fmt, fm.model, fm.accumulate_bits, fm.split_slice).view(np.uint32)
+        want = model_outputs(a, bt, fmt, fm.model).view(np.uint32)
         got = np.asarray(s["bits"], dtype=np.uint32).reshape(len(rows), len(cols))
         bad = np.argwhere(got != want)
         entry = {"shape": [m, n, k], "compared": int(got.size), "matched": int(got.size - len(bad)),
@@ -239,10 +232,10 @@ def check_samples(samples: list[dict], fmt: str, model, accumulate_bits: int = 2
 def _model_label(fm) -> str:
     """A short label of a fitted model for per-shape tables."""
     m = fm.model
-    parts = [f"G={m.group_size}", f"F={m.window_bits}", f"acc={fm.accumulate_bits}",
+    parts = [f"G={m.group_size}", f"F={m.window_bits}", f"acc={m.accumulate_bits}",
              f"round={m.accumulate_rounding}"]
     if m.promotion_interval:
         parts.append(f"promote={m.promotion_interval}/{m.promotion_rounding}")
-    if fm.split_slice:
-        parts.append(f"split={fm.split_slice}")
+    if m.split_k:
+        parts.append(f"split_k={m.split_k}")
     return " ".join(parts)

@@ -1,10 +1,11 @@
 """From findings to a parameter vector, and the nearest named preset (FPS-PRB-14).
 
-The probed parameters are mapped onto :class:`~fpspec.models.GemmModel` fields.
-What the family cannot express (a group result kept to fewer than 23 fraction
-bits, an interleaved group, a directed rounding other than RZ, an irregular
-split of K) is reported under ``outside_family`` and, where the vectorised
-evaluator can, carried as ``accumulate_bits`` for the acceptance test.
+The probed parameters are mapped onto :class:`~fpspec.models.GemmModel` fields,
+including the kept fraction bits of a fused block result (``accumulate_bits``,
+FPS-GEMM-13) and a library's split of K into slices (``split_k``, FPS-GEMM-14):
+the fitted parameter vector is a GemmModel.  What the family cannot express (an
+interleaved group, a directed rounding other than RZ, an irregular split of K) is
+reported under ``outside_family``.
 """
 
 from __future__ import annotations
@@ -19,31 +20,35 @@ __all__ = ["FittedModel", "fit", "nearest_preset", "PROBED_FIELDS"]
 #: The GemmModel fields the probe observes with plain operand codes.  The others
 #: (scale placement, operand domain, alpha) belong to quantized operands.
 PROBED_FIELDS = ("group_size", "window_bits", "below_window", "product_exponent", "fused",
-                 "group_rounding", "accumulate_rounding", "promotion_interval",
-                 "promotion_rounding", "snap_bits")
+                 "group_rounding", "accumulate_rounding", "accumulate_bits", "promotion_interval",
+                 "promotion_rounding", "snap_bits", "split_k")
 
 
 @dataclass
 class FittedModel:
-    """The fitted parameter vector: a GemmModel plus what the family lacks."""
+    """The fitted parameter vector (a GemmModel) plus what the family lacks."""
 
     model: GemmModel
-    accumulate_bits: int = 23
-    split_slice: int | None = None
-    split_rounding: str = "rne"
     outside_family: list[str] = field(default_factory=list)
     unobserved: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"parameters": self.model.to_dict(), "accumulate_bits": self.accumulate_bits,
-                "split_slice": self.split_slice, "split_rounding": self.split_rounding,
-                "outside_family": self.outside_family, "unobserved": self.unobserved}
+        return {"parameters": self.model.to_dict(), "outside_family": self.outside_family,
+                "unobserved": self.unobserved}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "FittedModel":
-        return cls(GemmModel.from_dict(d["parameters"]), d.get("accumulate_bits", 23), d.get("split_slice"),
-                   d.get("split_rounding", "rne"), list(d.get("outside_family", [])),
-                   list(d.get("unobserved", [])))
+        """Also reads reports written before GemmModel had ``accumulate_bits`` and
+        ``split_k`` (they carried ``accumulate_bits`` and ``split_slice`` beside the
+        parameters)."""
+        params = dict(d["parameters"])
+        if "accumulate_bits" in d and "accumulate_bits" not in params:
+            params["accumulate_bits"] = d["accumulate_bits"]
+        if d.get("split_slice") is not None and params.get("split_k") is None:
+            params["split_k"] = d["split_slice"]
+        legacy = ("group result keeps", "K split into slices")
+        outside = [o for o in d.get("outside_family", []) if not o.startswith(legacy)]
+        return cls(GemmModel.from_dict(params), outside, list(d.get("unobserved", [])))
 
 
 def _mode(name: str | None) -> str | None:
@@ -121,35 +126,51 @@ def fit(findings: dict[str, dict], operand_format: str) -> FittedModel:
             params["promotion_rounding"] = _mode(bnd.get("rounding")) or "rne"
             if _mode(bnd.get("rounding")) is None:
                 outside.append(f"promotion rounding {bnd.get('rounding')}")
-    if acc_bits != 23:
-        outside.append(f"group result keeps {acc_bits} fraction bits (GemmModel rounds it to FP32)")
-    split = None
+    if params.get("fused"):
+        params["accumulate_bits"] = acc_bits
+    elif acc_bits != 23:
+        outside.append(f"a non-fused group result keeps {acc_bits} fraction bits")
     sl = findings.get("slices", {})
     if sl.get("slice") is not None:
         split = sl["slice"]
-        outside.append(f"K split into slices of {split} (each its own chain), slice results added in "
-                       f"order with FP32 RNE")
+        if params.get("group_size") and split % params["group_size"] == 0:
+            params["split_k"] = split
+        else:
+            outside.append(f"K split into slices of {split}, not whole groups")
     try:
         model = GemmModel(**params)
     except Exception as exc:  # a combination the family cannot hold: say so, fit the plainest chain
         outside.append(f"no GemmModel holds these findings ({exc}); fitted as a sequential FP32 chain")
         model = GemmModel(group_size=1, fused=False, group_rounding="rne", accumulate_rounding="rne",
                           operand_domain="decoded-fp32", alpha_source="none")
-    return FittedModel(model=model, accumulate_bits=acc_bits, split_slice=split, outside_family=outside,
-                       unobserved=unobserved)
+    return FittedModel(model=model, outside_family=outside, unobserved=unobserved)
+
+
+def library_split(fitted: GemmModel, preset: GemmModel) -> GemmModel:
+    """The fitted model with its reduction over K expressed as ``split_k`` where the
+    preset has no promotion: a promotion every P products with RNE and nothing inside
+    is exactly a split of K into slices of P added with FP32 RNE (FPS-GEMM-14), which
+    is how a library's split-K shows in a probe."""
+    if (preset.promotion_interval is None and fitted.promotion_interval is not None
+            and fitted.promotion_rounding == "rne" and fitted.split_k is None):
+        return fitted.replace(promotion_interval=None, promotion_rounding=preset.promotion_rounding,
+                              split_k=fitted.promotion_interval)
+    return fitted
 
 
 def nearest_preset(fitted: FittedModel) -> dict[str, Any]:
-    """The preset that differs from the fit in the fewest probed fields, and how."""
+    """The preset that differs from the fit in the fewest probed fields, and how.
+
+    ``split_k`` is the library's split of K that the preset needs on top (None: none),
+    not counted as a difference; ``exact`` says the preset with that split_k is the fit
+    on every probed field."""
     best = None
     for name, preset in PRESETS.items():
-        diffs = {f: {"fitted": getattr(fitted.model, f), "preset": getattr(preset.model, f)}
-                 for f in PROBED_FIELDS if getattr(fitted.model, f) != getattr(preset.model, f)}
-        if fitted.accumulate_bits != 23:
-            diffs["accumulate_bits"] = {"fitted": fitted.accumulate_bits, "preset": 23}
-        if fitted.split_slice is not None:
-            diffs["split_slice"] = {"fitted": fitted.split_slice, "preset": None}
-        if best is None or len(diffs) < len(best[1]):
-            best = (name, diffs)
+        m = library_split(fitted.model, preset.model)
+        diffs = {f: {"fitted": getattr(m, f), "preset": getattr(preset.model, f)}
+                 for f in PROBED_FIELDS if f != "split_k" and getattr(m, f) != getattr(preset.model, f)}
+        # fewest differences; among equals, one that needs no library split
+        if best is None or (len(diffs), m.split_k is not None) < (len(best[1]), best[2] is not None):
+            best = (name, diffs, m.split_k)
     assert best is not None
-    return {"name": best[0], "differences": best[1], "exact": not best[1]}
+    return {"name": best[0], "differences": best[1], "exact": not best[1], "split_k": best[2]}

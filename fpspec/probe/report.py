@@ -52,10 +52,11 @@ class ProbeReport:
                  f" ({self.findings['groups'].get('layout')})",
                  f"window: F = {fm['window_bits']} ({fm['below_window']}), product exponent "
                  f"{fm['product_exponent']}",
-                 f"group result: {self.fitted['accumulate_bits']} fraction bits; group rounding "
+                 f"group result: {fm['accumulate_bits']} fraction bits; group rounding "
                  f"{fm['group_rounding']}, accumulator rounding {fm['accumulate_rounding']}",
                  f"promotion: every {fm['promotion_interval']} products ({fm['promotion_rounding']})"
                  if fm["promotion_interval"] else "promotion: none seen",
+                 f"split of K: slices of {fm['split_k']}" if fm.get("split_k") else "split of K: none seen",
                  f"output lattice: {'2^-%d' % fm['snap_bits'] if fm['snap_bits'] is not None else 'none'}"]
         det = self.findings.get("determinism")
         if det:
@@ -63,8 +64,10 @@ class ProbeReport:
         if self.fitted.get("outside_family"):
             lines.append("outside the GemmModel family: " + "; ".join(self.fitted["outside_family"]))
         np_ = self.nearest_preset
-        lines.append(f"nearest preset: {np_['name']}" + (" (exact on every probed field)" if np_["exact"]
-                     else f" (differs in {', '.join(np_['differences'])})"))
+        lines.append(f"nearest preset: {np_['name']}"
+                     + (f" with split_k={np_['split_k']}" if np_.get("split_k") else "")
+                     + (" (exact on every probed field)" if np_["exact"]
+                        else f" (differs in {', '.join(np_['differences'])})"))
         lines.append(f"GEMM calls: {len(self.calls)}")
         if self.acceptance is not None:
             a = self.acceptance

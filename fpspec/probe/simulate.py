@@ -17,11 +17,10 @@ arrays with float64 arithmetic that is provably exact (FPS-PRB-16):
 * the FP32 promotion addition with RNE is numpy's float32 ``+`` (IEEE, correctly
   rounded).
 
-It also models one thing :class:`~fpspec.models.GemmModel` does not (yet) name:
-``accumulate_bits``, the fraction bits the block result keeps (Khattak & Mikaitis
-use 23 + neab when neab < 0, i.e. 13 for Hopper FP8; FPS-PRB-7).  With the default
-23 it is the FP32 rounding of :mod:`fpspec.exact.accumulate`, which the tests check
-bit for bit against this module.
+The kept fraction bits of the accumulator (``accumulate_bits``, FPS-GEMM-13) and a
+library's split of K (``split_k``, FPS-GEMM-14) are read from the model, as
+:mod:`fpspec.exact.accumulate` defines them; the tests check this module against it
+bit for bit.
 """
 
 from __future__ import annotations
@@ -52,7 +51,7 @@ def supports(model: GemmModel) -> str | None:
             return "window or group too wide for exact float64 evaluation"
         return None
     if (model.group_size == 1 and model.group_rounding == "rne" and model.accumulate_rounding == "rne"
-            and model.window_bits is None):
+            and model.window_bits is None and model.accumulate_bits == 23):
         return None
     return "non-fused model other than the sequential FP32 chain"
 
@@ -100,18 +99,18 @@ def _promote(big: np.ndarray, c: np.ndarray, mode: str) -> np.ndarray:
     return round_bits(big + c, 23, "rz")
 
 
-def _chain(get_block, K: int, shape: tuple[int, ...], model: GemmModel, acc_bits: int,
-           split_slice: int | None = None, split_rounding: str = "rne") -> np.ndarray:
-    """Steps 2-5 over k in [0, K); with ``split_slice = L`` K is cut into slices of L
-    (the last may be shorter), each slice an independent chain (promotion counted from
-    the slice start), and the slice results are added in order with FP32 additions
-    rounded ``split_rounding`` (a library's split-K, FPS-PRB-9)."""
-    if split_slice is None:
+def _chain(get_block, K: int, shape: tuple[int, ...], model: GemmModel) -> np.ndarray:
+    """Steps 2-5b over k in [0, K); with ``split_k = S`` K is cut into slices of S (the
+    last may be shorter), each slice an independent chain (promotion counted from the
+    slice start), and the slice results are added in order with FP32 RNE additions
+    (FPS-GEMM-14, FPS-PRB-9)."""
+    acc_bits = model.accumulate_bits
+    if model.split_k is None:
         return _chain_range(get_block, 0, K, shape, model, acc_bits)
     total = np.zeros(shape)
-    for s0 in range(0, K, split_slice):
-        part = _chain_range(get_block, s0, min(s0 + split_slice, K), shape, model, acc_bits)
-        total = _promote(total, part, split_rounding)
+    for s0 in range(0, K, model.split_k):
+        part = _chain_range(get_block, s0, min(s0 + model.split_k, K), shape, model, acc_bits)
+        total = _promote(total, part, "rne")
     return total
 
 
@@ -153,8 +152,7 @@ def _product_exps(ea, eb, p, model):
 
 
 def simulate_gemm(a_codes: np.ndarray, bt_codes: np.ndarray, fmt: str, model: GemmModel,
-                  accumulate_bits: int = 23, row_chunk: int = 64, split_slice: int | None = None,
-                  split_rounding: str = "rne") -> np.ndarray:
+                  row_chunk: int = 64) -> np.ndarray:
     """A (M x K) @ BT (N x K)^T under ``model`` -> float32 (M, N), bit-exact (FPS-PRB-16)."""
     _check(model)
     av, ae = operand_arrays(a_codes, fmt, model)
@@ -172,14 +170,11 @@ def simulate_gemm(a_codes: np.ndarray, bt_codes: np.ndarray, fmt: str, model: Ge
             p = a_v[:, None, k0:k1] * bv[None, :, k0:k1]
             return p, _product_exps(a_e[:, None, k0:k1], be[None, :, k0:k1], p, model)
 
-        out[r0:r0 + row_chunk] = _chain(block, K, (a_v.shape[0], N), model, accumulate_bits,
-                                        split_slice, split_rounding)
+        out[r0:r0 + row_chunk] = _chain(block, K, (a_v.shape[0], N), model)
     return out
 
 
-def simulate_rowdot(a_codes: np.ndarray, bt_codes: np.ndarray, fmt: str, model: GemmModel,
-                    accumulate_bits: int = 23, split_slice: int | None = None,
-                    split_rounding: str = "rne") -> np.ndarray:
+def simulate_rowdot(a_codes: np.ndarray, bt_codes: np.ndarray, fmt: str, model: GemmModel) -> np.ndarray:
     """Row-wise dot products y[i] = A[i] . BT[i] (the diagonal of the GEMM) -> float32 (M,)."""
     _check(model)
     av, ae = operand_arrays(a_codes, fmt, model)
@@ -193,4 +188,4 @@ def simulate_rowdot(a_codes: np.ndarray, bt_codes: np.ndarray, fmt: str, model: 
         p = av[:, k0:k1] * bv[:, k0:k1]
         return p, _product_exps(ae[:, k0:k1], be[:, k0:k1], p, model)
 
-    return _chain(block, K, (M,), model, accumulate_bits, split_slice, split_rounding).astype(np.float32)
+    return _chain(block, K, (M,), model).astype(np.float32)
