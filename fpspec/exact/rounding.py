@@ -262,7 +262,8 @@ def _as_exact_floats(x: np.ndarray) -> list[float]:
     """Every element's exact value, row-major, as Python floats (exact widening to float64)."""
     if x.dtype.kind != "f" and x.dtype.name != "bfloat16":
         raise FpspecError(f"input must be a float array (float16/bfloat16/float32/float64), got {x.dtype}")
-    return x.astype(np.float64).reshape(-1).tolist()
+    with np.errstate(invalid="ignore"):  # NaN widens to NaN (sign kept); nothing is lost
+        return x.astype(np.float64).reshape(-1).tolist()
 
 
 def encode_exact(x: np.ndarray, fmt: FloatFormat | str, mode: RoundingMode | str = RoundingMode.RNE,

@@ -401,5 +401,6 @@ def decode_fast(codes: np.ndarray, fmt: FloatFormat | str) -> np.ndarray:
         raise FpspecError(f"code {int(codes.reshape(-1)[bad[0]])} out of range for {fmt.name} "
                           f"({fmt.bits} bits)", idx)
     if fmt.bits == 32:
-        return codes.astype(np.uint32).view(np.float32).astype(np.float64)
+        with np.errstate(invalid="ignore"):  # NaN codes widen to NaN, sign kept
+            return codes.astype(np.uint32).view(np.float32).astype(np.float64)
     return decode_table(fmt)[codes.astype(np.intp)]
