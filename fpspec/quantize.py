@@ -201,7 +201,8 @@ def dequantize(qt: QuantizedTensor) -> np.ndarray:
     table = decode_table(sfmt)
     s = table[s_codes.astype(np.intp)]
     if prof.dequant == "mx":
-        return (q * s).astype(np.float32)
+        with np.errstate(over="ignore"):
+            return (q * s).astype(np.float32)  # exact; +-inf beyond binary32 (ceil/rceil near FLT_MAX)
     t = Fraction(qt.params["target"])
     six_t = float(6 * t)
     g = float(qt.amax)

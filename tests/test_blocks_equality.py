@@ -147,3 +147,54 @@ def test_hot_path_equals_general_kernel(scheme, profile, kw, kind):
     gen = quantize_view_fast(v, spec, float(g), hot_path=False)
     assert hot.dequant is None
     assert np.array_equal(hot.codes, gen.codes) and np.array_equal(hot.scales, gen.scales)
+
+
+_ALL_PROFILES = [("ue5m3", "exact"), ("ue5m3", "seed-fp32"), ("nvfp4", "te-fp32"), ("nvfp4", "te-kernel"),
+                 ("nvfp4", "exact"), ("nvfp4", "torchao-0.18"), ("mxfp4", "floor"), ("mxfp4", "ceil"),
+                 ("mxfp4", "even"), ("mxfp4", "rceil")]
+
+
+def _hypothesis_case():
+    from hypothesis import strategies as st
+
+    f32 = st.floats(width=32, allow_nan=False, allow_infinity=False)
+    return st.tuples(
+        st.lists(f32, min_size=32, max_size=32),
+        st.sampled_from(_ALL_PROFILES),
+        st.one_of(st.none(), st.floats(width=32, min_value=2.0 ** -149, max_value=float(np.finfo(np.float32).max))),
+        st.booleans(),
+        st.integers(0, 2 ** 32 - 1),
+    )
+
+
+def test_exact_equals_fast_hypothesis():
+    """FPS-BLK-15: arbitrary binary32 blocks (subnormals, huge values, signed zeros), every profile,
+    measured or given amax, RNE or the profile's stochastic mode: both paths agree or both refuse."""
+    from hypothesis import HealthCheck, given, settings
+
+    from fpspec.errors import FpspecError
+    from fpspec.schemes import get_profile
+
+    @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(_hypothesis_case())
+    def check(case):
+        values, (scheme, profile), amax, stochastic, seed = case
+        x = np.array(values, dtype=np.float32).reshape(1, 32)
+        kw: dict = {"profile": profile}
+        if scheme != "mxfp4":
+            kw["amax"] = amax
+        sr = [m for m in get_profile(scheme, profile).roundings if m.startswith("sr")]
+        if stochastic and sr:
+            kw["rounding"] = sr[0]
+            kw["rbits"] = np.random.default_rng(seed).integers(0, 256, x.shape, dtype=np.uint8)
+        results = []
+        for impl in ("fast", "exact"):
+            try:
+                q = quantize(x, scheme, impl=impl, **kw)
+                results.append((q.codes.tolist(), q.scales.tolist(), int(q.encode_scale.view(np.uint32)),
+                                dequantize(q).view(np.uint32).tolist()))
+            except FpspecError as exc:
+                results.append(("refused", str(exc).split(" (")[0]))
+        assert results[0] == results[1]
+
+    check()
