@@ -97,6 +97,18 @@ def test_fpsgemm2_specials_overflow_and_zero_sign():
     assert ex[3] == np.inf and km[3] == FP32_MAX
     assert ex[4].view(np.uint32) == 0 and km[4].view(np.uint32) == 0
     assert np.isnan(km[0]) and np.isnan(km[1]) and km[2] == -np.inf
+    assert ex.view(np.uint32)[0] == 0x7FC00000 and km.view(np.uint32)[1] == 0x7FC00000
+    fp = np.diagonal(both(ac, bc, "decoded-fp32", fmt="bf16"))  # IEEE float32 arithmetic path
+    assert fp.view(np.uint32)[0] == 0x7FC00000 and fp.view(np.uint32)[1] == 0x7FC00000
+    # max x 2 and max x -2: one block sums them exactly to 0; product by product they
+    # round to +Inf and -Inf first, and Inf - Inf is NaN
+    big = float(ml_dtypes.finfo(ml_dtypes.bfloat16).max)
+    a2 = codes_of(np.array([[big, big] + [0.0] * 30]), "bf16")
+    b2 = codes_of(np.array([[2.0, -2.0] + [0.0] * 30]), "bf16")
+    assert both(a2, b2, "exact", fmt="bf16")[0, 0].view(np.uint32) == 0
+    assert both(a2, b2, "km-h100-bf16", fmt="bf16")[0, 0].view(np.uint32) == 0
+    assert np.isnan(both(a2, b2, "decoded-fp32", fmt="bf16")[0, 0])
+    assert np.isnan(both(a2, b2, "seed-probe-matched-nosnap", fmt="bf16", group_size=1)[0, 0])
 
 
 def test_fpsgemm2_cancellation_gives_plus_zero():

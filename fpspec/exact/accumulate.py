@@ -162,10 +162,16 @@ def align_group(values: Sequence[Fraction], exponents: Sequence[int], model: Gem
 
 # ---------------------------------------------- step 4: one group's update
 def group_step(c: Value, terms: Sequence[Term], model: GemmModel) -> Value:
-    """Steps 3-4 for one group: the new FP32 accumulator after adding ``terms`` to ``c``."""
-    special = _add_specials([c] + [t.value for t in terms])
-    if special is not None:
-        return special
+    """Steps 3-4 for one group: the new FP32 accumulator after adding ``terms`` to ``c``.
+
+    Fused: an Inf or NaN among c and the terms decides alone.  Not fused: the group's
+    p is formed first (an Inf term, or a rounding that overflows, makes it Inf), then
+    c + p follows IEEE (Inf + finite = Inf, Inf - Inf = NaN) (FPS-GEMM-2)."""
+    term_special = _add_specials([t.value for t in terms])
+    if model.fused or term_special is not None:
+        special = _add_specials([c] + ([] if term_special is None else [term_special]))
+        if special is not None:
+            return special
     live = [t for t in terms if t.value != 0]
     vals = [t.value for t in live]
     exps = [t.exponent for t in live]
@@ -180,7 +186,7 @@ def group_step(c: Value, terms: Sequence[Term], model: GemmModel) -> Value:
     kept = align_group(vals, exps, model)  # type: ignore[arg-type]
     s = sum(kept, Fraction(0))
     p = s if model.group_rounding == "none" else round_fp32(s, model.group_rounding)
-    if _is_special(p):
+    if _is_special(p) or _is_special(c):
         return _add_specials([c, p])  # type: ignore[return-value]
     return round_fp32(c + p, model.accumulate_rounding)  # type: ignore[operator]
 

@@ -329,10 +329,10 @@ def _group(c, sigs, lsbs, aexps, n, nspec, fused, window, below, efloor, grp_mod
 
     ``nspec``: special value of the group's terms (0.0 when all finite, else inf/nan).
     Buffers have room for one more term (the accumulator)."""
-    if nspec != 0.0 or not math.isfinite(c):
-        if nspec != 0.0:
-            return _add_special(c, nspec)
-        return c
+    if nspec != 0.0:
+        return _add_special(c, nspec)
+    if not math.isfinite(c) and (fused or grp_mode == _NONE):
+        return c  # Inf/NaN accumulator plus finite terms (no separately rounded p)
     if window != _NO_FLOOR:
         # 3. alignment window
         e_max = -(1 << 30)
@@ -541,9 +541,9 @@ def _gemm_blocks(pa, ssa, sla, pb, ssb, slb, bsz, plsb, g, exact_terms, fused, w
 @numba.njit(cache=True, nogil=True)
 def _apply_exact_sum(c, acc, e, fused, grp_mode, acc_mode, sigs, lsbs):
     """Step 4 given the group's exact sum acc * 2^e (no window applied to c)."""
-    if not math.isfinite(c):
-        return c
     if fused or grp_mode == _NONE:
+        if not math.isfinite(c):
+            return c
         if acc == 0:
             return c
         if c == 0.0:
@@ -689,7 +689,7 @@ def _gemm_window_rows(sa, la, ea, sbt, lbt, ebt, g, fused, window, below, efloor
                     acc[j] += _keep(s, d, below)
             for j in range(n):
                 cj = c[j]
-                if not math.isfinite(cj) or emax[j] == none:
+                if emax[j] == none or (not math.isfinite(cj) and (fused or grp_mode == _NONE)):
                     continue
                 ql = emax[j] - window
                 if fused:
@@ -710,6 +710,40 @@ def _gemm_window_rows(sa, la, ea, sbt, lbt, ebt, g, fused, window, below, efloor
             if promo > 0:
                 y = _add2_round(big[j], c[j], promo_mode) if pending else big[j]
             out[i, j] = _finish(y, snap, alpha, False)
+
+
+@numba.njit(cache=True, nogil=True)
+def _gemm_fp32_rows(va, vbt, promo, snap, alpha, out, r0, r1):
+    """Sequential FP32 arithmetic (G = 1, product RNE, add RNE, promotion RNE), vectorised
+    over the N outputs of a row (FPS-GEMM-10).  IEEE float32 * and + are correctly
+    rounded RNE with subnormals (no fast-math, no FMA contraction), which is exactly
+    p = RNE32(a b), c = RNE32(c + p); Inf and NaN follow IEEE as in FPS-GEMM-2, and c
+    is never -0 (it starts at +0 and x + y is -0 only for -0 + -0)."""
+    k = va.shape[1]
+    n = vbt.shape[1]
+    c = np.zeros(n, dtype=np.float32)
+    big = np.zeros(n, dtype=np.float32)
+    for i in range(r0, r1):
+        c[:] = 0.0
+        big[:] = 0.0
+        pending = False
+        for kk in range(k):
+            a = va[i, kk]
+            row = vbt[kk]
+            for j in range(n):
+                p = a * row[j]
+                c[j] = c[j] + p
+            pending = True
+            if promo > 0 and (kk + 1) % promo == 0:
+                for j in range(n):
+                    big[j] = big[j] + c[j]
+                    c[j] = 0.0
+                pending = False
+        for j in range(n):
+            y = c[j]
+            if promo > 0:
+                y = big[j] + c[j] if pending else big[j]
+            out[i, j] = _finish(np.float64(y) + 0.0, snap, alpha, False)
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -798,21 +832,25 @@ def _scale_values(qt) -> np.ndarray:
 
 def _quantized_operand(qt, model: GemmModel):
     """Per-element (sig, lsb, aexp, special) of a QuantizedTensor in the model's domain."""
+    v = _quantized_values(qt, model)
+    return _split_values(v, FP32_EMIN if model.operand_domain == "decoded-fp32" else None)
+
+
+def _quantized_values(qt, model: GemmModel) -> np.ndarray:
+    """float64 operand values of a QuantizedTensor in the model's domain (exact)."""
     p = decode_table(get_format(qt.payload_format))[qt.codes.astype(np.intp)]
     s = np.repeat(_scale_values(qt), qt.block, axis=1)
     with np.errstate(invalid="ignore"):
         v = p * s  # exact: 2-bit x 4-bit significands (or x 1 for E8M0), in float64 range
     if model.operand_domain == "encoded":
-        return _split_values(v, None)
+        return v
     d = float(np.float32(qt.decode_scale))
     if model.operand_domain == "decoded-fp32":
         with np.errstate(invalid="ignore", over="ignore"):
             w = v * d  # exact in float64: <= 6 + 24 significant bits, exponents within range
-            w32 = w.astype(np.float32).astype(np.float64)  # one IEEE rounding, RNE
-        return _split_values(w32, FP32_EMIN)
+            return w.astype(np.float32).astype(np.float64)  # one IEEE rounding, RNE
     with np.errstate(invalid="ignore"):
-        w = v * d  # exact: < 2^30 significand, exponent >= -149 - 17 - 1
-    return _split_values(w, None)
+        return v * d  # exact: < 2^30 significand, exponent >= -149 - 17 - 1
 
 
 # ================================================================== dispatcher
@@ -825,11 +863,17 @@ def threads() -> int:
     return rounding._threads()
 
 
+#: Below this many products (M N K) a GEMM runs on the calling thread.
+_PARALLEL_MIN_WORK = 1 << 20
+
+
 def _run_rows(kernel, m: int, args: tuple) -> None:
     """Run a nogil row-range kernel over rows 0..m-1 in interleaved chunks on a thread pool."""
     nt = min(threads(), max(m, 1))
-    if nt <= 1 or m < 2:
-        kernel(*args, 0, m)
+    out = args[-1]
+    work = out.size * max(1, args[0].shape[1] if args[0].ndim == 2 else 1)
+    if nt <= 1 or m < 2 or work < _PARALLEL_MIN_WORK:
+        kernel(*args, 0, m)  # small GEMMs (probe vectors): no pool start-up
         return
     chunk = max(1, min(16, m // (4 * nt) or 1))
     ranges = [(r, min(r + chunk, m)) for r in range(0, m, chunk)]
@@ -844,6 +888,21 @@ def supports(model: GemmModel, k: int) -> bool:
         if model.window_bits + 2 + (g + 2).bit_length() > 62 or model.window_bits < -60:
             return False
     return model.alpha_rounding != "exact" or model.alpha_source == "none"
+
+
+def _canonical_nan(y: np.ndarray) -> np.ndarray:
+    """Every NaN as the one output NaN, 0x7FC00000 (FPS-GEMM-2)."""
+    nan = np.isnan(y)
+    if nan.any():
+        y[nan] = np.uint32(0x7FC00000).view(np.float32)
+    return y
+
+
+def _fp32_exact(v: np.ndarray) -> bool:
+    """Whether every value is an FP32 value (NaN and Inf included)."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        w = v.astype(np.float32).astype(np.float64)
+    return bool(np.array_equal(w, v, equal_nan=True))
 
 
 def _round_bf16_bits(y: np.ndarray) -> np.ndarray:
@@ -945,6 +1004,22 @@ def gemm_fast(a, bt, model: GemmModel, *, fmt: str | None = None,
     m, n = a.shape[0], bt.shape[0]
     out = np.empty((m, n), dtype=np.float64)
 
+    if (model.window_bits is None and g == 1 and not model.fused and model.group_rounding == "rne"
+            and model.accumulate_rounding == "rne" and (promo == 0 or model.promotion_rounding == "rne")
+            and model.operand_domain != "decoded-exact"):
+        # sequential FP32 arithmetic: every operand value is an FP32 value here (FP8/16 codes,
+        # encoded E2M1 x scale with <= 6 significant bits and |exponent| < 127 + 17 + 3, or
+        # FP32-decoded values)
+        if quantized:
+            va, vb = _quantized_values(a, model), _quantized_values(bt, model)
+        else:
+            f = get_format(fmt)
+            va, vb = _code_table(f)[np.asarray(a).astype(np.intp)], _code_table(f)[np.asarray(bt).astype(np.intp)]
+        if _fp32_exact(va) and _fp32_exact(vb):
+            _run_rows(_gemm_fp32_rows, m, (va.astype(np.float32), np.ascontiguousarray(vb.astype(np.float32).T),
+                                           promo, snap, alpha_f, out))
+            y = _canonical_nan(out.astype(np.float32))
+            return _round_bf16_bits(y) if model.output_format == "bf16" else y
     if quantized and model.operand_domain == "encoded":
         sva, svb = _scale_values(a), _scale_values(bt)
         finite = bool(np.isfinite(sva).all() and np.isfinite(svb).all())
@@ -971,7 +1046,7 @@ def gemm_fast(a, bt, model: GemmModel, *, fmt: str | None = None,
             opa, opb = _code_operand(np.asarray(a), f, model), _code_operand(np.asarray(bt), f, model)
         _products(*opa, *opb, g, model, window, below, efloor, grp, accm, promo, promo_mode, snap,
                   alpha_f, out)
-    y = out.astype(np.float32)  # exact: every entry is an FP32 value
+    y = _canonical_nan(out.astype(np.float32))  # exact: every entry is an FP32 value
     if model.output_format == "bf16":
         y = _round_bf16_bits(y)
     return y
