@@ -270,3 +270,10 @@ def test_report_maps_elements_back_to_inputs():
     rep = check(pack, {name: {f"out_{k}": v for k, v in outs.items()}}, select=name)
     assert rep.mismatches[0].inputs == {"a": "row 4 of uint8[8, 256] (e4m3)", "bt": "row 5 of uint8[8, 256] (e4m3)"}
     assert rep.mismatches[0].distance == 1
+
+
+def test_unknown_result_files_are_named(small, capsys):
+    """FPS-CHK-4: results for sets the pack lacks (a typo in a set name) are listed, not silently dropped."""
+    shutil.copy(small / "decode-e2m1.npz", small / "decode-e2m1-typo.npz")
+    assert main(["check", str(PACK), str(small), "--select", SMALL]) == 0
+    assert "NOTE: results for sets the pack does not have (ignored): decode-e2m1-typo" in capsys.readouterr().out

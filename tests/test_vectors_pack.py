@@ -213,3 +213,10 @@ def test_e2m1_codes_one_per_byte(pack):
     assert q.outputs["codes"].dtype == np.uint8 and int(q.outputs["codes"].max()) <= 0xF
     assert q.meta["outputs"]["codes"]["layout"].startswith("one E2M1 code per byte (low nibble)")
     assert q.outputs["codes"].shape[1:] == (16, 32) and q.outputs["scales"].shape[1:] == (16, 2)
+
+
+def test_generate_refuses_a_folder_of_foreign_npz(tmp_path):
+    """FPS-VEC-10: generate replaces a previous pack's sets but never deletes unrelated .npz files."""
+    (tmp_path / "mine.npz").write_bytes(b"keep me")
+    assert main(["vectors", "generate", "--out", str(tmp_path), "--quiet"]) == 2
+    assert (tmp_path / "mine.npz").read_bytes() == b"keep me"

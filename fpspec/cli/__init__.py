@@ -22,6 +22,7 @@ COMMAND_MODULES = [
     "fpspec.cli.bounds",
     "fpspec.cli.gemm",
     "fpspec.cli.bench",
+    "fpspec.cli.probe",
     "fpspec.cli.vectors",
     "fpspec.cli.check",
 ]

@@ -166,6 +166,7 @@ class CheckReport:
     outputs: list[OutputResult] = field(default_factory=list)
     mismatches: list[Mismatch] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
     exit_code: int = EXIT_PASS
 
     def counts(self) -> dict[str, int]:
@@ -180,7 +181,7 @@ class CheckReport:
             "declaration": self.declaration.to_dict(), "exit_code": self.exit_code,
             "status": {0: "pass", 1: "mismatch", 2: "usage-error", 3: "integrity-error",
                        4: "incomplete"}[self.exit_code],
-            "counts": self.counts(), "errors": self.errors,
+            "counts": self.counts(), "errors": self.errors, "notes": self.notes,
             "outputs": [o.__dict__ for o in self.outputs],
             "mismatches": [m.to_dict() for m in self.mismatches],
         }
@@ -315,6 +316,12 @@ def check(pack: Pack | str | Path, results: ResultsDir | Mapping[str, Mapping[st
                                                        vs.cases))
                     continue
                 report.outputs.append(_check_output(vs, oname, got, decl, report, max_report))
+        if isinstance(results, ResultsDir):
+            known = set(pack.names())
+            strays = sorted(results.names() - known)
+            if strays:
+                report.notes.append(f"results for sets the pack does not have (ignored): {', '.join(strays[:10])}"
+                                    + (" ..." if len(strays) > 10 else ""))
         failed = any(o.status == "fail" for o in report.outputs)
         report.exit_code = EXIT_MISMATCH if failed else (EXIT_INCOMPLETE if missing_any else EXIT_PASS)
     except IntegrityError as exc:
@@ -333,6 +340,8 @@ def format_text(report: CheckReport, max_report: int = 20) -> str:
              f"declaration {report.declaration.name}"]
     for e in report.errors:
         lines.append(f"ERROR: {e}")
+    for n in report.notes:
+        lines.append(f"NOTE: {n}")
     for m in report.mismatches[:max_report]:
         where = f" element {m.element}" if m.element is not None else ""
         lines.append(f"MISMATCH {m.set}/{m.output} case {m.case} key 0x{m.key:x}{where} "

@@ -19,7 +19,7 @@ import numpy as np
 from ..errors import FpspecError
 from . import coverage
 from .ops import compute
-from .pack import VectorSet, manifest_entry, set_bytes, write_manifest
+from .pack import MANIFEST, VectorSet, manifest_entry, set_bytes, write_manifest
 
 __all__ = ["generate", "build_set", "LEVELS"]
 
@@ -49,6 +49,27 @@ def _load_optional_models() -> None:
             raise
 
 
+def _clear_previous_pack(out: Path) -> None:
+    """Remove the set files of a pack previously generated into ``out``; refuse to touch others."""
+    import json
+
+    listed: set[str] = set()
+    mpath = out / MANIFEST
+    if mpath.is_file():
+        try:
+            listed = {e["file"] for e in json.loads(mpath.read_text(encoding="utf-8"))["sets"]}
+        except (ValueError, KeyError, TypeError):
+            raise FpspecError(f"{mpath}: not a vector-pack manifest; choose an empty or pack folder") from None
+    foreign = sorted(p.name for p in out.glob("*.npz") if p.name not in listed)
+    if foreign:
+        raise FpspecError(f"{out}: holds .npz files that belong to no pack ({', '.join(foreign[:5])}); "
+                          "choose an empty folder or a previous pack's folder")
+    for name in listed:
+        p = out / name
+        if "/" not in name and p.is_file():
+            p.unlink()
+
+
 def generate(out: str | Path, level: int = 1, models: list[str] | None = None,
              progress: TextIO | None = sys.stderr,
              on_set: Callable[[VectorSet], None] | None = None) -> dict:
@@ -58,8 +79,7 @@ def generate(out: str | Path, level: int = 1, models: list[str] | None = None,
     _load_optional_models()
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    for stale in out.glob("*.npz"):
-        stale.unlink()
+    _clear_previous_pack(out)
     t0 = time.monotonic()
     plans = coverage.plans(level, models)
     entries = []
