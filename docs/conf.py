@@ -41,7 +41,7 @@ exclude_patterns = ["_build", "_generated", "Thumbs.db", ".DS_Store"]
 html_theme = "alabaster"
 html_static_path = ["_static"]
 html_css_files = ["fpspec.css"]
-html_theme_options = {"page_width": "1100px", "sidebar_width": "230px"}
+html_theme_options = {"page_width": "1240px", "sidebar_width": "230px"}
 
 # Examples run with this namespace prepared (docs/_ext/fpspec_examples.py and `-b doctest`).
 doctest_global_setup = """

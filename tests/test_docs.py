@@ -347,3 +347,11 @@ def test_fps_doc_3_bounds_table_matches_fpspec_bounds(site):
     for (sf, t), text in got.items():
         assert float(text.split(" ")[0]) == pytest.approx(float(range_bounds(sf, int(t)).headroom), rel=1e-5)
     assert "_images/amax-window.png" in page
+
+
+def test_enum_member_docs_are_not_read_as_types(site):
+    """A ``#: No Inf, no NaN: ...`` comment on an enum member renders as written, not as a
+    napoleon "Type: No Inf, no NaN" field."""
+    page = html.unescape(re.sub(r"<[^>]+>", "", page_text(site, "api")))
+    assert "No Inf, no NaN: every code is finite (E2M1)." in page
+    assert "Type:\nNo Inf, no NaN" not in page

@@ -2,9 +2,8 @@
 
 ``.. fpspec-plot:: NAME`` renders the figure NAME (see :data:`PLOTS`) into
 ``docs/_generated/NAME.png`` (gitignored) and shows it with its caption.
-A figure is redrawn only when the code it depends on changes: a stamp file
-beside the PNG holds the SHA-256 of this module and of every source file the
-figure reads.  Drawing is deterministic (fixed data, no random numbers, no
+A figure is redrawn only when the code changes: a stamp file beside the PNG
+holds the SHA-256 of this module and of every source file of the fpspec package.  Drawing is deterministic (fixed data, no random numbers, no
 timestamps in the PNG) and needs no network.
 
 Every number plotted comes from the fpspec modules, computed exactly
@@ -306,15 +305,25 @@ def register_plot(name: str, plot: Plot) -> None:
 
 
 def _stamp(plot: Plot) -> str:
+    """SHA-256 of this module, of every source file of the fpspec package and of the
+    matplotlib version: a figure is redrawn whenever any code it could depend on changes
+    (the modules a figure names are only its direct dependencies)."""
+    import matplotlib
+
+    import fpspec
+
     h = hashlib.sha256()
     files = [os.path.abspath(__file__)]
     for mod in plot.modules:
         files.append(importlib.import_module(mod).__file__)
+    pkg = os.path.dirname(os.path.abspath(fpspec.__file__))
+    for dirpath, dirnames, filenames in os.walk(pkg):
+        dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
+        files += [os.path.join(dirpath, f) for f in sorted(filenames) if f.endswith(".py")]
     for path in files:
+        h.update(os.path.relpath(path, pkg).encode())
         with open(path, "rb") as fh:
             h.update(fh.read())
-    import matplotlib
-
     h.update(matplotlib.__version__.encode())
     return h.hexdigest()
 

@@ -97,9 +97,47 @@ def _process_docstring(app, what, name, obj, options, lines):
     escape_plain_markup(lines)
 
 
+def _is_enum_member(dotted: str) -> bool:
+    """Whether ``pkg.module.Class.MEMBER`` names a member of an Enum class."""
+    import enum
+    import importlib
+
+    parts = dotted.split(".")
+    for cut in range(len(parts) - 1, 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        try:
+            for attr in parts[cut:]:
+                obj = getattr(obj, attr)
+        except AttributeError:
+            return False
+        return isinstance(obj, enum.Enum)
+    return False
+
+
+def _undo_napoleon_enum_type(app, what, name, obj, options, lines):
+    """Napoleon reads ``#: No Inf, no NaN: every code is finite`` on an enum member as
+    "type: description"; an enum member has no such type, so the text is put back."""
+    if what != "attribute" or not _is_enum_member(name):
+        return
+    for i, line in enumerate(lines):
+        if line.startswith(":type: "):
+            head = line[len(":type: "):].strip()
+            del lines[i]
+            first = next((j for j, ln in enumerate(lines) if ln.strip()), None)
+            if first is not None:
+                lines[first] = f"{head}: {lines[first]}"
+            while lines and not lines[-1].strip():
+                lines.pop()
+            return
+
+
 def setup(app):
     app.add_directive("requirement", RequirementDirective)
     app.setup_extension("sphinx.ext.autodoc")  # provides the event below
-    app.connect("autodoc-process-docstring", _process_docstring)
+    app.connect("autodoc-process-docstring", _process_docstring, priority=400)
+    app.connect("autodoc-process-docstring", _undo_napoleon_enum_type, priority=600)
     app.add_role("req", req_role)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}
