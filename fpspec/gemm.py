@@ -21,10 +21,9 @@ import numpy as np
 from .errors import FpspecError
 from .exact.accumulate import (
     CODE_FORMATS,
-    check_code_pair,
-    check_quantized_pair,
     gemm_exact,
     tensor_alpha,
+    check_operands,
 )
 from .formats import get_format
 from .models import GemmModel, get_model
@@ -65,24 +64,13 @@ def gemm(a: Any, bt: Any, model: "str | GemmModel", *, fmt: str | None = None, i
     m = get_model(model, **overrides)
     if impl not in ("fast", "exact"):
         raise FpspecError(f"impl must be 'fast' or 'exact', got {impl!r}")
-    quantized = isinstance(a, QuantizedTensor)
-    if quantized != isinstance(bt, QuantizedTensor):
-        raise FpspecError("A and BT must both be QuantizedTensors or both code arrays")
+    if fmt is not None and isinstance(a, QuantizedTensor):
+        raise FpspecError("fmt is only for code-array operands; quantized tensors carry their formats")
+    a, bt, quantized = check_operands(a, bt, m, fmt)
     if quantized:
-        if fmt is not None:
-            raise FpspecError("fmt is only for code-array operands; quantized tensors carry their formats")
-        check_quantized_pair(a, bt, m)
         _check_codes_in_range(a, "A")
         _check_codes_in_range(bt, "BT")
-        k = a.shape[1]
-    else:
-        if fmt is None or fmt not in CODE_FORMATS:
-            raise FpspecError(f"code-array operands need fmt, one of {', '.join(CODE_FORMATS)}; got {fmt!r}")
-        a = np.asarray(a)
-        bt = np.asarray(bt)
-        check_code_pair(a, bt, fmt)
-        k = a.shape[1]
-    m.check_k(k)
+    k = a.shape[1]
     if impl == "exact":
         return gemm_exact(a, bt, m, fmt=fmt)
     from .fast.accumulate import FastPathUnsupported, gemm_fast, supports

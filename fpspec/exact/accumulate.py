@@ -476,12 +476,11 @@ def to_float32(v: Value) -> np.float32:
     return np.float32(float(v))  # exact: v is an FP32 (or BF16) value
 
 
-def gemm_exact(a, bt, model: GemmModel, *, fmt: str | None = None) -> np.ndarray:
-    """The exact reference GEMM ``A (M x K) @ BT (N x K)^T`` -> float32 (M, N) (FPS-GEMM-1).
+def check_operands(a, bt, model: GemmModel, fmt: str | None):
+    """Validate a GEMM's operand pair (FPS-GEMM-4): both QuantizedTensors, or both code
+    arrays of ``fmt``, with matching K that the model accepts.
 
-    ``a`` and ``bt`` are both code arrays (with ``fmt`` one of :data:`CODE_FORMATS`:
-    uint8 for e4m3/e5m2, uint16 for fp16/bf16) or both QuantizedTensors.  Shape and
-    K checks are done here too, so this function can be called directly.
+    Returns ``(a, bt, quantized)``, code arrays as ndarrays.
     """
     from ..quantized import QuantizedTensor
 
@@ -490,17 +489,29 @@ def gemm_exact(a, bt, model: GemmModel, *, fmt: str | None = None) -> np.ndarray
         raise FpspecError("A and BT must both be QuantizedTensors or both code arrays")
     if quantized:
         check_quantized_pair(a, bt, model)
-        opa, opb = operand_from_quantized(a, model), operand_from_quantized(bt, model)
     else:
         if fmt is None or fmt not in CODE_FORMATS:
             raise FpspecError(f"code-array operands need fmt, one of {', '.join(CODE_FORMATS)}; got {fmt!r}")
         a = np.asarray(a)
         bt = np.asarray(bt)
         check_code_pair(a, bt, fmt)
+    model.check_k(a.shape[1])
+    return a, bt, quantized
+
+
+def gemm_exact(a, bt, model: GemmModel, *, fmt: str | None = None) -> np.ndarray:
+    """The exact reference GEMM ``A (M x K) @ BT (N x K)^T`` -> float32 (M, N) (FPS-GEMM-1).
+
+    ``a`` and ``bt`` are both code arrays (with ``fmt`` one of :data:`CODE_FORMATS`:
+    uint8 for e4m3/e5m2, uint16 for fp16/bf16) or both QuantizedTensors.  Shape and
+    K checks are done here too, so this function can be called directly.
+    """
+    a, bt, quantized = check_operands(a, bt, model, fmt)
+    if quantized:
+        opa, opb = operand_from_quantized(a, model), operand_from_quantized(bt, model)
+    else:
         opa, opb = operand_from_codes(a, fmt, model), operand_from_codes(bt, fmt, model)
-    m, k = opa.shape
-    n = opb.shape[0]
-    model.check_k(k)
+    m, n = opa.shape[0], opb.shape[0]
     alpha = alpha_exact(opa, opb, model) if quantized else None
     use_block = quantized and model.scale_placement == "block" and model.operand_domain == "encoded"
     out = np.empty((m, n), dtype=np.float32)
