@@ -122,6 +122,16 @@ def _e2m1_mag(a, mode, r, nbits):
 
 
 @numba.njit(cache=True, nogil=True)
+def _abs_max32(seg):
+    """max |x| of one block of binary32 values: the block amax."""
+    a32 = np.float32(0.0)
+    for t in range(seg.shape[0]):
+        v = abs(seg[t])
+        a32 = v if v > a32 else a32
+    return a32
+
+
+@numba.njit(cache=True, nogil=True)
 def _signbit(v):
     return math.copysign(1.0, v) < 0.0
 
@@ -302,10 +312,7 @@ def _rne_rows_exact(x, sbits, block, six_t, tt, g, g_pos, sm, semin, smax_code, 
             seg = x[lo:lo + block]
             sb = sbits[lo:lo + block]
             out = codes[lo:lo + block]
-            a32 = np.float32(0.0)
-            for t in range(block):
-                v = abs(seg[t])
-                a32 = v if v > a32 else a32
+            a32 = _abs_max32(seg)
             a_b = np.float64(a32)
             u = (a_b * tt) / g if g_pos else a_b / 6.0
             code = _round_scale_rne(u, sm, semin, smax_code)
@@ -340,10 +347,7 @@ def _rne_rows_fp32(x, sbits, block, mulf, gd, cap, sm, semin, smax_code, smax32,
             seg = x[lo:lo + block]
             sb = sbits[lo:lo + block]
             out = codes[lo:lo + block]
-            a32 = np.float32(0.0)
-            for t in range(block):
-                v = abs(seg[t])
-                a32 = v if v > a32 else a32
+            a32 = _abs_max32(seg)
             sc = a32 * mulf
             sc = sc if sc < _FLT_MAX32 else _FLT_MAX32
             sc = sc if sc < smax32 else smax32
