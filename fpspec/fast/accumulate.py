@@ -523,6 +523,15 @@ def _finish(y, snap, alpha, bf16):
 
 
 # ================================================================= the kernels
+@numba.njit(cache=True, nogil=True, inline="always")
+def _chain_end(c, big, pending, promo, promo_mode):
+    """The chain's result (step 5): c, or with promotion the FP32 accumulator with any
+    partial still pending added in (FPS-GEMM-1)."""
+    if promo <= 0:
+        return c
+    return _add2_round(big, c, promo_mode) if pending else big
+
+
 @numba.njit(cache=True, nogil=True)
 def _gemm_products(sa, la, ea, spa, sb, lb, eb, spb, g, exact_exp, fused, window, below, efloor,
                    grp_mode, acc_mode, promo, promo_mode, snap, alpha, out, r0, r1):
@@ -577,11 +586,7 @@ def _gemm_products(sa, la, ea, spa, sb, lb, eb, spb, g, exact_exp, fused, window
                     c = 0.0
                     pending = False
                 k0 = k1
-            if promo > 0:
-                if pending:
-                    big = _add2_round(big, c, promo_mode)
-                c = big
-            out[i, j] = _finish(c, snap, alpha, False)
+            out[i, j] = _finish(_chain_end(c, big, pending, promo, promo_mode), snap, alpha, False)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -635,11 +640,7 @@ def _gemm_blocks(pa, ssa, sla, pb, ssb, slb, bsz, plsb, g, exact_terms, fused, w
                     c = 0.0
                     pending = False
                 b0 = b1
-            if promo > 0:
-                if pending:
-                    big = _add2_round(big, c, promo_mode)
-                c = big
-            out[i, j] = _finish(c, snap, alpha, False)
+            out[i, j] = _finish(_chain_end(c, big, pending, promo, promo_mode), snap, alpha, False)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -727,10 +728,7 @@ def _gemm_blocks_rows(pa, pbt, sal, sbtl, basea, baseb, wa, wb, ssa, sla, ssbt, 
             b0 = b1
             gi += 1
         for j in range(n):
-            y = c[j]
-            if promo > 0:
-                y = _add2_round(big[j], c[j], promo_mode) if pending else big[j]
-            out[i, j] = _finish(y, snap, alpha, False)
+            out[i, j] = _finish(_chain_end(c[j], big[j], pending, promo, promo_mode), snap, alpha, False)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -810,10 +808,7 @@ def _gemm_window_rows(sa, la, ea, sbt, lbt, ebt, g, fused, window, below, efloor
                 pending = False
             k0 = k1
         for j in range(n):
-            y = c[j]
-            if promo > 0:
-                y = _add2_round(big[j], c[j], promo_mode) if pending else big[j]
-            out[i, j] = _finish(y, snap, alpha, False)
+            out[i, j] = _finish(_chain_end(c[j], big[j], pending, promo, promo_mode), snap, alpha, False)
 
 
 @numba.njit(cache=True, nogil=True)
