@@ -30,23 +30,23 @@ def _atomic_npz(qt: QuantizedTensor, out: str, dequant: np.ndarray) -> None:
         raise
 
 
+def _number_or_none(text: str | None, flag: str) -> float | None:
+    """A numeric option's value, or None when it was not given."""
+    if text is None:
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        raise FpspecError(f"{flag} must be a number, got {text!r}") from None
+
+
 def _cmd_quantize(args: argparse.Namespace) -> int:
     x = load_npy(args.input)
     rbits = load_npy(args.rbits) if args.rbits else None
     if rbits is not None and rbits.dtype != np.uint8:
         raise FpspecError(f"{args.rbits}: random bits must be uint8, got {rbits.dtype}")
-    target = None
-    if args.target is not None:
-        try:
-            target = float(args.target)
-        except ValueError:
-            raise FpspecError(f"--target must be a number, got {args.target!r}") from None
-    amax = None
-    if args.amax is not None:
-        try:
-            amax = float(args.amax)
-        except ValueError:
-            raise FpspecError(f"--amax must be a number, got {args.amax!r}") from None
+    target = _number_or_none(args.target, "--target")
+    amax = _number_or_none(args.amax, "--amax")
     zr = None if args.zero_scale_rule is None else args.zero_scale_rule == "on"
     tile = args.tile
     qt = quantize(x, args.scheme, profile=args.profile, block=args.block, tile=tile, target=target,
