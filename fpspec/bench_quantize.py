@@ -1,6 +1,6 @@
 """``fpspec bench quantize``: full block quantization vs ml_dtypes' bare float32 -> E2M1 cast.
 
-The fpspec side is :func:`fpspec.quantize.quantize` on the fast path (tensor
+The fpspec side is :func:`fpspec.quantization.quantize` on the fast path (tensor
 amax, block amax, scale code, payload codes and dequantized values, all of it);
 the baseline is ``x.astype(ml_dtypes.float4_e2m1fn)`` on the same array, timed
 in the same run.  The ratio is baseline time / fpspec time (> 1: fpspec faster).
@@ -20,7 +20,7 @@ __all__ = ["bench_quantize"]
 def bench_quantize(args: argparse.Namespace) -> list[dict]:
     import ml_dtypes
 
-    from .quantize import quantize
+    from .quantization import quantize
 
     k = args.k
     m = max(1, args.n // k)

@@ -119,9 +119,9 @@ def _resolve_zero_scale_rule(name: str) -> bool:
     """``on``/``off`` of ``fpspec quantize --zero-scale-rule`` (``zero_scale_rule=`` in the API)."""
     import inspect
 
-    quantize = importlib.import_module("fpspec.quantize").quantize
+    quantize = importlib.import_module("fpspec.quantization").quantize
     if "zero_scale_rule" not in inspect.signature(quantize).parameters:
-        raise ValueError("fpspec.quantize.quantize has no zero_scale_rule parameter")
+        raise ValueError("fpspec.quantization.quantize has no zero_scale_rule parameter")
     if name not in ("on", "off"):
         raise ValueError(f"zero-scale-rule is on or off, got {name!r}")
     return name == "on"

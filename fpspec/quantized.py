@@ -2,7 +2,7 @@
 
 A :class:`QuantizedTensor` is data only: codes, scale codes and the tensor-level
 scale factors, plus the names of the scheme and profile that produced them.
-Block quantization (:mod:`fpspec.quantize`) creates it; the GEMM models read it;
+Block quantization (:mod:`fpspec.quantization`) creates it; the GEMM models read it;
 ``fpspec quantize`` writes it as an .npz with the keys listed in :data:`NPZ_KEYS`.
 
 Layout (row-major, the quantized view is (M, K), blocks run along K):

@@ -75,7 +75,7 @@ class Recipe:
         return self.targets.lookup(module, role, gemm)
 
     def quantize_kwargs(self, module: str, gemm: str, operand: str) -> dict:
-        """Keyword arguments of :func:`fpspec.quantize.quantize` for one operand ("a" or "b")."""
+        """Keyword arguments of :func:`fpspec.quantization.quantize` for one operand ("a" or "b")."""
         g = self.gemm(gemm)
         op = g.a if operand == "a" else g.b
         kw = dict(scheme=self.scheme, profile=self.profile, block=self.block, tile=op.tile,

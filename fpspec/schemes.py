@@ -101,7 +101,7 @@ class Profile:
         amax_zero: encode scale for a zero tensor amax.
         signed_zero: E2M1 code of a scaled -0.0.
         cap_multiplier: FP32 profiles: the per-block multiplier is min(., FLT_MAX).
-        dequant: name of the dequantization formula (see :mod:`fpspec.quantize`).
+        dequant: name of the dequantization formula (see :mod:`fpspec.quantization`).
         mx_mode: MX scale rule (mxfp4 only).
         roundings: accepted payload rounding modes, the first is the default.
         source: where the definition comes from (rendered in the docs).

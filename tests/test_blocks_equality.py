@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fpspec.quantize import dequantize, quantize
+from fpspec.quantization import dequantize, quantize
 
 M, K = 16, 32
 
@@ -88,7 +88,7 @@ def test_kernel_dequant_matches_dequantize(scheme, profile):
     """FPS-BLK-14: the dequantized values each path computes equal dequantize() of the container."""
     from fpspec.exact.blocks import quantize_view_exact
     from fpspec.fast.blocks import quantize_view_fast
-    from fpspec.quantize import tensor_amax
+    from fpspec.quantization import tensor_amax
     from fpspec.schemes import resolve_spec
 
     rng = np.random.default_rng(7)
@@ -132,7 +132,7 @@ def test_rht_exact_equals_fast():
 def test_hot_path_equals_general_kernel(scheme, profile, kw, kind):
     """FPS-BLK-15: the vectorized RNE hot path equals the general kernel (itself tested against the spec)."""
     from fpspec.fast.blocks import quantize_view_fast
-    from fpspec.quantize import prepare_view, tensor_amax
+    from fpspec.quantization import prepare_view, tensor_amax
     from fpspec.schemes import resolve_spec
 
     rng = np.random.default_rng(hash((scheme, profile, kind)) % 2**32)

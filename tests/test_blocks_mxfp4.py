@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fpspec.quantize import dequantize, quantize
+from fpspec.quantization import dequantize, quantize
 
 IMPLS = ["fast", "exact"]
 

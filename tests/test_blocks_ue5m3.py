@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from fpspec.errors import FpspecError
-from fpspec.quantize import dequantize, quantize
+from fpspec.quantization import dequantize, quantize
 
 IMPLS = ["fast", "exact"]
 ONE = 0x78       # UE5M3 1.0

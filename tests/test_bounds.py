@@ -42,7 +42,7 @@ def test_bounds_agree_with_quantizer():
     """FPS-BND-1, FPS-BND-2: the figures are what the exact quantizer does at the edges."""
     import numpy as np
 
-    from fpspec.quantize import quantize
+    from fpspec.quantization import quantize
 
     b = range_bounds("ue5m3", 448)
     # with g = T = 448 the block amax at the bound is rho * g = 2^-18 (a tie, code 0)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from fpspec.cli import main
-from fpspec.vectors.check import check, format_text
+from fpspec.vectors.checker import check, format_text
 from fpspec.vectors.declare import Declaration
 from fpspec.vectors.harness import Harness
 from fpspec.vectors.ops import compute

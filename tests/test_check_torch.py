@@ -14,10 +14,9 @@ from fpspec.adapters.torch_vectors import (TORCH_FLOAT8_DECLARATION, bits_to_tor
                                            require_torch, torch_to_bits)
 from fpspec.cli import main
 from fpspec.errors import FpspecError
-from fpspec.vectors.check import format_text
+from fpspec.vectors.checker import format_text
 from fpspec.vectors.declare import Declaration, load_declaration
 from fpspec.vectors.harness import Harness
-from fpspec.vectors.schema import TAGS
 
 ROOT = Path(__file__).resolve().parent.parent
 PACK = ROOT / "vectors" / "v1"

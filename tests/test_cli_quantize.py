@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from fpspec.cli import main
-from fpspec.quantize import dequantize, quantize
+from fpspec.quantization import dequantize, quantize
 
 
 @pytest.fixture

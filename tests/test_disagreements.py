@@ -186,7 +186,7 @@ def test_fps_doc_5_block_profiles_do_what_the_table_says():
     """FPS-DOC-5: a block far below the tensor amax gets scale 1.0 (0x78) and payload 0 under the
     seed's zero-scale rule, scale 0x00 and payload +6 under TE's nvfp4 profile and under
     ue5m3 with the rule off; the profiles carry the amax = 0, signed-zero and MX choices claimed."""
-    from fpspec.quantize import quantize
+    from fpspec.quantization import quantize
 
     x = np.zeros((1, 32), np.float32)
     x[0, 0], x[0, 16] = 1000.0, 1e-6

@@ -11,9 +11,9 @@ import pytest
 
 from fpspec.cli import main
 from fpspec.errors import FpspecError
-from fpspec.gemm import gemm
+from fpspec.matmul import gemm
 from fpspec.models import PRESETS, GemmModel, get_model, parse_overrides
-from fpspec.quantize import quantize
+from fpspec.quantization import quantize
 from fpspec.quantized import QuantizedTensor
 
 from gemm_helpers import codes_of, random_quantized
@@ -140,7 +140,7 @@ def test_fpsgemm4_layout_bt_rows_are_columns():
 
 
 def test_fpsgemm4_quantized_operands_from_quantize():
-    """FPS-GEMM-4: operands from fpspec.quantize (nvfp4, ue5m3, mxfp4, 2-D tiles) run; the
+    """FPS-GEMM-4: operands from fpspec.quantization (nvfp4, ue5m3, mxfp4, 2-D tiles) run; the
     'exact' preset equals the exact dot product of the dequantized values, rounded once."""
     rng = np.random.default_rng(4)
     x = rng.standard_normal((16, 64)).astype(np.float32)

@@ -11,7 +11,7 @@ import zlib
 import numpy as np
 import pytest
 
-from fpspec.gemm import gemm
+from fpspec.matmul import gemm
 from fpspec.models import PRESETS, get_model
 
 from gemm_helpers import random_quantized, wide_codes

@@ -17,8 +17,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fpspec.gemm import gemm
-from fpspec.models import PRESETS, get_model
+from fpspec.matmul import gemm
+from fpspec.models import PRESETS
 
 from gemm_helpers import codes_of
 

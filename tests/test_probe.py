@@ -93,7 +93,7 @@ def test_fps_prb_16_evaluator_equals_exact_reference(name, fmt):
 def test_fps_prb_16_accumulate_bits_hand_case():
     """FPS-PRB-16, FPS-GEMM-13: a group result kept to 13 fraction bits: 2^14 + 2^14 + 2 =
     32770 = 2^15 + 2 has exponent 15, so 13 bits keep multiples of 2^2: RZ -> 32768;
-    with FP32 (23 bits, quantum 2^-8) it stays 32770.  The evaluator and fpspec.gemm agree."""
+    with FP32 (23 bits, quantum 2^-8) it stays 32770.  The evaluator and fpspec.matmul agree."""
     sp = ProductSplitter("e4m3")
     a, bt = build_operands([ProbeRow.of({0: pow2(14), 1: pow2(14), 2: pow2(1)})], 32, sp)
     for bits, want in ((13, 32768.0), (23, 32770.0)):

@@ -84,7 +84,7 @@ def test_fps_prb_15_raw_device_data_is_under_vectors():
                                                  ("torch-bf16", "km-h100-bf16", 1408)])
 def test_fps_prb_15_raw_h200_samples_recomputed(target, preset, split):
     """FPS-PRB-15, FPS-GEMM-13, FPS-GEMM-14: recompute committed raw H200 samples with
-    fpspec.gemm: the fixed preset matches every output at 64 x 64 x 1024 and, with
+    fpspec.matmul: the fixed preset matches every output at 64 x 64 x 1024 and, with
     split_k, at 64 x 64 x 16384; without split_k it does not match the latter, and with
     FP32-rounded block results (accumulate_bits = 23) FP8 does not match the former."""
     import numpy as np

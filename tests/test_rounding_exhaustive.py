@@ -99,7 +99,7 @@ def test_wide_targets_match_ieee_casts(all_fp16, all_bf16):
 def test_chunked_parallel_path_equals_single_thread(all_fp16):
     """FPS-RND-14: arrays of at least PARALLEL_MIN_ELEMENTS run in chunks on a thread pool; the
     codes equal the single-call ones (themselves proven equal to exact above), in every mode."""
-    from fpspec.fast.rounding import PARALLEL_MIN_ELEMENTS
+    from fpspec.fast.parallel import PARALLEL_MIN_ELEMENTS
 
     reps = PARALLEL_MIN_ELEMENTS // all_fp16.size + 2
     big = np.tile(all_fp16, reps)
@@ -118,7 +118,7 @@ def test_chunked_path_works_in_a_forked_child():
     instead of queueing work on the parent's threads, which do not exist there."""
     import multiprocessing as mp
 
-    from fpspec.fast.rounding import PARALLEL_MIN_ELEMENTS
+    from fpspec.fast.parallel import PARALLEL_MIN_ELEMENTS
 
     x = np.linspace(-7, 7, PARALLEL_MIN_ELEMENTS + 5).astype(np.float32)
     want = encode_fast(x, "e2m1", "rne")  # starts the parent's pool

@@ -175,7 +175,7 @@ def test_other_presets():
 
 def test_recipe_kwargs_quantize():
     """FPS-SCL-8: every preset's operand settings are accepted by quantize()."""
-    from fpspec.quantize import quantize
+    from fpspec.quantization import quantize
 
     rng = np.random.default_rng(0)
     x = rng.standard_normal((32, 32)).astype(np.float32)

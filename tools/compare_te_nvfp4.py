@@ -124,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from fpspec.quantize import quantize
+    from fpspec.quantization import quantize
 
     ref = _load_reference(args.reference)
     rng = np.random.default_rng(args.seed)

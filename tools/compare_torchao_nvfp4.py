@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     from compare_te_nvfp4 import _cases
 
     from fpspec.errors import FpspecError
-    from fpspec.quantize import quantize
+    from fpspec.quantization import quantize
 
     rng = np.random.default_rng(args.seed)
     failures = 0

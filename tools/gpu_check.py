@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 
 from fpspec.adapters.torch_vectors import TORCH_FLOAT8_DECLARATION, check_torch_casts
-from fpspec.vectors.check import format_text
+from fpspec.vectors.checker import format_text
 from fpspec.vectors.declare import Declaration
 from fpspec.vectors.harness import Harness
 

@@ -172,7 +172,7 @@ def main_finish(args) -> int:
 def main_preset_check(args) -> int:
     """Add to each report how the nearest preset itself fares on every sample: the preset
     unchanged except for the library's split of K at each shape (``split_k``, from the
-    model probed at that shape: FPS-GEMM-14), evaluated by fpspec.gemm."""
+    model probed at that shape: FPS-GEMM-14), evaluated by fpspec.matmul."""
     from fpspec.models import PRESETS
     from fpspec.probe.fit import library_split
 
@@ -194,7 +194,7 @@ def main_preset_check(args) -> int:
         per_shape = {key: FittedModel(preset.replace(split_k=sk)) for key, sk in splits.items()}
         samples = [dict(m, bits=arrays[m["key"]]) for m in entry["samples"]]
         acc = check_samples(samples, rep["operand_format"], FittedModel(preset), per_shape_models=per_shape)
-        rep["preset_check"] = {"preset": name, "evaluator": "fpspec.gemm (fast path)",
+        rep["preset_check"] = {"preset": name, "evaluator": "fpspec.matmul (fast path)",
                                "shapes": "every acceptance shape, split_k set per shape",
                                **{k: v for k, v in acc.to_dict().items() if k != "per_shape"},
                                "per_shape": [{"shape": s["shape"], "compared": s["compared"],

@@ -79,7 +79,7 @@ def render() -> str:
           "The raw device output and the sampled FP32 bits are kept in ``vectors/provenance/h200/``",
           "(``h200_reports.json``, ``h200_samples.npz``, ``h200_log.txt``);",
           "``--finish vectors/provenance/h200`` refits every target from the recorded findings and",
-          "repeats the acceptance test offline with fpspec's own GEMM (:func:`fpspec.gemm.gemm`,",
+          "repeats the acceptance test offline with fpspec's own GEMM (:func:`fpspec.matmul.gemm`,",
           "the Numba fast path; the operands are regenerated from their seeds), and",
           "``--preset-check vectors/provenance/h200`` checks the nearest preset itself, with the",
           "library's ``split_k`` set per shape.", "",

@@ -166,9 +166,9 @@ def gemm_error_data() -> dict[str, list[float | None]]:
     """
     import numpy as np
 
-    from fpspec.gemm import gemm
+    from fpspec.matmul import gemm
     from fpspec.models import PRESETS
-    from fpspec.quantize import dequantize, quantize
+    from fpspec.quantization import dequantize, quantize
 
     rng = np.random.default_rng(20261129)
     out: dict[str, list[float | None]] = {name: [] for name in PRESETS if name != "exact"}
@@ -287,11 +287,11 @@ PLOTS: dict[str, Plot] = {
         "dark: full precision). A stale (held) tensor amax needs rho > 1 to stay inside.",
         "representable block amax window against T for each scale format"),
     "gemm-error": Plot(
-        _plot_gemm_error, ("fpspec.models", "fpspec.gemm", "fpspec.exact.accumulate", "fpspec.fast.accumulate",
-                           "fpspec.quantize"),
+        _plot_gemm_error, ("fpspec.models", "fpspec.matmul", "fpspec.exact.accumulate", "fpspec.fast.accumulate",
+                           "fpspec.quantization"),
         "Mean accumulation error of each GEMM preset against the exact preset, normalised by "
         "the sum of the magnitudes of the products, for 8 x 8 outputs of seeded standard-normal operands quantized with the "
-        "nvfp4 scheme (fpspec.gemm, at build time). Presets with no point at some K match the "
+        "nvfp4 scheme (fpspec.matmul, at build time). Presets with no point at some K match the "
         "exact preset bit for bit there.",
         "accumulation error against K for the GEMM presets"),
 }

@@ -15,7 +15,7 @@ class ModelTarget:
     """A :class:`~fpspec.models.GemmModel` (a preset name or a model) on code operands.
 
     Uses the probe's vectorised evaluator where it is exact for the model, else
-    :func:`fpspec.gemm.gemm` (its Numba path, or the exact reference).  ``overrides``
+    :func:`fpspec.matmul.gemm` (its Numba path, or the exact reference).  ``overrides``
     change model parameters (e.g. ``accumulate_bits=13, split_k=256``).
     """
 
@@ -29,14 +29,14 @@ class ModelTarget:
     def matmul(self, a: np.ndarray, bt: np.ndarray) -> np.ndarray:
         if self.fast:
             return simulate_gemm(a, bt, self.operand_format, self.model)
-        from ..gemm import gemm  # fpspec's own GEMM (Numba fast path where it applies, else exact)
+        from ..matmul import gemm  # fpspec's own GEMM (Numba fast path where it applies, else exact)
 
         return gemm(a, bt, self.model, fmt=self.operand_format)
 
     def rowdot(self, a: np.ndarray, bt: np.ndarray) -> np.ndarray:
         if self.fast:
             return simulate_rowdot(a, bt, self.operand_format, self.model)
-        # one exact dot product per row (fpspec.gemm's fast path has a per-call set-up
+        # one exact dot product per row (fpspec.matmul's fast path has a per-call set-up
         # cost that dominates single rows)
         opa = operand_from_codes(a, self.operand_format, self.model)
         opb = operand_from_codes(bt, self.operand_format, self.model)
@@ -45,4 +45,4 @@ class ModelTarget:
 
     def info(self) -> dict:
         return {"target": self.name, "model": self.model.to_dict(),
-                "evaluator": "fpspec.probe.simulate" if self.fast else "fpspec.gemm"}
+                "evaluator": "fpspec.probe.simulate" if self.fast else "fpspec.matmul"}

@@ -155,13 +155,12 @@ def _print_rows(rows: list[dict]) -> None:
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
-    if args.threads is not None:
-        from ..fast import rounding
+    from ..fast.parallel import set_threads
 
-        rounding.THREADS = args.threads
+    nthreads = set_threads(args.threads)
     rows = BENCHMARKS[args.bench_name].run(args)
     if args.json:
-        print(json.dumps({"benchmark": args.bench_name, "results": rows}, indent=2))
+        print(json.dumps({"benchmark": args.bench_name, "threads": nthreads, "results": rows}, indent=2))
     else:
         _print_rows(rows)
     return 0

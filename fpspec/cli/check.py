@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..vectors.check import check, format_text, write_json, write_junit
+from ..vectors.checker import check, format_text, write_json, write_junit
 from ..vectors.declare import load_declaration
 
 

@@ -7,7 +7,6 @@ import json
 import math
 from fractions import Fraction
 
-import numpy as np
 
 from ..choices import DEFAULT_SR_BITS, NanPolicy, NegativePolicy, OverflowPolicy, RoundingMode, ZeroPolicy
 from ..choices import default_policies

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 
 import numpy as np
 
 from ..errors import FpspecError
-from ..gemm import CODE_FORMATS, gemm
+from ..matmul import CODE_FORMATS, gemm
 from ..io import load_npy, save_npy
 from ..models import PARAMETER_HELP, PRESETS, parse_overrides, presets_json
 from ..quantized import QuantizedTensor
@@ -79,7 +78,7 @@ def bench_gemm(args: argparse.Namespace) -> list[dict]:
     """The three GEMM cases of issue 4 against numpy float32 matmul of the same shape."""
     import ml_dtypes
 
-    from ..quantize import quantize
+    from ..quantization import quantize
     from .bench import best_time, result_row
 
     size = args.size

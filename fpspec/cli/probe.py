@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
-import sys
 from pathlib import Path
 
 from ..errors import FpspecError

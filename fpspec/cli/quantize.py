@@ -11,7 +11,7 @@ import numpy as np
 
 from ..errors import FpspecError
 from ..io import load_npy, save_npy
-from ..quantize import dequantize, quantize
+from ..quantization import dequantize, quantize
 from ..quantized import QuantizedTensor
 from ..schemes import PROFILES, SCHEMES
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..vectors.check import EXIT_INTEGRITY, select_names
+from ..vectors.checker import EXIT_INTEGRITY, select_names
 from ..vectors.pack import IntegrityError, Pack
 
 

@@ -28,13 +28,14 @@ import numpy as np
 
 from ..errors import FpspecError
 from ..formats import BF16, FP32, FloatFormat, get_format
+from ..gemm_operands import check_operands
 from ..models import GemmModel
+from .binary32 import FP32_EMIN, floor_log2
 from .rounding import round_to_code
 
 __all__ = [
     "Term",
     "Operand",
-    "floor_log2",
     "round_fp32",
     "round_bf16",
     "snap",
@@ -50,18 +51,9 @@ __all__ = [
     "alpha_exact",
     "tensor_alpha",
     "gemm_exact",
-    "CODE_FORMATS",
 ]
 
 Value = Fraction | float  # float only for inf / nan
-
-#: Plain operand formats accepted as code arrays (FPS-GEMM-4).
-CODE_FORMATS = ("e4m3", "e5m2", "fp16", "bf16")
-
-#: FP32 exponent of the smallest normal binade: the alignment exponent of an FP32
-#: accumulator is max(floor(log2|c|), FP32_EMIN) (Khattak & Mikaitis).
-FP32_EMIN = -126
-
 
 @dataclass(frozen=True)
 class Term:
@@ -75,15 +67,6 @@ class Term:
 
 
 # ------------------------------------------------------------------ helpers
-def floor_log2(a: Fraction) -> int:
-    """floor(log2 a) for a > 0, exactly, from integer bit lengths."""
-    n, d = a.numerator, a.denominator
-    e = n.bit_length() - d.bit_length()
-    if (n << max(-e, 0)) < (d << max(e, 0)):
-        e -= 1
-    return e
-
-
 def _is_special(v: Value) -> bool:
     return isinstance(v, float)
 
@@ -476,29 +459,6 @@ def to_float32(v: Value) -> np.float32:
     return np.float32(float(v))  # exact: v is an FP32 (or BF16) value
 
 
-def check_operands(a, bt, model: GemmModel, fmt: str | None):
-    """Validate a GEMM's operand pair (FPS-GEMM-4): both QuantizedTensors, or both code
-    arrays of ``fmt``, with matching K that the model accepts.
-
-    Returns ``(a, bt, quantized)``, code arrays as ndarrays.
-    """
-    from ..quantized import QuantizedTensor
-
-    quantized = isinstance(a, QuantizedTensor)
-    if quantized != isinstance(bt, QuantizedTensor):
-        raise FpspecError("A and BT must both be QuantizedTensors or both code arrays")
-    if quantized:
-        check_quantized_pair(a, bt, model)
-    else:
-        if fmt is None or fmt not in CODE_FORMATS:
-            raise FpspecError(f"code-array operands need fmt, one of {', '.join(CODE_FORMATS)}; got {fmt!r}")
-        a = np.asarray(a)
-        bt = np.asarray(bt)
-        check_code_pair(a, bt, fmt)
-    model.check_k(a.shape[1])
-    return a, bt, quantized
-
-
 def gemm_exact(a, bt, model: GemmModel, *, fmt: str | None = None) -> np.ndarray:
     """The exact reference GEMM ``A (M x K) @ BT (N x K)^T`` -> float32 (M, N) (FPS-GEMM-1).
 
@@ -520,38 +480,3 @@ def gemm_exact(a, bt, model: GemmModel, *, fmt: str | None = None) -> np.ndarray
             terms = (block_terms if use_block else product_terms)(opa, i, opb, j, model)
             out[i, j] = to_float32(dot_exact(terms, model, alpha))
     return out
-
-
-# ------------------------------------------------------------- validation
-def check_code_pair(a: np.ndarray, bt: np.ndarray, fmt: str) -> None:
-    """Shapes and dtypes of code-array operands (FPS-GEMM-9)."""
-    want = get_format(fmt).storage_dtype
-    for name, x in (("A", a), ("BT", bt)):
-        if x.ndim != 2:
-            raise FpspecError(f"{name} must be a 2-D code array, got shape {x.shape}")
-        if x.dtype != np.dtype(want):
-            raise FpspecError(f"{name} codes for {fmt} must be {want}, got {x.dtype}")
-    if a.shape[1] != bt.shape[1]:
-        raise FpspecError(f"K mismatch: A is {a.shape[0]}x{a.shape[1]}, BT is {bt.shape[0]}x{bt.shape[1]} "
-                          "(BT holds the N columns of B as rows)")
-
-
-def check_quantized_pair(a, bt, model: GemmModel) -> None:
-    """Shapes, payload formats and block compatibility of quantized operands (FPS-GEMM-9)."""
-    if a.shape[1] != bt.shape[1]:
-        raise FpspecError(f"K mismatch: A is {a.shape[0]}x{a.shape[1]}, BT is {bt.shape[0]}x{bt.shape[1]} "
-                          "(BT holds the N columns of B as rows)")
-    for name, q in (("A", a), ("BT", bt)):
-        if q.payload_format != "e2m1":
-            raise FpspecError(f"{name}: payload format {q.payload_format!r} is not supported (e2m1 only)")
-    if model.split_k is not None:
-        for name, q in (("A", a), ("BT", bt)):
-            if model.split_k % q.block:
-                raise FpspecError(f"split_k={model.split_k} must be a multiple of {name}'s block size {q.block} "
-                                  "(slices hold whole scale blocks)")
-    if model.scale_placement == "block" and model.operand_domain == "encoded":
-        if a.block != bt.block:
-            raise FpspecError(f"scale_placement=block needs equal block sizes, A has {a.block}, BT {bt.block}")
-        if model.group_size is not None and model.group_size % a.block:
-            raise FpspecError(f"scale_placement=block needs group_size a multiple of the block size "
-                              f"{a.block}, got {model.group_size}")

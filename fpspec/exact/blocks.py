@@ -15,7 +15,6 @@ element, in the order the docs state.
 from __future__ import annotations
 
 import math
-import struct
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -24,13 +23,10 @@ import numpy as np
 from ..errors import FpspecError
 from ..formats import get_format
 from ..schemes import AmaxZero, Arithmetic, BlockSpec, MxScaleMode, SignedZero
+from .binary32 import FLT_MAX, ceil_log2, f32, f32_div, f32_fma, f32_mul, floor_log2
 from .rounding import round_to_code
 
-__all__ = ["BlockResult", "quantize_view_exact", "f32", "f32_mul", "f32_div", "FLT_MAX",
-           "f32_add", "f32_fma", "block_amax_grid_exact", "rht16_exact", "RHT_SIGNS"]
-
-#: Largest finite binary32 value.
-FLT_MAX = float(np.finfo(np.float32).max)
+__all__ = ["BlockResult", "quantize_view_exact", "block_amax_grid_exact", "rht16_exact", "RHT_SIGNS"]
 
 #: TransformerEngine's wgrad sign vector for the 16-point random Hadamard transform.
 RHT_SIGNS = (1, 1, 1, -1, 1, -1, -1, -1, -1, -1, -1, 1, -1, 1, -1, -1)
@@ -45,59 +41,7 @@ class BlockResult:
     dequant: np.ndarray | None  # float32 (M, K); None when not asked for (fast path)
 
 
-# ------------------------------------------------------------ binary32 steps
-def f32(v: Fraction | float | int) -> float:
-    """Round an exact value to binary32 (RNE, overflow to +-inf); returns the float."""
-    if isinstance(v, float) and (math.isinf(v) or math.isnan(v) or v == 0):
-        return float(np.float32(v))
-    code = round_to_code(v, "fp32", "rne")
-    return struct.unpack("<f", struct.pack("<I", code))[0]
-
-
-def _sign(v: float) -> int:
-    return -1 if math.copysign(1.0, v) < 0 else 1
-
-
-def f32_mul(a: float, b: float) -> float:
-    """Correctly rounded binary32 product of two binary32 values (signed zeros, infinities)."""
-    if math.isinf(a) or math.isinf(b):
-        if a == 0 or b == 0:
-            return math.nan  # IEEE invalid operation (only a dequantization can reach it)
-        return math.inf * _sign(a) * _sign(b)
-    if a == 0 or b == 0:
-        return math.copysign(0.0, _sign(a) * _sign(b))
-    r = f32(Fraction(a) * Fraction(b))
-    return r if r != 0 else math.copysign(0.0, _sign(a) * _sign(b))
-
-
-def f32_div(a: float, b: float) -> float:
-    """Correctly rounded binary32 quotient of two binary32 values."""
-    if b == 0:
-        if a == 0:
-            raise FpspecError("binary32 step 0 / 0 is undefined")
-        return math.inf * _sign(a) * _sign(b)
-    if math.isinf(a):
-        return math.inf * _sign(a) * _sign(b)
-    if a == 0:
-        return math.copysign(0.0, _sign(a) * _sign(b))
-    r = f32(Fraction(a) / Fraction(b))
-    return r if r != 0 else math.copysign(0.0, _sign(a) * _sign(b))
-
-
 # --------------------------------------------------------------- helpers
-def _floor_log2(a: Fraction) -> int:
-    n, d = a.numerator, a.denominator
-    e = n.bit_length() - d.bit_length()
-    if Fraction(2) ** e > a:
-        e -= 1
-    return e
-
-
-def _ceil_log2(a: Fraction) -> int:
-    e = _floor_log2(a)
-    return e if Fraction(2) ** e == a else e + 1
-
-
 def block_amax_grid_exact(x: np.ndarray, block: int, tile: str) -> list[list[Fraction]]:
     """max |x| over each block (1xB) or tile (BxB), exactly, as Fractions."""
     m, k = x.shape
@@ -114,25 +58,6 @@ def block_amax_grid_exact(x: np.ndarray, block: int, tile: str) -> list[list[Fra
             row.append(a)
         grid.append(row)
     return grid
-
-
-def f32_add(a: float, b: float) -> float:
-    """Correctly rounded binary32 sum of two finite binary32 values (IEEE signed-zero rules)."""
-    if a == 0 and b == 0:
-        return -0.0 if (_sign(a) < 0 and _sign(b) < 0) else 0.0
-    r = f32(Fraction(a) + Fraction(b))
-    return r if r != 0 else 0.0
-
-
-def f32_fma(a: float, b: float, c: float) -> float:
-    """fp32(a * b + c) with one rounding (IEEE fusedMultiplyAdd on finite binary32 values)."""
-    prod = Fraction(a) * Fraction(b)
-    exact = prod + Fraction(c)
-    if exact == 0:
-        prod_neg = prod == 0 and _sign(a) * _sign(b) < 0
-        return -0.0 if (prod == 0 and c == 0 and prod_neg and _sign(c) < 0) else 0.0
-    r = f32(exact)
-    return r if r != 0 else math.copysign(0.0, 1 if exact > 0 else -1)
 
 
 def rht16_exact(x: np.ndarray) -> np.ndarray:
@@ -351,14 +276,14 @@ def _mx_exponent(a_b: Fraction, mode: MxScaleMode) -> int:
         return -127
     emax_e2m1 = 2
     if mode is MxScaleMode.FLOOR:
-        e = _floor_log2(a_b) - emax_e2m1
+        e = floor_log2(a_b) - emax_e2m1
     elif mode is MxScaleMode.CEIL:
-        e = _ceil_log2(a_b) - emax_e2m1
+        e = ceil_log2(a_b) - emax_e2m1
     elif mode is MxScaleMode.EVEN:
-        fl = _floor_log2(a_b)
+        fl = floor_log2(a_b)
         e = fl + (1 if a_b >= Fraction(7, 4) * Fraction(2) ** fl else 0) - emax_e2m1
     else:
-        e = _ceil_log2(a_b / 6)
+        e = ceil_log2(a_b / 6)
     return max(-127, min(127, e))
 
 

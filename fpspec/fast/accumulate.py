@@ -44,7 +44,6 @@ argument, step by step (docs/gemm.rst, "The fast path"):
 from __future__ import annotations
 
 import math
-from concurrent.futures import ThreadPoolExecutor
 from fractions import Fraction
 
 import numba
@@ -53,6 +52,7 @@ import numpy as np
 from ..errors import FpspecError
 from ..formats import FloatFormat, get_format
 from ..models import GemmModel
+from .parallel import run_rows
 from .rounding import decode_table
 
 __all__ = ["gemm_fast", "supports", "round_int_to_fp32", "add2_round_fp32", "FastPathUnsupported"]
@@ -953,31 +953,11 @@ def _quantized_values(qt, model: GemmModel) -> np.ndarray:
 
 
 # ================================================================== dispatcher
-def threads() -> int:
-    """Worker threads of the fast GEMM: the same setting as the encoder's
-    (:data:`fpspec.fast.rounding.THREADS`, ``fpspec bench --threads``), else every CPU this
-    process may run on.  A pool is made per call, so a forked child starts its own."""
-    from . import rounding
-
-    return rounding._threads()
-
-
-#: Below this many products (M N K) a GEMM runs on the calling thread.
-_PARALLEL_MIN_WORK = 1 << 20
-
-
 def _run_rows(kernel, m: int, args: tuple) -> None:
-    """Run a nogil row-range kernel over rows 0..m-1 in interleaved chunks on a thread pool."""
-    nt = min(threads(), max(m, 1))
-    out = args[-1]
-    work = out.size * max(1, args[0].shape[1] if args[0].ndim == 2 else 1)
-    if nt <= 1 or m < 2 or work < _PARALLEL_MIN_WORK:
-        kernel(*args, 0, m)  # small GEMMs (probe vectors): no pool start-up
-        return
-    chunk = max(1, min(16, m // (4 * nt) or 1))
-    ranges = [(r, min(r + chunk, m)) for r in range(0, m, chunk)]
-    with ThreadPoolExecutor(max_workers=nt) as pool:
-        list(pool.map(lambda rr: kernel(*args, rr[0], rr[1]), ranges))
+    """Run a nogil row-range kernel over rows 0..m-1 (:func:`fpspec.fast.parallel.run_rows`);
+    the work is the outputs times the operands' K."""
+    k = args[0].shape[1] if args[0].ndim == 2 else 1
+    run_rows(kernel, m, args, args[-1].size * max(1, k))
 
 
 def supports(model: GemmModel, k: int) -> bool:
@@ -1080,7 +1060,7 @@ def gemm_fast(a, bt, model: GemmModel, *, fmt: str | None = None,
               alpha: Fraction | None = None) -> np.ndarray:
     """The fast GEMM (bit-equal to :func:`fpspec.exact.accumulate.gemm_exact`).
 
-    Arguments are already validated by :func:`fpspec.gemm.gemm`; ``alpha`` is the FP32
+    Arguments are already validated by :func:`fpspec.matmul.gemm`; ``alpha`` is the FP32
     alpha (a Fraction) or None.
     """
     from ..quantized import QuantizedTensor

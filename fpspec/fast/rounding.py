@@ -22,10 +22,6 @@ because each costs seconds on a fresh machine (cache=True keeps them on disk).
 
 from __future__ import annotations
 
-import os
-from concurrent.futures import ThreadPoolExecutor
-from typing import Callable
-
 import numba
 import numpy as np
 
@@ -41,6 +37,7 @@ from ..choices import (
 )
 from ..errors import FpspecError
 from ..formats import FloatFormat, get_format
+from .parallel import run_chunks
 
 __all__ = ["encode_fast", "decode_fast", "decode_table", "MAX_SR_BITS"]
 
@@ -232,53 +229,6 @@ def _encode_range_rne(bits, in_man, in_exp_mask, in_bias, in_sign_shift, out, lo
     return first_kind, first_idx
 
 
-#: Arrays shorter than this are encoded on the calling thread.
-PARALLEL_MIN_ELEMENTS = 1 << 18
-_POOL: ThreadPoolExecutor | None = None
-
-
-def _forget_pool_after_fork() -> None:
-    """A forked child has none of the parent's worker threads: start a fresh pool there."""
-    global _POOL
-    _POOL = None
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_pool_after_fork)
-
-
-#: Worker threads for large arrays; None means every CPU this process may run on.
-THREADS: int | None = None
-
-
-def _threads() -> int:
-    """Worker threads for large arrays: :data:`THREADS`, else the CPUs this process may run on."""
-    if THREADS is not None:
-        return max(1, THREADS)
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # pragma: no cover - not Linux
-        return max(1, os.cpu_count() or 1)
-
-
-def _run_chunks(kernel, n: int, args: Callable[[int, int], tuple]) -> tuple[int, int]:
-    """Run ``kernel(*args(lo, hi))`` over contiguous chunks covering 0..n on a thread pool
-    (the kernels release the GIL); return the first refusal in element order."""
-    global _POOL
-    nthreads = _threads()
-    if n < PARALLEL_MIN_ELEMENTS or nthreads == 1:
-        return kernel(*args(0, n))
-    if _POOL is None:
-        _POOL = ThreadPoolExecutor(max_workers=nthreads, thread_name_prefix="fpspec-encode")
-    nchunks = nthreads * 4  # a few chunks per thread evens out uneven CPU availability
-    bounds = [n * c // nchunks for c in range(nchunks + 1)]
-    results = list(_POOL.map(lambda c: kernel(*args(bounds[c], bounds[c + 1])), range(nchunks)))
-    for kind, idx in results:  # chunks are in element order
-        if kind != _OK:
-            return kind, idx
-    return _OK, -1
-
-
 #: Raw-bit views of the accepted input dtypes: (view dtype, mantissa bits, exponent mask, bias, sign shift).
 _INPUT_LAYOUTS = {
     "float16": (np.uint16, 10, 0x1F, 15, 15),
@@ -348,12 +298,12 @@ def encode_fast(x: np.ndarray, fmt: FloatFormat | str, mode: RoundingMode | str 
         if bits.dtype == np.uint16:
             bits = bits.astype(np.uint32)
         out = np.empty(bits.shape[0], dtype=np.uint8)
-        err = _run_chunks(_encode_range_rne, bits.shape[0], lambda lo, hi: (
+        err = run_chunks(_encode_range_rne, bits.shape[0], lambda lo, hi: (
             bits, in_man, in_exp_mask, in_bias, in_sign_shift, out, lo, hi, *fmt_args, *pol_args))
     else:
         out = np.empty(bits.shape[0], dtype=np.uint32)
         bits64 = bits.astype(np.int64, copy=False)
-        err = _run_chunks(_encode_range, bits.shape[0], lambda lo, hi: (
+        err = run_chunks(_encode_range, bits.shape[0], lambda lo, hi: (
             bits64, in_man, in_exp_mask, in_bias, in_sign_shift, rflat, use_r, out, lo, hi,
             *fmt_args, _MODE_IDS[mode], nbits, *pol_args))
     if err[0] != _OK:

@@ -186,9 +186,9 @@ class AcceptanceResult:
 
 
 def model_outputs(a: np.ndarray, bt: np.ndarray, fmt: str, model: GemmModel) -> np.ndarray:
-    """The model's FP32 outputs, from fpspec's own GEMM (:func:`fpspec.gemm.gemm`: the
+    """The model's FP32 outputs, from fpspec's own GEMM (:func:`fpspec.matmul.gemm`: the
     Numba fast path, bit-equal to the exact spec, FPS-GEMM-10)."""
-    from ..gemm import gemm
+    from ..matmul import gemm
 
     return gemm(a, bt, model, fmt=fmt)
 

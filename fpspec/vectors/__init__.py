@@ -4,7 +4,7 @@
 * :mod:`.coverage`: the named coverage models.
 * :mod:`.generate`: deterministic pack generation.
 * :mod:`.pack`: manifest, hashes, pickle-free loading.
-* :mod:`.check`: the checker and its report writers (FPS-CHK-*).
+* :mod:`.checker`: the checker and its report writers (FPS-CHK-*).
 * :mod:`.harness`: the in-process harness for Python / torch teams.
 """
 

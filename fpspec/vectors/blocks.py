@@ -7,7 +7,7 @@ one random value per element of the quantized view).  Outputs: ``codes``
 (E2M1 codes one per byte, the quantized view (M', K')), ``scales`` (one scale
 code per block, row-major block order), ``decode_scale`` (FP32 bits) and
 ``dequant`` (FP32 bits of the profile's dequantization).  Expected outputs come
-from :func:`fpspec.quantize.quantize` with ``impl="exact"`` (FPS-BLK-*).
+from :func:`fpspec.quantization.quantize` with ``impl="exact"`` (FPS-BLK-*).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..formats import get_format
-from ..quantize import dequantize, quantize
+from ..quantization import dequantize, quantize
 from ..schemes import get_profile
 from . import coverage
 from .coverage import SetPlan, make_meta

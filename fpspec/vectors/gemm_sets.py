@@ -7,7 +7,7 @@ each operand X in (a, bt): ``X_codes`` (E2M1 codes one per byte), ``X_scales``
 (row-major block order), ``X_amax``, ``X_encode_scale``, ``X_decode_scale``
 (FP32 bits); the scheme, block, tile and T are in the meta's ``operand``.
 Output ``c``: FP32 bits (C, M, N).  Expected outputs come from
-:func:`fpspec.gemm.gemm`, whose fast path is tested bit-equal to the exact spec.
+:func:`fpspec.matmul.gemm`, whose fast path is tested bit-equal to the exact spec.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from typing import Any
 import numpy as np
 
 from ..convert import encode
-from ..gemm import gemm
+from ..matmul import gemm
 from ..models import PRESETS
-from ..quantize import quantize
+from ..quantization import quantize
 from ..quantized import QuantizedTensor
 from . import coverage
 from .coverage import SetPlan, make_meta

@@ -39,7 +39,7 @@ def build_set(plan: coverage.SetPlan, impl: str | None = None) -> VectorSet:
 
 
 def _load_optional_models() -> None:
-    """Block, bounds and GEMM models live in their own modules (they need fpspec.quantize / gemm)."""
+    """Block, bounds and GEMM models live in their own modules (they need fpspec.quantization / gemm)."""
     for mod in ("fpspec.vectors.blocks", "fpspec.vectors.gemm_sets"):
         try:
             __import__(mod)

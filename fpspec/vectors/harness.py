@@ -19,7 +19,7 @@ from typing import Any, Iterator, Mapping
 import numpy as np
 
 from ..errors import FpspecError
-from .check import CheckReport, check, format_text, select_names
+from .checker import CheckReport, check, format_text, select_names
 from .declare import Declaration, load_declaration
 from .ops import float_view
 from .pack import Pack, VectorSet

@@ -18,7 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping
 
-from .check import EXIT_PASS, check, format_text
+from .checker import EXIT_PASS, check, format_text
 from .declare import Declaration
 from .harness import Harness, HarnessSet
 

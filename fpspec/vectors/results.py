@@ -40,7 +40,7 @@ def run_reference(pack: Pack | str | Path, out: str | Path, select: str | None =
                   progress: TextIO | None = sys.stderr) -> int:
     """fpspec's fast path as an implementation under test: compute every set's outputs from its
     inputs and write them as results.  Returns the number of sets written."""
-    from .check import select_names
+    from .checker import select_names
     from .generate import _load_optional_models
 
     _load_optional_models()

@@ -19,30 +19,12 @@ from typing import Any
 import numpy as np
 
 from .errors import FpspecError
-from .exact.accumulate import (
-    CODE_FORMATS,
-    gemm_exact,
-    tensor_alpha,
-    check_operands,
-)
-from .formats import get_format
+from .exact.accumulate import gemm_exact, tensor_alpha
+from .gemm_operands import CODE_FORMATS, check_codes_in_range, check_operands
 from .models import GemmModel, get_model
 from .quantized import QuantizedTensor
 
 __all__ = ["gemm", "CODE_FORMATS"]
-
-
-def _check_codes_in_range(q: QuantizedTensor, name: str) -> None:
-    pf = get_format(q.payload_format)
-    if q.codes.size and int(q.codes.max()) >= pf.num_codes:
-        flat = int(np.argmax(q.codes.reshape(-1) >= pf.num_codes))
-        raise FpspecError(f"{name}: payload code {int(q.codes.reshape(-1)[flat])} out of range for "
-                          f"{pf.name}", tuple(int(x) for x in np.unravel_index(flat, q.codes.shape)))
-    sf = get_format(q.scale_format)
-    if q.scales.size and int(q.scales.max()) >= sf.num_codes:
-        flat = int(np.argmax(q.scales.reshape(-1) >= sf.num_codes))
-        raise FpspecError(f"{name}: scale code {int(q.scales.reshape(-1)[flat])} out of range for "
-                          f"{sf.name}", tuple(int(x) for x in np.unravel_index(flat, q.scales.shape)))
 
 
 def gemm(a: Any, bt: Any, model: "str | GemmModel", *, fmt: str | None = None, impl: str = "fast",
@@ -68,8 +50,8 @@ def gemm(a: Any, bt: Any, model: "str | GemmModel", *, fmt: str | None = None, i
         raise FpspecError("fmt is only for code-array operands; quantized tensors carry their formats")
     a, bt, quantized = check_operands(a, bt, m, fmt)
     if quantized:
-        _check_codes_in_range(a, "A")
-        _check_codes_in_range(bt, "BT")
+        check_codes_in_range(a, "A")
+        check_codes_in_range(bt, "BT")
     k = a.shape[1]
     if impl == "exact":
         return gemm_exact(a, bt, m, fmt=fmt)
