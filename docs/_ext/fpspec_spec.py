@@ -256,7 +256,7 @@ def _undo_napoleon_enum_type(app, what, name, obj, options, lines):
     """Napoleon reads ``#: No Inf, no NaN: every code is finite`` on an enum member, and
     ``#: FPS-FMT-6: the seed ...`` on any attribute, as "type: description"; neither is a
     type, so the text is put back."""
-    if what != "attribute":
+    if what not in ("attribute", "data"):
         return
     for i, line in enumerate(lines):
         if line.startswith(":type: "):
