@@ -148,14 +148,15 @@ class ImplementerCheckDirective(Directive):
         sel, sel_full = selected(decl), selected(full)
         extra = {k: v for k, v in sel_full.items() if k not in sel}
         box = nodes.container(classes=["fpspec-implementer-check"], ids=[f"check-{scheme}-{profile}"])
-        box += nodes.rubric(text=f"Checking a {scheme}/{profile} kernel")
+        box += nodes.rubric(text=f"Checking a kernel for {scheme}/{profile}")
         box += nodes.paragraph(text="1. The declaration (save as my-kernel.yaml; RNE payloads and the default "
                                     f"scale format {prof.scale_formats[0]}):")
         text = _yaml(decl)
         box += nodes.literal_block(text, text, language="yaml")
         if sel:
-            p = nodes.paragraph(text=f"2. The sets and outputs it selects in vectors/v1 ({len(sel)} sets; "
-                                     "computed with the checker's own matching):")
+            p = nodes.paragraph(text=f"2. The sets and outputs it selects in vectors/v1 ({len(sel)} "
+                                     f"set{'s' if len(sel) != 1 else ''}; computed with the checker's own "
+                                     "matching):")
             box += p
             lst = nodes.bullet_list()
             for name, outs in sel.items():
@@ -167,10 +168,11 @@ class ImplementerCheckDirective(Directive):
                 lst += item
             box += lst
         else:
-            box += nodes.paragraph(text=f"2. vectors/v1 has no set for {scheme}/{profile}: the pack of spec "
-                                        "version 1 predates the profile. Check such a kernel in process against "
-                                        f"fpspec.quantize(x, \"{scheme}\", profile=\"{profile}\", ...) on your own "
-                                        "inputs (same codes, scales and decode scale bit for bit).")
+            box += nodes.paragraph(text=f"2. vectors/v1 has no set for {scheme}/{profile}, so X(D) is empty "
+                                        "and no conformance claim can be made against this pack (FPS-CNF-3). "
+                                        "Until a pack carries such sets, compare the kernel in process with "
+                                        f"fpspec.quantize(x, \"{scheme}\", profile=\"{profile}\", ...) on your "
+                                        "own inputs (codes, scales and decode scale, bit for bit).")
         if extra:
             more = ", ".join(sorted(extra))
             box += nodes.paragraph(text="Declaring every payload rounding and scale format the profile accepts "
@@ -180,9 +182,10 @@ class ImplementerCheckDirective(Directive):
                 "# run the kernel on in_x (and in_amax, in_r) of every set listed above and write\n"
                 "# results/<set>.npz holding its out_* arrays (same names, dtypes and shapes)\n"
                 "fpspec check vectors/v1 results --declare my-kernel.yaml")
-        box += nodes.paragraph(text="3. The commands (exit status 0: the kernel conforms for this declaration "
-                                    "at level 1; see the conformance clause):")
-        box += nodes.literal_block(cmds, cmds, language="shell")
+        if sel:
+            box += nodes.paragraph(text="3. The commands (exit status 0: the kernel conforms for this "
+                                        "declaration at level 1; see the conformance clause):")
+            box += nodes.literal_block(cmds, cmds, language="shell")
         return [box]
 
 

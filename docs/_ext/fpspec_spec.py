@@ -193,7 +193,8 @@ class InformativeDirective(Directive):
                for c in section.findall(nodes.container)):
             raise self.error("informative section already holds a requirement (FPS-DOC-8)")
         section["classes"].append(INFORMATIVE)
-        label += nodes.Text(" This section states no requirement.")
+        whole_page = isinstance(section.parent, nodes.document)
+        label += nodes.Text(f" This {'page' if whole_page else 'section'} states no requirement.")
         return [label]
 
 
