@@ -8,10 +8,10 @@ so a test can prove that every name the table prints exists in the code.  A
 behaviour that fpspec deliberately does not reproduce has no selector and says
 why in ``note``.
 
-Sources are cited by the short names of ``/work/shared/SPEC-BRIEF.md``: "seed"
-(Hu, Luschi, Balanca, arXiv 2609.02846 and MrHuff/ue5m3-fp4), "TE"
-(TransformerEngine ``NVFP4QuantizerRef``), "OCP MX v1.0", "torchao",
-"microxcaling", "ml_dtypes", "gfloat", "LLVM APFloat".
+Sources are cited by the short names that docs/disagreements.rst expands into
+full public references: "seed" (Hu, Luschi, Balanca, arXiv 2609.02846 and
+MrHuff/ue5m3-fp4), "TE" (TransformerEngine ``NVFP4QuantizerRef``), "OCP MX v1.0",
+"torchao", "microxcaling", "ml_dtypes", "gfloat", "LLVM APFloat".
 """
 
 from __future__ import annotations
@@ -300,7 +300,8 @@ DISAGREEMENTS: tuple[Disagreement, ...] = (
     Disagreement(
         "fp32-order", "Exact real arithmetic or a fixed FP32 operation order in block scaling",
         (
-            Behaviour("seed Triton kernel", "div/mul in FP32 in a fixed order (brief sec. 3)",
+            Behaviour("seed Triton kernel", "div/mul in FP32 in a fixed order (MrHuff/ue5m3-fp4, "
+                      "src/ue5m3_fp4/backends/triton/quantization.py, _fake_quantize_operands_kernel)",
                       _sel("profile=ue5m3/seed-fp32")),
             Behaviour("TE NVFP4QuantizerRef", "its own FP32 sequence", _sel("profile=nvfp4/te-fp32")),
             Behaviour("the papers' formulas", "exact real arithmetic, one rounding per conversion",

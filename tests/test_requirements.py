@@ -3,104 +3,38 @@
 FPS-DOC-1 (ids are unique and well formed) and FPS-DOC-2 (every id is cited by a
 test or by vector metadata; every id cited by a test or a package docstring exists).
 
-Definitions are the ``.. requirement:: FPS-AREA-N`` lines of ``docs/**/*.rst``.
-Citations are read from the text of ``tests/**/*.py`` (docstrings, names such as
-``test_fps_<area>_<n>_...``, comments), from ``vectors/**/*.json`` (MANIFEST.json
-and friends) and from the ``__meta__`` / ``meta`` entry of ``vectors/**/*.npz``.
-A citation ``FPS-AREA-N..M`` cites N to M; ``FPS-AREA-*`` cites nothing.
-(This file spells no other id literally, so that it cites nothing by accident.)
+The scanner lives in ``docs/_ext/fpspec_reqs.py`` so that the generated requirement
+index of the documentation (FPS-DOC-7) shows exactly what these tests check; its
+rules (definitions, citations, ranges, npz metadata) are pinned by the last tests
+below.  (This file spells no other id literally, so that it cites nothing by accident.)
 """
 
 from __future__ import annotations
 
 import json
-import re
-import zipfile
-from collections import defaultdict
+import sys
 from pathlib import Path
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-DOCS = ROOT / "docs"
+sys.path.insert(0, str(ROOT / "docs" / "_ext"))
 
-#: a definition line; the id itself is validated separately so a malformed one is reported
-DEFINITION = re.compile(r"^[ \t]*\.\.[ \t]+requirement::[ \t]*(\S+)[ \t]*$", re.M)
-WELL_FORMED = re.compile(r"^FPS-[A-Z]+-\d+$")
-#: a citation: FPS-AREA-N, optionally a range ..M; test names use underscores (fps_area_n)
-CITATION = re.compile(r"(?<![A-Za-z0-9])FPS[-_]([A-Za-z]+)[-_](\d+)(?:\.\.(\d+))?(?![0-9A-Za-z])", re.I)
-SKIP_DIRS = {"_build", "_generated", "__pycache__", ".hypothesis", ".pytest_cache"}
+from fpspec_reqs import (  # noqa: E402
+    DEFINITION,
+    WELL_FORMED,
+    citations_by_tests_and_vectors,
+    citations_in_code_and_tests,
+    cited_ids,
+    citing_tests,
+    definitions,
+    id_key,
+    npz_meta_text,
+    vector_coverage,
+)
 
-
-def _files(base: Path, pattern: str) -> list[Path]:
-    if not base.is_dir():
-        return []
-    return sorted(p for p in base.rglob(pattern) if not SKIP_DIRS.intersection(p.relative_to(base).parts))
-
-
-def definitions() -> dict[str, list[str]]:
-    """id -> the files (relative) that define it (more than one file or line is an error)."""
-    out: dict[str, list[str]] = defaultdict(list)
-    for path in _files(DOCS, "*.rst"):
-        for m in DEFINITION.finditer(path.read_text(encoding="utf-8")):
-            out[m.group(1)].append(str(path.relative_to(ROOT)))
-    return dict(out)
-
-
-def cited_ids(text: str) -> set[str]:
-    """Every requirement id a text cites, ranges expanded, areas upper-cased."""
-    ids = set()
-    for m in CITATION.finditer(text):
-        area, first, last = m.group(1).upper(), int(m.group(2)), m.group(3)
-        for n in range(first, (int(last) if last else first) + 1):
-            ids.add(f"FPS-{area}-{n}")
-    return ids
-
-
-def _npz_meta_text(path: Path) -> str:
-    """The text of the metadata entries of an .npz (no pickles are loaded)."""
-    texts = []
-    try:
-        with zipfile.ZipFile(path) as zf:
-            names = [n for n in zf.namelist() if n in ("__meta__.npy", "meta.npy")]
-        if not names:
-            return ""
-        with np.load(path, allow_pickle=False) as z:
-            for name in names:
-                arr = z[name[:-4]]
-                if arr.dtype.kind in "US":
-                    texts.append(" ".join(str(v) for v in np.ravel(arr)))
-                elif arr.dtype == np.uint8:
-                    texts.append(arr.tobytes().decode("utf-8", "replace"))
-    except (OSError, ValueError, zipfile.BadZipFile) as exc:
-        raise AssertionError(f"{path}: cannot read vector metadata: {exc}") from None
-    return "\n".join(texts)
-
-
-def citations_by_tests_and_vectors() -> dict[str, set[str]]:
-    """id -> files citing it, from tests and vector metadata."""
-    out: dict[str, set[str]] = defaultdict(set)
-    sources: list[tuple[Path, str]] = []
-    for path in _files(ROOT / "tests", "*.py"):
-        sources.append((path, path.read_text(encoding="utf-8")))
-    for path in _files(ROOT / "vectors", "*.json"):
-        sources.append((path, path.read_text(encoding="utf-8")))
-    for path in _files(ROOT / "vectors", "*.npz"):
-        sources.append((path, _npz_meta_text(path)))
-    for path, text in sources:
-        for rid in cited_ids(text):
-            out[rid].add(str(path.relative_to(ROOT)))
-    return out
-
-
-def citations_in_code_and_tests() -> dict[str, set[str]]:
-    """id -> files citing it, from the package (docstrings, comments) and the tests."""
-    out: dict[str, set[str]] = defaultdict(set)
-    for base in (ROOT / "fpspec", ROOT / "tests"):
-        for path in _files(base, "*.py"):
-            for rid in cited_ids(path.read_text(encoding="utf-8")):
-                out[rid].add(str(path.relative_to(ROOT)))
-    return out
+_id_key = id_key
+_npz_meta_text = npz_meta_text
 
 
 # ----------------------------------------------------------------------- tests
@@ -135,11 +69,6 @@ def test_fps_doc_2_every_cited_id_is_defined():
         f"{rid} in {', '.join(sorted(files))}" for rid, files in sorted(undefined.items(), key=lambda kv: _id_key(kv[0])))
 
 
-def _id_key(rid: str) -> tuple[str, int]:
-    area, _, n = rid[4:].rpartition("-")
-    return area, int(n) if n.isdigit() else -1
-
-
 # ---------------------------------------------------- the collectors themselves
 
 
@@ -168,3 +97,35 @@ def test_npz_metadata_is_read_without_pickles(tmp_path):
     np.savez(b, meta=np.frombuffer(meta.encode(), dtype=np.uint8))
     for path in (a, b):
         assert cited_ids(_npz_meta_text(path)) == {f"{p}-VEC-1", f"{p}-BLK-2", f"{p}-BLK-3"}
+
+
+def test_citing_tests_names_the_test_functions(tmp_path):
+    """The index's "tests" column: each citing test function by name; a file whose module text
+    cites an id is listed with no names; other functions and files are not."""
+    p = "FPS"
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_a.py").write_text(
+        f'"""Module docstring: {p}-ABC-1."""\n\n'
+        f"def test_{p.lower()}_abc_2_by_name():\n    pass\n\n\n"
+        f"def test_other():\n    \"\"\"{p}-ABC-3..4 in a docstring.\"\"\"\n\n\n"
+        f"def helper():\n    return '{p}-ABC-9'\n")
+    (tmp_path / "tests" / "test_b.py").write_text("def test_nothing():\n    pass\n")
+    got = citing_tests(tmp_path)
+    assert got[f"{p}-ABC-1"] == {"tests/test_a.py": []}
+    assert got[f"{p}-ABC-2"] == {"tests/test_a.py": [f"test_{p.lower()}_abc_2_by_name"]}
+    assert got[f"{p}-ABC-3"] == got[f"{p}-ABC-4"] == {"tests/test_a.py": ["test_other"]}
+    assert got[f"{p}-ABC-9"] == {"tests/test_a.py": []}  # cited outside a test function
+    assert set(got) == {f"{p}-ABC-{n}" for n in (1, 2, 3, 4, 9)}
+
+
+def test_vector_coverage_reads_the_manifest(tmp_path):
+    """The index's "vector sets" column: the sets whose manifest entry lists the id (ranges expanded)."""
+    p = "FPS"
+    pack = tmp_path / "vectors" / "v1"
+    pack.mkdir(parents=True)
+    (pack / "MANIFEST.json").write_text(json.dumps({"sets": [
+        {"name": "b-set", "requirements": [f"{p}-VEC-1", f"{p}-BLK-2..3"]},
+        {"name": "a-set", "requirements": [f"{p}-VEC-1"]}]}))
+    got = vector_coverage(tmp_path)
+    assert got == {f"{p}-VEC-1": ["a-set", "b-set"], f"{p}-BLK-2": ["b-set"], f"{p}-BLK-3": ["b-set"]}
+    assert vector_coverage(tmp_path / "nowhere") == {}

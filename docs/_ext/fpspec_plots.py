@@ -275,9 +275,10 @@ PLOTS: dict[str, Plot] = {
         _plot_sr_bias, ("fpspec.exact.rounding", "fpspec.choices"),
         "Exact bias of each stochastic rounding variant against the position delta of the input "
         "between its two neighbours, for N = 2, 4 and 8 random bits: every r in [0, 2^N) is "
-        "enumerated through fpspec.exact.rounding at delta = j/512. sr-midpoint is unbiased only "
-        "at the midpoints of 2^-N steps; sr-add is biased toward zero by up to 2^-N; sr-unbiased "
-        "is exact at multiples of 2^-N and biased away from zero in between.",
+        "enumerated through fpspec.exact.rounding at delta = j/512. All three are unbiased where "
+        "delta is a multiple of 2^-N. In between, sr-midpoint is biased by at most 2^-(N+1) either "
+        "way, most (+2^-(N+1)) at the midpoints of the 2^-N steps; sr-add is biased toward zero by "
+        "less than 2^-N; sr-unbiased is biased away from zero by less than 2^-N.",
         "bias of stochastic rounding against input position"),
     "amax-window": Plot(
         _plot_amax_window, ("fpspec.bounds", "fpspec.formats"),

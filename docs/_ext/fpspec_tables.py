@@ -418,11 +418,13 @@ class BitLayoutDirective(GeneratedDirective):
         caption = (f"{fmt.name}: {fmt.bits} bits = " + " + ".join(f"{_FIELD_STYLE[k][0]} {w}" for k, w in fields)
                    + f"; bias {fmt.bias}")
         text = caption + "\n" + " ".join(k * w for k, w in fields)
-        container = nodes.container(classes=["fpspec-bit-layout"])
-        container += nodes.raw("", "\n".join(html), format="html")
-        container += nodes.paragraph(text=caption)
-        container += addnodes.only("", nodes.literal_block(text, text), expr="not html")
-        return [container]
+        # a figure, so that the caption belongs to its diagram (<figure>/<figcaption> in HTML)
+        figure = nodes.figure(classes=["fpspec-bit-layout"])
+        figure["ids"].append(f"bits-{fmt.name}")
+        figure += nodes.raw("", "\n".join(html), format="html")
+        figure += addnodes.only("", nodes.literal_block(text, text), expr="not html")
+        figure += nodes.caption(caption, caption)
+        return [figure]
 
 
 # --------------------------------------------------------------------- policies
