@@ -16,7 +16,6 @@ run or a full disk leaves no partial file and never changes an existing output.
 
 from __future__ import annotations
 
-import io
 import os
 import secrets
 import tokenize
@@ -223,11 +222,10 @@ def save_npy(path: str | os.PathLike[str], arr: np.ndarray) -> None:
 def save_npz(path: str | os.PathLike[str], arrays: dict[str, np.ndarray]) -> None:
     """Write an uncompressed .npz (no pickle), atomically, to exactly ``path``."""
     def write(fh: IO[bytes]) -> None:
-        with zipfile.ZipFile(fh, "w", compression=zipfile.ZIP_STORED) as zf:
-            for name, arr in arrays.items():
-                buf = io.BytesIO()
-                npy_format.write_array(buf, np.asanyarray(arr), allow_pickle=False)
-                zf.writestr(f"{name}.npy", buf.getvalue())
+        with zipfile.ZipFile(fh, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
+            for name, arr in arrays.items():  # streamed member by member, as numpy.savez does
+                with zf.open(f"{name}.npy", "w", force_zip64=True) as member:
+                    npy_format.write_array(member, np.asanyarray(arr), allow_pickle=False)
     atomic_write(path, write)
 
 

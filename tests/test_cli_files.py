@@ -27,6 +27,7 @@ import pytest
 
 import fpspec.io as fio
 from fpspec.cli import build_parser, main
+from fpspec.cli.options import progress_stream
 from fpspec.convert import decode, encode
 from fpspec.errors import FpspecError
 from fpspec.quantization import dequantize, quantize
@@ -198,6 +199,19 @@ def test_run_reference_progress_only_on_a_terminal(tmp_path, monkeypatch, capsys
     else:
         assert shown == ""
     assert out.startswith("wrote fpspec fast-path results of 4 sets")
+
+
+@pytest.mark.parametrize("argv", [["vectors", "generate", "--out", "p"], ["vectors", "run-reference", "p", "--out", "r"],
+                                  ["probe", "--gemm", "numpy"]])
+def test_long_commands_share_the_progress_switch(monkeypatch, argv):
+    """FPS-CLI-6: the three long commands take --quiet and show progress only on a terminal."""
+    parser = build_parser()
+    term = _Terminal()
+    monkeypatch.setattr(sys, "stderr", term)
+    assert progress_stream(parser.parse_args(argv)) is term
+    assert progress_stream(parser.parse_args(argv + ["--quiet"])) is None
+    monkeypatch.setattr(sys, "stderr", io.StringIO())
+    assert progress_stream(parser.parse_args(argv)) is None
 
 
 def test_probe_counts_gemm_calls_on_a_terminal(monkeypatch, capsys):

@@ -48,7 +48,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     profiles = "; ".join(f"{s}: {', '.join(n for (s2, n) in PROFILES if s2 == s)} (default {d})"
                          for s, d in SCHEMES.items())
     p = sub.add_parser("quantize", help="block-quantize a float .npy tensor to E2M1 codes and block scales",
-                       description="Block-quantize IN.npy (float, shape (M, K)) under a scheme and profile. "
+                       description="Block-quantize IN.npy (float, shape (M, K); a tensor (..., K) is flattened to "
+                                   "(M, K) and dequantize restores its shape) under a scheme and profile. "
                                    "OUT.npz holds codes (uint8, one E2M1 code per element of the quantized "
                                    "view), scales (uint8, one per block, row-major block order), "
                                    "encode_scale, decode_scale, amax (float32), dequant (float32) and meta.")
@@ -78,7 +79,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("dequantize", help="dequantize an OUT.npz of fpspec quantize to float32",
                        description="Recompute the float32 values of a quantized tensor with its profile's "
-                                   "dequantization formula (shape of codes: the quantized view).")
+                                   "dequantization formula, in the source's shape when it had more than two "
+                                   "dimensions and was quantized rowwise, else in the quantized view's. The "
+                                   "file is validated first (scheme, profile, block, target, amax, codes).")
     p.add_argument("input", metavar="OUT.npz")
     p.add_argument("--out", required=True, metavar="X.npy", help="output float32 values (.npy; written atomically)")
     p.set_defaults(func=_cmd_dequantize)

@@ -15,7 +15,9 @@ from typing import Any
 import numpy as np
 
 from ..errors import FpspecError
+from ..matmul import gemm
 from ..models import GemmModel
+from .fit import FittedModel
 
 __all__ = ["operand_codes", "DEFAULT_SHAPES", "SMALL_SHAPES", "shapes_for_outputs", "collect_samples", "check_samples",
            "AcceptanceResult", "shapes_from_text", "check_gemm_size", "MAX_K", "MAX_MN", "MAX_OPERAND"]
@@ -210,8 +212,6 @@ class AcceptanceResult:
 def model_outputs(a: np.ndarray, bt: np.ndarray, fmt: str, model: GemmModel) -> np.ndarray:
     """The model's FP32 outputs, from fpspec's own GEMM (:func:`fpspec.matmul.gemm`: the
     Numba fast path, bit-equal to the exact spec, FPS-GEMM-10)."""
-    from ..matmul import gemm
-
     return gemm(a, bt, model, fmt=fmt)
 
 
@@ -223,8 +223,6 @@ def check_samples(samples: list[dict], fmt: str, model, max_report: int = 5,
     "MxNxK" to the FittedModel probed at that shape (a library that switches
     kernels with shape is accepted shape by shape).
     """
-    from .fit import FittedModel
-
     res = AcceptanceResult()
     for s in samples:
         fm = model if isinstance(model, FittedModel) else FittedModel(model)
