@@ -12,6 +12,12 @@ Layout (row-major, the quantized view is (M, K), blocks run along K):
   shape (M, K // B) for ``1xB`` tiles, (M // B, K // B) for ``BxB`` tiles.
 * ``columnwise``: True when the view is the transpose of the original tensor
   (the operand layout of the backward GEMMs); (M, K) then refers to X^T.
+* ``source_shape``: the shape of the tensor given to quantize (a tensor (..., K)
+  is flattened to (M, K); dequantize restores it).
+
+A container read from a file is validated field by field against its scheme and
+profile (:meth:`QuantizedTensor.validate`, FPS-CLI-3): tampered metadata is
+refused with a message that names the file, never computed with.
 """
 
 from __future__ import annotations
