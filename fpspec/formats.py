@@ -29,6 +29,8 @@ from fractions import Fraction
 from functools import cached_property
 from typing import Iterator
 
+from .errors import FpspecError
+
 __all__ = [
     "Specials",
     "CodeKind",
@@ -309,7 +311,10 @@ def get_format(name: str | FloatFormat) -> FloatFormat:
     """Look a format up by CLI name; a FloatFormat is returned unchanged."""
     if isinstance(name, FloatFormat):
         return name
+    if not isinstance(name, str):
+        raise FpspecError(f"a format is a name ({', '.join(FORMATS)}) or a FloatFormat, "
+                          f"got {type(name).__name__} {name!r}")
     try:
         return FORMATS[name]
     except KeyError:
-        raise ValueError(f"unknown format {name!r}; known: {', '.join(FORMATS)}") from None
+        raise FpspecError(f"unknown format {name!r}; known: {', '.join(FORMATS)}") from None

@@ -118,9 +118,10 @@ def quantize_view(v: np.ndarray, spec: BlockSpec, amax: np.float32, rbits: np.nd
             raise FpspecError(f"rounding {spec.rounding.value} needs random bits (rbits, uint8, "
                               f"shape {v.shape})")
         rbits = np.asarray(rbits)
-        if rbits.shape != v.shape or rbits.dtype != np.uint8:
-            raise FpspecError(f"rbits must be uint8 of shape {v.shape} (the quantized view), "
-                              f"got {rbits.dtype} {rbits.shape}")
+        if rbits.shape != v.shape or rbits.dtype.kind != "u" or rbits.dtype.itemsize * 8 < min(spec.nbits, 32):
+            want = "uint8" if spec.nbits <= 8 else ("uint16" if spec.nbits <= 16 else "uint32")
+            raise FpspecError(f"rbits must be {want} (or wider unsigned) of shape {v.shape} (the quantized "
+                              f"view), got {rbits.dtype} {rbits.shape}")
     if impl == "exact":
         return quantize_view_exact(v, spec, float(amax), rbits)
     if impl == "fast":
@@ -130,13 +131,14 @@ def quantize_view(v: np.ndarray, spec: BlockSpec, amax: np.float32, rbits: np.nd
 
 def quantize(x: np.ndarray, scheme: str = "ue5m3", *, profile: str | None = None, block: int | None = None,
              tile: str = "1xB", target: float | None = None, amax: float | None = None,
-             rounding: str = "rne", rbits: np.ndarray | None = None, columnwise: bool = False,
+             rounding: str = "rne", rbits: np.ndarray | None = None, nbits: int = 8, columnwise: bool = False,
              rht: bool = False, scale_format: str | None = None, zero_scale_rule: bool | None = None,
              pad: bool = False, impl: Literal["fast", "exact"] = "fast") -> QuantizedTensor:
     """Block-quantize a float tensor (FPS-BLK-1..13).
 
     Args:
-        x: float16/bfloat16/float32/float64 array, shape (M, K) (leading dims are flattened).
+        x: float16/bfloat16/float32/float64 array, shape (M, K) (leading dims are flattened to
+            M; the container records ``source_shape`` and ``dequantize`` restores it).
         scheme: ``ue5m3``, ``nvfp4`` or ``mxfp4``.
         profile: arithmetic profile name (default per scheme, see :mod:`fpspec.schemes`).
         block: block length B (default 16, 32 for mxfp4).
@@ -144,7 +146,9 @@ def quantize(x: np.ndarray, scheme: str = "ue5m3", *, profile: str | None = None
         target: T, the scale the tensor amax maps to (default 448).
         amax: a given tensor amax (delayed scaling); None measures max |V|.
         rounding: payload rounding (``rne``, ``sr`` = 8-bit midpoint SR, ``rna``, ...).
-        rbits: uint8 random values, one per element of the view, for stochastic rounding.
+        rbits: random values below 2^nbits (unsigned integers), one per element of the view,
+            for stochastic rounding.
+        nbits: the width N of each random value (default 8, the seed paper's byte).
         columnwise: quantize X^T (the backward GEMMs' operand layout).
         rht: apply the 16-point random Hadamard transform along K first.
         scale_format: the block scale format (ue5m3 scheme: ``ue5m3`` or ``ue5m3fnu``).
@@ -155,7 +159,7 @@ def quantize(x: np.ndarray, scheme: str = "ue5m3", *, profile: str | None = None
     if block is None:
         block = 32 if scheme == "mxfp4" else 16
     spec = resolve_spec(scheme, profile, block=block, tile=tile, target=target, scale_format=scale_format,
-                        zero_scale_rule=zero_scale_rule, rounding=rounding)
+                        zero_scale_rule=zero_scale_rule, rounding=rounding, nbits=nbits)
     if impl not in ("fast", "exact"):
         raise FpspecError(f"impl must be 'fast' or 'exact', got {impl!r}")
     v, orig, known = prepare_view(x, spec, columnwise=columnwise, pad=pad, rht=rht, impl=impl)
@@ -177,7 +181,7 @@ def quantize(x: np.ndarray, scheme: str = "ue5m3", *, profile: str | None = None
                            block=block, tile=tile, encode_scale=np.float32(res.encode_scale),
                            decode_scale=np.float32(res.decode_scale), amax=np.float32(g),
                            scheme=scheme, profile=spec.profile.name, columnwise=bool(columnwise),
-                           params=params)
+                           params=params, source_shape=tuple(np.shape(x)))
 
 
 _E2M1 = decode_table("e2m1")
@@ -185,6 +189,9 @@ _E2M1 = decode_table("e2m1")
 
 def dequantize(qt: QuantizedTensor) -> np.ndarray:
     """float32 values of a quantized tensor, shape of ``qt.codes`` (FPS-BLK-14).
+
+    A rowwise tensor quantized from a source of more than two dimensions comes back
+    in its source shape (padding dropped); otherwise the shape is the quantized view's.
 
     The formula is the profile's (q the E2M1 value, s the scale value, g = amax):
 
@@ -194,6 +201,15 @@ def dequantize(qt: QuantizedTensor) -> np.ndarray:
     * ``torchao-0.18``: fp32(q * fp32(decode_scale * s)), decode_scale = fp32(g / 6T);
     * ``mxfp4``: q 2^(c - 127), exact.
     """
+    values = _dequantize_view(qt)
+    src = qt.source_shape
+    if src is not None and len(src) > 2 and not qt.columnwise:
+        rows, k = math.prod(src[:-1]), src[-1]
+        return values[:rows, :k].reshape(src)
+    return values
+
+
+def _dequantize_view(qt: QuantizedTensor) -> np.ndarray:
     prof = get_profile(qt.scheme, qt.profile)
     q = _E2M1[qt.codes.astype(np.intp)]
     sfmt = get_format(qt.scale_format)

@@ -12,24 +12,37 @@ Layout (row-major, the quantized view is (M, K), blocks run along K):
   shape (M, K // B) for ``1xB`` tiles, (M // B, K // B) for ``BxB`` tiles.
 * ``columnwise``: True when the view is the transpose of the original tensor
   (the operand layout of the backward GEMMs); (M, K) then refers to X^T.
+* ``source_shape``: the shape of the tensor given to quantize (a tensor (..., K)
+  is flattened to (M, K); dequantize restores it).
+
+A container read from a file is validated field by field against its scheme and
+profile (:meth:`QuantizedTensor.validate`, FPS-CLI-3): tampered metadata is
+refused with a message that names the file, never computed with.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+import math
+from dataclasses import asdict, dataclass, field, fields
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
 
 from .errors import FpspecError
+from .exact.binary32 import FLT_MAX
 from .formats import get_format
-from .io import load_npz
+from .io import load_npz, save_npz
+from .schemes import get_profile, resolve_spec
 
 __all__ = ["QuantizedTensor", "NPZ_KEYS"]
 
 #: Keys of the .npz written by ``fpspec quantize`` (``dequant`` is optional on load).
 NPZ_KEYS = ("codes", "scales", "encode_scale", "decode_scale", "amax", "dequant", "meta")
+_SCALARS = ("encode_scale", "decode_scale", "amax")
+_PAYLOAD_FORMATS = ("e2m1",)
+_FLT_MAX = Fraction(FLT_MAX)
 
 
 @dataclass(frozen=True)
@@ -48,15 +61,29 @@ class QuantizedTensor:
     payload_format: str = "e2m1"
     #: Scheme-specific settings that affect the numbers (target T, zero-scale rule, ...).
     params: dict = field(default_factory=dict)
+    #: Shape of the tensor given to quantize (None: not recorded); a source of more than two
+    #: dimensions was flattened to the (M, K) view and :func:`~fpspec.quantization.dequantize`
+    #: restores it.
+    source_shape: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
-        if self.codes.dtype != np.uint8 or self.codes.ndim != 2:
-            raise FpspecError(f"codes must be a 2-D uint8 array, got {self.codes.dtype} {self.codes.shape}")
-        if self.scales.dtype != np.uint8:
-            raise FpspecError(f"scales must be uint8, got {self.scales.dtype}")
+        if not isinstance(self.codes, np.ndarray) or self.codes.dtype != np.uint8 or self.codes.ndim != 2:
+            raise FpspecError(f"codes must be a 2-D uint8 array, got {_describe(self.codes)}")
+        if not isinstance(self.scales, np.ndarray) or self.scales.dtype != np.uint8:
+            raise FpspecError(f"scales must be uint8, got {_describe(self.scales)}")
         if self.tile not in ("1xB", "BxB"):
             raise FpspecError(f"tile must be '1xB' or 'BxB', got {self.tile!r}")
-        m, k = self.codes.shape
+        if isinstance(self.block, bool) or not isinstance(self.block, (int, np.integer)) or self.block <= 0:
+            raise FpspecError(f"block must be a positive integer, got {self.block!r}")
+        if not isinstance(self.params, dict):
+            raise FpspecError(f"params must be a mapping, got {type(self.params).__name__}")
+        if self.source_shape is not None:
+            shape = self.source_shape
+            if not isinstance(shape, (list, tuple)) or not all(
+                    isinstance(d, (int, np.integer)) and not isinstance(d, bool) and d >= 0 for d in shape) \
+                    or len(shape) < 2:
+                raise FpspecError(f"source_shape must list at least two sizes, got {shape!r}")
+            object.__setattr__(self, "source_shape", tuple(int(d) for d in shape))
         want = self.scale_grid_shape
         if self.scales.shape != want:
             raise FpspecError(f"scales shape {self.scales.shape} does not match codes {self.codes.shape} "
@@ -85,11 +112,77 @@ class QuantizedTensor:
     def meta(self) -> dict:
         d = {k: v for k, v in asdict(self).items()
              if k not in ("codes", "scales", "encode_scale", "decode_scale", "amax")}
+        if d["source_shape"] is None:
+            del d["source_shape"]
+        else:
+            d["source_shape"] = list(d["source_shape"])
         return d
+
+    # ------------------------------------------------------------- validation
+    def validate(self) -> None:
+        """Check every field against its scheme and profile (what ``from_npz`` runs on a file).
+
+        Refuses an unknown scheme, profile or payload format, a block, tile, scale
+        format, rounding or target T the profile does not take (T missing included),
+        an amax that is not a finite non-negative binary32 value, NaN or negative
+        tensor scales, payload codes that are not E2M1 codes, scale codes that are
+        NaN or out of the scale format's range, and a source shape that does not
+        match the view.
+        """
+        if self.payload_format not in _PAYLOAD_FORMATS:
+            raise FpspecError(f"payload format {self.payload_format!r} is not one fpspec writes "
+                              f"({', '.join(_PAYLOAD_FORMATS)})")
+        for key in ("scheme", "profile", "scale_format"):
+            if not isinstance(getattr(self, key), str):
+                raise FpspecError(f"{key} must be a name, got {getattr(self, key)!r}")
+        prof = get_profile(self.scheme, self.profile)
+        target = None
+        if prof.target is not None:
+            if self.params.get("target") is None:
+                raise FpspecError(f"{self.scheme}/{self.profile} needs the target T, and params has none")
+            try:
+                target = Fraction(str(self.params["target"]))
+            except (ValueError, ZeroDivisionError):
+                raise FpspecError(f"target T must be a number, got {self.params['target']!r}") from None
+            if not 0 < target <= _FLT_MAX:
+                raise FpspecError(f"target T must be positive and at most FLT_MAX, got {self.params['target']}")
+            if Fraction(float(np.float32(float(target)))) != target:
+                raise FpspecError(f"target T {self.params['target']} is not exactly a binary32 value")
+        resolve_spec(self.scheme, self.profile, block=int(self.block), tile=self.tile, target=target,
+                     scale_format=self.scale_format, zero_scale_rule=self.params.get("zero_scale_rule"),
+                     rounding=self.params.get("rounding", "rne"))
+        if not isinstance(self.columnwise, bool):
+            raise FpspecError(f"columnwise must be true or false, got {self.columnwise!r}")
+        for key in ("zero_scale_rule", "rht", "padded"):
+            if key in self.params and not isinstance(self.params[key], bool):
+                raise FpspecError(f"params.{key} must be true or false, got {self.params[key]!r}")
+        for name in _SCALARS:
+            v = getattr(self, name)
+            if np.ndim(v) != 0:
+                raise FpspecError(f"{name} must be one number, got an array of shape {np.shape(v)}")
+            f = float(v)
+            if math.isnan(f) or f < 0 or (name == "amax" and not math.isfinite(f)):
+                raise FpspecError(f"{name} must be {'finite and ' if name == 'amax' else ''}non-negative, got {f!r}")
+        pf = get_format(self.payload_format)
+        _first_bad(self.codes, self.codes >= pf.num_codes, "payload code {code} out of range for " + pf.name)
+        sf = get_format(self.scale_format)
+        nan = np.array([c >= sf.num_codes or sf.kind(c).value == "nan" for c in range(256)])
+        _first_bad(self.scales, nan[self.scales], "block scale code {code} is NaN or out of range for " + sf.name)
+        view = self.params.get("view_shape")
+        if view is not None:
+            m, k = self.codes.shape
+            if not isinstance(view, list) or len(view) != 2 or not all(isinstance(d, int) for d in view) \
+                    or not (0 <= view[0] <= m and 0 <= view[1] <= k):
+                raise FpspecError(f"view_shape {view} does not fit codes of shape {list(self.codes.shape)}")
+        if self.source_shape is not None and view is not None:
+            rows = math.prod(self.source_shape[:-1])
+            want = [self.source_shape[-1], rows] if self.columnwise else [rows, self.source_shape[-1]]
+            if list(view) != want:
+                raise FpspecError(f"source_shape {list(self.source_shape)} does not give the view shape {view}")
 
     # ------------------------------------------------------------------ files
     def to_npz(self, path: str | Path, dequant: np.ndarray | None = None) -> None:
-        """Write the .npz of ``fpspec quantize`` (uncompressed, no pickle)."""
+        """Write the .npz of ``fpspec quantize`` (uncompressed, no pickle, atomically)."""
         arrays = {
             "codes": self.codes, "scales": self.scales,
             "encode_scale": np.float32(self.encode_scale), "decode_scale": np.float32(self.decode_scale),
@@ -98,21 +191,50 @@ class QuantizedTensor:
         }
         if dequant is not None:
             arrays["dequant"] = np.asarray(dequant, dtype=np.float32)
-        with open(path, "wb") as fh:
-            np.savez(fh, **arrays)
+        save_npz(path, arrays)
 
     @classmethod
     def from_npz(cls, path: str | Path) -> "QuantizedTensor":
+        """Read and validate an .npz of ``fpspec quantize``; every problem names the file."""
         z = load_npz(path)
-        missing = [k for k in ("codes", "scales", "encode_scale", "decode_scale", "amax", "meta") if k not in z]
+        missing = [k for k in ("codes", "scales", *_SCALARS, "meta") if k not in z]
         if missing:
             raise FpspecError(f"{path}: not an fpspec quantized tensor, missing {missing}")
+        if z["meta"].dtype.kind != "U" or z["meta"].ndim != 0:
+            raise FpspecError(f"{path}: meta must be one JSON string, got {_describe(z['meta'])}")
         try:
             meta = json.loads(str(z["meta"]))
         except json.JSONDecodeError as exc:
             raise FpspecError(f"{path}: meta is not JSON ({exc})") from None
+        known = {f.name for f in fields(cls)} - {"codes", "scales", *_SCALARS}
+        if not isinstance(meta, dict):
+            raise FpspecError(f"{path}: meta must be a JSON object, got {type(meta).__name__}")
+        unknown = sorted(set(meta) - known)
+        if unknown:
+            raise FpspecError(f"{path}: meta has unknown keys {unknown}")
+        scalars = {}
+        for k in _SCALARS:
+            a = z[k]
+            if a.ndim != 0 or a.dtype != np.float32:
+                raise FpspecError(f"{path}: {k} must be one float32 number, got {_describe(a)}")
+            scalars[k] = np.float32(a)
         try:
-            return cls(codes=z["codes"], scales=z["scales"], encode_scale=np.float32(z["encode_scale"]),
-                       decode_scale=np.float32(z["decode_scale"]), amax=np.float32(z["amax"]), **meta)
+            qt = cls(codes=z["codes"], scales=z["scales"], **scalars, **meta)
+            qt.validate()
         except TypeError as exc:
             raise FpspecError(f"{path}: bad meta ({exc})") from None
+        except FpspecError as exc:
+            raise FpspecError(f"{path}: {exc}") from None
+        return qt
+
+
+def _describe(a: object) -> str:
+    if isinstance(a, np.ndarray):
+        return f"{a.dtype} array of shape {a.shape}"
+    return type(a).__name__
+
+
+def _first_bad(arr: np.ndarray, bad: np.ndarray, what: str) -> None:
+    if bad.any():
+        idx = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise FpspecError(what.format(code=f"0x{int(arr[idx]):02x}"), idx)

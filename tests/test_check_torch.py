@@ -8,7 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
+
+torch = pytest.importorskip("torch")  # the [torch] extra; the suite runs without it (README)
 
 from fpspec.adapters.torch_vectors import (TORCH_FLOAT8_DECLARATION, bits_to_torch, check_torch_casts,
                                            require_torch, torch_to_bits)

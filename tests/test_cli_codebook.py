@@ -59,10 +59,10 @@ def test_encode_decode_round_trip(tmp_path, capsys):
     x = np.concatenate([values, -values]).astype(np.float32).reshape(2, -1)
     src, codes, back = tmp_path / "x.npy", tmp_path / "c.npy", tmp_path / "y.npy"
     np.save(src, x)
-    assert run(capsys, "encode", str(src), "--format", "e4m3", "--rounding", "rne", "--out", str(codes))[0] == 0
+    assert run(capsys, "encode", str(src), "--to", "e4m3", "--rounding", "rne", "--out", str(codes))[0] == 0
     c = np.load(codes)
     assert c.dtype == np.uint8 and c.shape == x.shape
-    assert run(capsys, "decode", str(codes), "--format", "e4m3", "--out", str(back))[0] == 0
+    assert run(capsys, "decode", str(codes), "--from", "e4m3", "--out", str(back))[0] == 0
     y = np.load(back)
     assert y.dtype == np.float64 and np.array_equal(y, x.astype(np.float64))
     assert np.array_equal(np.signbit(y), np.signbit(x))
@@ -73,29 +73,29 @@ def test_encode_stochastic_and_wide_targets(tmp_path, capsys):
     x = np.full(256, 0.25, np.float32)
     np.save(tmp_path / "x.npy", x)
     np.save(tmp_path / "r.npy", np.arange(256, dtype=np.uint8))
-    argv = ["encode", str(tmp_path / "x.npy"), "--format", "e2m1", "--rounding", "sr",
+    argv = ["encode", str(tmp_path / "x.npy"), "--to", "e2m1", "--rounding", "sr",
             "--rbits", str(tmp_path / "r.npy"), "--out", str(tmp_path / "c.npy")]
     assert run(capsys, *argv)[0] == 0
     assert np.load(tmp_path / "c.npy").tolist() == [0] * 128 + [1] * 128
     np.save(tmp_path / "w.npy", np.array([1.0, -2.5], np.float64))
     for fmt, dtype, want in (("fp16", np.uint16, [0x3C00, 0xC100]), ("fp32", np.uint32, [0x3F800000, 0xC0200000])):
-        assert run(capsys, "encode", str(tmp_path / "w.npy"), "--format", fmt, "--out", str(tmp_path / "o.npy"))[0] == 0
+        assert run(capsys, "encode", str(tmp_path / "w.npy"), "--to", fmt, "--out", str(tmp_path / "o.npy"))[0] == 0
         o = np.load(tmp_path / "o.npy")
         assert o.dtype == dtype and o.tolist() == want
 
 
 @pytest.mark.parametrize("setup,argv_tail,message", [
-    ("x", ["--format", "e9m9"], "invalid choice"),
-    ("ints", ["--format", "e2m1"], "float array"),
-    ("nan", ["--format", "e2m1"], r"NaN input to e2m1 under NaN policy 'error' \(first at index \[1, 0\]\)"),
-    ("x", ["--format", "e2m1", "--rounding", "sr"], "needs --rbits"),
-    ("x", ["--format", "e2m1", "--rounding", "sr", "--rbits", "rshape"], "rbits shape"),
-    ("x", ["--format", "e2m1", "--rounding", "sr", "--rbits", "rdtype"], "rbits must be uint8"),
-    ("x", ["--format", "e2m1", "--rounding", "sr", "--rbits", "rbig", "--nbits", "4"],
+    ("x", ["--to", "e9m9"], "invalid choice"),
+    ("ints", ["--to", "e2m1"], "float array"),
+    ("nan", ["--to", "e2m1"], r"NaN input to e2m1 under NaN policy 'error' \(first at index \[1, 0\]\)"),
+    ("x", ["--to", "e2m1", "--rounding", "sr"], "needs --rbits"),
+    ("x", ["--to", "e2m1", "--rounding", "sr", "--rbits", "rshape"], "rbits shape"),
+    ("x", ["--to", "e2m1", "--rounding", "sr", "--rbits", "rdtype"], "rbits must be uint8"),
+    ("x", ["--to", "e2m1", "--rounding", "sr", "--rbits", "rbig", "--nbits", "4"],
      r"random value not below 2\^4 \(first at index \[0, 1\]\)"),
-    ("x", ["--format", "e2m1", "--rounding", "fastest"], "unknown rounding mode"),
-    ("missing", ["--format", "e2m1"], "no such file"),
-    ("neg", ["--format", "ue5m3"], r"negative input to unsigned ue5m3.*index \[0, 1\]"),
+    ("x", ["--to", "e2m1", "--rounding", "fastest"], "unknown rounding mode"),
+    ("missing", ["--to", "e2m1"], "no such file"),
+    ("neg", ["--to", "ue5m3"], r"negative input to unsigned ue5m3.*index \[0, 1\]"),
 ])
 def test_encode_bad_input(tmp_path, capsys, setup, argv_tail, message):
     """FPS-CLI-2: bad input -> exit 2, one line naming the problem (and the first index), no output."""
@@ -135,9 +135,9 @@ def test_decode_bad_input(tmp_path, capsys):
     np.save(tmp_path / "c.npy", np.array([[0, 1], [2, 16]], np.uint8))
     np.save(tmp_path / "f.npy", np.array([1.0]))
     out = tmp_path / "y.npy"
-    code, _, err = run(capsys, "decode", str(tmp_path / "c.npy"), "--format", "e2m1", "--out", str(out))
+    code, _, err = run(capsys, "decode", str(tmp_path / "c.npy"), "--from", "e2m1", "--out", str(out))
     assert code == 2 and "code 16 out of range for e2m1 (4 bits) (first at index [1, 1])" in err
-    code, _, err = run(capsys, "decode", str(tmp_path / "f.npy"), "--format", "e2m1", "--out", str(out))
+    code, _, err = run(capsys, "decode", str(tmp_path / "f.npy"), "--from", "e2m1", "--out", str(out))
     assert code == 2 and "unsigned integer" in err and len(err.strip().splitlines()) == 1
     assert not out.exists()
 
@@ -145,7 +145,7 @@ def test_decode_bad_input(tmp_path, capsys):
 def test_npy_loading_never_unpickles(tmp_path, capsys):
     """FPS-CLI-3: an object array (which needs pickle) is refused, not loaded."""
     np.save(tmp_path / "o.npy", np.array([{"a": 1}], dtype=object), allow_pickle=True)
-    code, _, err = run(capsys, "encode", str(tmp_path / "o.npy"), "--format", "e2m1", "--out",
+    code, _, err = run(capsys, "encode", str(tmp_path / "o.npy"), "--to", "e2m1", "--out",
                        str(tmp_path / "out.npy"))
     assert code == 2 and "pickle" in err
 

@@ -528,8 +528,8 @@ def _subparsers(parser: argparse.ArgumentParser) -> list[tuple[str, str, argpars
 def _option_rows(parser: argparse.ArgumentParser) -> list[list[str]]:
     rows = []
     for a in parser._actions:
-        if isinstance(a, (argparse._HelpAction, argparse._SubParsersAction)):
-            continue
+        if isinstance(a, (argparse._HelpAction, argparse._SubParsersAction)) or a.help == argparse.SUPPRESS:
+            continue  # hidden options (old spellings kept as aliases) are not documented
         if a.option_strings:
             metavar = ""
             if a.nargs != 0:

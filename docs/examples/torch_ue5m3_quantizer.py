@@ -142,6 +142,7 @@ DECLARATION = {
 
 
 def main() -> int:
+    from fpspec.adapters.torch_vectors import torch_to_bits
     from fpspec.vectors.declare import Declaration
     from fpspec.vectors.harness import Harness
 
@@ -151,7 +152,7 @@ def main() -> int:
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--bug", choices=("no-zero-scale-rule", "ties-away"))
     args = ap.parse_args()
-    h = Harness(args.pack, Declaration.from_mapping(DECLARATION))
+    h = Harness(args.pack, Declaration.from_mapping(DECLARATION), to_bits=torch_to_bits)
     for s in h.sets():
         outs = run_set(s.meta, s.inputs, args.device, args.bug)
         s.submit({k: v for k, v in outs.items() if k in s.outputs})

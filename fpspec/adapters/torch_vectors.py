@@ -3,18 +3,24 @@
 torch is imported only when a function here runs; without it the error says
 how to install it.  Bit patterns travel through ``Tensor.view`` (no value
 conversion), so a tensor on CUDA gives exactly the bits the device wrote.
+Importing this module registers :func:`torch_to_bits` with the harness
+(:func:`fpspec.vectors.harness.register_converter`), which then takes tensors
+as submitted outputs; the harness never imports this adapter.
 """
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import numpy as np
 
 from ..errors import FpspecError
+from ..vectors.declare import Declaration
+from ..vectors.harness import Harness, register_converter
 
 __all__ = ["require_torch", "torch_dtype", "bits_to_torch", "torch_to_bits", "torch_cast_outputs",
-           "TORCH_FLOAT8_DECLARATION", "check_torch_casts"]
+           "TORCH_FLOAT8_DECLARATION", "check_torch_casts", "is_tensor"]
 
 
 def require_torch() -> Any:
@@ -101,11 +107,17 @@ TORCH_FLOAT8_DECLARATION: dict[str, Any] = {
 def check_torch_casts(pack: Any, device: str = "cpu", select: str | None = None,
                       declaration: dict | None = None):
     """Run torch's casts through the harness and return the checker's report."""
-    from ..vectors.declare import Declaration
-    from ..vectors.harness import Harness
-
     decl = Declaration.from_mapping(declaration or TORCH_FLOAT8_DECLARATION)
-    h = Harness(pack, decl, select)
+    h = Harness(pack, decl, select, to_bits=torch_to_bits)
     for s in h.sets():
         s.submit(torch_cast_outputs(s.meta, s.inputs, s.outputs, device))
     return h.report(), h
+
+
+def is_tensor(obj: Any) -> bool:
+    """True for a torch tensor (torch is already loaded when one exists; nothing is imported)."""
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(obj, torch.Tensor)
+
+
+register_converter(is_tensor, torch_to_bits)

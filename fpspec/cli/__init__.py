@@ -2,7 +2,8 @@
 
 Each subcommand lives in its own module with a ``register(subparsers)`` function;
 nothing numeric lives here.  Exit status: 0 success, 2 bad input or usage, and
-the checker's own codes (docs/vectors.rst) for ``fpspec check``.
+the checker's own codes (docs/cli.rst, docs/checker.rst) for ``fpspec check``.
+Options that several commands share are parsed in :mod:`fpspec.cli.options`.
 """
 
 from __future__ import annotations
@@ -45,13 +46,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    name = " ".join(n for n in (args.command, getattr(args, "vectors_command", None)) if n)
     try:
         return int(args.func(args) or 0)
-    except FpspecError as exc:
-        print(f"fpspec {args.command}: error: {exc}", file=sys.stderr)
-        return 2
-    except (OSError, ValueError) as exc:
-        print(f"fpspec {args.command}: error: {exc}", file=sys.stderr)
+    except (FpspecError, OSError, ValueError) as exc:
+        print(f"fpspec {name}: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2
 
 

@@ -23,7 +23,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
+import ml_dtypes
 import numpy as np
+
+from ..convert import encode
+from ..fast.parallel import set_threads
 
 __all__ = ["BENCHMARKS", "BENCHMARK_MODULES", "Benchmark", "register_benchmark", "best_time",
            "interleaved_times", "result_row"]
@@ -44,10 +48,10 @@ class Benchmark:
 #: Registered benchmarks by CLI name.
 BENCHMARKS: dict[str, Benchmark] = {}
 
-#: Modules that call :func:`register_benchmark` when imported (other areas add one line here,
-#: e.g. "fpspec.blocks.bench"); they are imported when the ``bench`` command is registered.
+#: Modules that call :func:`register_benchmark` when imported (each command module holds
+#: the benchmark of its own command); they are imported when the ``bench`` command is registered.
 BENCHMARK_MODULES: list[str] = [
-    "fpspec.bench_quantize",
+    "fpspec.cli.quantize",
     "fpspec.cli.gemm",
 ]
 
@@ -113,10 +117,6 @@ def _encode_inputs(n: int, seed: int) -> np.ndarray:
 
 def bench_encode(args: argparse.Namespace) -> list[dict]:
     """float32 -> e2m1 and e4m3 under RNE: fpspec.encode vs ml_dtypes astype."""
-    import ml_dtypes
-
-    from ..convert import encode
-
     x = _encode_inputs(args.n, args.seed)
     targets = {"e2m1": ml_dtypes.float4_e2m1fn, "e4m3": ml_dtypes.float8_e4m3fn}
     rows = []
@@ -155,8 +155,6 @@ def _print_rows(rows: list[dict]) -> None:
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
-    from ..fast.parallel import set_threads
-
     nthreads = set_threads(args.threads)
     rows = BENCHMARKS[args.bench_name].run(args)
     if args.json:

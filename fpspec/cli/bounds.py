@@ -4,21 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
-from fractions import Fraction
 
 from ..bounds import SCALE_FORMATS, range_bounds
-from ..errors import FpspecError
-
-
-def _target(text: str) -> Fraction:
-    try:
-        return Fraction(text)
-    except (ValueError, ZeroDivisionError):
-        raise FpspecError(f"--target must be a number (e.g. 448, 2048, 1/2), got {text!r}") from None
+from .options import parse_target
 
 
 def _cmd_bounds(args: argparse.Namespace) -> int:
-    b = range_bounds(args.scale_format, _target(args.target))
+    b = range_bounds(args.scale_format, parse_target(args.target))
     if args.json:
         print(json.dumps(b.as_dict(), indent=1))
         return 0
@@ -48,7 +40,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "scale code, and the ratio below which scales are subnormal, exactly.")
     p.add_argument("--scale-format", required=True, choices=list(SCALE_FORMATS), metavar="NAME",
                    help=f"scale format: {', '.join(SCALE_FORMATS)}")
-    p.add_argument("--target", default="448", metavar="T", help="target T (default 448); a fraction is allowed")
+    p.add_argument("--target", default="448", metavar="T", help="target T (default 448): a positive binary32 value, e.g. 448, 2048, 1/2, 2^11")
     p.add_argument("--json", action="store_true",
                    help="JSON: scale_format, target, max_scale, headroom, min_nonzero_ratio, min_normal_ratio "
                         "(floats) and *_exact (fractions as strings)")

@@ -3,15 +3,31 @@
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
 
-from ..vectors.checker import check, format_text, write_json, write_junit
+from ..errors import FpspecError
+from ..io import check_output
+from ..vectors.checker import EXIT_INTEGRITY, check, format_text, write_json, write_junit
 from ..vectors.declare import load_declaration
 
 
 def _check(args: argparse.Namespace) -> int:
+    inputs = [args.pack, args.results, args.declare]
+    for flag in ("report", "junit"):
+        path = getattr(args, flag)
+        if path is not None:
+            check_output(path, inputs=inputs, flag=f"--{flag}")
+    if args.report and args.junit and Path(args.report).absolute() == Path(args.junit).absolute():
+        raise FpspecError(f"--report and --junit name the same file {args.report}")
+    if args.max_report < 0:
+        raise FpspecError(f"--max-report must be 0 or more, got {args.max_report}")
     decl = load_declaration(args.declare)
     report = check(args.pack, args.results, select=args.select, declaration=decl, max_report=args.max_report)
     print(format_text(report, args.max_report))
+    for e in report.errors:  # also on stderr, as every command reports bad input
+        kind = "integrity error" if report.exit_code == EXIT_INTEGRITY else "error"
+        print(f"fpspec check: {kind}: {e}", file=sys.stderr)
     if args.report:
         write_json(report, args.report)
     if args.junit:
@@ -30,6 +46,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--select", help="comma-separated globs of set names to check")
     p.add_argument("--declare", help="YAML or JSON file declaring what the implementation supports")
     p.add_argument("--max-report", type=int, default=20, help="mismatches printed in full (default 20)")
-    p.add_argument("--report", help="write the full report as JSON here")
-    p.add_argument("--junit", help="write a JUnit XML report here")
+    p.add_argument("--report", metavar="OUT.json", help="write the full report as JSON here (atomically)")
+    p.add_argument("--junit", metavar="OUT.xml", help="write a JUnit XML report here (atomically)")
     p.set_defaults(func=_check)

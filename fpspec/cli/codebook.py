@@ -7,13 +7,13 @@ import json
 import math
 from fractions import Fraction
 
-
 from ..choices import DEFAULT_SR_BITS, NanPolicy, NegativePolicy, OverflowPolicy, RoundingMode, ZeroPolicy
 from ..choices import default_policies
 from ..convert import decode, encode
 from ..errors import FpspecError
 from ..formats import FORMATS, CodeKind, FloatFormat, get_format
-from ..io import load_npy, save_npy
+from ..io import check_output, load_npy, save_npy
+from .options import add_alias, require
 
 
 def _json_value(v: Fraction | float | None) -> float | str | None:
@@ -92,23 +92,29 @@ def _cmd_codebook(args: argparse.Namespace) -> int:
 
 
 def _cmd_encode(args: argparse.Namespace) -> int:
+    fmt = get_format(require(args, "to", "--to"))
+    check_output(args.out, suffix=".npy", inputs=[args.input, args.rbits])
     x = load_npy(args.input)
-    fmt = get_format(args.format)
     rbits = load_npy(args.rbits) if args.rbits else None
     if RoundingMode.parse(args.rounding).stochastic and rbits is None:
         raise FpspecError(f"--rounding {args.rounding} needs --rbits R.npy (uint8/16/32, shape {x.shape})")
     codes = encode(x, fmt, args.rounding, rbits=rbits, nbits=args.nbits, overflow=args.overflow,
-                   nan=args.nan, negative=args.negative, zero=args.zero)
+                   nan=args.nan, negative=args.negative, zero=args.zero, impl=args.impl)
     save_npy(args.out, codes)
     return 0
 
 
 def _cmd_decode(args: argparse.Namespace) -> int:
+    fmt = get_format(require(args, "from_", "--from"))
+    check_output(args.out, suffix=".npy", inputs=[args.input])
     codes = load_npy(args.input)
-    fmt = get_format(args.format)
     if codes.dtype.kind not in "ui":
         raise FpspecError(f"{args.input}: codes must be an unsigned integer array, got {codes.dtype}")
-    save_npy(args.out, decode(codes, fmt))
+    try:
+        values = decode(codes, fmt, impl=args.impl)
+    except FpspecError as exc:
+        raise FpspecError(f"{args.input}: {exc}") from None
+    save_npy(args.out, values)
     return 0
 
 
@@ -134,7 +140,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "element: uint8 for formats of at most 8 bits, uint16 for fp16/bf16, "
                                    "uint32 for fp32.")
     p.add_argument("input", metavar="IN.npy")
-    p.add_argument("--format", required=True, choices=list(FORMATS), metavar="NAME", help=f"target: {names}")
+    p.add_argument("--to", choices=list(FORMATS), metavar="FORMAT",
+                   help=f"the format to round into (required): {names}")
+    add_alias(p, "--format", "to", choices=list(FORMATS), metavar="FORMAT")
     p.add_argument("--rounding", default="rne", metavar="MODE",
                    help=f"rounding mode: {modes} (sr = sr-midpoint); default rne")
     p.add_argument("--rbits", metavar="R.npy", help="random values for stochastic modes: uint8/16/32, same shape")
@@ -148,12 +156,18 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="negative input to an unsigned format (default error)")
     p.add_argument("--zero", choices=[o.value for o in ZeroPolicy],
                    help="zero input to a format without zero, ue8m0 (default error)")
-    p.add_argument("--out", required=True, metavar="CODES.npy")
+    p.add_argument("--impl", choices=["fast", "exact"], default="fast",
+                   help="fast (Numba, default) or exact (the Fraction spec); bit-equal")
+    p.add_argument("--out", required=True, metavar="CODES.npy", help="output codes (.npy; written atomically)")
     p.set_defaults(func=_cmd_encode)
 
     p = sub.add_parser("decode", help="decode a code array to float64 values",
                        description="Decode CODES.npy (unsigned integers) of FORMAT to exact float64 values.")
     p.add_argument("input", metavar="CODES.npy")
-    p.add_argument("--format", required=True, choices=list(FORMATS), metavar="NAME", help=f"format: {names}")
-    p.add_argument("--out", required=True, metavar="X.npy")
+    p.add_argument("--from", dest="from_", choices=list(FORMATS), metavar="FORMAT",
+                   help=f"the format of the codes (required): {names}")
+    add_alias(p, "--format", "from_", choices=list(FORMATS), metavar="FORMAT")
+    p.add_argument("--impl", choices=["fast", "exact"], default="fast",
+                   help="fast (table lookup, default) or exact (each code's exact value); bit-equal")
+    p.add_argument("--out", required=True, metavar="X.npy", help="output float64 values (.npy; written atomically)")
     p.set_defaults(func=_cmd_decode)

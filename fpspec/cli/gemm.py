@@ -4,22 +4,27 @@ from __future__ import annotations
 
 import argparse
 
+import ml_dtypes
 import numpy as np
 
 from ..errors import FpspecError
+from ..io import check_output, load_npy, save_npy
 from ..matmul import CODE_FORMATS, gemm
-from ..io import load_npy, save_npy
 from ..models import PARAMETER_HELP, PRESETS, parse_overrides, presets_json
+from ..quantization import quantize
 from ..quantized import QuantizedTensor
+from .bench import best_time, register_benchmark, result_row
+from .options import add_alias
 
 
 def _cmd_gemm(args: argparse.Namespace) -> int:
+    check_output(args.out, suffix=".npy", inputs=[args.a, args.bt])
     overrides = parse_overrides(args.set)
-    if args.format is None:
+    if args.operand_format is None:
         for path in (args.a, args.bt):
             if not str(path).endswith(".npz"):
                 raise FpspecError(f"{path}: expected an .npz written by 'fpspec quantize' "
-                                  "(or give --format for .npy code arrays)")
+                                  "(or give --operand-format for .npy code arrays)")
         a = QuantizedTensor.from_npz(args.a)
         bt = QuantizedTensor.from_npz(args.bt)
         y = gemm(a, bt, args.model, impl=args.impl, **overrides)
@@ -27,7 +32,7 @@ def _cmd_gemm(args: argparse.Namespace) -> int:
         a = load_npy(args.a)
         bt = load_npy(args.bt)
         try:
-            y = gemm(a, bt, args.model, fmt=args.format, impl=args.impl, **overrides)
+            y = gemm(a, bt, args.model, fmt=args.operand_format, impl=args.impl, **overrides)
         except FpspecError as exc:
             raise FpspecError(f"{args.a}, {args.bt}: {exc}") from None
     save_npy(args.out, y.view(np.uint32) if args.bits else y)
@@ -55,16 +60,20 @@ def register(sub: argparse._SubParsersAction) -> None:
         "gemm", help="A @ BT^T under a GEMM accumulation model (float32 output)",
         description="Compute A (M x K) @ BT (N x K)^T -> C (M x N) float32 under an accumulation model. "
                     "Operands: two .npz from 'fpspec quantize' (BT quantized rowwise from the N x K "
-                    "matrix), or with --format two .npy code arrays (uint8 e4m3/e5m2, uint16 fp16/bf16).")
-    p.add_argument("a", metavar="A", help="A: .npz quantized tensor, or .npy codes with --format")
-    p.add_argument("bt", metavar="BT", help="BT (N x K): .npz quantized tensor, or .npy codes with --format")
+                    "matrix), or with --operand-format two .npy code arrays (uint8 e4m3/e5m2, uint16 "
+                    "fp16/bf16).")
+    p.add_argument("a", metavar="A", help="A: .npz quantized tensor, or .npy codes with --operand-format")
+    p.add_argument("bt", metavar="BT", help="BT (N x K): .npz quantized tensor, or .npy codes with "
+                   "--operand-format")
     p.add_argument("--model", required=True, help=f"preset: {', '.join(PRESETS)}")
     p.add_argument("--set", action="append", default=[], metavar="PARAM=VALUE",
                    help="override a model parameter (repeatable; see 'fpspec models')")
-    p.add_argument("--format", choices=CODE_FORMATS, default=None, help="code format of .npy operands")
+    p.add_argument("--operand-format", choices=CODE_FORMATS, default=None, metavar="FORMAT",
+                   help=f"code format of .npy operands: {', '.join(CODE_FORMATS)}")
+    add_alias(p, "--format", "operand_format", choices=CODE_FORMATS, metavar="FORMAT")
     p.add_argument("--bits", action="store_true", help="write the float32 bit patterns as uint32")
     p.add_argument("--impl", choices=["fast", "exact"], default="fast")
-    p.add_argument("--out", required=True, help="output .npy")
+    p.add_argument("--out", required=True, metavar="C.npy", help="output (.npy; written atomically)")
     p.set_defaults(func=_cmd_gemm)
 
     q = sub.add_parser("models", help="list the GEMM model presets and their parameters",
@@ -76,11 +85,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 # ------------------------------------------------------------ fpspec bench gemm
 def bench_gemm(args: argparse.Namespace) -> list[dict]:
     """The three GEMM cases of issue 4 against numpy float32 matmul of the same shape."""
-    import ml_dtypes
-
-    from ..quantization import quantize
-    from .bench import best_time, result_row
-
     size = args.size
     rng = np.random.default_rng(args.seed)
     x = rng.standard_normal((size, size)).astype(np.float32)
@@ -115,15 +119,5 @@ def _bench_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cases", nargs="*", choices=["nvfp4", "ue5m3", "e4m3"], default=None)
 
 
-def _register_bench() -> None:
-    from .bench import BENCHMARKS, register_benchmark
-
-    if "gemm" not in BENCHMARKS:
-        register_benchmark("gemm", "GEMM models (seed NVFP4 / UE5M3, FP8 promote128) vs numpy float32 "
-                           "matmul; -n is ignored, see --size", bench_gemm, _bench_arguments)
-
-
-try:  # the bench command imports this module through BENCHMARK_MODULES
-    _register_bench()
-except ImportError:  # pragma: no cover - bench registry absent
-    pass
+register_benchmark("gemm", "GEMM models (seed NVFP4 / UE5M3, FP8 promote128) vs numpy float32 "
+                   "matmul; -n is ignored, see --size", bench_gemm, _bench_arguments)

@@ -4,9 +4,17 @@ from __future__ import annotations
 
 import argparse
 import importlib
-from pathlib import Path
+import time
+from typing import Any, TextIO
 
+import numpy as np
+
+from ..adapters import make_target
 from ..errors import FpspecError
+from ..io import check_output, write_text
+from ..probe import DEFAULT_PROBE_SHAPE, probe_gemm
+from ..probe.accept import MAX_K, check_gemm_size, shapes_for_outputs, shapes_from_text
+from .options import add_alias, add_quiet, parse_size, progress_stream, require
 
 HELP = """\
 Probe a GEMM: run exact single-product probes batched on the diagonal of a few GEMM
@@ -19,7 +27,7 @@ with the fitted model.  100 % is the only pass (exit status 0; 1 on a mismatch,
 2 on bad input).
 
 Targets:
-  fpspec:PRESET          fpspec's own model (see `fpspec models`), --format picks operands
+  fpspec:PRESET          fpspec's own model (see `fpspec models`), --operand-format picks operands
   numpy                  numpy float32 matmul of decoded operands (CPU BLAS)
   torch-scaled-mm        torch._scaled_mm, float8_e4m3fn, FP32 out, use_fast_accum=False (CUDA)
   torch-scaled-mm-fast   the same with use_fast_accum=True (CUDA)
@@ -32,57 +40,106 @@ Probing a new GEMM: write a small Python object with
         ...                     # return the FP32 result A @ BT^T as float32 (M, N)
 (optionally matmul_scaled(a, bt, scale_a, scale_b) for the epilogue probe), put a
 factory for it in an importable module and run
-    fpspec probe --target py:mymodule:make_target --format e4m3 --report out.json
+    fpspec probe --gemm py:mymodule:make_target --operand-format e4m3 --report out.json
 or call fpspec.probe.probe_gemm(target) from Python.  Operands reach the GEMM as
 bit patterns: never round them on the way in.  Libraries pick kernels (and splits
 of K) by shape: probe at the shape you care about (--shape, --k) and list the
-acceptance shapes you use (--accept-shapes).  docs/probe.rst explains every recipe.
+acceptance shapes you use (--accept-shapes).  Sizes are bounded: K <= 2^17, M, N <= 2^16,
+max(M, N) * K and M * N <= 2^26.  On a terminal the GEMM calls are counted on stderr
+(--quiet: silent).  docs/probe.rst explains every recipe.
 """
 
 
-def _load_target(spec: str, fmt: str | None):
+def _load_target(spec: str, fmt: str | None) -> Any:
     if spec.startswith("py:"):
         try:
             _, mod, attr = spec.split(":", 2)
         except ValueError:
-            raise FpspecError(f"--target py:MODULE:FACTORY expected, got {spec!r}") from None
+            raise FpspecError(f"--gemm py:MODULE:FACTORY expected, got {spec!r}") from None
         try:
             factory = getattr(importlib.import_module(mod), attr)
         except (ImportError, AttributeError) as exc:
             raise FpspecError(f"cannot load {spec!r}: {exc}") from None
         return factory(fmt) if fmt else factory()
-    from ..adapters import make_target
-
     return make_target(spec, fmt)
 
 
-def _cmd_probe(args: argparse.Namespace) -> int:
-    from ..probe import probe_gemm
-    from ..probe.accept import shapes_for_outputs, shapes_from_text
+class _CountingTarget:
+    """The target under test, counting its GEMM calls on a terminal (FPS-CLI-6).
 
-    target = _load_target(args.target, args.format)
-    fmt = args.format or getattr(target, "operand_format", None)
-    if fmt is None:
-        raise FpspecError("the target does not say its operand format: give --format")
-    shape = "auto"
+    Every attribute is the wrapped target's; ``matmul``, ``matmul_scaled`` and
+    ``rowdot`` (only where the target has them) also print a running count.
+    """
+
+    _COUNTED = ("matmul", "matmul_scaled", "rowdot")
+
+    def __init__(self, target: Any, stream: TextIO):
+        self._target, self._stream, self._calls, self._t0 = target, stream, 0, time.monotonic()
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._target, name)
+        if name not in self._COUNTED:
+            return attr
+
+        def counted(*args: Any, **kw: Any) -> Any:
+            self._calls += 1
+            shape = "x".join(str(d) for d in np.shape(args[0])) if args else "?"
+            self._stream.write(f"\rfpspec probe: GEMM call {self._calls} ({name}, A {shape}), "
+                               f"{time.monotonic() - self._t0:.1f} s\033[K")
+            self._stream.flush()
+            return attr(*args, **kw)
+        return counted
+
+    def done(self) -> None:
+        if self._calls:
+            self._stream.write("\n")
+            self._stream.flush()
+
+
+def _cmd_probe(args: argparse.Namespace) -> int:
+    spec = require(args, "gemm", "--gemm")
+    if args.report:
+        check_output(args.report, flag="--report")
+    K = parse_size(args.k, "--k", 1, MAX_K)
+    scan_k = parse_size(args.scan_k, "--scan-k", 1, MAX_K)
+    seed = parse_size(args.seed, "--seed", 0, (1 << 32) - 1)
+    shape: tuple[int, int] | str = "auto"
     if args.shape:
         try:
             m, n = (int(x) for x in args.shape.lower().split("x"))
         except ValueError:
             raise FpspecError(f"--shape expects MxN, got {args.shape!r}") from None
+        check_gemm_size(m, n, K, "--shape and --k give")
         shape = (m, n)
+    else:
+        check_gemm_size(DEFAULT_PROBE_SHAPE[0], DEFAULT_PROBE_SHAPE[1], K, "--k gives the probe GEMM")
+    accept_outputs = parse_size(args.accept_outputs, "--accept-outputs", 1, 10**8)
+    if args.no_accept and (args.accept_shapes or accept_outputs is not None):
+        raise FpspecError("--no-accept contradicts --accept-shapes / --accept-outputs")
+    if args.accept_shapes and accept_outputs is not None:
+        raise FpspecError("give --accept-shapes or --accept-outputs, not both")
+    target = _load_target(spec, args.operand_format)
+    fmt = args.operand_format or getattr(target, "operand_format", None)
+    if fmt is None:
+        raise FpspecError("the target does not say its operand format: give --operand-format")
     if args.no_accept:
         shapes = None
     elif args.accept_shapes:
         shapes = shapes_from_text(args.accept_shapes)
     else:
-        gpu = args.target.startswith(("torch", "py:"))
-        shapes = shapes_for_outputs(args.accept_outputs or (100_000 if gpu else 4096))
-    report = probe_gemm(target, fmt, K=args.k, shape=shape, scan_k=args.scan_k, acceptance_shapes=shapes,
-                        seed=args.seed)
+        gpu = spec.startswith(("torch", "py:"))
+        shapes = shapes_for_outputs(accept_outputs if accept_outputs is not None else (100_000 if gpu else 4096))
+    stream = progress_stream(args)
+    counting = _CountingTarget(target, stream) if stream is not None else None
+    try:
+        report = probe_gemm(counting or target, fmt, K=K, shape=shape, scan_k=scan_k,
+                            acceptance_shapes=shapes, seed=seed)
+    finally:
+        if counting is not None:
+            counting.done()
     text = report.to_json(raw=args.raw)
     if args.report:
-        Path(args.report).write_text(text + "\n")
+        write_text(args.report, text + "\n")
     print(text if args.json else report.summary())
     return 0 if report.passed in (None, True) else 1
 
@@ -90,22 +147,26 @@ def _cmd_probe(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("probe", help="identify a black-box GEMM's accumulation model and accept it",
                        description=HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--target", required=True, metavar="SPEC",
-                   help="fpspec:PRESET | numpy | torch-scaled-mm[-fast] | torch-bf16 | torch-fp16 | py:MODULE:FACTORY")
-    p.add_argument("--format", choices=["e4m3", "e5m2", "fp16", "bf16"],
-                   help="operand format (default: the target's own)")
-    p.add_argument("--k", type=int, default=1024, help="K of the probe GEMMs (default 1024)")
+    p.add_argument("--gemm", metavar="SPEC",
+                   help="the GEMM under test (required): fpspec:PRESET | numpy | torch-scaled-mm[-fast] | "
+                        "torch-bf16 | torch-fp16 | py:MODULE:FACTORY")
+    add_alias(p, "--target", "gemm", metavar="SPEC")
+    p.add_argument("--operand-format", choices=["e4m3", "e5m2", "fp16", "bf16"], metavar="FORMAT",
+                   help="operand format: e4m3, e5m2, fp16, bf16 (default: the target's own)")
+    add_alias(p, "--format", "operand_format", choices=["e4m3", "e5m2", "fp16", "bf16"])
+    p.add_argument("--k", default="1024", help=f"K of the probe GEMMs (default 1024, at most {MAX_K})")
     p.add_argument("--shape", metavar="MxN", help="M and N of every probe GEMM (default 256x256 for "
                    "libraries; fpspec models use row-wise dot products)")
-    p.add_argument("--scan-k", type=int, default=512, help="how far the group-membership scan looks (default 512)")
-    p.add_argument("--accept-outputs", type=int, metavar="N",
-                   help="at least N sampled outputs in the acceptance test (default 100000 for GPU and "
+    p.add_argument("--scan-k", default="512", help="how far the group-membership scan looks (default 512)")
+    p.add_argument("--accept-outputs", metavar="N",
+                   help="at least N (> 0) sampled outputs in the acceptance test (default 100000 for GPU and "
                         "py: targets, 4096 for CPU ones), over K = 256..16384 and M, N = 64..4096")
     p.add_argument("--accept-shapes", metavar="MxNxK[:RxC],...", help="explicit acceptance shapes "
                    "(R x C outputs sampled per shape)")
     p.add_argument("--no-accept", action="store_true", help="probe and fit only")
-    p.add_argument("--seed", type=int, default=2026, help="acceptance operand seed (default 2026)")
+    p.add_argument("--seed", default="2026", help="acceptance operand seed (default 2026)")
     p.add_argument("--json", action="store_true", help="print the whole report as JSON")
     p.add_argument("--raw", action="store_true", help="include every probe output (hex) in the JSON")
-    p.add_argument("--report", metavar="OUT.json", help="write the JSON report here")
+    p.add_argument("--report", metavar="OUT.json", help="write the JSON report here (atomically)")
+    add_quiet(p)
     p.set_defaults(func=_cmd_probe)

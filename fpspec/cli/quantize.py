@@ -3,60 +3,42 @@
 from __future__ import annotations
 
 import argparse
-import os
-import tempfile
-from pathlib import Path
 
+import ml_dtypes
 import numpy as np
 
+from ..choices import DEFAULT_SR_BITS
 from ..errors import FpspecError
-from ..io import load_npy, save_npy
+from ..fast.rounding import MAX_SR_BITS
+from ..io import check_output, load_npy, save_npy
 from ..quantization import dequantize, quantize
 from ..quantized import QuantizedTensor
 from ..schemes import PROFILES, SCHEMES
-
-
-def _atomic_npz(qt: QuantizedTensor, out: str, dequant: np.ndarray) -> None:
-    """Write OUT.npz only once everything has succeeded (nothing is left behind on error)."""
-    parent = Path(out).parent
-    fd, tmp = tempfile.mkstemp(suffix=".npz", dir=parent if str(parent) else ".")
-    os.close(fd)
-    try:
-        qt.to_npz(tmp, dequant=dequant)
-        os.replace(tmp, out)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
-def _number_or_none(text: str | None, flag: str) -> float | None:
-    """A numeric option's value, or None when it was not given."""
-    if text is None:
-        return None
-    try:
-        return float(text)
-    except ValueError:
-        raise FpspecError(f"{flag} must be a number, got {text!r}") from None
+from .bench import best_time, register_benchmark, result_row
+from .options import TILES, parse_number, parse_size, parse_target, parse_tile
 
 
 def _cmd_quantize(args: argparse.Namespace) -> int:
+    check_output(args.out, suffix=".npz", inputs=[args.input, args.rbits])
+    target = parse_target(args.target)
+    amax = parse_number(args.amax, "--amax")
+    tile, block = parse_tile(args.tile, args.block)
+    nbits = parse_size(args.nbits, "--nbits", 1, MAX_SR_BITS)
     x = load_npy(args.input)
     rbits = load_npy(args.rbits) if args.rbits else None
-    if rbits is not None and rbits.dtype != np.uint8:
-        raise FpspecError(f"{args.rbits}: random bits must be uint8, got {rbits.dtype}")
-    target = _number_or_none(args.target, "--target")
-    amax = _number_or_none(args.amax, "--amax")
+    if rbits is not None and rbits.dtype.kind != "u":
+        raise FpspecError(f"{args.rbits}: random values must be unsigned integers, got {rbits.dtype}")
     zr = None if args.zero_scale_rule is None else args.zero_scale_rule == "on"
-    tile = args.tile
-    qt = quantize(x, args.scheme, profile=args.profile, block=args.block, tile=tile, target=target,
-                  amax=amax, rounding=args.rounding, rbits=rbits, columnwise=args.columnwise, rht=args.rht,
-                  scale_format=args.scale_format, zero_scale_rule=zr, pad=args.pad, impl=args.impl)
-    _atomic_npz(qt, args.out, dequantize(qt))
+    qt = quantize(x, args.scheme, profile=args.profile, block=block, tile=tile, target=target,
+                  amax=amax, rounding=args.rounding, rbits=rbits, nbits=nbits, columnwise=args.columnwise,
+                  rht=args.rht, scale_format=args.scale_format, zero_scale_rule=zr, pad=args.pad,
+                  impl=args.impl)
+    qt.to_npz(args.out, dequant=dequantize(qt))
     return 0
 
 
 def _cmd_dequantize(args: argparse.Namespace) -> int:
+    check_output(args.out, suffix=".npy", inputs=[args.input])
     qt = QuantizedTensor.from_npz(args.input)
     save_npy(args.out, dequantize(qt))
     return 0
@@ -66,7 +48,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     profiles = "; ".join(f"{s}: {', '.join(n for (s2, n) in PROFILES if s2 == s)} (default {d})"
                          for s, d in SCHEMES.items())
     p = sub.add_parser("quantize", help="block-quantize a float .npy tensor to E2M1 codes and block scales",
-                       description="Block-quantize IN.npy (float, shape (M, K)) under a scheme and profile. "
+                       description="Block-quantize IN.npy (float, shape (M, K); a tensor (..., K) is flattened to "
+                                   "(M, K) and dequantize restores its shape) under a scheme and profile. "
                                    "OUT.npz holds codes (uint8, one E2M1 code per element of the quantized "
                                    "view), scales (uint8, one per block, row-major block order), "
                                    "encode_scale, decode_scale, amax (float32), dequant (float32) and meta.")
@@ -74,23 +57,63 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--scheme", required=True, choices=list(SCHEMES))
     p.add_argument("--profile", metavar="NAME", help=f"arithmetic profile; {profiles}")
     p.add_argument("--block", type=int, choices=[16, 32], help="block length B (default 16; 32 for mxfp4)")
-    p.add_argument("--tile", choices=["1xB", "BxB"], default="1xB", help="1xB blocks along K, or BxB tiles")
-    p.add_argument("--target", metavar="T", help="target T (default 448)")
+    p.add_argument("--tile", default="1xB", metavar="TILE",
+                   help=f"{', '.join(TILES)}: 1xB blocks along K or BxB tiles; 1x16 is 1xB with "
+                        "--block 16 (default 1xB)")
+    p.add_argument("--target", metavar="T", help="target T (default 448): a positive binary32 value, "
+                   "e.g. 448, 2048, 1/2, 2^11")
     p.add_argument("--amax", metavar="A", help="a given (held) tensor amax; default: measured")
     p.add_argument("--rounding", default="rne", help="payload rounding: rne, sr (8-bit midpoint), rna, ...")
-    p.add_argument("--rbits", metavar="R.npy", help="uint8 random bytes, one per element of the quantized view")
+    p.add_argument("--rbits", metavar="R.npy", help="random values below 2^N (uint8 for N = 8), one per element "
+                   "of the quantized view")
+    p.add_argument("--nbits", default=str(DEFAULT_SR_BITS), metavar="N",
+                   help=f"width N of each random value (default {DEFAULT_SR_BITS}, the seed paper's byte)")
     p.add_argument("--columnwise", action="store_true", help="quantize X^T (the backward-GEMM layout)")
     p.add_argument("--rht", action="store_true", help="16-point random Hadamard transform along K first")
     p.add_argument("--scale-format", metavar="NAME", help="scale format (ue5m3 scheme: ue5m3 or ue5m3fnu)")
     p.add_argument("--zero-scale-rule", choices=["on", "off"], help="zero-scale-to-one rule (default: profile's)")
     p.add_argument("--pad", action="store_true", help="zero-pad to whole blocks instead of refusing")
     p.add_argument("--impl", choices=["fast", "exact"], default="fast", help=argparse.SUPPRESS)
-    p.add_argument("--out", required=True, metavar="OUT.npz")
+    p.add_argument("--out", required=True, metavar="OUT.npz", help="output (.npz; written atomically)")
     p.set_defaults(func=_cmd_quantize)
 
     p = sub.add_parser("dequantize", help="dequantize an OUT.npz of fpspec quantize to float32",
                        description="Recompute the float32 values of a quantized tensor with its profile's "
-                                   "dequantization formula (shape of codes: the quantized view).")
+                                   "dequantization formula, in the source's shape when it had more than two "
+                                   "dimensions and was quantized rowwise, else in the quantized view's. The "
+                                   "file is validated first (scheme, profile, block, target, amax, codes).")
     p.add_argument("input", metavar="OUT.npz")
-    p.add_argument("--out", required=True, metavar="X.npy")
+    p.add_argument("--out", required=True, metavar="X.npy", help="output float32 values (.npy; written atomically)")
     p.set_defaults(func=_cmd_dequantize)
+
+
+# ------------------------------------------------------- fpspec bench quantize
+def bench_quantize(args: argparse.Namespace) -> list[dict]:
+    """Full block quantization vs ml_dtypes' bare float32 -> E2M1 cast.
+
+    The fpspec side is :func:`fpspec.quantization.quantize` on the fast path (tensor
+    amax, block amax, scale code, payload codes, all of it); the baseline is
+    ``x.astype(ml_dtypes.float4_e2m1fn)`` on the same array, timed in the same run.
+    The ratio is baseline time / fpspec time (> 1: fpspec faster).
+    """
+    k = args.k
+    m = max(1, args.n // k)
+    rng = np.random.default_rng(args.seed)
+    x = rng.standard_normal((m, k), dtype=np.float32)
+    rows = []
+    for profile in args.profiles:
+        first, ours = best_time(lambda: quantize(x, "ue5m3", profile=profile, block=args.block), args.repeat)
+        _, theirs = best_time(lambda: x.astype(ml_dtypes.float4_e2m1fn), args.repeat)
+        rows.append(result_row(f"ue5m3/{profile} B={args.block} rne", x.size, ours,
+                               "ml_dtypes astype e2m1", theirs, first))
+    return rows
+
+
+def _bench_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--k", type=int, default=4096, help="row length K (the tensor is (n // K, K))")
+    p.add_argument("--block", type=int, default=16, choices=[16, 32])
+    p.add_argument("--profiles", nargs="+", default=["exact", "seed-fp32"], choices=["exact", "seed-fp32"])
+
+
+register_benchmark("quantize", "ue5m3 block quantization (fast path, RNE) vs ml_dtypes float32 -> e2m1 astype",
+                   bench_quantize, _bench_arguments)

@@ -15,10 +15,33 @@ from typing import Any
 import numpy as np
 
 from ..errors import FpspecError
+from ..matmul import gemm
 from ..models import GemmModel
+from .fit import FittedModel
 
 __all__ = ["operand_codes", "DEFAULT_SHAPES", "SMALL_SHAPES", "shapes_for_outputs", "collect_samples", "check_samples",
-           "AcceptanceResult", "shapes_from_text"]
+           "AcceptanceResult", "shapes_from_text", "check_gemm_size", "MAX_K", "MAX_MN", "MAX_OPERAND"]
+
+#: Size bounds of one probe or acceptance GEMM (FPS-PRB-15): K at most 2^17, M and N at
+#: most 2^16, each operand at most 2^26 codes (128 MiB of FP16 codes) and the output at
+#: most 2^26 values.  They hold every shape of :data:`DEFAULT_SHAPES` with room to spare
+#: and keep a mistyped size from allocating tens of GB.
+MAX_K = 1 << 17
+MAX_MN = 1 << 16
+MAX_OPERAND = 1 << 26
+
+
+def check_gemm_size(m: int, n: int, k: int, what: str = "GEMM") -> None:
+    """Refuse an (M, N, K) beyond the bounds above, saying which bound."""
+    if not (0 < m <= MAX_MN and 0 < n <= MAX_MN):
+        raise FpspecError(f"{what} {m}x{n}x{k}: M and N must be between 1 and {MAX_MN}")
+    if not 0 < k <= MAX_K:
+        raise FpspecError(f"{what} {m}x{n}x{k}: K must be between 1 and {MAX_K}")
+    if max(m, n) * k > MAX_OPERAND:
+        raise FpspecError(f"{what} {m}x{n}x{k}: an operand of {max(m, n) * k} codes exceeds {MAX_OPERAND} "
+                          f"(max(M, N) * K)")
+    if m * n > MAX_OPERAND:
+        raise FpspecError(f"{what} {m}x{n}x{k}: {m * n} outputs exceed {MAX_OPERAND} (M * N)")
 
 #: (M, N, K, sampled rows, sampled columns): K from 256 to 16384, M and N from 64 to
 #: 4096, 114,688 outputs compared in all (FPS-PRB-15).
@@ -55,6 +78,7 @@ def shapes_from_text(text: str) -> tuple[tuple[int, int, int, int, int], ...]:
             raise FpspecError(f"bad shape {part!r}: expected MxNxK or MxNxK:RxC") from None
         if not (0 < r <= m and 0 < c <= n and k > 0):
             raise FpspecError(f"bad shape {part!r}: need 0 < R <= M, 0 < C <= N, K > 0")
+        check_gemm_size(m, n, k, "acceptance shape")
         out.append((m, n, k, r, c))
     return tuple(out)
 
@@ -188,8 +212,6 @@ class AcceptanceResult:
 def model_outputs(a: np.ndarray, bt: np.ndarray, fmt: str, model: GemmModel) -> np.ndarray:
     """The model's FP32 outputs, from fpspec's own GEMM (:func:`fpspec.matmul.gemm`: the
     Numba fast path, bit-equal to the exact spec, FPS-GEMM-10)."""
-    from ..matmul import gemm
-
     return gemm(a, bt, model, fmt=fmt)
 
 
@@ -201,8 +223,6 @@ def check_samples(samples: list[dict], fmt: str, model, max_report: int = 5,
     "MxNxK" to the FittedModel probed at that shape (a library that switches
     kernels with shape is accepted shape by shape).
     """
-    from .fit import FittedModel
-
     res = AcceptanceResult()
     for s in samples:
         fm = model if isinstance(model, FittedModel) else FittedModel(model)

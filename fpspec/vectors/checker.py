@@ -22,7 +22,7 @@ import numpy as np
 
 from ..errors import FpspecError
 from ..formats import FORMATS, get_format
-from ..io import load_npz
+from ..io import load_npz, write_text
 from .declare import Declaration
 from .pack import IntegrityError, Pack, VectorSet
 from .schema import RESULT_PACK_ENTRY, tag_names, TAGS, decode_meta
@@ -374,7 +374,8 @@ def format_text(report: CheckReport, max_report: int = 20) -> str:
 
 
 def write_json(report: CheckReport, path: str | Path) -> None:
-    Path(path).write_text(json.dumps(report.to_dict(), indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    """The report as JSON, written atomically (FPS-CLI-4)."""
+    write_text(path, json.dumps(report.to_dict(), indent=1, sort_keys=True) + "\n")
 
 
 def write_junit(report: CheckReport, path: str | Path) -> None:
@@ -400,4 +401,4 @@ def write_junit(report: CheckReport, path: str | Path) -> None:
     xml = (f'<?xml version="1.0" encoding="UTF-8"?>\n<testsuite name="fpspec-check" tests="{len(cases)}" '
            f'failures="{c.get("fail", 0) + c.get("missing", 0)}" errors="{len(report.errors)}" '
            f'skipped="{c.get("not-supported", 0)}">\n' + "\n".join(cases) + "\n</testsuite>\n")
-    Path(path).write_text(xml, encoding="utf-8")
+    write_text(path, xml)

@@ -17,6 +17,11 @@ absent key means "anything"::
     nan_payloads: [e4m3]              # formats whose NaN codes all count as equal
     sets: ["encode-*"]                # optional extra glob filter on set names
 
+Every name is checked when the declaration is read: an unknown key, operation,
+format, rounding mode, scheme, profile, model or policy is a usage error (exit
+2), never a silent "not-supported" for everything.  Rounding aliases (``sr``)
+are stored under their canonical names.
+
 An output of a set is *supported* when its operation, every format it reads or
 writes, its rounding, scheme, profile and model are declared, and its named
 policies equal the declared ones (or fpspec's vector defaults where the
@@ -34,12 +39,46 @@ from typing import Any
 
 import yaml
 
+from ..choices import NanPolicy, NegativePolicy, OverflowPolicy, RoundingMode, ZeroPolicy
 from ..errors import FpspecError
+from ..fast.rounding import MAX_SR_BITS
+from ..formats import FORMATS
+from ..models import PRESETS
+from ..schemes import PROFILES, SCHEMES
+from .coverage import vector_policies
+from .ops import policies_dict
 
-__all__ = ["Declaration", "load_declaration"]
+__all__ = ["Declaration", "load_declaration", "OPERATIONS"]
 
 _KEYS = {"name", "operations", "formats", "rounding", "schemes", "profiles", "models", "policies",
          "nan_payloads", "sets", "notes"}
+
+#: The operations a vector set can have (the ``operation`` of its meta).
+OPERATIONS = ("decode", "encode", "quantize", "gemm")
+_POLICIES = {"overflow": OverflowPolicy, "nan": NanPolicy, "negative": NegativePolicy, "zero": ZeroPolicy}
+
+
+def _known(where: str, key: str, values: tuple[str, ...] | None, known: object) -> None:
+    """Refuse a declared name that fpspec does not know (the check would never match it)."""
+    for v in values or ():
+        if v not in known:  # type: ignore[operator]
+            raise FpspecError(f"{where}: {key}: unknown name {v!r}; known: {', '.join(map(str, known))}")  # type: ignore[call-overload]
+
+
+def _rounding_name(where: str, text: str) -> str:
+    """A declared rounding, canonical: 'rne', 'sr-midpoint/8' (aliases such as 'sr' resolved)."""
+    mode_text, slash, bits = text.partition("/")
+    try:
+        mode = RoundingMode.parse(mode_text)
+    except ValueError as exc:
+        raise FpspecError(f"{where}: rounding: {exc}") from None
+    if not slash:
+        return mode.value
+    if not mode.stochastic:
+        raise FpspecError(f"{where}: rounding: {text!r}: only a stochastic mode names a bit width")
+    if not bits.isdigit() or not 1 <= int(bits) <= MAX_SR_BITS:
+        raise FpspecError(f"{where}: rounding: {text!r}: the width must be 1..{MAX_SR_BITS}")
+    return f"{mode.value}/{int(bits)}"
 
 
 @dataclass(frozen=True)
@@ -82,16 +121,36 @@ class Declaration:
                 v = [v] if isinstance(v, str) else v
                 if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
                     raise FpspecError(f"{where}: rounding.{k} must be a list of strings")
-                rounding[str(k)] = tuple(v)
+                _known(where, "rounding (format)", (str(k),), FORMATS)
+                rounding[str(k)] = tuple(_rounding_name(where, x) for x in v)
         else:
             rounding = tup("rounding")
+            if rounding is not None:
+                rounding = tuple(_rounding_name(where, x) for x in rounding)
         pol = d.get("policies") or {}
         if not isinstance(pol, dict) or not all(isinstance(v, dict) for v in pol.values()):
             raise FpspecError(f"{where}: policies must map a format to {{policy: value}}")
-        return cls(name=str(d.get("name", "unnamed")), operations=tup("operations"), formats=tup("formats"),
+        policies: dict[str, dict[str, str]] = {}
+        for fmt, choices in pol.items():
+            _known(where, "policies (format)", (str(fmt),), FORMATS)
+            for kind, value in choices.items():
+                _known(where, f"policies.{fmt}", (str(kind),), _POLICIES)
+                _known(where, f"policies.{fmt}.{kind}", (str(value),), [e.value for e in _POLICIES[kind]])
+            policies[str(fmt)] = {str(a): str(b) for a, b in choices.items()}
+        name = d.get("name", "unnamed")
+        if not isinstance(name, str):
+            raise FpspecError(f"{where}: name must be a string")
+        decl = cls(name=name, operations=tup("operations"), formats=tup("formats"),
                    rounding=rounding, schemes=tup("schemes"), profiles=tup("profiles"),
-                   models=tup("models"), policies={k: {a: str(b) for a, b in v.items()} for k, v in pol.items()},
+                   models=tup("models"), policies=policies,
                    nan_payloads=tup("nan_payloads") or (), sets=tup("sets"), declared=True)
+        _known(where, "operations", decl.operations, OPERATIONS)
+        _known(where, "formats", decl.formats, FORMATS)
+        _known(where, "schemes", decl.schemes, SCHEMES)
+        _known(where, "profiles", decl.profiles, [f"{s}/{p}" for s, p in PROFILES])
+        _known(where, "models", decl.models, PRESETS)
+        _known(where, "nan_payloads", decl.nan_payloads, ["*", *FORMATS])
+        return decl
 
     def to_dict(self) -> dict[str, Any]:
         def conv(v: Any) -> Any:
@@ -105,9 +164,6 @@ class Declaration:
     # ----------------------------------------------------------- matching
     def supports(self, meta: dict[str, Any], out_name: str) -> tuple[bool, str]:
         """Whether this declaration covers one output of a set, and if not, why."""
-        from .coverage import vector_policies  # local: coverage imports the format tables
-        from .ops import policies_dict
-
         if self.sets is not None and not any(fnmatch.fnmatchcase(meta["name"], g) for g in self.sets):
             return False, "set not selected by the declaration's sets"
         if self.operations is not None and meta["operation"] not in self.operations:
@@ -155,10 +211,15 @@ def load_declaration(path: str | Path | None) -> Declaration:
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise FpspecError(f"{p}: cannot read declaration ({exc})") from None
+    except FileNotFoundError:
+        raise FpspecError(f"{p}: no such declaration file") from None
+    except OSError as exc:
+        raise FpspecError(f"{p}: cannot read declaration ({exc.strerror or exc})") from None
+    except UnicodeDecodeError as exc:
+        raise FpspecError(f"{p}: cannot read declaration (not UTF-8 text: {exc.reason} at byte {exc.start})") from None
     try:
         data = json.loads(text) if p.suffix == ".json" else yaml.safe_load(text)
     except (json.JSONDecodeError, yaml.YAMLError) as exc:
-        raise FpspecError(f"{p}: not valid {'JSON' if p.suffix == '.json' else 'YAML'} ({exc})") from None
+        lang = "JSON" if p.suffix == ".json" else "YAML"
+        raise FpspecError(f"{p}: not valid {lang} ({' '.join(str(exc).split())})") from None
     return Declaration.from_mapping(data or {}, str(p))

@@ -9,12 +9,18 @@ For Python and torch teams::
         s.submit({name: my_encode(x, spec) for name, spec in s.outputs.items()})
     report = h.report()                             # same CheckReport as ``fpspec check``
     assert report.exit_code == 0, h.text()
+
+Outputs are NumPy arrays of bit patterns.  Other array types come in through a
+converter to bit patterns: ``Harness(..., to_bits=f)``, or one an adapter
+registers with :func:`register_converter` when imported
+(:mod:`fpspec.adapters.torch_vectors` registers torch tensors).  The harness
+itself imports no adapter.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 import numpy as np
 
@@ -25,7 +31,17 @@ from .ops import float_view
 from .pack import Pack, VectorSet
 from .results import write_results
 
-__all__ = ["Harness", "HarnessSet"]
+__all__ = ["Harness", "HarnessSet", "register_converter"]
+
+#: (accepts, to_bits) pairs registered by adapters, tried in order on a submitted output
+#: that is not a NumPy array.
+_CONVERTERS: list[tuple[Callable[[Any], bool], Callable[[Any], np.ndarray]]] = []
+
+
+def register_converter(accepts: Callable[[Any], bool], to_bits: Callable[[Any], np.ndarray]) -> None:
+    """Let :meth:`Harness.submit` take objects for which ``accepts(obj)`` is true, as ``to_bits(obj)``."""
+    if (accepts, to_bits) not in _CONVERTERS:
+        _CONVERTERS.append((accepts, to_bits))
 
 
 class HarnessSet:
@@ -57,10 +73,12 @@ class HarnessSet:
 
 class Harness:
     def __init__(self, pack: str | Path | Pack, declaration: Declaration | str | Path | None = None,
-                 select: str | None = None):
+                 select: str | None = None, to_bits: Callable[[Any], np.ndarray] | None = None):
         self.pack = pack if isinstance(pack, Pack) else Pack(pack)
         self.declaration = declaration if isinstance(declaration, Declaration) else load_declaration(declaration)
         self.select = select
+        #: turns a submitted output that is not a NumPy array into its bit patterns
+        self.to_bits = to_bits
         self.results: dict[str, dict[str, np.ndarray]] = {}
 
     def names(self) -> list[str]:
@@ -79,11 +97,23 @@ class Harness:
         conv = {}
         for k, v in outputs.items():
             k = k[4:] if k.startswith("out_") else k
-            if hasattr(v, "detach"):  # a torch tensor: through the adapter, lazily
-                from ..adapters.torch_vectors import torch_to_bits
-                v = torch_to_bits(v)
-            conv[f"out_{k}"] = np.asarray(v)
+            conv[f"out_{k}"] = self._bits(set_name, k, v)
         self.results.setdefault(set_name, {}).update(conv)
+
+    def _bits(self, set_name: str, name: str, v: Any) -> np.ndarray:
+        if isinstance(v, (np.ndarray, np.generic)):
+            return np.asarray(v)
+        if self.to_bits is not None:
+            return np.asarray(self.to_bits(v))
+        for accepts, to_bits in _CONVERTERS:
+            if accepts(v):
+                return np.asarray(to_bits(v))
+        if isinstance(v, (list, tuple, int)):
+            return np.asarray(v)
+        kind = f"{type(v).__module__}.{type(v).__qualname__}"
+        raise FpspecError(f"{set_name}/{name}: a {kind} is not a NumPy array of bit patterns; import its "
+                          "adapter (fpspec.adapters.torch_vectors for torch tensors) or pass "
+                          "Harness(..., to_bits=...)")
 
     def report(self, max_report: int = 20) -> CheckReport:
         return check(self.pack, self.results, select=self.select, declaration=self.declaration,

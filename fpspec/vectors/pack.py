@@ -20,7 +20,7 @@ import numpy as np
 
 from .. import SPEC_VERSION
 from ..errors import FpspecError
-from ..io import load_npz
+from ..io import load_npz, write_text
 from .schema import (GENERATOR_VERSION, META_ENTRY, SCHEMA_VERSION, SET_NAME, TAG_DOC, TAGS,
                      decode_meta, encode_meta, validate_set_arrays)
 
@@ -131,8 +131,7 @@ def write_manifest(out: Path, level: int, entries: list[dict[str, Any]], models:
         "pack_id": pack_id_of(entries), "tags": {k: {"bit": b, "meaning": d} for k, (b, d) in TAG_DOC.items()},
         "coverage_models": models, "sets": sorted(entries, key=lambda e: e["name"]),
     }
-    text = json.dumps(manifest, indent=1, sort_keys=True) + "\n"
-    (out / MANIFEST).write_text(text, encoding="utf-8", newline="\n")
+    write_text(out / MANIFEST, json.dumps(manifest, indent=1, sort_keys=True) + "\n")
     return manifest
 
 

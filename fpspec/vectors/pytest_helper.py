@@ -37,7 +37,8 @@ def vector_sets(pack: str | Path, declaration: Declaration | str | Path | None =
 
 def assert_set(vector_set: HarnessSet, outputs: Mapping[str, Any], max_report: int = 10) -> None:
     """Check one set's outputs; raise AssertionError with the decoded report on any problem."""
-    h = Harness(vector_set._h.pack, vector_set._h.declaration, select=vector_set.name)
+    h = Harness(vector_set._h.pack, vector_set._h.declaration, select=vector_set.name,
+                to_bits=vector_set._h.to_bits)
     h.submit(vector_set.name, outputs)
     report = check(h.pack, h.results, select=vector_set.name, declaration=h.declaration,
                    max_report=max_report)

@@ -14,25 +14,38 @@ from typing import Mapping, TextIO
 
 import numpy as np
 
+from ..errors import FpspecError
+from ..io import atomic_write, check_output_folder
+from .checker import select_names
 from .ops import compute
-from .pack import Pack, VectorSet, write_npz
+from .pack import MANIFEST, Pack, VectorSet, write_npz
 from .schema import RESULT_PACK_ENTRY, encode_meta
 
-__all__ = ["write_results", "pack_stamp", "run_reference"]
+__all__ = ["write_results", "pack_stamp", "run_reference", "results_folder"]
 
 
 def pack_stamp(pack: Pack, vs: VectorSet) -> np.ndarray:
     return encode_meta({"pack_id": pack.pack_id, "set": vs.name, "set_sha256": vs.sha256})
 
 
+def results_folder(out: str | Path, pack: Pack) -> Path:
+    """Check (and create) a results folder: never the pack's own folder nor any other pack's
+    (a results file there would break the pack); its parent folder must exist (FPS-CLI-4)."""
+    out = check_output_folder(out, inputs=[pack.root])
+    if (out / MANIFEST).exists():
+        raise FpspecError(f"--out {out}: is a vector pack folder (it holds {MANIFEST}); "
+                          "write results to a folder of their own")
+    out.mkdir(exist_ok=True)
+    return out
+
+
 def write_results(out: str | Path, pack: Pack, vs: VectorSet, outputs: Mapping[str, np.ndarray]) -> Path:
-    """Write one set's results file (output names without the ``out_`` prefix)."""
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    """Write one set's results file (output names without the ``out_`` prefix), atomically."""
+    out = results_folder(out, pack)
     entries = [(RESULT_PACK_ENTRY, pack_stamp(pack, vs))]
     entries += [(f"out_{k}", np.asarray(outputs[k])) for k in sorted(outputs)]
     path = out / f"{vs.name}.npz"
-    write_npz(path, entries)
+    atomic_write(path, lambda fh: write_npz(fh, entries))
     return path
 
 
@@ -40,13 +53,14 @@ def run_reference(pack: Pack | str | Path, out: str | Path, select: str | None =
                   progress: TextIO | None = sys.stderr) -> int:
     """fpspec's fast path as an implementation under test: compute every set's outputs from its
     inputs and write them as results.  Returns the number of sets written."""
-    from .checker import select_names
-    from .generate import _load_optional_models
-
-    _load_optional_models()
     if not isinstance(pack, Pack):
         pack = Pack(pack)
     names = select_names(pack.names(), select)
+    if not names:
+        raise FpspecError(f"--select {select!r} matches no set of {pack.root}")
+    for name in names:  # every selected set passes its integrity check before anything is written
+        pack.load(name)
+    results_folder(out, pack)
     for i, name in enumerate(names, 1):
         vs = pack.load(name)
         outputs = compute(vs.meta, vs.inputs, "fast")
