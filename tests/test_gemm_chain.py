@@ -87,7 +87,7 @@ def test_fpsgemm10_general_kernel_specials_with_slices():
     assert np.isposinf(y[0]).all() and np.isnan(y[1]).all() and np.isnan(y[2]).all()
 
 
-@pytest.mark.parametrize("scale_format", ["ue4m3", "ue5m3", "ue8m0"])
+@pytest.mark.parametrize("scale_format", ["ue4m3", "ue5m3", "ue5m3fnu", "ue8m0"])
 def test_fpsgemm10_block_kernels_with_slices(scale_format):
     """FPS-GEMM-10, FPS-GEMM-14: E2M1 operands through the block-sum rows kernel (no window;
     the local scale integers are per planned group, so slices that restart the groups
