@@ -11,6 +11,7 @@ import numpy as np
 from .errors import FpspecError
 from .formats import get_format
 from .models import GemmModel
+from .quantized import QuantizedTensor
 
 __all__ = ["CODE_FORMATS", "check_operands", "check_code_pair", "check_quantized_pair",
            "check_codes_in_range"]
@@ -25,8 +26,6 @@ def check_operands(a, bt, model: GemmModel, fmt: str | None):
 
     Returns ``(a, bt, quantized)``, code arrays as ndarrays.
     """
-    from .quantized import QuantizedTensor
-
     quantized = isinstance(a, QuantizedTensor)
     if quantized != isinstance(bt, QuantizedTensor):
         raise FpspecError("A and BT must both be QuantizedTensors or both code arrays")

@@ -19,12 +19,13 @@ from typing import Any
 import numpy as np
 
 from .errors import FpspecError
-from .exact.accumulate import gemm_exact, tensor_alpha
+from .exact.accumulate import gemm_exact, rowdot_exact, tensor_alpha
+from .fast.accumulate import FastPathUnsupported, gemm_fast, rowdot_fast, supports
 from .gemm_operands import CODE_FORMATS, check_codes_in_range, check_operands
 from .models import GemmModel, get_model
 from .quantized import QuantizedTensor
 
-__all__ = ["gemm", "CODE_FORMATS"]
+__all__ = ["gemm", "rowdot", "CODE_FORMATS"]
 
 
 def gemm(a: Any, bt: Any, model: "str | GemmModel", *, fmt: str | None = None, impl: str = "fast",
@@ -43,6 +44,38 @@ def gemm(a: Any, bt: Any, model: "str | GemmModel", *, fmt: str | None = None, i
         FpspecError: shape or dtype mismatch, K not a multiple of G where the model
             requires whole groups, unknown preset or parameter, out-of-range codes.
     """
+    m, a, bt, quantized = _checked(a, bt, model, fmt, impl, overrides)
+    if impl == "exact" or not supports(m, a.shape[1]):
+        return gemm_exact(a, bt, m, fmt=fmt)
+    alpha = tensor_alpha(a, bt, m) if quantized else None
+    try:
+        return gemm_fast(a, bt, m, fmt=fmt, alpha=alpha)
+    except FastPathUnsupported:
+        return gemm_exact(a, bt, m, fmt=fmt)
+
+
+def rowdot(a: Any, bt: Any, model: "str | GemmModel", *, fmt: str | None = None, impl: str = "fast",
+           **overrides: Any) -> np.ndarray:
+    """The diagonal of :func:`gemm`: ``y[i] = A[i] . BT[i]``, float32 (M,), for A and BT of
+    the same shape (M x K) (FPS-GEMM-1).  Arguments as for :func:`gemm`.
+
+    This is what a probe needs (one dot product per probe row): M outputs instead of M^2.
+    """
+    m, a, bt, quantized = _checked(a, bt, model, fmt, impl, overrides)
+    if a.shape != bt.shape:
+        raise FpspecError(f"rowdot needs A and BT of one shape, got {a.shape[0]}x{a.shape[1]} and "
+                          f"{bt.shape[0]}x{bt.shape[1]}")
+    if impl == "exact" or not supports(m, a.shape[1]):
+        return rowdot_exact(a, bt, m, fmt=fmt)
+    alpha = tensor_alpha(a, bt, m) if quantized else None
+    try:
+        return rowdot_fast(a, bt, m, fmt=fmt, alpha=alpha)
+    except FastPathUnsupported:
+        return rowdot_exact(a, bt, m, fmt=fmt)
+
+
+def _checked(a, bt, model, fmt, impl, overrides):
+    """The model (with overrides) and the validated operands (FPS-GEMM-9)."""
     m = get_model(model, **overrides)
     if impl not in ("fast", "exact"):
         raise FpspecError(f"impl must be 'fast' or 'exact', got {impl!r}")
@@ -52,15 +85,4 @@ def gemm(a: Any, bt: Any, model: "str | GemmModel", *, fmt: str | None = None, i
     if quantized:
         check_codes_in_range(a, "A")
         check_codes_in_range(bt, "BT")
-    k = a.shape[1]
-    if impl == "exact":
-        return gemm_exact(a, bt, m, fmt=fmt)
-    from .fast.accumulate import FastPathUnsupported, gemm_fast, supports
-
-    if not supports(m, k):
-        return gemm_exact(a, bt, m, fmt=fmt)
-    alpha = tensor_alpha(a, bt, m) if quantized else None
-    try:
-        return gemm_fast(a, bt, m, fmt=fmt, alpha=alpha)
-    except FastPathUnsupported:
-        return gemm_exact(a, bt, m, fmt=fmt)
+    return m, a, bt, quantized

@@ -211,11 +211,11 @@ def test_fps_doc_5_gemm_presets_carry_the_stated_parameters():
     -nosnap: no snap; km-h100-fp8: fused 32-product blocks, 13 kept bits, truncation, RZ;
     -promote128: FP32 promotion every 128 products."""
     seed = resolve(Selector("preset", "seed-probe-matched")).model
-    assert (seed.group_size, seed.group_rounding, seed.accumulate_rounding, seed.snap_bits) == (64, "rne", "rz", 10)
+    assert (seed.group_size, seed.group_rounding, seed.accumulate_rounding, seed.snap_bits) == (64, "rne", "rtz", 10)
     assert resolve(Selector("preset", "seed-probe-matched-nosnap")).model.snap_bits is None
     km = resolve(Selector("preset", "km-h100-fp8")).model
     assert (km.group_size, km.window_bits, km.below_window, km.fused, km.accumulate_rounding) == \
-        (32, 13, "truncate", True, "rz")
+        (32, 13, "truncate", True, "rtz")
     assert resolve(Selector("preset", "km-h100-fp8-promote128")).model.promotion_interval == 128
     with pytest.raises(KeyError):
         resolve(Selector("preset", "km-h100-fp9"))

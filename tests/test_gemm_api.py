@@ -34,14 +34,14 @@ def test_fpsgemm3_preset_parameters():
     s = PRESETS["seed-probe-matched"].model
     assert (s.group_size, s.window_bits, s.fused, s.group_rounding, s.accumulate_rounding, s.snap_bits,
             s.alpha_source, s.scale_placement, s.operand_domain) == \
-        (64, None, False, "rne", "rz", 10, "amax", "product", "encoded")
+        (64, None, False, "rne", "rtz", 10, "amax", "product", "encoded")
     assert PRESETS["seed-probe-matched-nosnap"].model == s.replace(snap_bits=None)
     km = {"km-h100-fp8": (32, 13), "km-h100-fp8-promote128": (32, 13), "km-b200-fp8": (32, 25),
           "km-h100-bf16": (16, 25), "km-a100-bf16": (8, 24), "km-v100-fp16": (4, 23)}
     for name, (g, f) in km.items():
         m = PRESETS[name].model
         assert (m.group_size, m.window_bits, m.below_window, m.fused, m.accumulate_rounding,
-                m.product_exponent) == (g, f, "truncate", True, "rz", "operands"), name
+                m.product_exponent) == (g, f, "truncate", True, "rtz", "operands"), name
         assert m.neab == f - 23
     assert PRESETS["km-h100-fp8-promote128"].model.promotion_interval == 128
     assert PRESETS["km-h100-fp8-promote128"].model.promotion_rounding == "rne"
@@ -315,3 +315,108 @@ def test_fpsgemm13_fpsgemm14_new_fields_validated_and_settable():
     js = json.loads(presets_json())
     assert js["km-h100-fp8"]["parameters"]["accumulate_bits"] == 13
     assert js["km-h100-fp8"]["parameters"]["split_k"] is None
+
+
+# ----------------------------------------------------- the seed's alpha order
+#: (amax_a, amax_b) as float32 bits, with T_a = T_b = 448, and the FP32 bits of alpha
+#: under each rounding.  n = RNE32(amax_a amax_b); d = (6 * 448)^2 = 7225344 = 2^14 * 441
+#: (exact in binary64 and binary32); 1/d in binary32 is 0x34149B93.  The three rows are
+#: the three ways the orders part: the seed's two orders together against once (and
+#: twice); the reciprocal alone; the division alone.  Checked independently with numpy
+#: float32 arithmetic below (n / d and n * (1 / d) are IEEE binary32 operations there).
+_ALPHA_CASES = [
+    # amax_a      amax_b       n            once         twice        fp32-divide  fp32-reciprocal
+    (0x3E666666, 0x3FA66666, 0x3E95C28F, 0x332DDEFA, 0x332DDEFA, 0x332DDEFB, 0x332DDEFB),
+    (0x3E666666, 0x3F0CCCCD, 0x3DFD70A4, 0x32931F23, 0x32931F23, 0x32931F23, 0x32931F24),
+    (0x3E666666, 0x3F4CCCCD, 0x3E3851EB, 0x32D5FEBF, 0x32D5FEBF, 0x32D5FEBE, 0x32D5FEBF),
+]
+
+
+def _f32(bits: int) -> np.float32:
+    return np.uint32(bits).view(np.float32)
+
+
+@pytest.mark.parametrize("case", range(len(_ALPHA_CASES)))
+def test_fpsgemm8_alpha_in_the_seeds_fp32_order(case):
+    """FPS-GEMM-8: alpha = RNE32(RNE32(amax_a amax_b) / RNE32((6 T_a)(6 T_b))) (fp32-divide,
+    the seed's expression on a CPU) and RNE32(RNE32(amax_a amax_b) * RNE32(1 / d))
+    (fp32-reciprocal: torch on CUDA divides a tensor by a Python float as a product with
+    the reciprocal; the seed presets' order).  With c = 1 (payload 1, scales 1) the output
+    is alpha itself; once and twice differ from the seed's orders on these amaxes."""
+    ba, bb, bn, b_once, b_twice, b_div, b_rec = _ALPHA_CASES[case]
+    amax_a, amax_b = _f32(ba), _f32(bb)
+    # independent check of the table with numpy's IEEE float32 arithmetic
+    n = amax_a * amax_b
+    d = np.float32((448.0 * 6.0) * (448.0 * 6.0))
+    assert n.view(np.uint32) == bn and (np.float32(1) / d).view(np.uint32) == 0x34149B93
+    assert (n / d).view(np.uint32) == b_div and (n * (np.float32(1) / d)).view(np.uint32) == b_rec
+    one = [[2] + [0] * 15]  # E2M1 code 2 = 1.0, scale 0x38 = 1.0
+    qa = _qt(one, [[0x38]], amax=float(amax_a), decode=0.25)
+    qb = _qt(one, [[0x38]], amax=float(amax_b), decode=0.5)
+    for rounding, want in (("once", b_once), ("twice", b_twice), ("fp32-divide", b_div), ("fp32-reciprocal", b_rec)):
+        y = both(qa, qb, "seed-probe-matched-nosnap", alpha_rounding=rounding)[0, 0]
+        assert y.view(np.uint32) == want, (rounding, hex(int(y.view(np.uint32))))
+    for name in ("seed-probe-matched", "seed-probe-matched-nosnap"):
+        assert PRESETS[name].model.alpha_rounding == "fp32-reciprocal"
+        assert both(qa, qb, name)[0, 0].view(np.uint32) == b_rec
+
+
+def test_fpsgemm8_fp32_divide_equals_torch_cpu():
+    """FPS-GEMM-8: fp32-divide is the seed's alpha expression as torch computes it on a CPU
+    (float32 tensors, a Python-float denominator), on random amax pairs and targets."""
+    torch = pytest.importorskip("torch")
+    from fpspec.exact.accumulate import tensor_alpha
+
+    rng = np.random.default_rng(8)
+    m = get_model("seed-probe-matched", alpha_rounding="fp32-divide")
+    differ = 0
+    for _ in range(300):
+        amax_a, amax_b = (np.float32(rng.random() * 10 ** rng.uniform(-3, 3)) for _ in range(2))
+        t_a, t_b = (float(rng.choice([448.0, 2048.0, 61440.0, 1.5, 100.25])) for _ in range(2))
+        want = ((torch.tensor([amax_a]) * torch.tensor([amax_b])).to(torch.float32)
+                / ((t_a * 6.0) * (t_b * 6.0))).numpy()[0]
+        qa = _qt([[2] + [0] * 15], [[0x38]], amax=float(amax_a), target=t_a)
+        qb = _qt([[2] + [0] * 15], [[0x38]], amax=float(amax_b), target=t_b)
+        got = np.float32(float(tensor_alpha(qa, qb, m)))
+        assert got.view(np.uint32) == want.view(np.uint32), (amax_a, amax_b, t_a, t_b)
+        once = np.float32(float(tensor_alpha(qa, qb, get_model("seed-probe-matched", alpha_rounding="once"))))
+        differ += once != got
+    assert differ > 30  # not vacuous: once differs on a good share of the pairs
+
+
+# --------------------------------------------------------- signed zeros, steps 6-8
+def test_fpsgemm7_negative_value_snaps_to_minus_zero_through_alpha():
+    """FPS-GEMM-7, FPS-GEMM-2: c = -0.5 x 2^-4 x 0.5 x 2^-5 = -2^-11 snaps to -0 (half of
+    1/1024, ties to even) and alpha (here 1) keeps the sign: -0.0, as the seed's
+    torch.round(1024 c) / 1024 * alpha gives; +2^-11 gives +0."""
+    neg = _qt([[9] + [0] * 15], [[0x18]], decode=1.0)  # E2M1 code 9 = -0.5, scale 2^-4
+    pos = _qt([[1] + [0] * 15], [[0x18]], decode=1.0)
+    b = _qt([[1] + [0] * 15], [[0x10]], decode=1.0)    # 0.5 x 2^-5
+    for name in ("seed-probe-matched",):
+        y = both(neg, b, name, alpha_source="decode-scales")[0, 0]
+        assert y.view(np.uint32) == 0x80000000
+        assert both(pos, b, name, alpha_source="decode-scales")[0, 0].view(np.uint32) == 0
+        assert both(neg, b, name)[0, 0].view(np.uint32) == 0x80000000  # the preset's own alpha
+    # without the snap c stays -2^-11
+    assert both(neg, b, "seed-probe-matched-nosnap", alpha_source="decode-scales")[0, 0] == np.float32(-(2.0 ** -11))
+
+
+def test_fpsgemm2_alpha_underflow_and_bf16_keep_the_sign():
+    """FPS-GEMM-2, FPS-GEMM-8, FPS-GEMM-12: RNE32(alpha y) of a negative y that underflows is
+    -0 (an IEEE binary32 product): c = -2^-11, alpha = 2^-70 2^-70 = 2^-140, alpha c =
+    -2^-151 < half the smallest subnormal; a BF16 output of -2^-149 (below BF16's
+    smallest subnormal 2^-133) is -0 too.  A zero of the chain itself stays +0."""
+    neg = _qt([[9] + [0] * 15], [[0x18]], decode=2.0 ** -70)
+    b = _qt([[1] + [0] * 15], [[0x10]], decode=2.0 ** -70)
+    y = both(neg, b, "seed-probe-matched-nosnap", alpha_source="decode-scales")[0, 0]
+    assert y.view(np.uint32) == 0x80000000
+    a = np.zeros((1, 64))
+    bb = np.zeros((1, 64))
+    a[0, 0], bb[0, 0] = 2.0 ** -75, -(2.0 ** -74)  # product -2^-149, exact in FP32
+    ac, bc = codes_of(a, "bf16"), codes_of(bb, "bf16")
+    assert both(ac, bc, "exact", fmt="bf16")[0, 0].view(np.uint32) == 0x80000001
+    assert both(ac, bc, "exact", fmt="bf16", output_format="bf16")[0, 0].view(np.uint32) == 0x80000000
+    a[0, 1], bb[0, 1] = 2.0 ** -75, 2.0 ** -74  # cancels: the chain's zero is +0, and so the output
+    ac, bc = codes_of(a, "bf16"), codes_of(bb, "bf16")
+    for name in ("exact", "km-h100-bf16", "seed-probe-matched"):
+        assert both(ac, bc, name, fmt="bf16", output_format="bf16")[0, 0].view(np.uint32) == 0, name

@@ -121,8 +121,9 @@ def test_fpsgemm10_fp32_add_and_integer_rounding_primitives():
     the exact rounding of the exact sum, on wide gaps, ties, subnormals and overflow."""
     from fractions import Fraction
 
-    from fpspec.exact.accumulate import round_fp32
-    from fpspec.fast.accumulate import add2_round_fp32, round_int_to_fp32
+    from fpspec.exact.binary32 import round_fp32
+    from fpspec.fast.fp32 import py_add_round as add2_round_fp32
+    from fpspec.fast.fp32 import py_round_acc_int as round_int_to_fp32
 
     rng = np.random.default_rng(2)
     f32max = float(np.finfo(np.float32).max)
@@ -220,8 +221,9 @@ def test_fpsgemm13_fast_bits_rounding_primitives():
     (RZ steps down half a quantum there), subnormal range, overflow to Inf / the RZ clamp."""
     from fractions import Fraction
 
-    from fpspec.exact.accumulate import round_acc
-    from fpspec.fast.accumulate import add2_round_fp32, round_int_to_fp32
+    from fpspec.exact.binary32 import round_acc
+    from fpspec.fast.fp32 import py_add_round as add2_round_fp32
+    from fpspec.fast.fp32 import py_round_acc_int as round_int_to_fp32
 
     rng = np.random.default_rng(13)
     for bits in (0, 5, 13, 22):

@@ -171,12 +171,13 @@ def test_fpsgemm5_accumulator_in_window():
 
 def test_fpsgemm7_snap_ties_to_even():
     """FPS-GEMM-7: the snap rounds c * 1024 half to even: 2^-11 (0.5/1024) -> 0,
-    3 * 2^-11 (1.5/1024) -> 2/1024, 5 * 2^-11 (2.5/1024) -> 2/1024, 7 * 2^-11 -> 4/1024."""
+    3 * 2^-11 (1.5/1024) -> 2/1024, 5 * 2^-11 (2.5/1024) -> 2/1024, 7 * 2^-11 -> 4/1024;
+    the negative values mirror them, and -2^-11 snaps to -0 (0x80000000)."""
     for num, want in ((1, 0.0), (3, 2.0**-9), (5, 2.0**-9), (7, 2.0**-8)):
         got = dot([(0, num * 2.0**-6, 2.0**-5)], 64, "e4m3", "seed-probe-matched")
-        assert got == np.float32(want), (num, got)
+        assert got.view(np.uint32) == np.float32(want).view(np.uint32), (num, got)
         got = dot([(0, num * 2.0**-6, -(2.0**-5))], 64, "e4m3", "seed-probe-matched")
-        assert got.view(np.uint32) == np.float32(-want if want else 0.0).view(np.uint32)
+        assert got.view(np.uint32) == np.float32(-want).view(np.uint32)
 
 
 def test_fpsgemm14_split_k_slices_added_rne():

@@ -17,7 +17,6 @@ from fpspec.probe.accept import check_samples, collect_samples, operand_codes, s
 from fpspec.probe.fit import PROBED_FIELDS
 from fpspec.probe.operands import ProbeRow, ProductSplitter, build_operands, pow2
 from fpspec.probe.recipes import classify_rounding, round_magnitude
-from fpspec.probe.simulate import simulate_gemm, simulate_rowdot
 from fpspec.probe.targets import CallLog, run_rows
 
 #: operand format each preset is probed with in the self-test
@@ -78,39 +77,43 @@ def test_fps_prb_8_rounding_classifier_hand_cases():
                                       ("km-h100-bf16", "bf16"), ("km-a100-bf16", "fp16"),
                                       ("km-b200-fp8", "e5m2"), ("decoded-fp32", "bf16")])
 def test_fps_prb_16_evaluator_equals_exact_reference(name, fmt):
-    """FPS-PRB-16: the vectorised evaluator is bit-equal to fpspec.exact.accumulate on
+    """FPS-PRB-16: fpspec's models as a probe target (ModelTarget: fpspec.matmul's fast
+    path, its matmul and the probe's rowdot) are bit-equal to fpspec.exact.accumulate on
     wide-range random operands (FP32 bits compared)."""
     model = get_model(name)
     a = operand_codes(fmt, 11, np.arange(3), 256)
     bt = operand_codes(fmt, 12, np.arange(4), 256)
     want = gemm_exact(a, bt, model, fmt=fmt)
-    got = simulate_gemm(a, bt, fmt, model)
+    target = ModelTarget(model, fmt)
+    got = target.matmul(a, bt)
     assert np.array_equal(want.view(np.uint32), got.view(np.uint32))
-    diag = simulate_rowdot(a[:3], bt[:3], fmt, model)
+    diag = target.rowdot(a[:3], bt[:3])
+    assert diag.dtype == np.float32 and diag.shape == (3,)
     assert np.array_equal(diag.view(np.uint32), np.diagonal(want).copy().view(np.uint32))
 
 
 def test_fps_prb_16_accumulate_bits_hand_case():
     """FPS-PRB-16, FPS-GEMM-13: a group result kept to 13 fraction bits: 2^14 + 2^14 + 2 =
-    32770 = 2^15 + 2 has exponent 15, so 13 bits keep multiples of 2^2: RZ -> 32768;
-    with FP32 (23 bits, quantum 2^-8) it stays 32770.  The evaluator and fpspec.matmul agree."""
+    32770 = 2^15 + 2 has exponent 15, so 13 bits keep multiples of 2^2: RTZ -> 32768;
+    with FP32 (23 bits, quantum 2^-8) it stays 32770.  The probe target and the exact
+    reference agree."""
     sp = ProductSplitter("e4m3")
     a, bt = build_operands([ProbeRow.of({0: pow2(14), 1: pow2(14), 2: pow2(1)})], 32, sp)
     for bits, want in ((13, 32768.0), (23, 32770.0)):
         m = get_model("km-h100-fp8", accumulate_bits=bits)
-        assert simulate_rowdot(a, bt, "e4m3", m).tolist() == [want]
+        assert ModelTarget(m, "e4m3").rowdot(a, bt).tolist() == [want]
         assert gemm_exact(a, bt, m, fmt="e4m3").tolist() == [[want]]
 
 
 @pytest.mark.parametrize("over", [dict(split_k=96), dict(split_k=160, accumulate_bits=7),
                                   dict(split_k=64, promotion_interval=None)])
 def test_fps_prb_16_evaluator_split_k_equals_exact(over):
-    """FPS-PRB-16, FPS-GEMM-14: the evaluator's split of K is the model family's split_k."""
+    """FPS-PRB-16, FPS-GEMM-14: the probe target's split of K is the model family's split_k."""
     model = get_model("km-h100-fp8-promote128", **over)
     a = operand_codes("e4m3", 21, np.arange(3), 256)
     bt = operand_codes("e4m3", 22, np.arange(2), 256)
     want = gemm_exact(a, bt, model, fmt="e4m3")
-    assert np.array_equal(want.view(np.uint32), simulate_gemm(a, bt, "e4m3", model).view(np.uint32))
+    assert np.array_equal(want.view(np.uint32), ModelTarget(model, "e4m3").matmul(a, bt).view(np.uint32))
 
 
 # ------------------------------------------------------------------ self-test

@@ -47,9 +47,12 @@ def _cmd_models(args: argparse.Namespace) -> int:
         print(f"{name}")
         print(f"    {p.summary}")
         print(f"    source: {p.source}")
+        b = p.backing
+        where = f"; {b.device}, {b.outputs:,} outputs at {len(b.shapes)} shapes" if b.kind == "measured" else ""
+        print(f"    backed by: {b.kind} ({b.detail}{where}; {b.reference})")
         d = p.model.to_dict()
         print("    " + ", ".join(f"{k}={v}" for k, v in d.items()))
-    print("\nparameters (--set PARAM=VALUE; aliases G, F, N_C, L, neab):")
+    print("\nparameters (--set PARAM=VALUE; aliases G, F, N_C, L, neab; the value rz is read as rtz):")
     for k, v in PARAMETER_HELP.items():
         print(f"  {k:22} {v}")
     return 0

@@ -17,10 +17,11 @@ from fractions import Fraction
 import numpy as np
 
 from ..errors import FpspecError
+from ..formats import FP32
 from .rounding import round_to_code
 
 __all__ = ["FLT_MAX", "FP32_EMIN", "floor_log2", "ceil_log2", "f32", "f32_mul", "f32_div",
-           "f32_add", "f32_fma"]
+           "f32_add", "f32_fma", "round_fp32", "round_acc", "fp32_exponent", "f64"]
 
 #: Largest finite binary32 value.
 FLT_MAX = float(np.finfo(np.float32).max)
@@ -99,3 +100,52 @@ def f32_fma(a: float, b: float, c: float) -> float:
         return -0.0 if (prod == 0 and c == 0 and prod_neg and _sign(c) < 0) else 0.0
     r = f32(exact)
     return r if r != 0 else math.copysign(0.0, 1 if exact > 0 else -1)
+
+
+# ------------------------------------------------- roundings of the GEMM chain
+# The GEMM models (fpspec.exact.accumulate, FPS-GEMM-*) carry a finite value as a
+# Fraction (zero is +0) and Inf / NaN as floats; only steps 6-8 produce a float -0.0.
+
+
+def round_fp32(x: Fraction | float, mode: str) -> Fraction | float:
+    """Round an exact value to FP32 (``rne``, or ``rtz`` / ``rz``) with IEEE 754 overflow:
+    Inf under RNE, max finite under RTZ.  A zero result is +0 (Fraction 0); Inf and NaN
+    pass through."""
+    if isinstance(x, float):
+        return x
+    return FP32.decode_exact(round_to_code(x, FP32, "rne" if mode == "rne" else "rtz"))
+
+
+def round_acc(x: Fraction | float, mode: str, bits: int = 23) -> Fraction | float:
+    """Round an exact value to ``bits`` fraction bits in FP32's exponent range (the GEMM
+    accumulator rounding, FPS-GEMM-13): quantum 2^(max(floor(log2|x|), -126) - bits),
+    ``rne`` (ties to even) or ``rtz``; a result of magnitude >= 2^128 is Inf under RNE
+    and (2 - 2^-bits) 2^127 under RTZ.  With bits = 23 this is :func:`round_fp32`."""
+    if bits == 23 or isinstance(x, float):
+        return round_fp32(x, mode)
+    if x == 0:
+        return Fraction(0)
+    e = max(floor_log2(abs(x)), FP32_EMIN)
+    quantum = Fraction(2) ** (e - bits)
+    q = x / quantum
+    if mode == "rne":
+        k = round(q)  # ties to even
+    else:
+        k = abs(q.numerator) // q.denominator
+        k = -k if x < 0 else k
+    r = k * quantum
+    if abs(r) >= 2 ** 128:
+        big = math.inf if mode == "rne" else (2 - Fraction(1, 2 ** bits)) * Fraction(2) ** 127
+        return big if r > 0 else -big
+    return r
+
+
+def fp32_exponent(c: Fraction) -> int:
+    """Alignment exponent of a nonzero FP32 value: max(floor(log2|c|), -126)."""
+    return max(floor_log2(abs(c)), FP32_EMIN)
+
+
+def f64(x: Fraction) -> Fraction:
+    """An exact value rounded to binary64 (RNE), as a Fraction: the value a Python float
+    expression computes (CPython's int / int division is correctly rounded)."""
+    return Fraction(x.numerator / x.denominator)

@@ -1,0 +1,323 @@
+"""The chain of a GEMM output, written once for every fast kernel: steps 2-7 of
+FPS-GEMM-1, the twin of :mod:`fpspec.exact.accumulate` (docs/gemm.rst).
+
+A kernel (:mod:`fpspec.fast.kernels`) only produces step 1, the terms of a group (or
+their exact sum); everything after that is here, with the exact spec's names:
+
+====================================  ===============================================
+exact spec (:mod:`~fpspec.exact.accumulate`)  fast twin (this module)
+====================================  ===============================================
+step 2 groups, split K (``chain``,    :func:`chain_plan`: the groups as data (a
+``chain_slice``)                      :class:`Plan`), made once per GEMM
+step 3 ``align_group``                :func:`align_group` (the kept sum of a term buffer)
+steps 3-4 ``group_step``              :func:`group_step` (a group's terms)
+step 4 (after the sum)                :func:`accumulate` (a group's exact kept sum)
+step 5 promotion, slice sums          :func:`after_group`
+step 6 ``snap``, 7 alpha              :func:`snap`, :func:`scale_by_alpha`, :func:`finish`
+====================================  ===============================================
+
+Every kernel runs the same loop per output (vectorised kernels per row of outputs)::
+
+    c = big = total = 0.0
+    for g in range(plan.start.size):                     # step 2: the planned groups
+        <the terms of products plan.start[g] .. plan.stop[g] - 1>     # step 1
+        c = group_step(c, terms..., spec)                # steps 3-4 (or accumulate)
+        c, big, total = after_group(c, big, total, plan.action[g], spec)  # step 5
+    y = finish(total, fin)                               # steps 6-7
+
+The plan is the only place that knows where groups, promotions and K slices fall
+(:func:`chain_plan`); a different cut of K (slices of any length, partial first
+groups) is a different plan, not a different kernel.  The model's choices reach the
+compiled code as two named tuples, :class:`ChainSpec` (steps 3-5) and
+:class:`FinishSpec` (steps 6-7), with a named code for every choice and sentinel.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from typing import NamedTuple
+
+import numpy as np
+
+from ..models import GemmModel
+from .fp32 import (FP32_BITS, MODE_CODES, RNE, add_round, add_round_int, add_specials, fp32_exponent,
+                   round_acc_int, round_acc_terms, round_fp32_int, split_fp32)
+from .jit import gemm_jit
+
+__all__ = ["ChainSpec", "FinishSpec", "Plan", "chain_spec", "finish_spec", "chain_plan", "keep", "align_group",
+           "group_step", "accumulate", "after_group", "after_group_fp32", "after_group_row", "snap", "scale_by_alpha", "finish",
+           "NO_ROUNDING", "TRUNCATE", "FLOOR", "NO_WINDOW", "NO_EXPONENT_FLOOR", "NO_TERMS", "NO_SNAP",
+           "NO_SPECIAL", "CONTINUE", "PROMOTE", "END_SLICE"]
+
+# ----------------------------------------------------------- named codes
+#: ``group_rounding="none"``: the group's sum joins the accumulator exactly.
+NO_ROUNDING = 2
+#: ``below_window`` codes: magnitude truncation, and truncation toward minus infinity.
+TRUNCATE = 0
+FLOOR = 1
+#: ``window_bits=None``: no alignment window (every bit of a term is kept).
+NO_WINDOW = -(1 << 30)
+#: ``align_exponent_floor=None``: the group's alignment exponent is not raised.
+NO_EXPONENT_FLOOR = -(1 << 30)
+#: Alignment exponent of a group with no nonzero term (below every real exponent).
+NO_TERMS = -(1 << 30)
+#: ``snap_bits=None``: no output lattice.
+NO_SNAP = -(1 << 30)
+#: The special value of a group whose terms are all finite.
+NO_SPECIAL = 0.0
+#: What follows a planned group (step 5): nothing, a promotion, or the end of a K slice
+#: (the pending partial promoted, the slice's result added into the output).
+CONTINUE = 0
+PROMOTE = 1
+END_SLICE = 2
+
+
+class ChainSpec(NamedTuple):
+    """Steps 3-5 of a :class:`~fpspec.models.GemmModel` for the compiled chain."""
+
+    fused: bool
+    window: int                 # F = window_bits, or NO_WINDOW
+    below: int                  # TRUNCATE or FLOOR
+    exponent_floor: int         # align_exponent_floor, or NO_EXPONENT_FLOOR
+    group_rounding: int         # RNE, RTZ or NO_ROUNDING
+    accumulate_rounding: int    # RNE or RTZ
+    accumulate_bits: int        # 0..23
+    promotes: bool              # promotion_interval is set
+    promotion_rounding: int     # RNE or RTZ
+
+
+class FinishSpec(NamedTuple):
+    """Steps 6-7 for the compiled chain (step 8, the output format, is applied to the
+    whole output array)."""
+
+    snap_bits: int              # L, or NO_SNAP
+    scaled: bool                # an alpha applies (quantized operands, encoded domain)
+    alpha: float                # the FP32 alpha (0.0 when not scaled)
+
+
+class Plan(NamedTuple):
+    """Step 2 as data: group g holds products ``start[g] .. stop[g] - 1`` of K and is
+    followed by ``action[g]`` (CONTINUE, PROMOTE or END_SLICE); ``longest`` is the
+    most products a group holds (kernels size their term buffers with it)."""
+
+    start: np.ndarray           # int64 (groups,)
+    stop: np.ndarray            # int64 (groups,)
+    action: np.ndarray          # int8 (groups,)
+    longest: int
+
+
+def chain_spec(model: GemmModel) -> ChainSpec:
+    """The compiled form of the model's steps 3-5."""
+    return ChainSpec(
+        fused=model.fused,
+        window=NO_WINDOW if model.window_bits is None else model.window_bits,
+        below=FLOOR if model.below_window == "floor" else TRUNCATE,
+        exponent_floor=NO_EXPONENT_FLOOR if model.align_exponent_floor is None else model.align_exponent_floor,
+        group_rounding=NO_ROUNDING if model.group_rounding == "none" else MODE_CODES[model.group_rounding],
+        accumulate_rounding=MODE_CODES[model.accumulate_rounding],
+        accumulate_bits=model.accumulate_bits,
+        promotes=model.promotion_interval is not None,
+        promotion_rounding=MODE_CODES[model.promotion_rounding])
+
+
+def finish_spec(model: GemmModel, alpha: Fraction | None) -> FinishSpec:
+    """The compiled form of steps 6-7; ``alpha`` is the FP32 alpha (or None)."""
+    return FinishSpec(snap_bits=NO_SNAP if model.snap_bits is None else model.snap_bits,
+                      scaled=alpha is not None, alpha=0.0 if alpha is None else float(alpha))
+
+
+def chain_plan(k: int, model: GemmModel) -> Plan:
+    """Step 2 and the K slices of step 5 (FPS-GEMM-1, FPS-GEMM-6, FPS-GEMM-14) for K
+    products: K is cut into slices of ``split_k`` products (one slice without it); each
+    slice into groups of ``group_size`` counted from the slice start (one group without
+    it), the last ones possibly shorter; a group after which the slice has done a
+    multiple of ``promotion_interval`` products is followed by a promotion, the last
+    group of a slice by the end of the slice."""
+    starts, stops, actions = [], [], []
+    slice_len = model.split_k or max(k, 1)
+    for s0 in range(0, k, slice_len):
+        s1 = min(s0 + slice_len, k)
+        g = min(model.group_size or (s1 - s0), s1 - s0)
+        start = np.arange(s0, s1, g, dtype=np.int64)
+        stop = np.minimum(start + g, s1)
+        action = np.full(start.size, CONTINUE, dtype=np.int8)
+        if model.promotion_interval is not None:
+            interval = min(model.promotion_interval, s1 - s0 + 1)  # longer: only the slice end
+            action[(stop - s0) % interval == 0] = PROMOTE
+        action[-1] = END_SLICE
+        starts.append(start)
+        stops.append(stop)
+        actions.append(action)
+    if not starts:
+        return Plan(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int8), 0)
+    start, stop = np.concatenate(starts), np.concatenate(stops)
+    return Plan(start, stop, np.concatenate(actions), int((stop - start).max()))
+
+
+# ================================================================ step 3
+@gemm_jit(inline=True)
+def keep(s, d, below):
+    """Step 3 for one term s 2^lsb: its kept part in quanta of the window, d = lsb - the
+    quantum's exponent (``below``: TRUNCATE the magnitude, or FLOOR toward -inf)."""
+    if s == 0:
+        return np.int64(0)
+    if d >= 0:
+        return s << d
+    neg = s < 0
+    mag = -s if neg else s
+    sh = -d
+    if below == TRUNCATE or not neg:
+        t = np.int64(0) if sh >= 63 else (mag >> sh)
+        return -t if neg else t
+    t = np.int64(1) if sh >= 62 else ((mag + (np.int64(1) << sh) - 1) >> sh)
+    return -t
+
+
+@gemm_jit(inline=True)
+def align_group(sigs, lsbs, aexps, n, c, spec):
+    """Step 3 (FPS-GEMM-5) on n finite terms ``sigs[i] 2^lsbs[i]`` with alignment
+    exponents ``aexps[i]``: E is the largest exponent of a nonzero term (and of c when
+    fused), raised to ``exponent_floor``; returns (the sum of the terms' kept multiples
+    of 2^(E - F) in those quanta, E - F).  c's own kept part is added by
+    :func:`accumulate`.  With nothing to align the sum is 0."""
+    e_max = NO_TERMS
+    for i in range(n):
+        if sigs[i] != 0 and aexps[i] > e_max:
+            e_max = aexps[i]
+    if spec.fused and c != 0.0:
+        ec = fp32_exponent(c)
+        if ec > e_max:
+            e_max = ec
+    if e_max == NO_TERMS:
+        return np.int64(0), 0
+    if e_max < spec.exponent_floor:
+        e_max = spec.exponent_floor
+    ql = e_max - spec.window
+    acc = np.int64(0)
+    for i in range(n):
+        acc += keep(sigs[i], lsbs[i] - ql, spec.below)
+    return acc, ql
+
+
+# ================================================================ step 4
+@gemm_jit(inline=True)
+def accumulate(c, acc, e, spec):
+    """Step 4 (FPS-GEMM-1, FPS-GEMM-13) given a group's exact sum of (kept) terms
+    acc 2^e: the new accumulator.
+
+    Fused: c' = round(c + sum) with ``accumulate_rounding`` to ``accumulate_bits``; with
+    a window c is in it too (its kept multiples of 2^e, so e = E - F must count c's
+    exponent).  Not fused: p = the sum rounded to FP32 with ``group_rounding`` (exact
+    for NO_ROUNDING), then c' = round(c + p).  An Inf or NaN c absorbs finite terms
+    that join it exactly (FPS-GEMM-2); a rounded p follows IEEE addition."""
+    if spec.fused or spec.group_rounding == NO_ROUNDING:
+        if not math.isfinite(c):
+            return c
+        if spec.fused and spec.window != NO_WINDOW:
+            if c != 0.0:
+                sc, lc = split_fp32(c)
+                acc += keep(sc, lc - e, spec.below)
+            return round_acc_int(acc, e, spec.accumulate_rounding, spec.accumulate_bits)
+        return add_round_int(c, acc, e, spec.accumulate_rounding, spec.accumulate_bits)
+    if acc == 0:
+        return c  # p = +0: c is already on the accumulator's lattice
+    p = round_fp32_int(acc, e, spec.group_rounding)
+    return add_round(c, p, spec.accumulate_rounding, spec.accumulate_bits)
+
+
+@gemm_jit
+def group_step(c, sigs, lsbs, aexps, n, special, spec):
+    """Steps 3-4 for one group (FPS-GEMM-5): the new accumulator after its n finite
+    terms ``sigs[i] 2^lsbs[i]`` (alignment exponents ``aexps[i]``) and ``special``, the
+    IEEE sum of its non-finite terms (NO_SPECIAL when there are none), join c.  The
+    buffers need room for one more term (c).  Twin of the exact ``group_step``."""
+    if special != NO_SPECIAL:
+        return add_specials(c, special)
+    if not math.isfinite(c) and (spec.fused or spec.group_rounding == NO_ROUNDING):
+        return c
+    if spec.window != NO_WINDOW:
+        acc, ql = align_group(sigs, lsbs, aexps, n, c, spec)
+        return accumulate(c, acc, ql, spec)
+    if spec.fused or spec.group_rounding == NO_ROUNDING:
+        # the terms and c summed exactly, rounded once
+        m = n
+        if c != 0.0:
+            sigs[m], lsbs[m] = split_fp32(c)
+            m += 1
+        return round_acc_terms(sigs, lsbs, m, spec.accumulate_rounding, spec.accumulate_bits)
+    p = round_acc_terms(sigs, lsbs, n, spec.group_rounding, FP32_BITS)
+    return add_round(c, p, spec.accumulate_rounding, spec.accumulate_bits)
+
+
+# ================================================================ step 5
+@gemm_jit(inline=True)
+def after_group(c, big, total, action, spec):
+    """Step 5 after a group (FPS-GEMM-6, FPS-GEMM-14): PROMOTE adds the partial c into
+    the FP32 accumulator (``promotion_rounding``) and restarts c; END_SLICE ends the
+    slice's chain (its result: the accumulator with c promoted, or c) and adds it into
+    the output's total with FP32 RNE, in order of k.  Returns (c, big, total)."""
+    if action == PROMOTE:
+        return 0.0, add_round(big, c, spec.promotion_rounding, FP32_BITS), total
+    if action == END_SLICE:
+        r = add_round(big, c, spec.promotion_rounding, FP32_BITS) if spec.promotes else c
+        # +0 + r is r exactly (r, a chain result, is never -0): the first slice skips the add
+        return 0.0, 0.0, (r if total == 0.0 else add_round(total, r, RNE, FP32_BITS))
+    return c, big, total
+
+
+@gemm_jit(inline=True)
+def after_group_fp32(c, big, total, action, promotes):
+    """:func:`after_group` on np.float32 values when every addition of the chain is FP32
+    RNE (promotion_rounding ``rne``): IEEE float32 ``+`` is exactly that addition, so
+    the sequential FP32 kernel keeps its chain in native float32 arithmetic."""
+    if action == PROMOTE:
+        return np.float32(0.0), big + c, total
+    if action == END_SLICE:
+        r = big + c if promotes else c
+        return np.float32(0.0), np.float32(0.0), total + r
+    return c, big, total
+
+
+@gemm_jit
+def after_group_row(c, big, total, action, spec):
+    """:func:`after_group` for a row of outputs (arrays c, big, total)."""
+    if action == CONTINUE:
+        return
+    for j in range(c.size):
+        c[j], big[j], total[j] = after_group(c[j], big[j], total[j], action, spec)
+
+
+# ============================================================ steps 6-7
+@gemm_jit
+def snap(y, bits):
+    """Step 6 (FPS-GEMM-7): round_half_even(y 2^L) / 2^L on an FP32 value held in float64
+    (exact: y 2^L is a float64); a negative y that snaps to zero gives -0."""
+    if not math.isfinite(y):
+        return y
+    x = math.ldexp(y, bits)
+    f = np.floor(x)  # float (numba's math.floor returns int64 and would overflow)
+    d = x - f
+    if d > 0.5 or (d == 0.5 and (f % 2.0) != 0.0):
+        f += 1.0
+    r = math.ldexp(f, -bits)
+    return r if r != 0.0 else math.copysign(0.0, y)
+
+
+@gemm_jit
+def scale_by_alpha(y, alpha):
+    """Step 7 (FPS-GEMM-8): RNE32(alpha y).  y and alpha are FP32 values, so their float64
+    product is exact (48 bits, exponents far inside float64's range) and one IEEE
+    conversion rounds it; IEEE signs: a zero or underflowing result keeps the sign of
+    alpha y."""
+    return float(np.float32(y * alpha))
+
+
+@gemm_jit
+def finish(y, fin):
+    """Steps 6-7 on the chain's FP32 result (FinishSpec ``fin``)."""
+    if fin.snap_bits != NO_SNAP:
+        y = snap(y, fin.snap_bits)
+    if fin.scaled:
+        y = scale_by_alpha(y, fin.alpha)
+    return y
