@@ -108,7 +108,7 @@ def _cmd_decode(args: argparse.Namespace) -> int:
     fmt = get_format(args.format)
     if codes.dtype.kind not in "ui":
         raise FpspecError(f"{args.input}: codes must be an unsigned integer array, got {codes.dtype}")
-    save_npy(args.out, decode(codes, fmt))
+    save_npy(args.out, decode(codes, fmt, impl=args.impl))
     return 0
 
 
@@ -155,5 +155,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="Decode CODES.npy (unsigned integers) of FORMAT to exact float64 values.")
     p.add_argument("input", metavar="CODES.npy")
     p.add_argument("--format", required=True, choices=list(FORMATS), metavar="NAME", help=f"format: {names}")
+    p.add_argument("--impl", choices=["fast", "exact"], default="fast",
+                   help="fast: a table lookup (default); exact: the executable spec, code by code "
+                        "(the same values, bit for bit)")
     p.add_argument("--out", required=True, metavar="X.npy")
     p.set_defaults(func=_cmd_decode)
