@@ -249,6 +249,87 @@ def _encode_range_rne(bits, in_man, in_exp_mask, in_bias, in_sign_shift, out, lo
     return first_kind, first_idx
 
 
+_U32 = np.uint32
+
+
+@numba.njit(cache=True, nogil=True)
+def _encode_range_rne_f32(bits, out, lo, hi, m, emin, limit, sign_shift, sign_bit, nan_base, nan_sign):
+    """:func:`_encode_one` for the common case, branch-free in 32-bit lanes: float32 input
+    (``bits`` uint32), RNE, a signed format of at most 8 bits with subnormals and ``m >= 1``
+    whose smallest subnormal is at least 2^-124, overflow ``sat`` or ``nonfinite`` with the
+    nonfinite code right above max finite (``limit`` is the code every overflow and +-Inf
+    becomes; ``sat`` only in formats without Inf),
+    and any NaN policy but ``error`` folded into ``nan_base ^ (sign & nan_sign)``.
+    Returns (1, -1) when a NaN was seen (the caller decides whether that is a refusal), else
+    (0, -1).  Every intermediate fits 32 bits, and each is truncated to uint32 so that the
+    compiler keeps 32-bit vector lanes.  The steps (docs/rounding.rst, FPS-RND-0):
+
+    5. binade: ``ef`` = the float32 exponent field; ``d = ef - fe_min`` binades above the
+       target's lowest normal one.  A float32 subnormal (``ef = 0``) is read as
+       ``2^-126 * 1.f``, a value no larger than it was rounded up from, and still below
+       half of any such format's smallest subnormal: it becomes 0, as it should.
+    6.-7. neighbours and RNE in one integer rounding: the 24-bit significand ``sig`` is
+       shifted right by ``23 - m`` (plus ``-d`` in the subnormal range, at most 25, past
+       which everything rounds to 0) with round-half-even; ``d << m`` adds the binade, and a
+       carry out of the significand moves into the next binade by itself.
+    8. overflow: ``min(code, limit)``.  1. NaN and 9. sign: selects, no branches.
+    """
+    drop = _U32(23 - m)
+    fe_min = _U32(127 + emin)
+    mm = _U32(m)
+    lim = _U32(limit)
+    ss = _U32(sign_shift)
+    sb = _U32(sign_bit)
+    nb = _U32(nan_base)
+    ns = _U32(nan_sign)
+    seen_nan = _U32(0)
+    for i in range(lo, hi):
+        u = bits[i]
+        a = _U32(u & _U32(0x7FFFFFFF))
+        ef = _U32(a >> _U32(23))
+        sig = _U32(_U32(a & _U32(0x7FFFFF)) | _U32(0x800000))
+        normal = ef >= fe_min
+        below = _U32(0) if normal else _U32(fe_min - ef)
+        above = _U32(ef - fe_min) if normal else _U32(0)
+        sh = _U32(drop + below)
+        sh = sh if sh < _U32(25) else _U32(25)
+        half_m1 = _U32(_U32(_U32(1) << _U32(sh - _U32(1))) - _U32(1))
+        odd = _U32(_U32(sig >> sh) & _U32(1))
+        k = _U32(_U32(_U32(sig + half_m1) + odd) >> sh)
+        code = _U32(_U32(above << mm) + k)
+        code = code if code < lim else lim
+        sgn = _U32(_U32(u >> ss) & sb)
+        nan = a > _U32(0x7F800000)
+        code = _U32(nb ^ _U32(sgn & ns)) if nan else _U32(code | sgn)
+        seen_nan = _U32(seen_nan | _U32(nan))
+        out[i] = code
+    return np.int64(seen_nan), np.int64(-1)
+
+
+def _rne_f32_args(fmt: FloatFormat, pol: Policies) -> tuple[int, ...] | None:
+    """The constants of :func:`_encode_range_rne_f32` for ``fmt`` and ``pol``, or None when
+    the case is not the one it handles (the general kernel then runs)."""
+    if not (fmt.signed and fmt.subnormals and fmt.bits <= 8 and fmt.man_bits >= 1
+            and fmt.emin - fmt.man_bits >= -124):
+        return None
+    if pol.overflow is OverflowPolicy.SAT and not fmt.has_inf:  # (+-Inf must stay Inf where it exists)
+        limit = fmt.max_finite_code
+    elif pol.overflow is OverflowPolicy.NONFINITE:
+        nonfinite = fmt.inf_code if fmt.has_inf else fmt.nan_code
+        if nonfinite != fmt.max_finite_code + 1:
+            return None
+        limit = nonfinite
+    else:
+        return None
+    sign_bit = fmt.sign_mask
+    nan_base, nan_sign = {
+        NanPolicy.NAN: (fmt.nan_code, sign_bit), NanPolicy.QUIET: (quiet_nan_code(fmt), sign_bit),
+        NanPolicy.ZERO: (0, 0), NanPolicy.MAX: (fmt.max_finite_code, 0),
+        NanPolicy.FLIPPED_ZERO: (sign_bit, sign_bit), NanPolicy.ERROR: (0, 0),
+    }[pol.nan]
+    return (fmt.man_bits, fmt.emin, limit, 32 - fmt.bits, sign_bit, nan_base, nan_sign)
+
+
 #: Raw-bit views of the accepted input dtypes: (view dtype, mantissa bits, exponent mask, bias, sign shift).
 _INPUT_LAYOUTS = {
     "float16": (np.uint16, 10, 0x1F, 15, 15),
@@ -320,7 +401,15 @@ def encode_fast(x: np.ndarray, fmt: FloatFormat | str, mode: RoundingMode | str 
     # machine: RNE into a narrow format (the hot path) reads the raw uint32 (fp16/bf16
     # widened, fp32 as is) or int64 (fp64) bits and writes uint8; everything else goes
     # through one int64-in, uint32-out signature.
-    if mode is RoundingMode.RNE and fmt.bits <= 8:
+    f32_args = _rne_f32_args(fmt, pol) if (mode is RoundingMode.RNE and x.dtype == np.float32) else None
+    if f32_args is not None:  # the common case: branch-free 32-bit kernel
+        out = np.empty(bits.shape[0], dtype=np.uint8)
+        err = run_chunks(_encode_range_rne_f32, bits.shape[0], lambda lo, hi: (bits, out, lo, hi, *f32_args))
+        if err[0] and pol.nan is NanPolicy.ERROR:
+            err = (_E_NAN, int(np.argmax(np.isnan(x.reshape(-1)))))
+        else:
+            err = (_OK, -1)
+    elif mode is RoundingMode.RNE and fmt.bits <= 8:
         if bits.dtype == np.uint16:
             bits = bits.astype(np.uint32)
         out = np.empty(bits.shape[0], dtype=np.uint8)
