@@ -278,8 +278,8 @@ POLICY_RATIONALE: dict[str, str] = {
     "e2m1": "sat: E2M1 has no Inf/NaN and every block-scaling source (OCP MX, NVFP4, seed) "
             "clamps to +-6; NaN error: there is no NaN code and sources disagree "
             "(ml_dtypes 0x8/0x0, TE reference 0x0, TE SR +6).",
-    "e4m3": "nonfinite: what ml_dtypes and torch casts do (past 464 -> NaN); OCP allows "
-            "either, sat is one flag away.",
+    "e4m3": "nonfinite: what ml_dtypes and torch 2.11 casts do (past 464 -> NaN); torch >= 2.12 "
+            "saturates (sat); OCP allows either, sat is one flag away.",
     "ue4m3": "sat: the NVFP4 scale is min(., 448) before conversion in TE, so saturation is "
              "the format's use.",
     "ue5m3": "sat: the seed paper's encoder saturates at 61440 and never emits 0xF8..0xFF.",

@@ -3,7 +3,7 @@
 
 Usage (from the repository root)::
 
-    PYTHONPATH=. python3 tools/sr_sweep.py [--cases 100000000] [--seed 2026] [--triples 120000]
+    PYTHONPATH=. python3 tools/sr_sweep.py [--cases 100000000] [--seed 2026] [--triples 400000]
 
 Prints one line ``cases C mismatches M seed S wall T s`` (docs/rounding.rst quotes a run) and,
 on a mismatch, the first ones with their inputs; exit status 0 when nothing differs.
@@ -210,10 +210,12 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cases", type=float, default=1e8, help="(input, r) cases to compare (default 1e8)")
     ap.add_argument("--seed", type=int, default=2026)
-    ap.add_argument("--triples", type=int, default=120_000,
+    ap.add_argument("--triples", type=int, default=400_000,
                     help="(input, mode, N) triples whose flip point is computed exactly")
+    ap.add_argument("--spot-checks", type=int, default=20_000,
+                    help="sampled cases also computed by direct exact calls (checks the flip points)")
     args = ap.parse_args(argv)
-    res = run(int(args.cases), args.seed, args.triples)
+    res = run(int(args.cases), args.seed, args.triples, args.spot_checks)
     print(f"cases {res['cases']} mismatches {res['mismatches']} seed {res['seed']} "
           f"wall {res['wall_s']:.1f} s")
     print(f"  {res['triples']} (input, mode, N) triples in {res['groups']} groups, {res['per_triple']} r each; "
