@@ -1,7 +1,9 @@
 """Public conversion API: encode floats to codes, decode codes to floats (FPS-RND-*, FPS-FMT-*).
 
 ``impl="fast"`` (default) runs the Numba path, ``impl="exact"`` the executable
-spec in :mod:`fpspec.exact.rounding`; the two are bit-equal by test.
+spec in :mod:`fpspec.exact.rounding`; the two are bit-equal by test.  Every
+argument is checked before any element is read; a bad one raises
+:class:`~fpspec.errors.FpspecError` naming it (FPS-RND-16).
 """
 
 from __future__ import annotations
@@ -10,19 +12,42 @@ from typing import Literal
 
 import numpy as np
 
-from .choices import DEFAULT_SR_BITS, Policies, RoundingMode, default_policies
-from .exact.rounding import encode_exact
-from .fast.rounding import decode_fast, encode_fast, validate_policies
+from .choices import DEFAULT_SR_BITS, MAX_SR_BITS, Policies, RoundingMode, check_nbits, default_policies
+from .choices import validate_mode, validate_policies
 from .errors import FpspecError
-from .formats import FloatFormat, get_format
+from .exact.rounding import decode_exact_array, encode_exact
+from .fast.rounding import decode_fast, encode_fast, fp32_nan_to_float64_bits
+from .formats import CodeKind, FloatFormat, get_format
 
-__all__ = ["encode", "decode", "resolve_policies"]
+__all__ = ["encode", "decode", "resolve_policies", "resolve_format"]
+
+_IMPLS = ("fast", "exact")
+
+
+def resolve_format(fmt: object) -> FloatFormat:
+    """A :class:`FloatFormat` from a name or a format; FpspecError for anything else."""
+    if isinstance(fmt, FloatFormat):
+        return fmt
+    if not isinstance(fmt, str):
+        raise FpspecError(f"a format is a name such as 'e2m1' or a FloatFormat, got {fmt!r} "
+                          f"of type {type(fmt).__name__}")
+    try:
+        return get_format(fmt)
+    except (KeyError, ValueError) as exc:
+        raise FpspecError(str(exc).strip("'\"")) from None
+
+
+def _check_impl(impl: object) -> str:
+    if not isinstance(impl, str) or impl not in _IMPLS:
+        raise FpspecError(f"impl must be 'fast' or 'exact', got {impl!r}")
+    return impl
 
 
 def resolve_policies(fmt: FloatFormat | str, *, overflow: str | None = None, nan: str | None = None,
                      negative: str | None = None, zero: str | None = None) -> Policies:
-    """The format's default policies with the given ones replaced (names as in :mod:`fpspec.choices`)."""
-    fmt = get_format(fmt)
+    """The format's default policies with the given ones replaced (names as in :mod:`fpspec.choices`);
+    a policy the format cannot honour is refused here (FPS-RND-16)."""
+    fmt = resolve_format(fmt)
     pol = default_policies(fmt).with_(overflow=overflow, nan=nan, negative=negative, zero=zero)
     validate_policies(fmt, pol)
     return pol
@@ -35,40 +60,52 @@ def encode(x: np.ndarray, fmt: FloatFormat | str, rounding: RoundingMode | str =
     """Round every element of a float array once, from its exact value, to a code of ``fmt``.
 
     Returns codes in ``fmt.storage_dtype`` (uint8 / uint16 / uint32), the shape of ``x``.
-    Stochastic modes take ``rbits`` (uint8/16/32, same shape, values < 2^nbits).
+    Stochastic modes take ``rbits`` (uint8/16/32, same shape, values < 2^nbits), with
+    ``1 <= nbits <= 32``.
     """
-    fmt = get_format(fmt)
+    fmt = resolve_format(fmt)
+    mode = RoundingMode.parse(rounding)
+    impl = _check_impl(impl)
+    if mode.stochastic:
+        nbits = check_nbits(nbits, MAX_SR_BITS)
+    validate_mode(fmt, mode)
     pol = resolve_policies(fmt, overflow=overflow, nan=nan, negative=negative, zero=zero)
     if impl == "fast":
-        return encode_fast(x, fmt, rounding, rbits=rbits, nbits=nbits, policies=pol)
-    if impl == "exact":
-        return encode_exact(x, fmt, rounding, rbits=rbits, nbits=nbits, policies=pol)
-    raise ValueError(f"impl must be 'fast' or 'exact', got {impl!r}")
+        return encode_fast(x, fmt, mode, rbits=rbits, nbits=nbits, policies=pol)
+    return encode_exact(x, fmt, mode, rbits=rbits, nbits=nbits, policies=pol)
 
 
 def decode(codes: np.ndarray, fmt: FloatFormat | str, *,
            impl: Literal["fast", "exact"] = "fast") -> np.ndarray:
-    """Decode codes to float64 values (exact; NaN and Inf codes give NaN and Inf).
+    """Decode codes to float64 values (exact; NaN and Inf codes give NaN and Inf, with their sign).
 
-    ``impl="exact"`` decodes every code with :meth:`FloatFormat.decode_exact`.
+    ``impl="fast"`` looks each code up in a table; ``impl="exact"`` decodes every code
+    with :meth:`FloatFormat.decode_exact` (FPS-FMT-3) and converts the exact value, which
+    every format here holds in float64.  Both refuse codes out of range, naming the first.
     """
+    fmt = resolve_format(fmt)
+    impl = _check_impl(impl)
     if impl == "fast":
         return decode_fast(codes, fmt)
-    if impl == "exact":
-        return _decode_exact(codes, get_format(fmt))
-    raise FpspecError(f"impl must be 'fast' or 'exact', got {impl!r}")
+    return decode_exact_codes(codes, fmt)
 
 
-def _decode_exact(codes: np.ndarray, fmt: FloatFormat) -> np.ndarray:
-    """The exact twin of decode_fast: each code's exact value as float64, signed zeros kept."""
+def decode_exact_codes(codes: np.ndarray, fmt: FloatFormat) -> np.ndarray:
+    """The exact twin of :func:`fpspec.fast.rounding.decode_fast` (same checks, same output)."""
     codes = np.asarray(codes)
     if codes.dtype.kind not in "ui":
         raise FpspecError(f"codes must be an unsigned integer array, got {codes.dtype}")
-    out = np.empty(codes.shape, dtype=np.float64)
-    for idx, c in np.ndenumerate(codes):
-        c = int(c)
-        if not 0 <= c < fmt.num_codes:
-            raise FpspecError(f"code {c} out of range for {fmt.name} ({fmt.bits} bits)", idx)
-        v = float(fmt.decode_exact(c))
-        out[idx] = -0.0 if v == 0 and fmt.signed and c & fmt.sign_mask else v
-    return out
+    flat = codes.reshape(-1)
+    bad = np.flatnonzero((flat < 0) | (flat >= fmt.num_codes))
+    if bad.size:
+        idx = tuple(int(i) for i in np.unravel_index(int(bad[0]), codes.shape))
+        raise FpspecError(f"code {int(flat[bad[0]])} out of range for {fmt.name} ({fmt.bits} bits)", idx)
+    values = decode_exact_array(codes, fmt)
+    out = np.array([float(v) for v in values], dtype=np.float64)  # exact: every value fits float64
+    if fmt.signed:  # Fraction(0) has no sign: the negative zero code decodes to -0.0
+        out[(flat & fmt.sign_mask).astype(bool) & (out == 0)] = -0.0
+    if fmt.bits == 32:  # binary32 NaN codes keep their trailing significand (quieted)
+        nan = np.array([fmt.kind(int(c)) is CodeKind.NAN for c in flat], dtype=bool)
+        if nan.any():
+            out.view(np.uint64)[nan] = fp32_nan_to_float64_bits(flat[nan].astype(np.uint32))
+    return out.reshape(codes.shape)

@@ -180,8 +180,9 @@ DISAGREEMENTS: tuple[Disagreement, ...] = (
     Disagreement(
         "nan-into-e2m1", "What a NaN input becomes in E2M1 (which has no NaN)",
         (
-            Behaviour("ml_dtypes float4_e2m1fn", "a zero code with the sign flipped (+NaN -> 0x8, -NaN -> 0x0)", (),
-                      "not reproduced: the sign of the zero it picks is an artefact"),
+            Behaviour("ml_dtypes float4_e2m1fn", "a zero code with the sign flipped (+NaN -> 0x8, -NaN -> 0x0)",
+                      _sel("format=e2m1, nan=flipped-zero"),
+                      "its quiet_NaN() is the -0 code, negated for a negative NaN"),
             Behaviour("TE NVFP4 round-to-nearest reference", "code 0 (+0)", _sel("nan=zero")),
             Behaviour("TE stochastic-rounding fallback", "+6 (code 0x7)", _sel("nan=max")),
         ),
@@ -209,8 +210,11 @@ DISAGREEMENTS: tuple[Disagreement, ...] = (
     Disagreement(
         "e4m3-overflow", "E4M3 overflow: NaN or saturation",
         (
-            Behaviour("ml_dtypes, torch casts", "past the rounding boundary (above 464) -> NaN (0x7F/0xFF)",
+            Behaviour("ml_dtypes; torch 2.11 casts (CPU and CUDA alike)",
+                      "past the rounding boundary (above 464) and +-Inf -> NaN (0x7F/0xFF)",
                       _sel("format=e4m3, overflow=nonfinite")),
+            Behaviour("torch >= 2.12 casts (pytorch#178817; measured on 2.13 CPU)",
+                      "saturate: above 464 and +-Inf -> +-448 (0x7E/0xFE)", _sel("format=e4m3, overflow=sat")),
             Behaviour("TE NVFP4 block scale", "min(., 448) before conversion: saturation",
                       _sel("format=ue4m3, overflow=sat")),
         ),
@@ -218,8 +222,10 @@ DISAGREEMENTS: tuple[Disagreement, ...] = (
     Disagreement(
         "e8m0-zero-negative", "E8M0 of zero or of a negative value",
         (
-            Behaviour("ml_dtypes float8_e8m0fnu, torch", "0.0 -> 0xFF (NaN); negative -> NaN",
+            Behaviour("ml_dtypes float8_e8m0fnu", "0.0 -> 0xFF (NaN); negative -> NaN",
                       _sel("format=ue8m0, zero=nan, negative=nan")),
+            Behaviour("torch float8_e8m0fnu casts (2.11, 2.13)", "0.0 -> 0x00 (2^-127); a negative x -> the code of |x|",
+                      _sel("format=ue8m0, zero=min, negative=abs")),
             Behaviour("fpspec option", "0.0 -> the smallest code 2^-127", _sel("format=ue8m0, zero=min")),
         ),
         "refuse both: a zero or negative scale request is a bug upstream.", ("FPS-RND-11", "FPS-RND-12"),
@@ -227,26 +233,32 @@ DISAGREEMENTS: tuple[Disagreement, ...] = (
     Disagreement(
         "e8m0-ties", "Ties of E8M0 (every value a power of two): to the even code or up",
         (
-            Behaviour("ml_dtypes float8_e8m0fnu", "every tie 1.5*2^e goes up (3.0 -> 4.0)", _sel("format=ue8m0, rounding=rna")),
+            Behaviour("ml_dtypes and torch float8_e8m0fnu", "every tie 1.5*2^e goes up (3.0 -> 4.0): the "
+                      "significand 1 is odd", _sel("format=ue8m0, rounding=rne-bits, rounding=rna")),
             Behaviour("fpspec rne", "the tie goes to the even code (3.0 -> 2.0, code 0x80)", _sel("format=ue8m0, rounding=rne")),
         ),
-        "rne, as for every other format; rna reproduces ml_dtypes.", ("FPS-RND-1", "FPS-RND-13"),
+        "rne, as for every other format; rne-bits (or rna, away from 2^-127) reproduces ml_dtypes and torch.",
+        ("FPS-RND-1", "FPS-RND-13", "FPS-RND-15"),
         default_selects=_sel("rounding=rne")),
     Disagreement(
         "e5m2-nan-code", "Which NaN code E5M2 writes",
         (
-            Behaviour("ml_dtypes float8_e5m2", "0x7E / 0xFE", (), "not reproduced: both are NaN codes"),
+            Behaviour("ml_dtypes float8_e5m2", "0x7E / 0xFE, the IEEE quiet NaN", _sel("format=e5m2, nan=quiet")),
+            Behaviour("torch float8_e5m2 casts", "0x7F / 0xFF", _sel("format=e5m2, nan=nan")),
             Behaviour("fpspec", "the canonical all-ones magnitude 0x7F / 0xFF, sign copied", _sel("format=e5m2, nan=nan")),
         ),
         "0x7F / 0xFF.", ("FPS-RND-10", "FPS-RND-13")),
     Disagreement(
         "e8m0-f32-subnormal", "E8M0 of float32 subnormals just above 2^-127",
         (
-            Behaviour("ml_dtypes float8_e8m0fnu", "bits 0x400001..0x5FFFFF (below the midpoint) go up to 2^-126", (),
-                      "not reproduced: below the midpoint is not a tie"),
+            Behaviour("ml_dtypes and torch float8_e8m0fnu", "bits 0x400001..0x5FFFFF (below the midpoint) go up "
+                      "to 2^-126", _sel("format=ue8m0, rounding=rne-bits"),
+                      "both round binary32 bits as if E8M0 had a subnormal binade [0, 2^-126) whose midpoint is "
+                      "2^-127"),
             Behaviour("fpspec rne and rna", "2^-127 (code 0x00)", _sel("format=ue8m0, rounding=rne")),
         ),
-        "2^-127: the exact value is nearer.", ("FPS-RND-13",)),
+        "2^-127 under rne and rna: the exact value is nearer; rne-bits reproduces the bit-level casts.",
+        ("FPS-RND-13", "FPS-RND-15")),
     Disagreement(
         "sr-variant", "Which stochastic rounding rule, with how many random bits",
         (

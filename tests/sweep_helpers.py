@@ -9,8 +9,8 @@ from fpspec.formats import FloatFormat, get_format
 
 #: Every 4- and 8-bit target (FPS-FMT-1).
 NARROW_FORMATS = ["e2m1", "e4m3", "ue4m3", "ue5m3", "ue5m3fnu", "ue8m0", "e5m2"]
-#: The deterministic modes (FPS-RND-1..4).
-DETERMINISTIC_MODES = ["rne", "rtz", "rna", "up", "down"]
+#: The deterministic modes (FPS-RND-1..4, FPS-RND-15).
+DETERMINISTIC_MODES = ["rne", "rtz", "rna", "up", "down", "rne-bits"]
 #: The stochastic modes (FPS-RND-5..7).
 SR_MODES = ["sr-midpoint", "sr-add", "sr-unbiased"]
 

@@ -11,8 +11,8 @@ import pytest
 
 torch = pytest.importorskip("torch")  # the [torch] extra; the suite runs without it (README)
 
-from fpspec.adapters.torch_vectors import (TORCH_FLOAT8_DECLARATION, bits_to_torch, check_torch_casts,
-                                           require_torch, torch_to_bits)
+from fpspec.adapters.torch_vectors import (TORCH_FLOAT8_DECLARATION, TORCH_FLOAT8_SETS, bits_to_torch,
+                                           check_torch_casts, require_torch, torch_to_bits)
 from fpspec.cli import main
 from fpspec.errors import FpspecError
 from fpspec.vectors.checker import format_text
@@ -22,6 +22,7 @@ from fpspec.vectors.harness import Harness
 ROOT = Path(__file__).resolve().parent.parent
 PACK = ROOT / "vectors" / "v1"
 EXAMPLES = ROOT / "docs" / "examples"
+DECLARATIONS = ROOT / "vectors" / "declarations"
 
 
 def _example():
@@ -33,7 +34,7 @@ def _example():
 
 @pytest.fixture(scope="module")
 def torch_report():
-    return check_torch_casts(PACK, device="cpu")
+    return check_torch_casts(PACK, device="cpu", select=TORCH_FLOAT8_SETS)
 
 
 def _status(report):
@@ -41,8 +42,8 @@ def _status(report):
 
 
 def test_torch_float8_casts_pass_what_they_declare(torch_report):
-    """FPS-CHK-9, FPS-CHK-5: torch 2.13 CPU casts pass every declared codebook and conversion output
-    except two E8M0 deviations, which the checker isolates by tag."""
+    """FPS-CHK-9, FPS-CHK-5: torch 2.13 CPU casts pass every output of their declaration
+    (vectors/declarations/torch-2.13.yaml), the E8M0 casts included."""
     report, _ = torch_report
     st = _status(report)
     passing = [("decode-e4m3", "value"), ("decode-e5m2", "value"), ("decode-ue8m0", "value"),
@@ -50,51 +51,46 @@ def test_torch_float8_casts_pass_what_they_declare(torch_report):
                ("encode-fp16-e4m3-exhaustive", "rne_ovf_sat"), ("encode-bf16-e4m3-exhaustive", "rne_ovf_sat"),
                ("encode-fp32-e4m3-boundary", "rne_ovf_sat"), ("encode-fp16-e5m2-exhaustive", "rne"),
                ("encode-bf16-e5m2-exhaustive", "rne"), ("encode-fp32-e5m2-boundary", "rne"),
-               ("encode-fp16-ue8m0-exhaustive", "rna_zero_min")]
+               ("encode-fp16-ue8m0-exhaustive", "rne_bits_zero_min_neg_abs"),
+               ("encode-bf16-ue8m0-exhaustive", "rne_bits_zero_min_neg_abs"),
+               ("encode-fp32-ue8m0-boundary", "rne_bits_zero_min_neg_abs")]
     for key in passing:
         assert st[key].status == "pass", key
+    assert sorted(k for k, o in st.items() if o.status == "pass") == sorted(passing)
     # NaN payloads differ (torch keeps FP16/BF16 payloads): accepted only because they are declared
     assert st[("decode-fp16", "value")].nan_equivalent > 0
     # torch's e4m3 cast saturates: the ml_dtypes-style output (NaN past 464) is not claimed
     assert st[("encode-fp16-e4m3-exhaustive", "rne")].status == "not-supported"
     assert st[("encode-fp16-e4m3-exhaustive", "rtz")].status == "not-supported"
-    assert st[("encode-fp16-e2m1-exhaustive", "rne")].status == "not-supported"
-    # the two deviations: FP32-subnormal inputs (BF16 subnormals) and negative inputs to E8M0
-    fails = {k: o for k, o in st.items() if o.status == "fail"}
-    assert set(fails) == {("encode-bf16-ue8m0-exhaustive", "rna_zero_min"),
-                          ("encode-fp32-ue8m0-boundary", "rna_zero_min")}
-    assert fails[("encode-bf16-ue8m0-exhaustive", "rna_zero_min")].mismatched_cases == 31
-    assert report.exit_code == 1
-    for m in report.mismatches:
-        assert {"subnormal_input", "negative_unsigned"} & set(m.tags), m
+    assert report.exit_code == 0
 
 
-def test_torch_e8m0_deviations_exactly(torch_report):
-    """FPS-CHK-9: every E8M0 mismatch is a negative input (torch drops the sign) or an FP32
-    subnormal above 2^-127 (torch rounds it up to 2^-126); nothing else differs."""
+def test_torch_e8m0_is_rne_bits_with_abs_and_zero_min(torch_report):
+    """FPS-CHK-9, FPS-RND-11, FPS-RND-15: torch's E8M0 cast equals fpspec rne-bits with
+    negative=abs, zero=min on every FP32 boundary input; the older approximation rna_zero_min
+    differs exactly on negative inputs (torch drops the sign) and FP32 subnormals above 2^-127
+    (torch rounds them up to 2^-126)."""
+    from fpspec.convert import encode
+
     report, h = torch_report
     vs = h.pack.load("encode-fp32-ue8m0-boundary")
-    got = torch_to_bits(h.results["encode-fp32-ue8m0-boundary"]["out_rna_zero_min"]) \
-        if hasattr(h.results["encode-fp32-ue8m0-boundary"]["out_rna_zero_min"], "detach") \
-        else h.results["encode-fp32-ue8m0-boundary"]["out_rna_zero_min"]
-    exp = vs.outputs["rna_zero_min"]
     x = vs.inputs["x"].view(np.float32)
-    bad = got != exp
+    got = torch.from_numpy(x.copy()).to(torch.float8_e8m0fnu).view(torch.uint8).numpy()
+    assert np.array_equal(got, encode(x, "ue8m0", "rne-bits", negative="abs", zero="min"))
+    assert np.array_equal(got, vs.outputs["rne_bits_zero_min_neg_abs"])
+    bad = got != vs.outputs["rna_zero_min"]
     neg = np.signbit(x) & ~np.isnan(x) & (x != 0)
     sub = (vs.inputs["x"] & 0x7F800000) == 0
-    assert not (bad & ~neg & ~sub).any()
-    # torch gives |x|'s code for negative x
-    absx = np.abs(x[neg & ~np.isinf(x)])
-    pos = torch.from_numpy(absx).to(torch.float8_e8m0fnu).view(torch.uint8).numpy()
-    assert np.array_equal(got[neg & ~np.isinf(x)], pos)
-    # 2^-127 + 2^-149 (0x00400001) -> torch 2^-126 (code 1); RNA gives 2^-127 (code 0)
+    assert bad.any() and not (bad & ~neg & ~sub).any()
+    # 2^-127 + 2^-149 (0x00400001) -> torch 2^-126 (code 1); rna gives 2^-127 (code 0)
     t = torch.tensor([0x00400001], dtype=torch.int32).view(torch.float32).to(torch.float8_e8m0fnu)
     assert int(t.view(torch.uint8)) == 1
 
 
 def test_undeclared_e4m3_saturation_would_fail_only_on_overflow():
-    """FPS-CHK-5: claiming ml_dtypes' E4M3 overflow (NaN) instead fails exactly the overflow cases."""
-    decl = dict(TORCH_FLOAT8_DECLARATION, policies={"ue8m0": {"zero": "min"}})
+    """FPS-CHK-5: claiming ml_dtypes' E4M3 overflow (NaN; torch 2.11's behaviour) instead fails
+    exactly the overflow cases."""
+    decl = dict(TORCH_FLOAT8_DECLARATION, policies={"ue8m0": {"zero": "min", "negative": "abs"}})
     report, _ = check_torch_casts(PACK, select="encode-fp16-e4m3-exhaustive", declaration=decl)
     (o,) = [o for o in report.outputs if o.status != "not-supported"]
     assert o.output == "rne" and o.status == "fail"
@@ -102,8 +98,8 @@ def test_undeclared_e4m3_saturation_would_fail_only_on_overflow():
 
 
 def test_declaration_file_matches_the_adapter():
-    """FPS-CHK-5: docs/examples/torch_float8_casts.yaml is the adapter's declaration."""
-    assert load_declaration(EXAMPLES / "torch_float8_casts.yaml") == Declaration.from_mapping(TORCH_FLOAT8_DECLARATION)
+    """FPS-CHK-5: vectors/declarations/torch-2.13.yaml is the adapter's declaration for torch >= 2.12."""
+    assert load_declaration(DECLARATIONS / "torch-2.13.yaml") == Declaration.from_mapping(TORCH_FLOAT8_DECLARATION)
 
 
 def test_example_quantizer_passes(tmp_path, capsys):

@@ -1,9 +1,10 @@
-"""fpspec RNE vs ml_dtypes ``astype`` from float32 (FPS-RND-1, FPS-RND-13).
+"""fpspec RNE vs ml_dtypes ``astype`` from float32 (FPS-RND-1, FPS-RND-13, FPS-RND-15).
 
 Inputs: every float32 reachable from an FP16 or BF16 value, the edges of each target
 (ties, one ulp either side, overflow boundary), and dense random float32 bit patterns.
 Zero mismatches, except the differences listed in :data:`NAMED_DIFFERENCES`; each one
-is checked to be exactly what it claims, on every input where it applies.
+is checked to be exactly what it claims, on every input where it applies, and each is
+reproduced bit for bit by the fpspec names in :data:`ML_DTYPES_SELECTORS`.
 """
 
 from __future__ import annotations
@@ -30,6 +31,14 @@ NAMED_DIFFERENCES = {
                           "although it lies below the midpoint; fpspec rounds it to 2^-127 (0x00)",
     "e8m0-zero-negative": "float8_e8m0fnu maps 0 and negative inputs to 0xFF (NaN), which is "
                           "fpspec --zero nan --negative nan; fpspec's defaults refuse them",
+}
+
+#: The fpspec names that reproduce ml_dtypes' cast to each format, every input (FPS-RND-13).
+ML_DTYPES_SELECTORS = {
+    "e2m1": dict(rounding="rne", nan="flipped-zero"),
+    "e4m3": dict(rounding="rne"),
+    "e5m2": dict(rounding="rne", nan="quiet"),
+    "ue8m0": dict(rounding="rne-bits", zero="nan", negative="nan"),
 }
 
 _ML = {"e2m1": ml_dtypes.float4_e2m1fn, "e4m3": ml_dtypes.float8_e4m3fn,
@@ -132,3 +141,57 @@ def test_e8m0_rne_differs_exactly_on_ties_at_even_codes(float32_inputs):
     assert np.array_equal(differ, (tie & lower_even) | subnormal_tie)
     assert np.array_equal(ours[differ], ml[differ] - 1)
     assert differ.sum() > 100
+
+
+# ----------------------------------------------------------- reproduced by name
+@pytest.mark.parametrize("fmt", list(_ML))
+def test_ml_dtypes_reproduced_by_name_from_float32(float32_inputs, fmt):
+    """FPS-RND-13, FPS-RND-15, FPS-RND-10: with the selectors of ML_DTYPES_SELECTORS fpspec equals
+    ml_dtypes on every float32 input (NaNs, subnormals, overflow and the E8M0 quirks included),
+    on the fast path and, for a sample, on the exact one."""
+    x = float32_inputs
+    ours = encode(x, fmt, **ML_DTYPES_SELECTORS[fmt])
+    assert np.array_equal(ours, _ml_codes(x, fmt))
+    sample = x[np.random.default_rng(3).integers(0, x.size, 3000)]
+    assert np.array_equal(encode(sample, fmt, impl="exact", **ML_DTYPES_SELECTORS[fmt]), _ml_codes(sample, fmt))
+
+
+@pytest.mark.parametrize("fmt", list(_ML))
+def test_ml_dtypes_reproduced_by_name_from_fp16_and_bf16(all_fp16, all_bf16, fmt):
+    """FPS-RND-13: ml_dtypes casts float16 and bfloat16 directly (its own conversion paths, not
+    through float32); the same selectors reproduce every one of the 2 x 65536 inputs."""
+    for x in (all_fp16, all_bf16):
+        with np.errstate(invalid="ignore", over="ignore"):
+            theirs = x.astype(_ML[fmt]).view(np.uint8)
+        assert np.array_equal(encode(x, fmt, **ML_DTYPES_SELECTORS[fmt]), theirs), x.dtype
+
+
+def test_e8m0_rne_bits_on_every_float32_subnormal_and_binade_edge():
+    """FPS-RND-15: every float32 subnormal (both signs, 2^24 inputs) and, in every binade, the
+    mantissas at 0, 1, just below / at / above the tie 0x400000 and the top: rne-bits with
+    ml_dtypes' policies equals float8_e8m0fnu on all of them."""
+    sub = np.arange(1 << 23, dtype=np.uint32)
+    mants = np.array([0, 1, 0x3FFFFF, 0x400000, 0x400001, 0x7FFFFE, 0x7FFFFF], dtype=np.uint32)
+    edges = (np.arange(256, dtype=np.uint32)[:, None] << np.uint32(23) | mants[None, :]).reshape(-1)
+    bits = np.concatenate([sub, edges])
+    x = np.concatenate([bits, bits | np.uint32(0x80000000)]).view(np.float32)
+    assert np.array_equal(encode(x, "ue8m0", **ML_DTYPES_SELECTORS["ue8m0"]), _ml_codes(x, "ue8m0"))
+    # the quirk by hand: 2^-127 stays code 0, anything above it in (2^-127, 2^-126) is code 1
+    hand = np.array([0x400000, 0x400001, 0x5FFFFF, 0x600000, 0x7FFFFF, 0x3FFFFF, 1], np.uint32).view(np.float32)
+    assert encode(hand, "ue8m0", "rne-bits").tolist() == [0, 1, 1, 1, 1, 0, 0]
+    assert encode(hand, "ue8m0", "rne-bits", impl="exact").tolist() == [0, 1, 1, 1, 1, 0, 0]
+
+
+def test_float64_inputs_through_float32_first():
+    """FPS-RND-0: from float64 ml_dtypes narrows to float32 first ('double-rounding'); the
+    selectors reproduce it on the float32-narrowed input, and fpspec's one rounding of the
+    float64 value differs where the narrowing moved a value across a boundary."""
+    rng = np.random.default_rng(8)
+    x = (rng.standard_normal(20000) * 2.0 ** rng.integers(-10, 10, 20000)).astype(np.float64)
+    x[:4] = [2.5 + 2.0 ** -30, 2.0 ** -127 * (1 + 2.0 ** -30), -2.5 - 2.0 ** -30, 3.0]
+    for fmt, sel in ML_DTYPES_SELECTORS.items():
+        xs = np.abs(x) if fmt == "ue8m0" else x
+        with np.errstate(over="ignore"):
+            theirs = xs.astype(_ML[fmt]).view(np.uint8)
+        assert np.array_equal(encode(xs.astype(np.float32), fmt, **sel), theirs), fmt
+    assert encode(x[:1], "e2m1").tolist() == [5] and x[:1].astype(ml_dtypes.float4_e2m1fn).view(np.uint8)[0] == 4

@@ -44,8 +44,11 @@ def _policy_grid(fmt_name: str) -> list[Policies]:
     """Every accepting combination of overflow / NaN / negative / zero policy the format allows."""
     f = get_format(fmt_name)
     overflows = [OverflowPolicy.SAT] + ([OverflowPolicy.NONFINITE] if f.has_nan or f.has_inf else [])
-    nans = [NanPolicy.ZERO, NanPolicy.MAX] + ([NanPolicy.NAN] if f.has_nan else [])
-    negatives = ([NegativePolicy.ZERO] if f.has_zero else []) + ([NegativePolicy.NAN] if f.has_nan else [])
+    nans = ([NanPolicy.ZERO] if f.has_zero else []) + [NanPolicy.MAX] \
+        + ([NanPolicy.NAN, NanPolicy.QUIET] if f.has_nan else []) \
+        + ([NanPolicy.FLIPPED_ZERO] if f.has_zero and f.signed else [])
+    negatives = ([NegativePolicy.ZERO] if f.has_zero else []) + ([NegativePolicy.NAN] if f.has_nan else []) \
+        + [NegativePolicy.ABS]
     zeros = [ZeroPolicy.NAN, ZeroPolicy.MIN] if not f.has_zero else [ZeroPolicy.ERROR]
     grid = []
     for o, n, z in itertools.product(overflows, nans, zeros):

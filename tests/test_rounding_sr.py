@@ -159,3 +159,30 @@ def test_bad_random_bits_are_refused():
         encode_fast(x, "e2m1", "sr", rbits=np.array([1, 2], np.int64))
     with pytest.raises(FpspecError, match="r in"):
         round_to_code(1.25, "e2m1", "sr", r=256)
+
+
+@pytest.mark.parametrize("mode,nbits", [("sr-unbiased", 16), ("sr-midpoint", 16), ("sr-midpoint", 24),
+                                        ("sr-midpoint", 32), ("sr-unbiased", 32), ("sr-add", 32)])
+def test_float64_far_below_the_quantum(mode, nbits):
+    """FPS-RND-5..8, FPS-RND-14 (issue 10 item 3): float64 2^-13 into e2m1 lies delta = 2^-12 of the
+    quantum 0.5 above 0.  sr-unbiased sends r up iff r < 2^-12 2^N (r < 16 for N = 16);
+    sr-midpoint iff (2r+1)/2^(N+1) >= 1 - 2^-12, i.e. r >= 2^N - 2^(N-12) - 1/2 (the top
+    2^(N-12) values); sr-add iff r/2^N >= 1 - 2^-12, the same top 2^(N-12) values.
+    (Before the fix the fast path treated every float64 more than 64 bits below the quantum
+    as if delta were 2^-64: it rounded only r = 0 up, and sr-midpoint never.)"""
+    top = 1 << nbits
+    ups = 1 << (nbits - 12)
+    # r next to 0, to both flip points (ups and top - ups) and to 2^N - 1
+    r = np.unique(np.concatenate([np.arange(40), np.arange(ups - 8, ups + 8), np.arange(top - ups - 8, top - ups + 8),
+                                  np.arange(top - 40, top)])).astype(np.uint32)
+    x = np.full(r.size, 2.0 ** -13)
+    if mode == "sr-unbiased":
+        want = (r < ups).astype(np.uint8)
+    else:
+        want = (r >= top - ups).astype(np.uint8)
+    assert encode_exact(x, "e2m1", mode, rbits=r, nbits=nbits).tolist() == want.tolist()
+    assert encode_fast(x, "e2m1", mode, rbits=r, nbits=nbits).tolist() == want.tolist()
+    # and the issue's own case
+    if (mode, nbits) == ("sr-unbiased", 16):
+        got = encode_fast(np.full(8, 2.0 ** -13), "e2m1", mode, nbits=16, rbits=np.arange(8, dtype=np.uint16))
+        assert got.tolist() == [1] * 8

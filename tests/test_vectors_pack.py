@@ -96,7 +96,9 @@ def test_exhaustive_sets_cover_every_pattern(pack):
     """FPS-VEC-8 exhaustive-16bit: every FP16/BF16 pattern (sign 0 for unsigned targets), five modes."""
     vs = pack.load("encode-fp16-e2m1-exhaustive")
     assert np.array_equal(vs.inputs["x"], np.arange(65536, dtype=np.uint16))
-    assert set(vs.outputs) == {"rne", "rtz", "rna", "up", "down"}
+    # five modes, and ml_dtypes' NaN policy as a named alternative output (vectors/declarations/)
+    assert set(vs.outputs) == {"rne", "rtz", "rna", "up", "down", "rne_nan_flipped_zero"}
+    assert [int(vs.outputs["rne_nan_flipped_zero"][b]) for b in (0x7E00, 0xFE00, 0x4100)] == [0x8, 0x0, 4]
     # 0x4100 = 2.5 is a tie: RNE -> 2 (0x4), RNA -> 3 (0x5), RTZ -> 2, up -> 3, down -> 2
     i = 0x4100
     assert [int(vs.outputs[m][i]) for m in ("rne", "rna", "rtz", "up", "down")] == [4, 5, 4, 5, 4]

@@ -1,9 +1,20 @@
 """Run the checker on a CUDA device: torch's float8 casts and the pure-torch UE5M3 quantizer.
 
     PYTHONPATH=. python3 tools/gpu_check.py --pack vectors/v1 --out OUTDIR [--device cuda]
+        [--declaration vectors/declarations/torch-2.11.yaml]
 
-Writes OUTDIR/gpu_check.json (environment, per-check exit codes and summaries) and one
-text report per check (OUTDIR/<check>.txt).  Results are recorded in docs/checker.rst.
+Writes OUTDIR/gpu_check.json (environment, per-check exit codes and summaries), one text
+report per check (OUTDIR/<check>.txt), and torch's float8 cast results for every output of
+the float8 sets (OUTDIR/torch_float8_results/, a results folder), so that the same check can
+be repeated anywhere:
+
+    fpspec check vectors/v1 OUTDIR/torch_float8_results --select "<TORCH_FLOAT8_SETS>" \
+        --declare vectors/declarations/torch-2.11.yaml
+
+The float8 checks run once with the declaration (default: the file for the installed torch
+version, torch-2.11.yaml before 2.12, torch-2.13.yaml from 2.12) and once without one
+(every output expected: exit 1 on the behaviours the declaration names).  Results are
+recorded in docs/checker.rst.
 """
 
 from __future__ import annotations
@@ -18,9 +29,10 @@ from pathlib import Path
 
 import torch
 
-from fpspec.adapters.torch_vectors import TORCH_FLOAT8_DECLARATION, check_torch_casts
-from fpspec.vectors.checker import format_text
-from fpspec.vectors.declare import Declaration
+from fpspec.adapters.torch_vectors import (TORCH_FLOAT8_SETS, check_torch_casts, torch_float8_declaration,
+                                           write_torch_cast_results)
+from fpspec.vectors.checker import check, format_text
+from fpspec.vectors.declare import Declaration, load_declaration
 from fpspec.vectors.harness import Harness
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -45,6 +57,9 @@ def main() -> int:
     ap.add_argument("--pack", default=str(ROOT / "vectors" / "v1"))
     ap.add_argument("--out", required=True)
     ap.add_argument("--device", default="cuda")
+    ap.add_argument("--declaration", help="float8 declaration file (default: the one for the installed torch, "
+                                          "vectors/declarations/torch-2.11.yaml or torch-2.13.yaml)")
+    ap.add_argument("--float8-only", action="store_true", help="skip the UE5M3 quantizer checks")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -58,16 +73,29 @@ def main() -> int:
         res["checks"][name] = dict(_summary(report), seconds=round(time.time() - t0, 2))
         print(f"{name}: exit {report.exit_code} {report.counts()}", flush=True)
 
+    version = torch.__version__.split("+")[0]
+    newer = torch_float8_declaration(version) is torch_float8_declaration("2.13")
+    default_decl = ROOT / "vectors" / "declarations" / ("torch-2.13.yaml" if newer else "torch-2.11.yaml")
+    decl_path = Path(args.declaration) if args.declaration else default_decl
+    res["float8_declaration"] = str(decl_path)
     t0 = time.time()
-    rep, _ = check_torch_casts(args.pack, device=dev)
-    record("torch_float8_casts", rep, t0)
+    results = out / "torch_float8_results"
+    write_torch_cast_results(args.pack, results, device=dev)
+    res["float8_results"] = str(results)
+    record("torch_float8_declared", check(args.pack, results, select=TORCH_FLOAT8_SETS,
+                                          declaration=load_declaration(decl_path), max_report=25), t0)
+    t0 = time.time()
+    record("torch_float8_undeclared", check(args.pack, results, select=TORCH_FLOAT8_SETS, max_report=25), t0)
     # which E8M0 rounding does this torch use?  Ask the pack, not the docs.
-    for mode in ("rne", "rna", "up"):
+    for mode in ("rne", "rna", "up", "rne-bits"):
         t0 = time.time()
         # default E8M0 policies (0.0 -> NaN): the one zero input then differs under every mode
-        decl = dict(TORCH_FLOAT8_DECLARATION, rounding={"ue8m0": [mode]}, policies={})
+        decl = dict(torch_float8_declaration(version), rounding={"ue8m0": [mode]}, policies={})
         rep, _ = check_torch_casts(args.pack, device=dev, select="encode-fp16-ue8m0-*", declaration=decl)
         record(f"torch_e8m0_as_{mode}", rep, t0)
+    if args.float8_only:
+        (out / "gpu_check.json").write_text(json.dumps(res, indent=1, sort_keys=True) + "\n")
+        return 0
     ex = _example()
     for bug in (None, "no-zero-scale-rule", "ties-away"):
         t0 = time.time()

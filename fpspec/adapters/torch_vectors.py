@@ -20,7 +20,8 @@ from ..vectors.declare import Declaration
 from ..vectors.harness import Harness, register_converter
 
 __all__ = ["require_torch", "torch_dtype", "bits_to_torch", "torch_to_bits", "torch_cast_outputs",
-           "TORCH_FLOAT8_DECLARATION", "check_torch_casts", "is_tensor"]
+           "TORCH_FLOAT8_SETS", "TORCH_FLOAT8_DECLARATION", "TORCH_211_FLOAT8_DECLARATION",
+           "torch_float8_declaration", "check_torch_casts", "write_torch_cast_results", "is_tensor"]
 
 
 def require_torch() -> Any:
@@ -91,27 +92,70 @@ def torch_cast_outputs(meta: dict, inputs: dict[str, np.ndarray], outputs: dict[
     return out
 
 
-#: What torch's float8 casts claim (measured on torch 2.13 CPU; see docs/checker.rst).
-TORCH_FLOAT8_DECLARATION: dict[str, Any] = {
-    "name": "torch-float8-casts",
+#: The sets torch's float8 casts implement (decode and encode of E4M3, E5M2, UE8M0; FP16 and
+#: BF16 widening), as a ``--select`` value of ``fpspec check``.
+TORCH_FLOAT8_SETS = ("decode-e4m3,decode-e5m2,decode-ue8m0,decode-fp16,decode-bf16,"
+                     "encode-*-e4m3-*,encode-*-e5m2-*,encode-*-ue8m0-*")
+
+_TORCH_FLOAT8_COMMON: dict[str, Any] = {
     "operations": ["decode", "encode"],
     "formats": ["e4m3", "e5m2", "ue8m0", "fp16", "bf16", "fp32"],
-    "rounding": {"e4m3": ["rne"], "e5m2": ["rne"], "ue8m0": ["rna"]},
-    # torch saturates E4M3 (ml_dtypes gives NaN) and maps 0.0 to E8M0 code 0x00.
-    "policies": {"e4m3": {"overflow": "sat"}, "ue8m0": {"zero": "min"}},
-    # torch keeps NaN payloads when widening and does not canonicalise them.
+    "rounding": {"e4m3": ["rne"], "e5m2": ["rne"], "ue8m0": ["rne-bits"]},
+    # torch keeps NaN payloads when widening (FP16, BF16, and the float8 NaN codes, e.g.
+    # E4M3 0x7F -> 0x7FF00000) instead of writing the canonical quiet NaN.
     "nan_payloads": ["fp16", "bf16", "e4m3", "e5m2", "ue8m0"],
 }
+
+#: torch >= 2.12 (measured on 2.13 CPU; pytorch#178817): E4M3 saturates, +-Inf included;
+#: E8M0 rounds on binary32 bits (rne-bits), maps 0.0 to 0x00 and a negative x to the code of |x|.
+#: The same as vectors/declarations/torch-2.13.yaml.
+TORCH_FLOAT8_DECLARATION: dict[str, Any] = {
+    "name": "torch-2.13-float8-casts", **_TORCH_FLOAT8_COMMON,
+    "policies": {"e4m3": {"overflow": "sat"}, "ue8m0": {"zero": "min", "negative": "abs"}},
+}
+
+#: torch 2.11 (CPU and CUDA alike): E4M3 past 464 and +-Inf give NaN (fpspec's default
+#: ``nonfinite``); otherwise as 2.13.  The same as vectors/declarations/torch-2.11.yaml.
+TORCH_211_FLOAT8_DECLARATION: dict[str, Any] = {
+    "name": "torch-2.11-float8-casts", **_TORCH_FLOAT8_COMMON,
+    "policies": {"ue8m0": {"zero": "min", "negative": "abs"}},
+}
+
+
+def torch_float8_declaration(version: str | None = None) -> dict[str, Any]:
+    """The float8 declaration for a torch version (default: the one installed): 2.11 and older
+    give NaN on E4M3 overflow, 2.12 and newer saturate (pytorch#178817)."""
+    if version is None:
+        version = require_torch().__version__
+    try:
+        major, minor = (int(p) for p in version.split("+")[0].split(".")[:2])
+    except ValueError:
+        raise FpspecError(f"cannot read a torch version from {version!r}") from None
+    return TORCH_FLOAT8_DECLARATION if (major, minor) >= (2, 12) else TORCH_211_FLOAT8_DECLARATION
 
 
 def check_torch_casts(pack: Any, device: str = "cpu", select: str | None = None,
                       declaration: dict | None = None):
-    """Run torch's casts through the harness and return the checker's report."""
-    decl = Declaration.from_mapping(declaration or TORCH_FLOAT8_DECLARATION)
+    """Run torch's casts through the harness and return the checker's report (the declaration
+    defaults to :func:`torch_float8_declaration` of the installed torch)."""
+    decl = Declaration.from_mapping(declaration or torch_float8_declaration())
     h = Harness(pack, decl, select, to_bits=torch_to_bits)
     for s in h.sets():
         s.submit(torch_cast_outputs(s.meta, s.inputs, s.outputs, device))
     return h.report(), h
+
+
+def write_torch_cast_results(pack: Any, out: Any, device: str = "cpu", select: str = TORCH_FLOAT8_SETS) -> int:
+    """torch's one cast per set, written under *every* output name of the selected sets as a
+    results folder for ``fpspec check`` (which a declaration then narrows to what torch claims).
+    Returns the number of sets written."""
+    h = Harness(pack, None, select, to_bits=torch_to_bits)
+    n = 0
+    for s in h.sets():
+        s.submit(torch_cast_outputs(s.meta, s.inputs, s.outputs, device))
+        n += 1
+    h.save(out)
+    return n
 
 
 def is_tensor(obj: Any) -> bool:

@@ -168,6 +168,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help=f"the format of the codes (required): {names}")
     add_alias(p, "--format", "from_", choices=list(FORMATS), metavar="FORMAT")
     p.add_argument("--impl", choices=["fast", "exact"], default="fast",
-                   help="fast (table lookup, default) or exact (each code's exact value); bit-equal")
+                   help="fast: a table lookup (default); exact: the executable spec, code by code "
+                        "(the same values, bit for bit)")
     p.add_argument("--out", required=True, metavar="X.npy", help="output float64 values (.npy; written atomically)")
     p.set_defaults(func=_cmd_decode)

@@ -16,7 +16,8 @@ The steps, numbered as in FPS-RND-0:
 6. Neighbours: k = floor(|x| / 2^(e-m)); lo = k 2^(e-m), hi = lo + 2^(e-m), with
    codes c and c+1 (positive codes are ordered by magnitude); delta = the
    position of |x| between them, in [0, 1).
-7. Rounding: the mode (and the random value r for stochastic modes) picks c or c+1.
+7. Rounding: the mode (and the random value r for stochastic modes) picks c or c+1
+   (``rne-bits`` by its own rule, FPS-RND-15).
 8. Overflow: a code past max finite is resolved by the overflow policy.
 9. The sign bit is put back.
 """
@@ -32,18 +33,24 @@ import numpy as np
 
 from ..choices import (
     DEFAULT_SR_BITS,
+    MAX_SR_BITS,
     NanPolicy,
     NegativePolicy,
     OverflowPolicy,
     Policies,
     RoundingMode,
     ZeroPolicy,
+    check_nbits,
     default_policies,
+    quiet_nan_code,
+    validate_mode,
+    validate_policies,
 )
 from ..errors import FpspecError
 from ..formats import FloatFormat, get_format
 
-__all__ = ["round_to_code", "round_up_decision", "round_up_decision_int", "locate", "encode_exact", "decode_exact_array", "exact_value"]
+__all__ = ["round_to_code", "round_up_decision", "round_up_decision_int", "round_up_decision_bits", "locate",
+           "encode_exact", "decode_exact_array", "exact_value"]
 
 Number = Fraction | float | int
 
@@ -92,6 +99,23 @@ def round_up_decision_int(mode: RoundingMode, rem: int, den: int, code_lo: int, 
     if mode is RoundingMode.SR_UNBIASED:  # r < delta * 2^N
         return r * den < rem << nbits
     raise AssertionError(mode)
+
+
+def round_up_decision_bits(fmt: FloatFormat, rem: int, den: int, code_lo: int) -> bool:
+    """Step 7 of ``rne-bits`` (FPS-RND-15): nearest, ties to the even significand, as a
+    converter rounding IEEE bit patterns computes it.
+
+    With a mantissa field and subnormals the significand's last bit is the code's last
+    bit: this is ``rne``.  In a format with neither (ue8m0) every normal code's significand
+    is 1 (odd), so a tie goes up; and the lowest binade [2^emin, 2^(emin+1)) is rounded as
+    the subnormal binade such a converter assumes, whose neighbours are 0 (code 0) and
+    2^(emin+1) (code 1) with midpoint 2^emin: every value above 2^emin goes up.
+    """
+    if fmt.subnormals:
+        return round_up_decision_int(RoundingMode.RNE, rem, den, code_lo, False, None, 0)
+    if code_lo == 0:  # the lowest binade, above its bottom: past the assumed subnormal midpoint
+        return True
+    return 2 * rem >= den
 
 
 def round_up_decision(mode: RoundingMode, delta: Fraction, code_lo: int, negative: bool,
@@ -163,10 +187,11 @@ def round_to_code(x: Number, fmt: FloatFormat | str, mode: RoundingMode | str = 
     """
     fmt = get_format(fmt)
     mode = RoundingMode.parse(mode)
-    pol = policies or default_policies(fmt)
+    pol = _checked_policies(fmt, mode, policies)
     if not isinstance(x, (float, int, Fraction)):
         x = float(x)  # NumPy / ml_dtypes float scalars widen to a Python float exactly
     if mode.stochastic:
+        check_nbits(nbits)
         if r is None or not 0 <= r < (1 << nbits):
             raise FpspecError(f"stochastic mode {mode.value} needs r in [0, 2^{nbits}), got {r}")
 
@@ -179,9 +204,11 @@ def round_to_code(x: Number, fmt: FloatFormat | str, mode: RoundingMode | str = 
             return 0
         if pol.nan is NanPolicy.MAX:
             return fmt.max_finite_code
-        if fmt.nan_code is None:
-            raise FpspecError(f"{fmt.name} has no NaN code: NaN policy 'nan' is impossible")
-        return _with_sign(fmt, fmt.nan_code, negative)
+        if pol.nan is NanPolicy.FLIPPED_ZERO:
+            return _with_sign(fmt, 0, not negative)
+        code = quiet_nan_code(fmt) if pol.nan is NanPolicy.QUIET else fmt.nan_code
+        assert code is not None  # validate_policies refused NaN policies the format cannot honour
+        return _with_sign(fmt, code, negative)
 
     # 2. sign
     is_inf = isinstance(x, float) and math.isinf(x)
@@ -198,9 +225,9 @@ def round_to_code(x: Number, fmt: FloatFormat | str, mode: RoundingMode | str = 
         elif pol.negative is NegativePolicy.ERROR:
             raise FpspecError(f"negative input to unsigned {fmt.name} under negative policy 'error'")
         elif pol.negative is NegativePolicy.ZERO:
-            if not fmt.has_zero:
-                raise FpspecError(f"{fmt.name} has no zero: negative policy 'zero' is impossible")
             return 0
+        elif pol.negative is NegativePolicy.ABS:
+            negative = False  # the code of |x|
         else:
             assert fmt.nan_code is not None
             return fmt.nan_code
@@ -228,8 +255,12 @@ def round_to_code(x: Number, fmt: FloatFormat | str, mode: RoundingMode | str = 
     code, rem, qden = where
 
     # 7. rounding
-    if rem and round_up_decision_int(mode, rem, qden, code, negative, r, nbits):
-        code += 1
+    if rem:
+        if mode is RoundingMode.RNE_BITS:
+            up = round_up_decision_bits(fmt, rem, qden, code)
+        else:
+            up = round_up_decision_int(mode, rem, qden, code, negative, r, nbits)
+        code += up
 
     # 8. overflow
     if code > fmt.max_finite_code:
@@ -237,6 +268,16 @@ def round_to_code(x: Number, fmt: FloatFormat | str, mode: RoundingMode | str = 
 
     # 9. sign
     return _with_sign(fmt, code, negative)
+
+
+@lru_cache(maxsize=1024)
+def _checked_policies(fmt: FloatFormat, mode: RoundingMode, policies: Policies | None) -> Policies:
+    """The policies in force (the format's defaults when None), refused up front when the
+    format cannot honour them or the mode is not defined for it (FPS-RND-15, FPS-RND-16)."""
+    pol = policies or default_policies(fmt)
+    validate_policies(fmt, pol)
+    validate_mode(fmt, mode)
+    return pol
 
 
 def _overflow(fmt: FloatFormat, mode: RoundingMode, pol: Policies, negative: bool) -> int:
@@ -275,12 +316,13 @@ def encode_exact(x: np.ndarray, fmt: FloatFormat | str, mode: RoundingMode | str
     """
     fmt = get_format(fmt)
     mode = RoundingMode.parse(mode)
-    pol = policies or default_policies(fmt)
+    pol = _checked_policies(fmt, mode, policies)
     x = np.asarray(x)
     values = _as_exact_floats(x)
     out = np.empty(x.shape, dtype=fmt.storage_dtype)
     flat_r: Iterable[int | None]
     if mode.stochastic:
+        check_nbits(nbits, MAX_SR_BITS)
         if rbits is None or np.shape(rbits) != x.shape:
             raise FpspecError(f"stochastic mode {mode.value} needs rbits of shape {x.shape}")
         flat_r = np.asarray(rbits).reshape(-1).tolist()

@@ -38,7 +38,8 @@ from .rounding import decode_table
 __all__ = ["quantize_view_fast", "block_amax_grid_fast", "rht16_fast", "absmax_float32"]
 
 _MODE_IDS = {m: i for i, m in enumerate(RoundingMode)}
-_RNE, _RTZ, _RNA, _UP, _DOWN, _SRM, _SRA, _SRU = (_MODE_IDS[m] for m in RoundingMode)
+_RNE, _RTZ, _RNA, _UP, _DOWN, _SRM, _SRA, _SRU = (_MODE_IDS[RoundingMode(v)] for v in (
+    "rne", "rtz", "rna", "up", "down", "sr-midpoint", "sr-add", "sr-unbiased"))
 _MX_IDS = {MxScaleMode.FLOOR: 0, MxScaleMode.CEIL: 1, MxScaleMode.EVEN: 2, MxScaleMode.RCEIL: 3}
 _KIND = {Arithmetic.EXACT: 0, Arithmetic.FP32: 1, Arithmetic.MX: 2, Arithmetic.TORCHAO: 3}
 

@@ -10,9 +10,10 @@ The exactness argument (docs/rounding.rst, "The fast path"):
 * RNE/RNA compare ``rem`` with the half quantum as integers;
 * stochastic modes compare ``delta = rem * 2^-shift`` (exact: a 53-bit integer
   times a power of two) against thresholds that are multiples of 2^-(N+1),
-  which are exact in float64 for N <= 32.  When ``shift >= 64`` the value is
-  below 2^-11 of a quantum; every threshold of a mode with N <= 32 bits then
-  classifies it as any other value in (0, 2^-33), so a representative is used.
+  which are exact in float64 for N <= 32.  When ``shift >= 64`` (no 64-bit
+  shift exists) ``k = 0`` and ``delta = sig * 2^-64 * 2^-(shift-64)``, still exact;
+  past ``shift = 128`` the second factor is capped at 2^-64, which keeps delta
+  below 2^-33, where every threshold with N <= 32 bits classifies all values alike.
 
 Performance: one element function (inlined) serves a generic kernel and an RNE
 kernel whose mode is a compile-time constant; large arrays run in chunks on a
@@ -27,25 +28,29 @@ import numpy as np
 
 from ..choices import (
     DEFAULT_SR_BITS,
+    MAX_SR_BITS,
     NanPolicy,
     NegativePolicy,
     OverflowPolicy,
     Policies,
     RoundingMode,
     ZeroPolicy,
+    check_nbits,
     default_policies,
+    quiet_nan_code,
+    validate_mode,
+    validate_policies,
 )
 from ..errors import FpspecError
 from ..formats import FloatFormat, get_format
 from .parallel import run_chunks
 
-__all__ = ["encode_fast", "decode_fast", "decode_table", "MAX_SR_BITS"]
-
-#: Widest random value the fast path accepts (thresholds must be exact in float64).
-MAX_SR_BITS = 32
+__all__ = ["encode_fast", "decode_fast", "decode_table", "fp32_nan_to_float64_bits", "MAX_SR_BITS",
+           "validate_policies"]
 
 _MODE_IDS = {m: i for i, m in enumerate(RoundingMode)}
-_RNE, _RTZ, _RNA, _UP, _DOWN, _SRM, _SRA, _SRU = (_MODE_IDS[m] for m in RoundingMode)
+_RNE, _RTZ, _RNA, _UP, _DOWN, _SRM, _SRA, _SRU, _RNB = (_MODE_IDS[RoundingMode(v)] for v in (
+    "rne", "rtz", "rna", "up", "down", "sr-midpoint", "sr-add", "sr-unbiased", "rne-bits"))
 
 # error kinds reported by the kernel
 _OK, _E_NAN, _E_NEG, _E_ZERO, _E_OVF, _E_RBITS = 0, 1, 2, 3, 4, 5
@@ -66,29 +71,32 @@ def _overflow_code(negative, mode, overflow_sat, nonfinite_code, max_code):
 @numba.njit(cache=True, nogil=True, inline="always")
 def _encode_one(b, r, in_man, in_exp_mask, in_bias, in_sign_shift,
                 m, emin, subnormals, signed, sign_mask, max_code, nonfinite_code, inf_code,
-                nan_code, mode, nbits, overflow_pol, nan_pol, neg_pol, zero_pol):
+                nan_code, nan_in_code, mode, nbits, overflow_pol, nan_pol, neg_pol, zero_pol):
     """Encode one input bit pattern ``b`` (int64); return (code, error kind).
 
     The steps are those of :func:`fpspec.exact.rounding.round_to_code`, on integers.
     ``in_*`` describe the input format; the policy ids are
-    overflow_pol: 0 sat, 1 nonfinite, 2 error; nan_pol: 0 error, 1 nan, 2 zero, 3 max;
-    neg_pol: 0 error, 1 nan, 2 zero; zero_pol: 0 error, 1 nan, 2 min.
+    overflow_pol: 0 sat, 1 nonfinite, 2 error;
+    nan_pol: 0 error, 1 ``nan_in_code`` with the input's sign (nan, quiet), 2 ``nan_in_code``
+    unsigned (zero, max), 3 a zero with the opposite sign (flipped-zero);
+    neg_pol: 0 error, 1 nan, 2 zero, 3 abs; zero_pol: 0 error, 1 nan, 2 min.
     An error kind other than _OK means the element is refused (the code is then 0).
     """
+    stochastic = (mode == _SRM) | (mode == _SRA) | (mode == _SRU)
     negative = ((b >> in_sign_shift) & 1) == 1
     exf = (b >> in_man) & in_exp_mask
     frac = b & ((1 << in_man) - 1)
-    if mode >= _SRM and r >= (1 << nbits):
+    if stochastic and r >= (1 << nbits):
         return 0, _E_RBITS
     # 1. NaN
     if exf == in_exp_mask and frac != 0:
         if nan_pol == 0:
             return 0, _E_NAN
         elif nan_pol == 1:
-            return ((nan_code | sign_mask) if (negative and signed) else nan_code), _OK
+            return ((nan_in_code | sign_mask) if (negative and signed) else nan_in_code), _OK
         elif nan_pol == 2:
-            return 0, _OK
-        return max_code, _OK
+            return nan_in_code, _OK
+        return (0 if negative else sign_mask), _OK
     # 2. sign, unsigned formats
     if negative and not signed:
         if exf == 0 and frac == 0:
@@ -97,8 +105,10 @@ def _encode_one(b, r, in_man, in_exp_mask, in_bias, in_sign_shift,
             return 0, _E_NEG
         elif neg_pol == 1:
             return nan_code, _OK
-        else:
+        elif neg_pol == 2:
             return 0, _OK
+        else:  # abs: the code of |x|
+            negative = False
     sgn = sign_mask if (negative and signed) else 0
     # 3. infinity
     if exf == in_exp_mask:
@@ -133,12 +143,18 @@ def _encode_one(b, r, in_man, in_exp_mask, in_bias, in_sign_shift,
     # 6. neighbours: k = floor(|x| / 2^(eb - m)); delta = rem / 2^shift, half = 2^(shift-1)
     shift = in_man - m + (eb - e)
     if shift >= 64:
-        # |x| < 2^-11 quantum: below half, and for every SR threshold with N <= 32 bits
-        # on the same side as any other value in (0, 2^-33): a representative stands in.
+        # |x| = sig 2^-shift quanta with sig < 2^53: k = 0, and |x| is below half a quantum
+        # (rem = 1 < half = 2 stands in for RNE/RNA/directed, which only compare with half
+        # and 0).  delta = sig 2^-64 2^-(shift-64) is exact: two power-of-two scalings of a
+        # 53-bit integer, far from float64's underflow.  A shift past 128 is capped: then delta and
+        # the value computed are both below 2^-75, and every SR threshold with N <= 32 bits
+        # (a multiple of 2^-(N+1) >= 2^-33) classifies all of (0, 2^-33) alike.
         k = np.int64(0)
         rem = np.int64(1)
         half = np.int64(2)
-        delta = _POW2_NEG[64]
+        delta = 0.0
+        if stochastic:
+            delta = (sig * _POW2_NEG[64]) * _POW2_NEG[min(shift - 64, 64)]
     elif shift <= 0:  # input no wider than the target here: exact
         k = sig << (-shift)
         rem = np.int64(0)
@@ -149,7 +165,7 @@ def _encode_one(b, r, in_man, in_exp_mask, in_bias, in_sign_shift,
         rem = sig & ((np.int64(1) << shift) - 1)
         half = np.int64(1) << (shift - 1)
         delta = 0.0
-        if mode >= _SRM:  # only stochastic modes look at delta = rem * 2^-shift (exact)
+        if stochastic:  # only stochastic modes look at delta = rem * 2^-shift (exact)
             delta = rem * _POW2_NEG[shift]
     code = (eb - emin) * (1 << m) + k
     if not subnormals:
@@ -169,8 +185,12 @@ def _encode_one(b, r, in_man, in_exp_mask, in_bias, in_sign_shift,
         up = (rem != 0) & (delta >= 1.0 - (2 * r + 1) * _POW2_NEG[nbits + 1])
     elif mode == _SRA:  # delta + r/2^N >= 1
         up = (rem != 0) & (delta >= 1.0 - r * _POW2_NEG[nbits])
-    else:  # _SRU: r < delta 2^N
+    elif mode == _SRU:  # r < delta 2^N
         up = (rem != 0) & (r < delta * (1 << nbits))
+    elif subnormals:  # _RNB with subnormals and a mantissa field: rne (FPS-RND-15)
+        up = (rem > half) | ((rem == half) & ((code & 1) == 1))
+    else:  # _RNB in ue8m0: the lowest binade goes up past its bottom; elsewhere ties go up
+        up = (rem != 0) & ((code == 0) | (rem >= half))
     code += np.int64(up)
     # 8. overflow
     if overflow_pol == 2 and code > max_code:
@@ -184,7 +204,7 @@ def _encode_one(b, r, in_man, in_exp_mask, in_bias, in_sign_shift,
 @numba.njit(cache=True, nogil=True)
 def _encode_range(bits, in_man, in_exp_mask, in_bias, in_sign_shift, rbits, use_r, out, lo, hi,
                   m, emin, subnormals, signed, sign_mask, max_code, nonfinite_code, inf_code,
-                  nan_code, mode, nbits, overflow_pol, nan_pol, neg_pol, zero_pol):
+                  nan_code, nan_in_code, mode, nbits, overflow_pol, nan_pol, neg_pol, zero_pol):
     """Encode elements lo..hi-1; return (error kind, index) of the first refusal, or (0, -1).
 
     Every element is visited (no early exit, so the loop stays simple for the compiler);
@@ -197,8 +217,8 @@ def _encode_range(bits, in_man, in_exp_mask, in_bias, in_sign_shift, rbits, use_
         r = np.int64(rbits[i]) if use_r else np.int64(0)
         code, kind = _encode_one(np.int64(bits[i]), r, in_man, in_exp_mask, in_bias, in_sign_shift,
                                  m, emin, subnormals, signed, sign_mask, max_code,
-                                 nonfinite_code, inf_code, nan_code, mode, nbits, overflow_pol,
-                                 nan_pol, neg_pol, zero_pol)
+                                 nonfinite_code, inf_code, nan_code, nan_in_code, mode, nbits,
+                                 overflow_pol, nan_pol, neg_pol, zero_pol)
         out[i] = code
         if kind != _OK and first_idx < 0:
             first_kind = kind
@@ -209,7 +229,7 @@ def _encode_range(bits, in_man, in_exp_mask, in_bias, in_sign_shift, rbits, use_
 @numba.njit(cache=True, nogil=True)
 def _encode_range_rne(bits, in_man, in_exp_mask, in_bias, in_sign_shift, out, lo, hi,
                       m, emin, subnormals, signed, sign_mask, max_code, nonfinite_code, inf_code,
-                      nan_code, overflow_pol, nan_pol, neg_pol, zero_pol):
+                      nan_code, nan_in_code, overflow_pol, nan_pol, neg_pol, zero_pol):
     """:func:`_encode_range` with the mode fixed to RNE and no random bits.
 
     The same element function with the mode a compile-time constant, so the compiler
@@ -220,13 +240,94 @@ def _encode_range_rne(bits, in_man, in_exp_mask, in_bias, in_sign_shift, out, lo
     for i in range(lo, hi):
         code, kind = _encode_one(np.int64(bits[i]), np.int64(0), in_man, in_exp_mask, in_bias,
                                  in_sign_shift, m, emin, subnormals, signed, sign_mask, max_code,
-                                 nonfinite_code, inf_code, nan_code, _RNE, DEFAULT_SR_BITS,
-                                 overflow_pol, nan_pol, neg_pol, zero_pol)
+                                 nonfinite_code, inf_code, nan_code, nan_in_code, _RNE,
+                                 DEFAULT_SR_BITS, overflow_pol, nan_pol, neg_pol, zero_pol)
         out[i] = code
         if kind != _OK and first_idx < 0:
             first_kind = kind
             first_idx = i
     return first_kind, first_idx
+
+
+_U32 = np.uint32
+
+
+@numba.njit(cache=True, nogil=True)
+def _encode_range_rne_f32(bits, out, lo, hi, m, emin, limit, sign_shift, sign_bit, nan_base, nan_sign):
+    """:func:`_encode_one` for the common case, branch-free in 32-bit lanes: float32 input
+    (``bits`` uint32), RNE, a signed format of at most 8 bits with subnormals and ``m >= 1``
+    whose smallest subnormal is at least 2^-124, overflow ``sat`` or ``nonfinite`` with the
+    nonfinite code right above max finite (``limit`` is the code every overflow and +-Inf
+    becomes; ``sat`` only in formats without Inf),
+    and any NaN policy but ``error`` folded into ``nan_base ^ (sign & nan_sign)``.
+    Returns (1, -1) when a NaN was seen (the caller decides whether that is a refusal), else
+    (0, -1).  Every intermediate fits 32 bits, and each is truncated to uint32 so that the
+    compiler keeps 32-bit vector lanes.  The steps (docs/rounding.rst, FPS-RND-0):
+
+    5. binade: ``ef`` = the float32 exponent field; ``d = ef - fe_min`` binades above the
+       target's lowest normal one.  A float32 subnormal (``ef = 0``) is read as
+       ``2^-126 * 1.f``, a value no larger than it was rounded up from, and still below
+       half of any such format's smallest subnormal: it becomes 0, as it should.
+    6.-7. neighbours and RNE in one integer rounding: the 24-bit significand ``sig`` is
+       shifted right by ``23 - m`` (plus ``-d`` in the subnormal range, at most 25, past
+       which everything rounds to 0) with round-half-even; ``d << m`` adds the binade, and a
+       carry out of the significand moves into the next binade by itself.
+    8. overflow: ``min(code, limit)``.  1. NaN and 9. sign: selects, no branches.
+    """
+    drop = _U32(23 - m)
+    fe_min = _U32(127 + emin)
+    mm = _U32(m)
+    lim = _U32(limit)
+    ss = _U32(sign_shift)
+    sb = _U32(sign_bit)
+    nb = _U32(nan_base)
+    ns = _U32(nan_sign)
+    seen_nan = _U32(0)
+    for i in range(lo, hi):
+        u = bits[i]
+        a = _U32(u & _U32(0x7FFFFFFF))
+        ef = _U32(a >> _U32(23))
+        sig = _U32(_U32(a & _U32(0x7FFFFF)) | _U32(0x800000))
+        normal = ef >= fe_min
+        below = _U32(0) if normal else _U32(fe_min - ef)
+        above = _U32(ef - fe_min) if normal else _U32(0)
+        sh = _U32(drop + below)
+        sh = sh if sh < _U32(25) else _U32(25)
+        half_m1 = _U32(_U32(_U32(1) << _U32(sh - _U32(1))) - _U32(1))
+        odd = _U32(_U32(sig >> sh) & _U32(1))
+        k = _U32(_U32(_U32(sig + half_m1) + odd) >> sh)
+        code = _U32(_U32(above << mm) + k)
+        code = code if code < lim else lim
+        sgn = _U32(_U32(u >> ss) & sb)
+        nan = a > _U32(0x7F800000)
+        code = _U32(nb ^ _U32(sgn & ns)) if nan else _U32(code | sgn)
+        seen_nan = _U32(seen_nan | _U32(nan))
+        out[i] = code
+    return np.int64(seen_nan), np.int64(-1)
+
+
+def _rne_f32_args(fmt: FloatFormat, pol: Policies) -> tuple[int, ...] | None:
+    """The constants of :func:`_encode_range_rne_f32` for ``fmt`` and ``pol``, or None when
+    the case is not the one it handles (the general kernel then runs)."""
+    if not (fmt.signed and fmt.subnormals and fmt.bits <= 8 and fmt.man_bits >= 1
+            and fmt.emin - fmt.man_bits >= -124):
+        return None
+    if pol.overflow is OverflowPolicy.SAT and not fmt.has_inf:  # (+-Inf must stay Inf where it exists)
+        limit = fmt.max_finite_code
+    elif pol.overflow is OverflowPolicy.NONFINITE:
+        nonfinite = fmt.inf_code if fmt.has_inf else fmt.nan_code
+        if nonfinite != fmt.max_finite_code + 1:
+            return None
+        limit = nonfinite
+    else:
+        return None
+    sign_bit = fmt.sign_mask
+    nan_base, nan_sign = {
+        NanPolicy.NAN: (fmt.nan_code, sign_bit), NanPolicy.QUIET: (quiet_nan_code(fmt), sign_bit),
+        NanPolicy.ZERO: (0, 0), NanPolicy.MAX: (fmt.max_finite_code, 0),
+        NanPolicy.FLIPPED_ZERO: (sign_bit, sign_bit), NanPolicy.ERROR: (0, 0),
+    }[pol.nan]
+    return (fmt.man_bits, fmt.emin, limit, 32 - fmt.bits, sign_bit, nan_base, nan_sign)
 
 
 #: Raw-bit views of the accepted input dtypes: (view dtype, mantissa bits, exponent mask, bias, sign shift).
@@ -239,19 +340,23 @@ _INPUT_LAYOUTS = {
 
 
 _OVF_IDS = {OverflowPolicy.SAT: 0, OverflowPolicy.NONFINITE: 1, OverflowPolicy.ERROR: 2}
-_NAN_IDS = {NanPolicy.ERROR: 0, NanPolicy.NAN: 1, NanPolicy.ZERO: 2, NanPolicy.MAX: 3}
-_NEG_IDS = {NegativePolicy.ERROR: 0, NegativePolicy.NAN: 1, NegativePolicy.ZERO: 2}
+_NEG_IDS = {NegativePolicy.ERROR: 0, NegativePolicy.NAN: 1, NegativePolicy.ZERO: 2, NegativePolicy.ABS: 3}
 _ZERO_IDS = {ZeroPolicy.ERROR: 0, ZeroPolicy.NAN: 1, ZeroPolicy.MIN: 2}
 
 
-def validate_policies(fmt: FloatFormat, pol: Policies) -> None:
-    """Refuse policies that the format cannot honour, before any element is seen."""
-    if pol.overflow is OverflowPolicy.NONFINITE and not (fmt.has_inf or fmt.has_nan):
-        raise FpspecError(f"{fmt.name} has no Inf or NaN code: overflow policy 'nonfinite' is impossible")
-    if pol.nan is NanPolicy.NAN and not fmt.has_nan:
-        raise FpspecError(f"{fmt.name} has no NaN code: NaN policy 'nan' is impossible")
-    if pol.negative is NegativePolicy.ZERO and not fmt.has_zero:
-        raise FpspecError(f"{fmt.name} has no zero: negative policy 'zero' is impossible")
+def _nan_args(fmt: FloatFormat, pol: Policies) -> tuple[int, int]:
+    """(kernel NaN policy id, the code a NaN input becomes) for step 1 of :func:`_encode_one`."""
+    if pol.nan is NanPolicy.ERROR:
+        return 0, 0
+    if pol.nan is NanPolicy.NAN:
+        return 1, fmt.nan_code  # type: ignore[return-value]
+    if pol.nan is NanPolicy.QUIET:
+        return 1, quiet_nan_code(fmt)  # type: ignore[return-value]
+    if pol.nan is NanPolicy.ZERO:
+        return 2, 0
+    if pol.nan is NanPolicy.MAX:
+        return 2, fmt.max_finite_code
+    return 3, 0  # flipped-zero
 
 
 def encode_fast(x: np.ndarray, fmt: FloatFormat | str, mode: RoundingMode | str = RoundingMode.RNE,
@@ -262,6 +367,7 @@ def encode_fast(x: np.ndarray, fmt: FloatFormat | str, mode: RoundingMode | str 
     mode = RoundingMode.parse(mode)
     pol = policies or default_policies(fmt)
     validate_policies(fmt, pol)
+    validate_mode(fmt, mode)
     x = np.asarray(x)
     shape = x.shape
     layout = _INPUT_LAYOUTS.get(x.dtype.name)
@@ -272,8 +378,7 @@ def encode_fast(x: np.ndarray, fmt: FloatFormat | str, mode: RoundingMode | str 
         x = x.astype(x.dtype.newbyteorder("="))
     bits = np.ascontiguousarray(x).reshape(-1).view(view_dtype)
     if mode.stochastic:
-        if not 1 <= nbits <= MAX_SR_BITS:
-            raise FpspecError(f"nbits must be in 1..{MAX_SR_BITS}, got {nbits}")
+        nbits = check_nbits(nbits, MAX_SR_BITS)
         if rbits is None:
             raise FpspecError(f"stochastic mode {mode.value} needs random bits (rbits)")
         rb = np.asarray(rbits)
@@ -287,14 +392,24 @@ def encode_fast(x: np.ndarray, fmt: FloatFormat | str, mode: RoundingMode | str 
         rflat = np.zeros(1, dtype=np.uint32)
         use_r = False
     nonfinite = fmt.inf_code if fmt.has_inf else (fmt.nan_code if fmt.has_nan else -1)
+    nan_id, nan_in_code = _nan_args(fmt, pol)
     fmt_args = (fmt.man_bits, fmt.emin, fmt.subnormals, fmt.signed, fmt.sign_mask, fmt.max_finite_code,
-                nonfinite, fmt.inf_code if fmt.has_inf else -1, fmt.nan_code if fmt.has_nan else -1)
-    pol_args = (_OVF_IDS[pol.overflow], _NAN_IDS[pol.nan], _NEG_IDS[pol.negative], _ZERO_IDS[pol.zero])
+                nonfinite, fmt.inf_code if fmt.has_inf else -1, fmt.nan_code if fmt.has_nan else -1,
+                nan_in_code)
+    pol_args = (_OVF_IDS[pol.overflow], nan_id, _NEG_IDS[pol.negative], _ZERO_IDS[pol.zero])
     # Kernel signatures are kept few, because each costs seconds of compilation on a fresh
     # machine: RNE into a narrow format (the hot path) reads the raw uint32 (fp16/bf16
     # widened, fp32 as is) or int64 (fp64) bits and writes uint8; everything else goes
     # through one int64-in, uint32-out signature.
-    if mode is RoundingMode.RNE and fmt.bits <= 8:
+    f32_args = _rne_f32_args(fmt, pol) if (mode is RoundingMode.RNE and x.dtype == np.float32) else None
+    if f32_args is not None:  # the common case: branch-free 32-bit kernel
+        out = np.empty(bits.shape[0], dtype=np.uint8)
+        err = run_chunks(_encode_range_rne_f32, bits.shape[0], lambda lo, hi: (bits, out, lo, hi, *f32_args))
+        if err[0] and pol.nan is NanPolicy.ERROR:
+            err = (_E_NAN, int(np.argmax(np.isnan(x.reshape(-1)))))
+        else:
+            err = (_OK, -1)
+    elif mode is RoundingMode.RNE and fmt.bits <= 8:
         if bits.dtype == np.uint16:
             bits = bits.astype(np.uint32)
         out = np.empty(bits.shape[0], dtype=np.uint8)
@@ -327,7 +442,7 @@ def decode_table(fmt: FloatFormat | str) -> np.ndarray:
     """float64 value of every code of a format of at most 16 bits (NaN, +-Inf as floats)."""
     fmt = get_format(fmt)
     if fmt.bits > 16:
-        raise ValueError(f"{fmt.name} is too wide for a decode table")
+        raise FpspecError(f"{fmt.name} is too wide for a decode table")
     table = _TABLES.get(fmt.name)
     if table is None:
         table = np.array([float(fmt.decode_exact(c)) for c in range(fmt.num_codes)], dtype=np.float64)
@@ -351,6 +466,19 @@ def decode_fast(codes: np.ndarray, fmt: FloatFormat | str) -> np.ndarray:
         raise FpspecError(f"code {int(codes.reshape(-1)[bad[0]])} out of range for {fmt.name} "
                           f"({fmt.bits} bits)", idx)
     if fmt.bits == 32:
-        with np.errstate(invalid="ignore"):  # NaN codes widen to NaN, sign kept
-            return codes.astype(np.uint32).view(np.float32).astype(np.float64)
+        u = codes.astype(np.uint32)
+        with np.errstate(invalid="ignore"):  # a signalling NaN warns; it is rewritten below
+            out = u.view(np.float32).astype(np.float64)  # exact for every non-NaN code
+        nan = ((u & np.uint32(0x7F800000)) == np.uint32(0x7F800000)) & ((u & np.uint32(0x7FFFFF)) != 0)
+        if nan.any():  # NaN: written from the bits, not left to the platform's conversion
+            out.view(np.uint64)[nan] = fp32_nan_to_float64_bits(u[nan])
+        return out
     return decode_table(fmt)[codes.astype(np.intp)]
+
+
+def fp32_nan_to_float64_bits(u: np.ndarray) -> np.ndarray:
+    """float64 bits of binary32 NaN codes: sign kept, quiet bit set, the trailing significand
+    moved to the top of float64's (IEEE 754 sec. 6.2.3 widening, as x86 and Arm convert)."""
+    u64 = u.astype(np.uint64)
+    return ((u64 >> np.uint64(31)) << np.uint64(63)) | np.uint64(0x7FF8000000000000) | \
+        ((u64 & np.uint64(0x7FFFFF)) << np.uint64(29))

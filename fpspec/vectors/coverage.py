@@ -61,12 +61,21 @@ _VECTOR_POLICY_OVERRIDES: dict[str, dict[str, str]] = {
 }
 
 #: Extra outputs under other named policies, where known implementations choose
-#: differently from fpspec's default (output name suffix -> policy changes).
+#: differently from fpspec's default (output name suffix -> policy changes).  The
+#: declarations in vectors/declarations/ claim them.
 _ALT_OUTPUTS: dict[str, list[tuple[str, str, dict[str, str]]]] = {
-    # torch's CPU cast to float8_e4m3fn saturates; ml_dtypes gives NaN past 464.
+    # ml_dtypes float4_e2m1fn: NaN -> a zero of the opposite sign.
+    "e2m1": [("rne_nan_flipped_zero", "rne", {"nan": "flipped-zero"})],
+    # torch >= 2.12's cast to float8_e4m3fn saturates (+-Inf too); ml_dtypes gives NaN past 464.
     "e4m3": [("rne_ovf_sat", "rne", {"overflow": "sat"})],
-    # torch's cast to float8_e8m0fnu: ties away, 0.0 -> 0x00 (the smallest code).
-    "ue8m0": [("rna_zero_min", "rna", {"zero": "min"})],
+    # ml_dtypes float8_e5m2 writes the IEEE quiet NaN 0x7E/0xFE.
+    "e5m2": [("rne_nan_quiet", "rne", {"nan": "quiet"})],
+    # E8M0 rounded on binary32 bits (ties up, the lowest binade up): ml_dtypes with 0.0 and
+    # negatives -> NaN; torch with 0.0 -> 0x00 and negatives -> the code of |x|.
+    # rna_zero_min is the older approximation of torch's cast (before rne-bits existed).
+    "ue8m0": [("rna_zero_min", "rna", {"zero": "min"}),
+              ("rne_bits", "rne-bits", {}),
+              ("rne_bits_zero_min_neg_abs", "rne-bits", {"zero": "min", "negative": "abs"})],
 }
 
 
@@ -79,9 +88,11 @@ def _alternatives(fmt: str) -> list[dict[str, str]]:
     """Every single-policy change that a real implementation makes, for profile_dependent tags."""
     f = get_format(fmt)
     alts = [{"overflow": "sat"}, {"overflow": "nonfinite"}] if f.has_nan else [{"overflow": "sat"}]
-    alts += [{"nan": "zero"}, {"nan": "max"}] + ([{"nan": "nan"}] if f.has_nan else [])
+    alts += ([{"nan": "zero"}] if f.has_zero else []) + [{"nan": "max"}] \
+        + ([{"nan": "nan"}, {"nan": "quiet"}] if f.has_nan else []) \
+        + ([{"nan": "flipped-zero"}] if f.has_zero and f.signed else [])
     if not f.signed:
-        alts += [{"negative": "nan"}] + ([{"negative": "zero"}] if f.has_zero else [])
+        alts += [{"negative": "nan"}, {"negative": "abs"}] + ([{"negative": "zero"}] if f.has_zero else [])
     if not f.has_zero:
         alts += [{"zero": "nan"}, {"zero": "min"}]
     return alts
