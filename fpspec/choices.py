@@ -90,12 +90,13 @@ class RoundingMode(enum.Enum):
         raise FpspecError(f"unknown rounding mode {name!r}; known: {known} (aliases {aliases})")
 
 
-#: Other accepted spellings of a mode (FPS-RND-16): ``rz`` is the GEMM models' name for
-#: round toward zero, ``sr`` the seed paper's rule, ``nearest`` ties to even.  The
-#: canonical name (the enum value) is what fpspec writes.
+#: Other accepted spellings of a mode, per FPS-RND-16.  ``rz`` is the usual GEMM
+#: literature's name for round toward zero, ``sr`` the seed paper's rule.  The canonical
+#: name (the enum value) is what fpspec writes.  There is deliberately no ``nearest``:
+#: IEEE's "round to nearest" ties to even, microxcaling's "nearest" ties away (``rna``),
+#: so that word is refused rather than guessed.
 MODE_ALIASES: dict[str, RoundingMode] = {
     "sr": RoundingMode.SR_MIDPOINT,
-    "nearest": RoundingMode.RNE,
     "rz": RoundingMode.RTZ,
 }
 

@@ -389,8 +389,18 @@ def test_no_module_at_the_package_root_sits_above_the_cli():
 
 def test_declaration_names_are_canonical():
     """FPS-CHK-5: a rounding alias is stored under its canonical name, so it matches set metas."""
-    d = Declaration.from_mapping({"rounding": {"e2m1": ["sr/8", "nearest"]}, "operations": ["encode"]})
-    assert d.rounding == {"e2m1": ("sr-midpoint/8", "rne")}
+    d = Declaration.from_mapping({"rounding": {"e2m1": ["sr/8", "rz"]}, "operations": ["encode"]})
+    assert d.rounding == {"e2m1": ("sr-midpoint/8", "rtz")}
+
+
+def test_nearest_is_refused_as_ambiguous():
+    """FPS-RND-16: "nearest" means ties-to-even in IEEE 754 and ties-away in microxcaling,
+    so fpspec refuses it instead of guessing."""
+    from fpspec.errors import FpspecError
+    from fpspec.choices import RoundingMode
+
+    with pytest.raises(FpspecError, match="unknown rounding mode 'nearest'"):
+        RoundingMode.parse("nearest")
 
 
 def _layout_modules(readme: str) -> set[str]:
