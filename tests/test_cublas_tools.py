@@ -5,7 +5,6 @@ of S on outputs made with fpspec's own models (issue 14)."""
 from __future__ import annotations
 
 import json
-import math
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -291,8 +290,14 @@ def test_local_sweep_and_fit_end_to_end(tmp_path):
     assert [x["kind"] for x in lines][0] == "meta" and lines[-1]["kind"] == "done"
     calls = [x for x in lines if x["kind"] == "call"]
     assert len(calls) == 12 and all(c["attribution"] == "correlation" and c["reps_equal"] for c in calls)
-    assert fit.main([str(tmp_path / "s"), "--out", str(tmp_path / "f")]) == 0
+    assert fit.main([str(tmp_path / "s"), "--out", str(tmp_path / "f"), "--jobs", "2"]) == 0
     table = json.loads((tmp_path / "f" / "cublas_rule.json").read_text())
+    assert not (tmp_path / "f" / "fit_records.partial.jsonl").exists()
+    # a rerun that reuses the searches gives the same table
+    assert fit.main([str(tmp_path / "s"), "--out", str(tmp_path / "g"), "--reuse",
+                     str(tmp_path / "f" / "fit_records.jsonl")]) == 0
+    again = json.loads((tmp_path / "g" / "cublas_rule.json").read_text())
+    assert again["targets"] == table["targets"]
     bf = table["targets"]["torch-bf16"]
     assert bf["R"] == 20
     assert bf["rates"]["nvjet_rule_vs_grid"] == [4, 4] and bf["rates"]["nvjet_rule_outputs"] == [256, 256]
@@ -331,3 +336,9 @@ def test_torch_cpu_sweep_path(tmp_path):
     got = common.bits_from_hex(c["bits"]).view(np.float32).astype(np.float64)
     assert np.all(np.abs(got - exact) <= 1e-5 * scale)
     assert not np.allclose(got, exact[::-1])
+    # without the profiler: the same bits, no kernels
+    assert sweep.main(["--device", "cpu", "--out", str(tmp_path / "n"), "--shapes", str(shapes),
+                       "--targets", "torch-scaled-mm", "--reps", "1", "--no-profiler"]) == 0
+    plain = [json.loads(x) for x in (tmp_path / "n" / "sweep.jsonl").read_text().splitlines()]
+    plain = [x for x in plain if x["kind"] == "call"]
+    assert plain[0]["bits"] == c["bits"] and plain[0]["kernels"] == [] and plain[0]["error"] is None

@@ -49,7 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from h200_cublas_common import TARGETS, bits_from_hex, code_checksum, codes_numpy, read_records  # noqa: E402
 from h200_cublas_kernels import (GEMM_CLASSES, balanced_slices, ctas, gemm_kernel, normalise_s,  # noqa: E402
-                                 output_tiles, parse_kernel, rule_p, rule_s, slice_for_p)
+                                 output_tiles, parse_kernel, rule_s, slice_for_p)
 
 RULE_TEXT = ("S = ceil(K / (P kt)) kt; P = min(ceil(ceil(K / kt) / R) - 1, floor(B / T)); no split when P <= 1; "
              "T = output tiles of the kernel's TM x TN tile (cuBLAS m = torch N: T = ceil(N/TM) ceil(M/TN) unless "
@@ -527,6 +527,8 @@ def build_table(calls: list[dict], results: list[dict], fam_interp: dict, record
                            "class": x.get("class"), "ctas": x.get("ctas"), "T": x.get("T"), "P_grid": x.get("P_grid"),
                            "S_grid": x.get("S_grid"), "S_bits": x.get("S_bits"), "S_measured": s_meas,
                            "explained_by": x.get("explained_by"), "S_alt": x.get("S_alt"),
+                           "grid_bits_agree": (x["S_grid"] in x["S_bits"]) if (x.get("P_grid") and
+                                                                               x.get("explained_by") == "main") else None,
                            "reps_equal": rec.get("reps_equal"), "kernels_reps_equal": rec.get("kernels_reps_equal")})
         # R from the Hopper (nvjet) kernels, then B per kernel with that R
         nv = [p for p in points if p["nvjet"]]
@@ -578,6 +580,10 @@ def build_table(calls: list[dict], results: list[dict], fam_interp: dict, record
                       "explained_by_preset": sum(1 for x in res if x.get("explained_by") == "main"),
                       "explained_by_alternative": len(alt), "unexplained": len(unexplained),
                       "operands_mismatch": sum(1 for x in res if not x.get("operands_ok", True)),
+                      "grid_bits_agree": [sum(1 for sh in shapes if sh["grid_bits_agree"]),
+                                          sum(1 for sh in shapes if sh["grid_bits_agree"] is not None)],
+                      "nondeterministic": sum(1 for sh in shapes if sh["reps_equal"] is False),
+                      "kernel_changed_between_reps": sum(1 for sh in shapes if sh["kernels_reps_equal"] is False),
                       **{f"{c}_rule_vs_grid": tally[c]["grid"] for c in tally},
                       **{f"{c}_rule_vs_bits": tally[c]["bits"] for c in tally},
                       **({f"{c}_rule_outputs": tally[c]["outputs"] for c in tally} if args.output_rate else {})},
@@ -592,7 +598,9 @@ def summary_lines(table: dict) -> list[str]:
         pct = lambda a, b: f"{a}/{b} ({100 * a / b:.1f} %)" if b else "0/0"  # noqa: E731
         L.append(f"== {target}  (preset {d['preset']}, R = {d['R']})")
         L.append(f"   calls {rt['calls']}: preset + S explains {rt['explained_by_preset']}, alternatives "
-                 f"{rt['explained_by_alternative']}, unexplained {rt['unexplained']}")
+                 f"{rt['explained_by_alternative']}, unexplained {rt['unexplained']}; grid-derived S among the "
+                 f"bits' S {pct(*rt['grid_bits_agree'])}; operand checksum mismatches {rt['operands_mismatch']}, "
+                 f"repeats that differ {rt['nondeterministic']}, kernel changes {rt['kernel_changed_between_reps']}")
         for c in ("nvjet", "other"):
             L.append(f"   {c:5s} kernels: rule S == grid-derived S {pct(*rt[c + '_rule_vs_grid'])}; rule S among "
                      f"the S the bits show {pct(*rt[c + '_rule_vs_bits'])}"
