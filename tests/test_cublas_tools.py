@@ -1,0 +1,344 @@
+"""The cuBLAS shape sweep and its fit (tools/h200_cublas_*.py): the operand hash in NumPy
+and torch, kernel names and trace attribution, the K-split rule, and the fit's search
+of S on outputs made with fpspec's own models (issue 14)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+
+import h200_cublas_common as common  # noqa: E402
+import h200_cublas_fit as fit  # noqa: E402
+import h200_cublas_kernels as kern  # noqa: E402
+import h200_cublas_sweep as sweep  # noqa: E402
+
+from fpspec.probe.operands import value_table  # noqa: E402
+
+
+# ------------------------------------------------------------------ the hash
+def _fmix32_reference(x: int) -> int:
+    """murmur3 fmix32 with Python integers (no 16-bit split)."""
+    x ^= x >> 16
+    x = (x * 0x85EBCA6B) & 0xFFFFFFFF
+    x ^= x >> 13
+    x = (x * 0xC2B2AE35) & 0xFFFFFFFF
+    return x ^ (x >> 16)
+
+
+def test_fmix32_equals_plain_integer_reference():
+    rng = np.random.default_rng(1)
+    xs = np.concatenate([np.array([0, 1, 2, 0xFFFFFFFF, 0x80000000, 0x7FFFFFFF], dtype=np.int64),
+                         rng.integers(0, 1 << 32, 2000, dtype=np.int64)])
+    got = common.fmix32(xs)
+    assert got.dtype == np.int64
+    assert [int(v) for v in got] == [_fmix32_reference(int(x)) for x in xs]
+    assert common.fmix32(0) == 0  # fmix32 fixes 0
+    assert common.fmix32(1) == _fmix32_reference(1) != 1
+
+
+@pytest.mark.parametrize("fmt", ["bf16", "fp16", "e4m3"])
+def test_codes_numpy_equal_torch_cpu(fmt):
+    torch = pytest.importorskip("torch")
+    for seed, r0, r1, k in ((0, 0, 9, 300), (14001, 8183, 8192, 1000), ((1 << 32) - 1, 5, 7, 32768),
+                            ((1 << 40) + 17, 100, 104, 513)):
+        want = common.codes_numpy(fmt, seed, np.arange(r0, r1), k)
+        got = common.codes_torch(torch, fmt, seed, r0, r1, k, "cpu").numpy()
+        assert got.dtype == np.int64 and np.array_equal(got, want), (fmt, seed, r0)
+    # any subset of rows regenerates the same codes as the whole block
+    block = common.codes_numpy(fmt, 7, np.arange(40), 64)
+    assert np.array_equal(common.codes_numpy(fmt, 7, [3, 17, 39], 64), block[[3, 17, 39]])
+
+
+@pytest.mark.parametrize("fmt", ["bf16", "fp16", "e4m3"])
+def test_codes_styles(fmt):
+    """Every code finite; narrow rows in [2^-3, 2^4); blocky rows within 3 binades per
+    128-long segment; wide rows span many binades."""
+    codes = common.codes_numpy(fmt, 99, np.arange(8), 1024)
+    vals = value_table(fmt)[codes]
+    assert np.isfinite(vals).all()
+    mag = np.abs(vals)
+    nz = mag > 0
+    narrow = mag[[1, 5]][nz[[1, 5]]]
+    assert narrow.min() >= 2.0 ** -3 and narrow.max() < 2.0 ** 4
+    e = np.floor(np.log2(np.where(nz, mag, 1.0)))
+    for row in (2, 6):
+        for s0 in range(0, 1024, 128):
+            seg = e[row, s0:s0 + 128][nz[row, s0:s0 + 128]]
+            assert seg.max() - seg.min() <= 2
+        seg_min = [e[row, s0:s0 + 128].min() for s0 in range(0, 1024, 128)]
+        assert max(seg_min) - min(seg_min) >= 4   # segments differ by many binades
+    wide = e[[0, 3, 4, 7]][nz[[0, 3, 4, 7]]]
+    assert wide.max() - wide.min() >= 14
+
+
+@pytest.mark.parametrize("fmt", ["bf16", "e4m3"])
+def test_torch_operand_path_checksums(fmt):
+    """The sweep's torch operand (int64 codes -> the GEMM dtype, in row blocks) and its
+    checksum equal the NumPy regeneration."""
+    pytest.importorskip("torch")
+    be = sweep.TorchBackend("cpu", 1)
+    old = sweep.GEN_CHUNK_ELEMS
+    sweep.GEN_CHUNK_ELEMS = 3 * 70   # several row blocks
+    try:
+        x = be.operand(fmt, 5, 11, 70)
+    finally:
+        sweep.GEN_CHUNK_ELEMS = old
+    want = common.codes_numpy(fmt, 5, np.arange(11), 70)
+    raw = x.view(be.torch.uint8 if fmt == "e4m3" else be.torch.int16).numpy().astype(np.int64)
+    assert np.array_equal(raw & (0xFF if fmt == "e4m3" else 0xFFFF), want)
+    assert be.checksum(x, [0, 4, 10]) == common.code_checksum(want[[0, 4, 10]]).tolist()
+
+
+def test_sample_index_and_shapes_file(tmp_path):
+    idx = common.sample_index(8192, 8, 3)
+    assert len(idx) == 8 and {0, 1, 2, 3, 8191} <= set(idx.tolist()) and np.all(np.diff(idx) > 0)
+    assert common.sample_index(1, 8, 3).tolist() == [0]
+    assert common.sample_counts(1, 8192) == (1, 64) and common.sample_counts(7, 9) == (7, 9)
+    assert common.run_shape("torch-scaled-mm", (7, 100, 1000)) == (7, 112, 1008)
+    assert common.run_shape("torch-bf16", (7, 100, 1000)) == (7, 100, 1000)
+    assert common.parse_shapes_text("# held out\n1x8192x4096\n33, 65, 5000\n100 100 1000  # odd\n") == [
+        (1, 8192, 4096), (33, 65, 5000), (100, 100, 1000)]
+    with pytest.raises(SystemExit):
+        common.parse_shapes_text("1x2\n")
+
+
+def test_heldout_shapes_are_not_in_the_grid():
+    held = common.parse_shapes_text((ROOT / "vectors/provenance/h200-cublas/heldout_shapes.txt").read_text())
+    grid = common.default_grid()
+    assert len(held) >= 60 and len(set(held)) == len(held) and not set(held) & set(grid)
+    assert any(m == 1 for m, _, _ in held) and any(8192 in (m, n) for m, n, _ in held)
+    assert len(grid) == 455 and max(k for _, _, k in grid) == 32768 and min(k for _, _, k in grid) == 16
+
+
+# ------------------------------------------------------------------ kernels and traces
+def test_parse_kernel_names():
+    k = kern.parse_kernel("nvjet_tst_128x256_64x4_1x2_h_bz_coopA_TNT")
+    assert (k.kclass, k.tile_m, k.tile_n, k.kt, k.stages, k.cluster, k.layout) == (
+        "nvjet", 128, 256, 64, 4, (1, 2), "TNT")
+    assert k.flags == ["tst", "h", "bz", "coopA"]
+    k = kern.parse_kernel("nvjet_tst_64x8_64x16_2x1_v_bz_splitK_TNT")
+    assert (k.tile_m, k.tile_n, k.kt, k.stages) == (64, 8, 64, 16) and "splitK" in k.flags
+    k = kern.parse_kernel("nvjet_tst_256x96_64x5_2x1_2cta_v_badd_NNT")
+    assert "2cta" in k.flags and (k.tile_m, k.tile_n) == (256, 96)
+    k = kern.parse_kernel("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_"
+                          "execute_segment_k_off_kernel__5x_cublas")
+    assert (k.kclass, k.tile_m, k.tile_n, k.kt) == ("sm90-xmma", 128, 128, 64)
+    k = kern.parse_kernel("sm80_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize64x64x32_stage4_warpsize2x2x1_"
+                          "tensor16x8x16_kernel")
+    assert (k.kclass, k.tile_m, k.tile_n, k.kt, k.stages) == ("sm80", 64, 64, 32, 4)
+    k = kern.parse_kernel("ampere_bf16_s16816gemm_bf16_128x64_ldg8_f2f_stages_64x3_tn")
+    assert (k.kclass, k.tile_m, k.tile_n, k.kt, k.stages) == ("sm80", 128, 64, 64, 3)
+    k = kern.parse_kernel("void cutlass::Kernel<cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_64x64_32x6_tn_align8>"
+                          "(cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_64x64_32x6_tn_align8::Params)")
+    assert k.kclass in ("sm80", "other")
+    k = kern.parse_kernel("cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_64x64_32x6_tn_align8")
+    assert (k.kclass, k.tile_m, k.kt, k.stages) == ("sm80", 64, 32, 6)
+    k = kern.parse_kernel("turing_fp16_s1688gemm_fp16_128x128_ldg8_f2f_tn")
+    assert (k.kclass, k.tile_m, k.tile_n, k.kt) == ("sm75", 128, 128, None)
+    assert kern.parse_kernel("void gemmSN_TN_kernel<float, 128, 16, 2, 4, 4, 4>(...)").kclass == "simt"
+    assert kern.parse_kernel("void splitKreduce_kernel<32, 16, int, float, float>(...)").kclass == "reduce"
+    calls = [{"name": "void at::native::vectorized_elementwise_kernel<4>()", "dur_us": 9.0},
+             {"name": "nvjet_tst_64x64_64x8_2x1_v_bz_splitK_TNT", "dur_us": 3.0},
+             {"name": "void splitKreduce_kernel<32, 16>()", "dur_us": 1.0}]
+    assert kern.gemm_kernel(calls)["name"].startswith("nvjet")
+    assert kern.ctas([4, 2, 3]) == 24 and kern.ctas(None) is None
+
+
+def test_attribute_kernels_synthetic_trace():
+    """Kernels go to the annotation whose CPU range holds their launch (correlation), or
+    the CPU op sharing their External id, or the GPU annotation range."""
+    ann = lambda name, ts, dur, cat="user_annotation": {"ph": "X", "cat": cat, "name": name, "pid": 1,  # noqa: E731
+                                                         "tid": 1, "ts": ts, "dur": dur, "args": {}}
+    ev = [ann("fpspec:0:0", 0, 100), ann("fpspec:1:0", 200, 100), ann("other", 0, 1000),
+          ann("fpspec:2:0", 500, 50, "gpu_user_annotation"),
+          {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 10, "dur": 1,
+           "args": {"correlation": 5}},
+          {"ph": "X", "cat": "cuda_driver", "name": "cuLaunchKernelEx", "pid": 1, "tid": 1, "ts": 250, "dur": 1,
+           "args": {"correlation": 6}},
+          {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 220, "dur": 50,
+           "args": {"External id": 77}},
+          {"ph": "X", "cat": "kernel", "name": "kA", "pid": 0, "tid": 7, "ts": 400, "dur": 2,
+           "args": {"correlation": 5, "grid": [2, 1, 3], "block": [384, 1, 1]}},
+          {"ph": "X", "cat": "kernel", "name": "kB", "pid": 0, "tid": 7, "ts": 450, "dur": 2,
+           "args": {"correlation": 6, "grid": [1, 1, 1], "block": [128, 1, 1]}},
+          {"ph": "X", "cat": "kernel", "name": "kC", "pid": 0, "tid": 7, "ts": 460, "dur": 2,
+           "args": {"correlation": 99, "External id": 77, "grid": [7, 1, 1]}},
+          {"ph": "X", "cat": "kernel", "name": "kD", "pid": 0, "tid": 7, "ts": 510, "dur": 2,
+           "args": {"correlation": 98, "grid": [9, 1, 1]}},
+          {"ph": "X", "cat": "kernel", "name": "orphan", "pid": 0, "tid": 7, "ts": 900, "dur": 2,
+           "args": {"correlation": 97}}]
+    got = kern.attribute_kernels({"traceEvents": ev}, "fpspec:")
+    assert [k["name"] for k in got["fpspec:0:0"]["kernels"]] == ["kA"]
+    assert got["fpspec:0:0"]["kernels"][0]["grid"] == [2, 1, 3] and got["fpspec:0:0"]["method"] == "correlation"
+    assert [k["name"] for k in got["fpspec:1:0"]["kernels"]] == ["kB", "kC"]
+    assert [k["name"] for k in got["fpspec:2:0"]["kernels"]] == ["kD"]
+    assert got["fpspec:2:0"]["method"] == "gpu-annotation"
+    assert "other" not in got
+    assert kern.trace_fields({"traceEvents": ev})["kernel"] == ["External id", "block", "correlation", "grid"]
+
+
+# ------------------------------------------------------------------ the rule
+def test_rule_reproduces_the_version1_splits():
+    """The split-K lengths measured in version 1 (docs/probe-h200.rst) follow from the rule
+    with R = 20 and a budget B = 88 (128 x 128 output tiles, T = ceil(N/128) ceil(M/128))."""
+    t = lambda m, n: kern.output_tiles(m, n, 128, 128)  # noqa: E731
+    assert kern.rule_s(4096, 64, t(64, 64), 20, 88) == 1408      # BF16 64 x 64 x 4096
+    assert kern.rule_s(16384, 64, t(64, 64), 20, 88) == 1408     # BF16 64 x 64 x 16384
+    assert kern.rule_s(16384, 128, t(64, 64), 20, 88) == 2816    # FP8 64 x 64 x 16384
+    assert kern.rule_s(16384, 64, t(128, 4096), 20, 88) == 8192  # T = 32: P = floor(88/32) = 2
+    assert kern.rule_s(1024, 64, t(64, 64), 20, 88) is None      # 16 K tiles: no split
+    assert kern.rule_p(1344, 64, 1, 20, 88) == 1                 # 21 tiles: ceil(21/20) - 1 = 1
+    assert kern.slice_for_p(5000, 8, 33) == 152
+    assert kern.balanced_slices(4096, 64)[:4] == [2048, 1408, 1024, 832]
+    assert kern.output_tiles(100, 300, 128, 64) == 3 * 2 and kern.output_tiles(100, 300, 128, 64, "torch") == 5
+
+
+def test_best_b_and_rule_fit_recover_synthetic_parameters():
+    rng = np.random.default_rng(4)
+    pts = []
+    for _ in range(400):
+        k = int(rng.choice([2048, 4096, 5000, 8192, 16384, 32768]))
+        t = int(rng.choice([1, 2, 3, 5, 8, 13, 21, 34, 55, 89]))
+        pts.append({"K": k, "kt": 64, "T": t, "S": kern.rule_s(k, 64, t, 20, 100), "family": "f"})
+    b, rng_b, n = fit.best_b(pts, 20)
+    assert n == len(pts) and rng_b[0] <= 100 <= rng_b[1]
+    brute = [sum(kern.rule_s(p["K"], 64, p["T"], 20, bb) == p["S"] for p in pts) for bb in range(1, 300)]
+    assert max(brute) == n and brute.index(n) + 1 == b
+    res = fit.fit_rule(pts)
+    assert res["matches_by_R"][20] == len(pts) and res["families"]["f"]["rule_matches"] == len(pts)
+
+
+# ------------------------------------------------------------------ the S search
+def _record(target: str, shape, s, hyp_name="main", kernel=None, grid=None, seed=3):
+    """A sweep record whose outputs fpspec's model made with split S."""
+    cfg = common.TARGETS[target]
+    m, n, k = shape
+    rows, cols = common.sample_index(m, 8, seed), common.sample_index(n, 8, seed + 1)
+    a = common.codes_numpy(cfg["fmt"], seed, rows, k)
+    bt = common.codes_numpy(cfg["fmt"], seed + 9, cols, k)
+    hyp = {h.name: h for h in fit.hypotheses(target)}[hyp_name]
+    bits = fit.model_bits(cfg["fmt"], np.repeat(a, len(cols), axis=0), np.tile(bt, (len(rows), 1)), hyp, s)
+    kernels = [{"name": kernel, "grid": grid, "dur_us": 1.0}] if kernel else []
+    return {"kind": "call", "id": seed, "target": target, "fmt": cfg["fmt"], "shape": list(shape),
+            "seed_a": seed, "seed_b": seed + 9, "rows": rows.tolist(), "cols": cols.tolist(),
+            "bits": common.bits_hex(bits), "kernels": kernels,
+            "checksum_a": common.code_checksum(a).tolist(), "checksum_b": common.code_checksum(bt).tolist()}
+
+
+def _fit_one(rec, **opts):
+    args = SimpleNamespace(record_seconds=60, alt_seconds=60, exhaustive=False, no_alternatives=False)
+    for key, v in opts.items():
+        setattr(args, key, v)
+    rec["_kernel"] = kern.gemm_kernel(rec["kernels"])
+    rec["_info"] = kern.parse_kernel(rec["_kernel"]["name"]) if rec["_kernel"] else None
+    rec["_ctas"] = kern.ctas(rec["_kernel"]["grid"]) if rec["_kernel"] else None
+    interp = {}
+    if rec["_info"] is not None and rec["_info"].tile_m:
+        interp[(rec["target"], rec["_info"].name)] = fit.choose_interpretation([rec], rec["_info"])
+    return fit.fit_record(rec, interp, args)
+
+
+def test_search_recovers_a_known_split_from_the_grid():
+    # BF16 64 x 64 x 4096 split in 3 slices of 1408 (version 1's measurement), kernel grid P = 3
+    rec = _record("torch-bf16", (64, 64, 4096), 1408, kernel="nvjet_tst_64x64_64x8_2x1_v_bz_splitK_TNT",
+                  grid=[1, 1, 3])
+    out = _fit_one(rec)
+    assert out["P_grid"] == 3 and out["S_grid"] == 1408
+    assert out["explained_by"] == "main" and out["S_bits"] == [1408] and out["operands_ok"]
+
+
+def test_search_recovers_splits_without_kernel_information():
+    # no kernel: every balanced split is searched; K = 5000 is not a multiple of the K tile
+    rec = _record("torch-fp16", (16, 24, 5000), 1280)
+    out = _fit_one(rec)
+    assert out["S_grid"] == "unknown" and out["S_bits"] == [1280]
+    rec = _record("torch-scaled-mm-fast", (16, 32, 3072), 768, seed=8)
+    assert _fit_one(rec)["S_bits"] == [768]
+    rec = _record("torch-bf16", (16, 16, 2048), None, seed=11)
+    assert _fit_one(rec, exhaustive=True)["S_bits"] == [None]
+    # FP8 with promotion every 128: a slice of 128 is the promotion itself (same outputs)
+    rec = _record("torch-scaled-mm", (16, 32, 3072), 1024, seed=12)
+    assert 1024 in _fit_one(rec)["S_bits"]
+
+
+def test_search_finds_residue_first_groups_of_8_and_flags_bad_operands():
+    rec = _record("torch-bf16", (33, 65, 1000), 336, hyp_name="g8-front",
+                  kernel="sm80_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize64x64x32_stage4_warpsize2x2x1_"
+                         "tensor16x8x16_kernel", grid=[2, 1, 3])
+    out = _fit_one(rec)
+    assert out["explained_by"] == "g8-front" and out["S_alt"] == [336] and out["S_bits"] == []
+    rec = _record("torch-bf16", (16, 16, 256), None)
+    rec["checksum_a"][0] += 1
+    assert _fit_one(rec)["operands_ok"] is False
+
+
+# ------------------------------------------------------------------ end to end
+def test_local_sweep_and_fit_end_to_end(tmp_path):
+    shapes = tmp_path / "shapes.txt"
+    shapes.write_text("64x64x4096\n64 64 1344\n1024,1280,4096\n1280x1280x4096\n7x9x256\n33x65x1000\n")
+    assert sweep.main(["--local", "--out", str(tmp_path / "s"), "--shapes", str(shapes),
+                       "--targets", "torch-bf16,torch-scaled-mm-fast"]) == 0
+    lines = [json.loads(x) for x in (tmp_path / "s" / "sweep.jsonl").read_text().splitlines()]
+    assert [x["kind"] for x in lines][0] == "meta" and lines[-1]["kind"] == "done"
+    calls = [x for x in lines if x["kind"] == "call"]
+    assert len(calls) == 12 and all(c["attribution"] == "correlation" and c["reps_equal"] for c in calls)
+    assert fit.main([str(tmp_path / "s"), "--out", str(tmp_path / "f"), "--jobs", "2"]) == 0
+    table = json.loads((tmp_path / "f" / "cublas_rule.json").read_text())
+    assert not (tmp_path / "f" / "fit_records.partial.jsonl").exists()
+    # a rerun that reuses the searches gives the same table
+    assert fit.main([str(tmp_path / "s"), "--out", str(tmp_path / "g"), "--reuse",
+                     str(tmp_path / "f" / "fit_records.jsonl")]) == 0
+    again = json.loads((tmp_path / "g" / "cublas_rule.json").read_text())
+    assert again["targets"] == table["targets"]
+    bf = table["targets"]["torch-bf16"]
+    assert bf["R"] == 20
+    assert bf["rates"]["nvjet_rule_vs_grid"] == [4, 4] and bf["rates"]["nvjet_rule_outputs"] == [256, 256]
+    fam = bf["families"]["nvjet_tst_128x256_64x4_1x2_h_bz_coopA_TNT"]
+    assert fam["B_range"][0] <= sweep.LocalBackend.FAKE_B["large"] <= fam["B_range"][1]
+    alts = {tuple(a["shape"]): a["hypothesis"] for a in bf["alternative_explained"]}
+    assert alts == {(7, 9, 256): "fp32-seq", (33, 65, 1000): "g8-front"}
+    fast = table["targets"]["torch-scaled-mm-fast"]["rates"]
+    assert fast["explained_by_preset"] == 6 and fast["unexplained"] == 0
+    assert (tmp_path / "s" / "trace_chunk0.json.gz").exists()
+
+
+def test_torch_cpu_sweep_path(tmp_path):
+    """The real torch path on the CPU: operands, profiler annotations, CPU ops standing in
+    for kernels, bits and checksums that the fit regenerates."""
+    pytest.importorskip("torch")
+    shapes = tmp_path / "shapes.txt"
+    shapes.write_text("16x32x128\n")
+    assert sweep.main(["--device", "cpu", "--out", str(tmp_path / "s"), "--shapes", str(shapes),
+                       "--targets", "torch-bf16,torch-scaled-mm", "--reps", "2"]) == 0
+    calls = [json.loads(x) for x in (tmp_path / "s" / "sweep.jsonl").read_text().splitlines()]
+    calls = [c for c in calls if c["kind"] == "call"]
+    assert len(calls) == 2 and all(c["error"] is None and len(c["bits"]) == 64 for c in calls)
+    names = {c["target"]: [k["name"] for k in c["kernels"]] for c in calls}
+    assert "aten::mm" in names["torch-bf16"] and "aten::_scaled_mm" in names["torch-scaled-mm"]
+    for c in calls:
+        pairs = fit.Pairs(c)
+        assert pairs.operands_ok
+    # the stand-in GEMM is torch's CPU _scaled_mm: each sampled output is the dot product of
+    # its regenerated row and column up to float32 rounding (checks the bits' row-major layout)
+    c = {x["target"]: x for x in calls}["torch-scaled-mm"]
+    a = value_table("e4m3")[common.codes_numpy("e4m3", c["seed_a"], c["rows"], 128)]
+    b = value_table("e4m3")[common.codes_numpy("e4m3", c["seed_b"], c["cols"], 128)]
+    exact = (a @ b.T).reshape(-1)
+    scale = (np.abs(a) @ np.abs(b).T).reshape(-1)
+    got = common.bits_from_hex(c["bits"]).view(np.float32).astype(np.float64)
+    assert np.all(np.abs(got - exact) <= 1e-5 * scale)
+    assert not np.allclose(got, exact[::-1])
+    # without the profiler: the same bits, no kernels
+    assert sweep.main(["--device", "cpu", "--out", str(tmp_path / "n"), "--shapes", str(shapes),
+                       "--targets", "torch-scaled-mm", "--reps", "1", "--no-profiler"]) == 0
+    plain = [json.loads(x) for x in (tmp_path / "n" / "sweep.jsonl").read_text().splitlines()]
+    plain = [x for x in plain if x["kind"] == "call"]
+    assert plain[0]["bits"] == c["bits"] and plain[0]["kernels"] == [] and plain[0]["error"] is None
