@@ -10,7 +10,7 @@ SWEEP is a sweep.jsonl (or a directory of them).  For every call record it:
 2. finds the slice lengths S for which the target's fpspec preset (``km-h100-bf16``
    for BF16 and FP16, ``km-h100-fp8-promote128`` for FP8 without fast accumulation,
    ``km-h100-fp8`` with it) with ``split_k = S`` reproduces every sampled output
-   (FPS-GEMM-14; evaluated with :func:`fpspec.probe.simulate.simulate_rowdot`, bit-exact
+   (FPS-GEMM-14; evaluated with :func:`fpspec.matmul.rowdot`, bit-exact
    for these presets).  Candidates: the grid-derived S (P = CTAs / T), no split, and
    every balanced split S = ceil(ceil(K/kt) / P) kt; K is zero-padded to whole K tiles
    (what a TMA load of the tail does; zero products take no part in the alignment);
@@ -109,7 +109,7 @@ def model_bits(fmt: str, pa: np.ndarray, pb: np.ndarray, hyp: Hypothesis, s: int
     """FP32 bits of the row-wise dots pa[i] . pb[i] under ``hyp`` with slices of ``s``
     (None: one chain).  K is zero-padded to whole units (back), or, for "front", so that
     the first slice (or the first unit without a split) holds the residue."""
-    from fpspec.probe.simulate import simulate_rowdot
+    from fpspec.matmul import rowdot
 
     u = hyp.unit or unit or TARGETS_KT.get(fmt, 64)
     k = pa.shape[1]
@@ -119,7 +119,7 @@ def model_bits(fmt: str, pa: np.ndarray, pb: np.ndarray, hyp: Hypothesis, s: int
         k_to = math.ceil(k / u) * u
     a, b = padded(pa, k_to, hyp.pad == "front"), padded(pb, k_to, hyp.pad == "front")
     s_eff = None if s is None or s >= k_to else s
-    y = simulate_rowdot(a.astype(_CODE_DTYPE[fmt]), b.astype(_CODE_DTYPE[fmt]), fmt, hyp.model(s_eff))
+    y = rowdot(a.astype(_CODE_DTYPE[fmt]), b.astype(_CODE_DTYPE[fmt]), hyp.model(s_eff), fmt=fmt)
     return np.asarray(y, dtype=np.float32).view(np.uint32)
 
 
@@ -497,7 +497,7 @@ def build_table(calls: list[dict], results: list[dict], fam_interp: dict, record
                              "sweep": {k: meta.get(k) for k in ("started", "gpu", "nvidia_smi", "torch", "cuda_runtime",
                                                                 "cublas_compiled", "cublaslt_version", "sm_count",
                                                                 "preferred_blas_library", "backend", "grid", "env")},
-                             "evaluator": "fpspec.probe.simulate.simulate_rowdot (bit-exact for these presets)",
+                             "evaluator": "fpspec.matmul.rowdot (fast path, tested bit-equal to the exact spec)",
                              "padding": "main hypothesis: K zero-padded at the back to whole K tiles",
                              "hypotheses": {t: [h.__dict__ | {"overrides": dict(h.overrides)} for h in hypotheses(t)]
                                             for t in TARGETS},
