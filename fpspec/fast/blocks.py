@@ -378,21 +378,32 @@ def _payload_product(x, codes, rbits, use_r, base, block, mult, pos_zero, mode, 
 
 
 # ----------------------------------------------------- per-profile kernels
+# Each kernel runs over chunks of _CHUNK blocks in parallel; within a chunk, one pass
+# computes every block's scale (the scale steps), a second pass the payloads (the payload
+# step), so that the latency of one block's scale arithmetic overlaps the next block's.
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _block_slot(bn, nbr, block, tile2d):
+    """Index of block bn's scale in the scale grid: bn itself (1xB), or its tile (BxB)."""
+    if tile2d:
+        i = bn // nbr
+        return (i // block) * nbr + (bn - i * nbr)
+    return bn
+
+
 @numba.njit(cache=True, parallel=True, error_model="numpy")
 def _exact_profile_blocks(x, nbr, block, tile2d, tile_amax, t, six_t, g, wide, sm, semin, smax_code, stable,
                           zero_rule, one_code, mode, rbits, use_r, nbits, codes, scales):
     """Steps 2-4 of :func:`fpspec.exact.blocks._exact_profile` (FPS-BLK-2) for every block."""
     nblocks = x.shape[0] // block
+    num = six_t if g > 0.0 else 1.0
     for c in numba.prange((nblocks + _CHUNK - 1) // _CHUNK):
-        for bn in range(c * _CHUNK, min(nblocks, (c + 1) * _CHUNK)):
-            base = bn * block
-            if tile2d:
-                i = bn // nbr
-                sidx = (i // block) * nbr + (bn - i * nbr)
-                a_b = tile_amax[sidx]
-            else:
-                sidx = bn
-                a_b = _block_amax(x, base, block)
+        b0 = c * _CHUNK
+        b1 = min(nblocks, b0 + _CHUNK)
+        divisor = np.empty(b1 - b0)
+        for bn in range(b0, b1):
+            sidx = _block_slot(bn, nbr, block, tile2d)
+            a_b = tile_amax[sidx] if tile2d else _block_amax(x, bn * block, block)
             # 2. u_B = a_B G / 6 = a_B T / g (a_B / 6 when g = 0), RNE in the scale format
             if g > 0.0:
                 code = scale_code_rne(a_b, t, g, wide, sm, semin, smax_code, stable)
@@ -402,16 +413,16 @@ def _exact_profile_blocks(x, nbr, block, tile2d, tile_amax, t, six_t, g, wide, s
             if code == 0 and zero_rule:
                 code = one_code
             scales[sidx] = code
+            divisor[bn - b0] = g * stable[code] if g > 0.0 else stable[code]
+        for bn in range(b0, b1):
             # 4. q = E2M1(x G / s_B) = E2M1(|x| 6T / (g s_B)); s_B = 0: nonzero x -> +-6
-            s = stable[code]
-            num = six_t if g > 0.0 else 1.0
-            d = g * s if g > 0.0 else s
-            if s == 0.0:
-                _payload_zero_scale(x, codes, base, block)
+            d = divisor[bn - b0]
+            if d == 0.0:
+                _payload_zero_scale(x, codes, bn * block, block)
             elif mode == _RNE and not wide:
-                _payload_ratio_rne(x, codes, base, block, num, d)
+                _payload_ratio_rne(x, codes, bn * block, block, num, d)
             else:
-                _payload_ratio(x, codes, rbits, use_r, wide, base, block, num, d, mode, nbits)
+                _payload_ratio(x, codes, rbits, use_r, wide, bn * block, block, num, d, mode, nbits)
 
 
 @numba.njit(cache=True, parallel=True, error_model="numpy")
@@ -420,15 +431,12 @@ def _fp32_profile_blocks(x, nbr, block, tile2d, tile_amax, mulf, gd, cap, smax32
     """Steps 3-6 of :func:`fpspec.exact.blocks._fp32_profile` (FPS-BLK-3, FPS-BLK-8) for every block."""
     nblocks = x.shape[0] // block
     for c in numba.prange((nblocks + _CHUNK - 1) // _CHUNK):
-        for bn in range(c * _CHUNK, min(nblocks, (c + 1) * _CHUNK)):
-            base = bn * block
-            if tile2d:
-                i = bn // nbr
-                sidx = (i // block) * nbr + (bn - i * nbr)
-                a_b = np.float32(tile_amax[sidx])
-            else:
-                sidx = bn
-                a_b = np.float32(_block_amax(x, base, block))
+        b0 = c * _CHUNK
+        b1 = min(nblocks, b0 + _CHUNK)
+        multiplier = np.empty(b1 - b0, dtype=np.float32)
+        for bn in range(b0, b1):
+            sidx = _block_slot(bn, nbr, block, tile2d)
+            a_b = np.float32(tile_amax[sidx]) if tile2d else np.float32(_block_amax(x, bn * block, block))
             # 3. sc = fp32(a_B * mulf), min(sc, FLT_MAX, U), RNE (sc is a binary32 value: exact)
             sc = a_b * mulf
             sc = sc if sc < _FLT_MAX32 else _FLT_MAX32
@@ -442,11 +450,14 @@ def _fp32_profile_blocks(x, nbr, block, tile2d, tile_amax, mulf, gd, cap, smax32
             mult = np.float32(1.0) / (np.float32(stable[code]) * gd)
             if cap:
                 mult = mult if mult < _FLT_MAX32 else _FLT_MAX32
+            multiplier[bn - b0] = mult
+        for bn in range(b0, b1):
             # 6. q = E2M1(fp32(x * mult)); y = -0.0 gets 0x0 under signed_zero = positive
+            mult = multiplier[bn - b0]
             if mode == _RNE:
-                _payload_product_rne(x, codes, base, block, mult, pos_zero)
+                _payload_product_rne(x, codes, bn * block, block, mult, pos_zero)
             else:
-                _payload_product(x, codes, rbits, use_r, base, block, mult, pos_zero, mode, sr_fp32, nbits)
+                _payload_product(x, codes, rbits, use_r, bn * block, block, mult, pos_zero, mode, sr_fp32, nbits)
 
 
 @numba.njit(cache=True, parallel=True, error_model="numpy")
@@ -455,24 +466,24 @@ def _torchao_profile_blocks(x, nbr, block, tile2d, tile_amax, pts, ipts, smin32,
     """Steps 2-3 of :func:`fpspec.exact.blocks._torchao_profile` (FPS-BLK-18) for every block."""
     nblocks = x.shape[0] // block
     for c in numba.prange((nblocks + _CHUNK - 1) // _CHUNK):
-        for bn in range(c * _CHUNK, min(nblocks, (c + 1) * _CHUNK)):
-            base = bn * block
-            if tile2d:
-                i = bn // nbr
-                sidx = (i // block) * nbr + (bn - i * nbr)
-                a_b = np.float32(tile_amax[sidx])
-            else:
-                sidx = bn
-                a_b = np.float32(_block_amax(x, base, block))
+        b0 = c * _CHUNK
+        b1 = min(nblocks, b0 + _CHUNK)
+        reciprocal = np.empty(b1 - b0, dtype=np.float32)
+        for bn in range(b0, b1):
+            sidx = _block_slot(bn, nbr, block, tile2d)
+            a_b = np.float32(tile_amax[sidx]) if tile2d else np.float32(_block_amax(x, bn * block, block))
             # 2. sbs = fp32(fp32(a_B / 6) / pts), clamped to [2^-6, 448], RNE
             sbs = (a_b / np.float32(6.0)) / pts
             sbs = sbs if sbs > smin32 else smin32
             sbs = sbs if sbs < smax32 else smax32
             code = _round_scale_candidate(np.float64(sbs), sm, semin, smax_code)
             scales[sidx] = code
-            # 3. recip = fp32(ipts / s_B); q = E2M1(fp32(x * recip)), -0.0 keeping 0x8
-            recip = ipts / np.float32(stable[code])
-            _payload_product(x, codes, rbits, use_r, base, block, recip, False, mode, False, nbits)
+            # 3. recip = fp32(ipts / s_B)
+            reciprocal[bn - b0] = ipts / np.float32(stable[code])
+        for bn in range(b0, b1):
+            # 3. q = E2M1(fp32(x * recip)), -0.0 keeping 0x8
+            _payload_product(x, codes, rbits, use_r, bn * block, block, reciprocal[bn - b0], False, mode, False,
+                             nbits)
 
 
 @numba.njit(cache=True, parallel=True, error_model="numpy")
@@ -480,13 +491,18 @@ def _mx_profile_blocks(x, block, mx_mode, mode, rbits, use_r, nbits, codes, scal
     """Steps 2-3 of :func:`fpspec.exact.blocks._mx_profile` (FPS-BLK-12, FPS-BLK-13) for every block."""
     nblocks = x.shape[0] // block
     for c in numba.prange((nblocks + _CHUNK - 1) // _CHUNK):
-        for bn in range(c * _CHUNK, min(nblocks, (c + 1) * _CHUNK)):
-            base = bn * block
+        b0 = c * _CHUNK
+        b1 = min(nblocks, b0 + _CHUNK)
+        for bn in range(b0, b1):
             # 2. e from the bits of a_B; c_B = e + 127
-            e = _mx_exponent(_block_amax(x, base, block), mx_mode)
-            scales[bn] = e + 127
+            scales[bn] = _mx_exponent(_block_amax(x, bn * block, block), mx_mode) + 127
+        for bn in range(b0, b1):
             # 3. q = E2M1(x / 2^e): |x| against t 2^e (exact)
-            _payload_ratio(x, codes, rbits, use_r, False, base, block, 1.0, _pow2(e), mode, nbits)
+            d = _pow2(np.int64(scales[bn]) - 127)
+            if mode == _RNE:
+                _payload_ratio_rne(x, codes, bn * block, block, 1.0, d)
+            else:
+                _payload_ratio(x, codes, rbits, use_r, False, bn * block, block, 1.0, d, mode, nbits)
 
 
 # ------------------------------------------------ per-profile step 1 (Python)
@@ -716,9 +732,10 @@ def _absmax_bits32(bits):
     nch = (n + chunk - 1) // chunk
     part = np.zeros(max(nch, 1), dtype=np.uint32)
     for c in numba.prange(nch):
+        seg = bits[c * chunk:min(n, (c + 1) * chunk)]
         m = np.uint32(0)
-        for i in range(c * chunk, min(n, (c + 1) * chunk)):  # branch-free: LLVM vectorizes it
-            v = bits[i] & np.uint32(0x7FFFFFFF)
+        for i in range(seg.shape[0]):  # branch-free over a slice: LLVM vectorizes it
+            v = seg[i] & np.uint32(0x7FFFFFFF)
             m = v if v > m else m
         part[c] = m
     return part.max()
@@ -732,9 +749,10 @@ def _absmax_f64(x):
     nch = (n + chunk - 1) // chunk
     part = np.zeros(max(nch, 1))
     for c in numba.prange(nch):
+        seg = x[c * chunk:min(n, (c + 1) * chunk)]
         m = 0.0
-        for i in range(c * chunk, min(n, (c + 1) * chunk)):
-            v = abs(x[i])
+        for i in range(seg.shape[0]):
+            v = abs(seg[i])
             m = v if (v > m or v != v) else m
         part[c] = m
     r = 0.0
