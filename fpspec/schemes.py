@@ -414,6 +414,10 @@ def _parse_target(target: object) -> Fraction:
     if not math.isfinite(f) or f <= 0:
         raise FpspecError(f"target T must be finite and positive, got {target!r}")
     with np.errstate(over="ignore"):
-        if float(np.float32(f)) != f:
-            raise FpspecError(f"target T must be exactly representable in binary32, got {target!r}")
+        f32 = float(np.float32(f))
+    if math.isinf(f32):
+        raise FpspecError(f"target T = {target!r} is beyond the binary32 range "
+                          f"(max {float(np.finfo(np.float32).max)!r})")
+    if f32 != f:
+        raise FpspecError(f"target T must be exactly representable in binary32, got {target!r}")
     return Fraction(f)

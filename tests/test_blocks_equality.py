@@ -356,3 +356,23 @@ def test_exact_equals_fast_hypothesis():
         _both(x, scheme, **kw)
 
     check()
+
+
+def test_thread_setting_reaches_block_kernels():
+    """FPS-BLK-15: fpspec.fast.parallel.set_threads (bench --threads) sets the thread count of the
+    block kernels' prange loops (Numba's pool), and the thread count never changes a result."""
+    import numba
+
+    from fpspec.fast.parallel import set_threads
+
+    rng = np.random.default_rng(8)
+    x = rng.standard_t(3, (256, 512)).astype(np.float32)
+    try:
+        got = []
+        for n in (1, 2):
+            assert set_threads(n) == n and numba.get_num_threads() == min(n, numba.config.NUMBA_NUM_THREADS)
+            q = quantize(x, "ue5m3", profile="seed-fp32", tile="BxB")
+            got.append((q.codes.copy(), q.scales.copy(), dequantize(q).view(np.uint32).copy()))
+        assert all(np.array_equal(a, b) for a, b in zip(*got))
+    finally:
+        set_threads(None)

@@ -679,7 +679,7 @@ def dequant_factors(formula: Dequant, scales: np.ndarray, scale_format, amax: fl
     * mx: F = 2^(c - 127), D = 1.
     """
     table = decode_table(scale_format)
-    s = table[scales.reshape(-1).astype(np.intp)]
+    s = table[scales.reshape(-1)]  # uint8 indices: no index copy
     f32 = np.float32
     with np.errstate(over="ignore", invalid="ignore"):
         if formula is Dequant.MX:
