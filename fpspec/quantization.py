@@ -37,8 +37,9 @@ from .fast.blocks import (
     round_bf16_fast,
     scan_values,
 )
+from .fast.rounding import decode_table
 from .quantized import QuantizedTensor
-from .schemes import BlockResult, BlockSpec, Dequant, RhtOutput, get_profile, resolve_spec
+from .schemes import BlockResult, BlockSpec, Dequant, RhtOutput, parse_target, get_profile, get_scheme, resolve_spec
 
 __all__ = ["quantize", "dequantize", "quantize_view", "prepare_view", "tensor_amax", "PreparedView"]
 
@@ -235,6 +236,18 @@ _OVERFLOW_REASON = {
 }
 
 
+def _container_target(qt: QuantizedTensor, prof) -> float | None:
+    """T of a quantized tensor's params, checked as quantize checks it."""
+    if not get_scheme(prof.scheme).tensor_scale:
+        return None
+    text = qt.params.get("target")
+    try:
+        t = Fraction(str(text))
+    except (TypeError, ValueError, ZeroDivisionError):
+        raise FpspecError(f"quantized tensor has no valid target T in its params, got {text!r}") from None
+    return float(parse_target(float(t)))
+
+
 def dequantize(qt: QuantizedTensor, *, overflow: Literal["error", "ieee"] = "error") -> np.ndarray:
     """float32 values of a quantized tensor, shape of ``qt.codes`` (FPS-BLK-14, FPS-BLK-21).
 
@@ -253,10 +266,19 @@ def dequantize(qt: QuantizedTensor, *, overflow: Literal["error", "ieee"] = "err
     if overflow not in ("error", "ieee"):
         raise FpspecError(f"overflow must be 'error' or 'ieee', got {overflow!r}")
     prof = get_profile(qt.scheme, qt.profile)
-    target = qt.params.get("target")
-    factors, divisor = dequant_factors(prof.dequant, qt.scales, qt.scale_format, float(qt.amax),
-                                       None if target is None else float(Fraction(target)),
-                                       qt.decode_scale)
+    target = _container_target(qt, prof)
+    amax = float(qt.amax)
+    if not math.isfinite(amax) or amax < 0:
+        raise FpspecError(f"quantized tensor has amax {amax!r}; it must be finite and >= 0")
+    if qt.codes.size and int(qt.codes.max()) > 15:
+        idx = tuple(int(i) for i in np.argwhere(qt.codes > 15)[0])
+        raise FpspecError(f"payload code {int(qt.codes[idx])} is not an E2M1 code (0..15)", idx)
+    finite_scale = np.isfinite(decode_table(qt.scale_format))[qt.scales]
+    if not finite_scale.all():
+        idx = tuple(int(i) for i in np.argwhere(~finite_scale)[0])
+        raise FpspecError(f"scale code {int(qt.scales[idx])} of block {list(idx)} is not a finite "
+                          f"{qt.scale_format} value")
+    factors, divisor = dequant_factors(prof.dequant, qt.scales, qt.scale_format, amax, target, qt.decode_scale)
     out, bad = dequantize_blocks(qt.codes, factors, qt.block, qt.tile, divisor)
     if bad >= 0 and overflow == "error":
         idx = tuple(int(i) for i in np.unravel_index(bad, qt.codes.shape))

@@ -45,6 +45,7 @@ __all__ = [
     "profiles_of",
     "default_profile",
     "resolve_spec",
+    "parse_target",
     "MAX_SR_BITS",
 ]
 
@@ -397,7 +398,7 @@ def resolve_spec(scheme: str, profile: str | None, *, block: int | None = None, 
             raise FpspecError(f"{scheme} has no tensor scale: a target T does not apply")
         t = None
     else:
-        t = _parse_target(target if target is not None else prof.target)
+        t = parse_target(target if target is not None else prof.target)
     zr = prof.zero_scale_rule if zero_scale_rule is None else bool(zero_scale_rule)
     if zr and not sch.tensor_scale:
         raise FpspecError(f"the zero-scale rule does not apply to {scheme} ({sf.name} has no zero)")
@@ -405,7 +406,7 @@ def resolve_spec(scheme: str, profile: str | None, *, block: int | None = None, 
                      rounding=mode, nbits=nb, sr_eval=sre, rht_output=rho)
 
 
-def _parse_target(target: object) -> Fraction:
+def parse_target(target: object) -> Fraction:
     """T must be a positive, finite binary32 value (the seed and TE compute 6T in FP32)."""
     try:
         f = float(target)  # type: ignore[arg-type]

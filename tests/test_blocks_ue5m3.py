@@ -283,6 +283,28 @@ def test_pad():
     assert not q.codes[:, 20:].any() and (q.codes[:, :20] == 7).all()
 
 
+def test_dequantize_refuses_inconsistent_containers():
+    """FPS-BLK-14, FPS-BLK-21: dequantize refuses a container whose payload codes are not E2M1 codes,
+    whose scale codes decode to NaN, whose T is missing or not a binary32 value, or whose amax is
+    negative, naming the element or block; never a silent NaN."""
+    from dataclasses import replace
+
+    q = quantize(_row([1.0, 0.5], [2.0]), "ue5m3")
+    bad_code = q.codes.copy()
+    bad_code[0, 17] = 0x1F
+    nan_scale = q.scales.copy()
+    nan_scale[0, 1] = 0xF9
+    for qt, msg in ((replace(q, codes=bad_code), r"payload code 31.*\[0, 17\]"),
+                    (replace(q, scales=nan_scale), r"scale code 249 of block \[0, 1\]"),
+                    (replace(q, params={**q.params, "target": None}), "target T"),
+                    (replace(q, params={**q.params, "target": "0"}), "finite and positive"),
+                    (replace(q, amax=np.float32(-1)), "amax")):
+        with pytest.raises(FpspecError, match=msg):
+            dequantize(qt)
+    with pytest.raises(FpspecError, match="overflow must be"):
+        dequantize(q, overflow="clip")
+
+
 def test_npz_round_trip(tmp_path):
     """FPS-BLK-14: a QuantizedTensor written and read back dequantizes to the same bits."""
     from fpspec.quantized import QuantizedTensor

@@ -79,10 +79,11 @@ def set_name(c: dict[str, Any], prefix: str = "quantize") -> str:
     parts = [prefix, c["scheme"], c["profile"], "1x%d" % c["block"] if c["tile"] == "1xB" else "%dx%d" % (c["block"], c["block"])]
     if c["target"] is not None and c["target"] != 448.0:
         parts.append(f"t{int(c['target'])}")
-    if c["scale_format"] not in ("ue5m3", "ue4m3", "ue8m0"):
+    prof = get_profile(c["scheme"], c["profile"])
+    if c["scale_format"] != prof.scale_formats[0]:
         parts.append(c["scale_format"])
-    if not c["zero_scale_rule"] and c["scheme"] == "ue5m3":
-        parts.append("nozsr")
+    if c["zero_scale_rule"] != prof.zero_scale_rule:
+        parts.append("nozsr" if prof.zero_scale_rule else "zsr")
     if c["rounding"] != "rne":
         parts.append(c["rounding"])
     if c["columnwise"]:
