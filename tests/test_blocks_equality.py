@@ -208,6 +208,18 @@ def test_sr_fp32_evaluation_equals_fast():
               rbits=_rbits(rng, x.shape, nbits, edges=bool(nbits % 2)))
 
 
+@pytest.mark.parametrize("sr_eval", ["exact", "fp32"])
+def test_sr_with_an_overflowing_payload_product(sr_eval):
+    """FPS-BLK-3, FPS-BLK-19, FPS-BLK-15: a held amax far below the values (g = 1e-30, x = 1e30) makes
+    seed-fp32's multiplier ge / 61440 = 4.4e28 and fp32(x * mult) = +-inf: the payload saturates at
+    +-6 under every SR evaluation, on both paths."""
+    x = np.full((1, 16), 1e30, np.float32)
+    x[0, 1::2] *= -1
+    r = np.full(x.shape, 255, np.uint8)
+    q = _both(x, "ue5m3", profile="seed-fp32", rounding="sr", sr_eval=sr_eval, rbits=r, amax=1e-30)
+    assert q.codes.tolist() == [[0x7, 0xF] * 8] and q.scales.tolist() == [[0xF7]]
+
+
 # ------------------------------------------------------ views and transforms
 @pytest.mark.parametrize("kind", ["wide", "edge"])
 @pytest.mark.parametrize("profile,rht_output", [("te-kernel", None), ("te-fp32", "bf16"), ("te-fp32", None),

@@ -146,6 +146,8 @@ def e2m1_payload(v: float | Fraction, spec: BlockSpec, r: int | None) -> int:
         a = abs(v)
         if a == 0:
             mag = Fraction(0)
+        elif a >= 6:  # saturated (also y = +-inf, from a multiplier near FLT_MAX)
+            mag = Fraction(6)
         else:
             q = max(floor_log2(Fraction(a)), 0) - 1
             sig = f32_mul(a, 2.0 ** -q)

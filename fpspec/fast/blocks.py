@@ -182,6 +182,8 @@ def _e2m1_sr_fp32(y, r, nbits):
     a = abs(y)
     if a == 0:
         return np.int64(0)
+    if a >= 6:  # saturated (also y = +-inf, from a multiplier near FLT_MAX)
+        return np.int64(7)
     q = max(_floor_log2(np.float64(a)), 0) - 1
     sig = a * np.float32(_pow2(-q))
     lower = np.float32(np.floor(sig))
