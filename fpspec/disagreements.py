@@ -35,8 +35,9 @@ class Selector:
     ``format`` (``--format``), ``rounding`` (``--rounding``), ``overflow``,
     ``nan``, ``negative``, ``zero`` (the policies of :mod:`fpspec.choices`),
     ``nbits`` (``--nbits``, an integer); ``scheme`` and ``profile`` (``scheme/profile``,
-    ``fpspec quantize --scheme S --profile P``), ``zero-scale-rule`` (``on``/``off``) and
-    ``preset`` (``fpspec gemm --model NAME``).
+    ``fpspec quantize --scheme S --profile P``), ``zero-scale-rule`` (``on``/``off``),
+    ``sr-eval`` and ``rht-output`` (the ``sr_eval=`` and ``rht_output=`` arguments of
+    :func:`fpspec.quantization.quantize`) and ``preset`` (``fpspec gemm --model NAME``).
     """
 
     kind: str
@@ -127,6 +128,16 @@ def _resolve_zero_scale_rule(name: str) -> bool:
     return name == "on"
 
 
+def _resolve_sr_eval(name: str) -> object:
+    """``sr_eval=`` of :func:`fpspec.quantization.quantize` (the seed-fp32 profile)."""
+    return importlib.import_module("fpspec.schemes").SrEvaluation(name)
+
+
+def _resolve_rht_output(name: str) -> object:
+    """``rht_output=`` of :func:`fpspec.quantization.quantize`."""
+    return importlib.import_module("fpspec.schemes").RhtOutput(name)
+
+
 def _resolve_preset(name: str) -> object:
     """A GEMM preset (``fpspec gemm --model NAME``)."""
     return importlib.import_module("fpspec.models").PRESETS[name]
@@ -136,6 +147,8 @@ SELECTOR_KINDS.update({
     "scheme": _resolve_scheme,
     "profile": _resolve_profile,
     "zero-scale-rule": _resolve_zero_scale_rule,
+    "sr-eval": _resolve_sr_eval,
+    "rht-output": _resolve_rht_output,
     "preset": _resolve_preset,
 })
 
@@ -191,15 +204,19 @@ DISAGREEMENTS: tuple[Disagreement, ...] = (
     Disagreement(
         "signed-zero", "Whether -0.0 keeps its sign in E2M1",
         (
-            Behaviour("TE NVFP4 reference and kernel (cast_to_fp4x2)", "a scaled -0.0 -> code 0 (+0)",
-                      _sel("profile=nvfp4/te-fp32"), "in block quantization"),
-            Behaviour("TE CUDA kernel and SR path", "-0.0 -> code 0x8 (-0)", _sel("format=e2m1")),
-            Behaviour("seed portable reference (formats.py)", "-0.0 -> code 0x8", _sel("format=e2m1")),
-            Behaviour("seed Triton kernel", "-0.0 -> +0 (code 0)", (),
-                      "not modelled by the element conversion, which keeps the sign"),
+            Behaviour("TE NVFP4 Python reference (cast_to_fp4x2)", "a scaled -0.0 -> code 0 (+0): its ladder "
+                      "tests x >= 0.0 for code 0 and x < -0.0 for code 8", _sel("profile=nvfp4/te-fp32"),
+                      "in block quantization"),
+            Behaviour("TE CUDA kernels (util/ptx_arch_spec.cuh mul_cvt_fp32_to_fp4_4x: cvt.rn.satfinite."
+                      "e2m1x2.f32; the SR fallback's copysignf)", "-0.0 -> code 0x8 (-0): the conversion "
+                      "copies the sign bit", _sel("profile=nvfp4/te-kernel, format=e2m1")),
+            Behaviour("seed portable reference (formats.py)", "-0.0 -> code 0x8", _sel("profile=ue5m3/seed-fp32")),
+            Behaviour("seed Triton kernel (_rounding.py: is_negative = value < 0.0)", "-0.0 -> +0 (code 0)", (),
+                      "not modelled: the kernel writes dequantized values, not codes; its codes would be "
+                      "those of signed_zero = positive"),
         ),
         "The element conversion keeps the sign of zero (code 0x8), as IEEE 754 conversions do; "
-        "block profiles follow their source (FPS-BLK-11)."),
+        "block profiles follow their source (FPS-BLK-11).", ("FPS-BLK-11",)),
     Disagreement(
         "double-rounding", "Rounding a float64 input: once, or through float32",
         (
@@ -264,14 +281,18 @@ DISAGREEMENTS: tuple[Disagreement, ...] = (
         (
             Behaviour("seed paper", "one byte r per element; away from zero iff delta + (2r+1)/512 >= 1",
                       _sel("rounding=sr-midpoint, nbits=8")),
-            Behaviour("seed portable reference (formats.py)", "the same rule evaluated in FP32 arithmetic", (),
-                      "not reproduced: fpspec evaluates the rule exactly"),
+            Behaviour("seed code (formats.py and the Triton kernel's _rounding.py)",
+                      "the same rule evaluated in FP32: up iff fp32(delta + (2r+1) 2^-9) >= 1, which also "
+                      "rounds up when the exact sum lies in [1 - 2^-25, 1)",
+                      _sel("profile=ue5m3/seed-fp32, rounding=sr-midpoint, nbits=8, sr-eval=fp32")),
             Behaviour("TE software fallback, gfloat StochasticFastest", "add r/2^N, truncate; r = 0 is RTZ",
                       _sel("rounding=sr-add, nbits=8")),
             Behaviour("gfloat Stochastic (P3109)", "unbiased: P(up) = delta for delta a multiple of 2^-N",
                       _sel("rounding=sr-unbiased")),
         ),
-        "sr-midpoint with N = 8 (alias 'sr'), the seed paper's rule.", ("FPS-RND-5", "FPS-RND-6", "FPS-RND-7"),
+        "sr-midpoint with N = 8 (alias 'sr'), the seed paper's rule, evaluated exactly (sr-eval=exact: the "
+        "rule as the paper states it; the FP32 evaluation differs only for payload magnitudes below 1/4).",
+        ("FPS-RND-5", "FPS-RND-6", "FPS-RND-7", "FPS-BLK-19"),
         default_selects=_sel("rounding=sr-midpoint, nbits=8")),
     Disagreement(
         "ties", "Ties of round-to-nearest: to even or away from zero",
@@ -292,14 +313,32 @@ DISAGREEMENTS: tuple[Disagreement, ...] = (
         ),
         "Per scheme: on for ue5m3 (the seed paper), off for nvfp4 (TE)."),
     Disagreement(
-        "amax-zero", "The tensor encode scale when the tensor amax is 0",
+        "amax-zero", "The tensor encode scale when the tensor amax (measured, or held by delayed scaling) is 0",
         (
             Behaviour("TE NVFP4 Python reference (NVFP4QuantizerRef)", "S_enc = 6*448/0 capped: FLT_MAX",
                       _sel("profile=nvfp4/te-fp32")),
-            Behaviour("TE NVFP4 CUDA kernel", "S_enc = 1", _sel("profile=nvfp4/te-kernel")),
-            Behaviour("seed kernel", "amax 0 is replaced by 1 (encode scale 1)", _sel("profile=ue5m3/seed-fp32")),
+            Behaviour("TE NVFP4 CUDA kernel (core_nvfp4.cuh compute_global_encode_scaling_factor_FP4)",
+                      "S_enc = 1", _sel("profile=nvfp4/te-kernel")),
+            Behaviour("seed kernel and portable reference", "a zero amax, measured or held, gives encode scale 1 "
+                      "(where(amax == 0, 1, ...))", _sel("profile=ue5m3/seed-fp32, profile=ue5m3/exact")),
+            Behaviour("torchao 0.18", "0/0 in the block scale", _sel("profile=nvfp4/torchao-0.18"),
+                      "fpspec refuses the zero amax for this profile"),
         ),
-        "Per profile, as each source does."),
+        "Per profile, as each source does; a held amax of 0 means what a measured one means (FPS-BLK-5).",
+        ("FPS-BLK-5", "FPS-SCL-10")),
+    Disagreement(
+        "rht-precision", "In which precision the Hadamard-transformed view is quantized",
+        (
+            Behaviour("TE NVFP4 Python reference (_apply_rht: x @ H in x.dtype)",
+                      "the input's dtype: binary32 for float32 input, bfloat16 for bfloat16 input",
+                      _sel("profile=nvfp4/te-fp32, rht-output=fp32, rht-output=bf16")),
+            Behaviour("TE CUDA kernels (hadamard_transform_cast_fusion.cu: 'Downcast to BF16 for bit-wise "
+                      "compatibility with unfused kernels'; the kernels take bfloat16 input)",
+                      "the FP32 accumulator rounded to bfloat16 before the amax and the quantization",
+                      _sel("profile=nvfp4/te-kernel, rht-output=bf16")),
+        ),
+        "Per profile: te-kernel rounds to bfloat16, the others keep binary32; rht_output selects either "
+        "(FPS-BLK-20).", ("FPS-BLK-10", "FPS-BLK-20")),
     Disagreement(
         "e4m3-lower-clamp", "A lower clamp on NVFP4 (E4M3) block scales",
         (

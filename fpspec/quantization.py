@@ -6,12 +6,13 @@ it back into float32 with the profile's own dequantization formula.  The
 normative steps are in docs/scheme-ue5m3.rst, scheme-nvfp4.rst and
 scheme-mxfp4.rst; in brief, for a tensor X:
 
-0. Refuse non-finite values (FPS-BLK-1); take the view V = X, or X^T when
-   ``columnwise``; pad with zeros to whole blocks when ``pad`` (else refuse);
-   apply the 16-point Hadamard transform along K when ``rht``; binary32
-   profiles narrow V to binary32 (RNE).
-1. Tensor amax g: the given ``amax`` (binary32, finite, > 0) or max |V|
-   rounded to binary32 (current scaling).
+0. Refuse values the scheme cannot take (NaN, Inf, magnitudes beyond binary32)
+   (FPS-BLK-1); take the view V = X, or X^T when ``columnwise``; pad with zeros
+   to whole blocks when ``pad`` (else refuse); binary32 profiles narrow V to
+   binary32 (RNE); apply the 16-point Hadamard transform along K when ``rht``
+   (FPS-BLK-10), rounded to bfloat16 when ``rht_output`` says so (FPS-BLK-20).
+1. Tensor amax g: the given ``amax`` (binary32, finite, >= 0) or max |V|
+   rounded to binary32 (current scaling) (FPS-BLK-5).
 2. Block amax, scale code, payload codes: the profile
    (:mod:`fpspec.exact.blocks` is the spec, :mod:`fpspec.fast.blocks` its twin).
 """
@@ -20,58 +21,79 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import numpy as np
 
+from .choices import DEFAULT_SR_BITS
 from .errors import FpspecError
-from .exact.blocks import BlockResult, quantize_view_exact, rht16_exact
-from .fast.blocks import absmax_float32, quantize_view_fast, rht16_fast
+from .exact.blocks import quantize_view_exact, rht16_exact, round_bf16_exact
+from .fast.blocks import (
+    BINARY32_OVERFLOW,
+    dequant_factors,
+    dequantize_blocks,
+    quantize_view_fast,
+    rht16_fast,
+    round_bf16_fast,
+    scan_values,
+)
 from .fast.rounding import decode_table
-from .formats import get_format
 from .quantized import QuantizedTensor
-from .schemes import BlockSpec, get_profile, resolve_spec
+from .schemes import BlockResult, BlockSpec, Dequant, RhtOutput, parse_target, get_profile, get_scheme, resolve_spec
 
-__all__ = ["quantize", "dequantize", "quantize_view", "prepare_view", "tensor_amax"]
+__all__ = ["quantize", "dequantize", "quantize_view", "prepare_view", "tensor_amax", "PreparedView"]
 
 _FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
+_RBITS_DTYPES = (np.uint8, np.uint16, np.uint32)
 
 
-def _check_input(x: np.ndarray) -> tuple[np.ndarray, np.float32 | None]:
-    """The (M, K) binary32/binary64 array, refusing non-finite values; and max |x| when it came free."""
+class PreparedView(NamedTuple):
+    """Step 0's result: the (M, K) view to quantize, its shape before padding, and max |view|
+    as binary32 when it is already known (it is unless the view was transformed)."""
+
+    view: np.ndarray
+    shape: tuple[int, int]
+    amax: np.float32 | None
+
+
+def _check_input(x: object) -> tuple[np.ndarray, np.float32]:
+    """The input as a 2-D binary32/binary64 array and fp32(max |x|); refuses what no scheme takes."""
     x = np.asarray(x)
     if x.dtype.name not in _FLOAT_DTYPES:
         raise FpspecError(f"input must be a float array ({', '.join(_FLOAT_DTYPES)}), got {x.dtype}")
     if x.ndim < 2:
         raise FpspecError(f"input must have at least 2 dimensions (M, K), got shape {x.shape}")
-    if x.ndim > 2:
-        x = x.reshape(-1, x.shape[-1])
-    amax: np.float32 | None = None
-    if x.dtype == np.float32:
-        amax, finite = absmax_float32(x)
-    else:
-        finite = bool(np.isfinite(x).all())
-    if not finite:
-        bad = ~np.isfinite(x)
-        idx = tuple(int(i) for i in np.argwhere(bad)[0])
-        raise FpspecError(f"non-finite input value {x[idx]!r} (fpspec refuses NaN and Inf in block "
-                          "quantization)", idx)
     if x.dtype.name in ("float16", "bfloat16"):
         x = x.astype(np.float32)  # exact widening
-    return x, amax
+    shape = x.shape
+    flat = np.ascontiguousarray(x).reshape(-1)
+    scan = scan_values(flat)
+    if scan.bad >= 0:
+        idx = tuple(int(i) for i in np.unravel_index(scan.bad, shape))
+        v = float(flat[scan.bad])
+        if scan.why == "non-finite":
+            raise FpspecError(f"non-finite input value {v!r} (fpspec refuses NaN and Inf in block "
+                              "quantization)", idx)
+        raise FpspecError(f"input value {v!r} is beyond the binary32 range (its binary32 rounding is "
+                          f"infinite; FLT_MAX = {float(np.finfo(np.float32).max)!r}): tensor amaxes and "
+                          "scales are binary32 values (FPS-BLK-1)", idx)
+    x2 = flat.reshape(shape)
+    if x2.ndim > 2:
+        x2 = x2.reshape(-1, shape[-1])
+    return x2, np.float32(scan.amax)
 
 
 def prepare_view(x: np.ndarray, spec: BlockSpec, *, columnwise: bool = False, pad: bool = False,
-                 rht: bool = False, impl: str = "fast") -> tuple[np.ndarray, tuple[int, int], np.float32 | None]:
-    """Step 0: the (M, K) view that is quantized, its shape before padding, and max |view| when
-    it is already known (transposing and zero-padding do not change it) (FPS-BLK-1)."""
+                 rht: bool = False, impl: str = "fast") -> PreparedView:
+    """Step 0: the view that is quantized (FPS-BLK-1, FPS-BLK-10, FPS-BLK-20)."""
     x, known_amax = _check_input(x)
     v = np.ascontiguousarray(x.T if columnwise else x)
+    if spec.arithmetic.binary32_input and v.dtype != np.float32:
+        v = v.astype(np.float32)  # binary32 profiles read binary32 (RNE; max |v| rounds the same way)
     m, k = v.shape
     b = spec.block
-    need_m = spec.tile == "BxB"
     pk = (-k) % b
-    pm = (-m) % b if need_m else 0
+    pm = (-m) % b if spec.tile == "BxB" else 0
     if pk or pm:
         if not pad:
             what = f"K = {k} is not a multiple of the block {b}" if pk else \
@@ -82,46 +104,59 @@ def prepare_view(x: np.ndarray, spec: BlockSpec, *, columnwise: bool = False, pa
         if v.shape[1] % 16:
             raise FpspecError(f"the Hadamard transform needs K = {v.shape[1]} to be a multiple of 16")
         v = rht16_exact(v) if impl == "exact" else rht16_fast(v)
-        known_amax = None
-    if spec.arithmetic.value in ("fp32", "torchao-fp32") and v.dtype != np.float32:
-        v = v.astype(np.float32)  # binary32 profiles read binary32 (RNE narrowing)
-        known_amax = None
-    return v, (m, k), known_amax
+        if spec.rht_output is RhtOutput.BF16:
+            v = round_bf16_exact(v) if impl == "exact" else round_bf16_fast(v)
+        known: np.float32 | None = None
+    else:
+        known = known_amax
+    return PreparedView(v, (m, k), known)
 
 
 def tensor_amax(v: np.ndarray, impl: str = "fast") -> np.float32:
-    """max |v| rounded to binary32 (exact for binary32 input; max is order-independent)."""
+    """max |v| rounded to binary32 (a maximum has no order dependence) (FPS-BLK-5)."""
     if v.size == 0:
         return np.float32(0)
-    if v.dtype == np.float32 and impl == "fast":
-        return absmax_float32(v)[0]
-    return np.float32(np.max(np.abs(v)))
+    if impl == "exact":
+        return np.float32(max(abs(float(e)) for e in np.asarray(v).reshape(-1)))
+    return np.float32(scan_values(np.ascontiguousarray(v).reshape(-1)).amax)
 
 
 def _given_amax(amax: object) -> np.float32:
+    """A held tensor amax: finite, >= 0, used as its binary32 value; 0 means what a measured
+    zero amax means for the profile (FPS-BLK-5)."""
     try:
         a = float(amax)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise FpspecError(f"amax must be a number, got {amax!r}") from None
-    with np.errstate(over="ignore"):
+    bad = not math.isfinite(a) or a < 0 or abs(a) >= BINARY32_OVERFLOW
+    if not bad:
         a32 = np.float32(a)
-    if not math.isfinite(a) or a <= 0 or not np.isfinite(a32) or a32 == 0:
-        raise FpspecError(f"a given amax must be finite and positive in binary32, got {amax!r}")
+        bad = a > 0 and a32 == 0
+    if bad:
+        raise FpspecError(f"a given amax must be finite and positive, or 0 (a held zero amax), and stay so "
+                          f"in binary32, got {amax!r}")
     return a32
+
+
+def _check_rbits(rbits: object, spec: BlockSpec, shape: tuple[int, int]) -> np.ndarray:
+    if rbits is None:
+        raise FpspecError(f"rounding {spec.rounding.value} needs random bits (rbits: uint8, uint16 or uint32 "
+                          f"values below 2^{spec.nbits}, shape {shape}, the quantized view)")
+    rb = np.asarray(rbits)
+    if rb.shape != shape or rb.dtype not in _RBITS_DTYPES:
+        raise FpspecError(f"rbits must be uint8, uint16 or uint32 of shape {shape} (the quantized view), "
+                          f"got {rb.dtype} {rb.shape}")
+    if spec.nbits < 32 and rb.size and int(rb.max()) >= (1 << spec.nbits):
+        idx = tuple(int(i) for i in np.argwhere(rb >= (1 << spec.nbits))[0])
+        raise FpspecError(f"random value {int(rb[idx])} is not below 2^{spec.nbits} (nbits = {spec.nbits})", idx)
+    return rb
 
 
 def quantize_view(v: np.ndarray, spec: BlockSpec, amax: np.float32, rbits: np.ndarray | None = None,
                   impl: str = "fast", want_dequant: bool = True) -> BlockResult:
     """Steps 1-2 on a prepared view (used by quantize and by the GEMM models)."""
     if spec.rounding.stochastic:
-        if rbits is None:
-            raise FpspecError(f"rounding {spec.rounding.value} needs random bits (rbits, uint8, "
-                              f"shape {v.shape})")
-        rbits = np.asarray(rbits)
-        if rbits.shape != v.shape or rbits.dtype.kind != "u" or rbits.dtype.itemsize * 8 < min(spec.nbits, 32):
-            want = "uint8" if spec.nbits <= 8 else ("uint16" if spec.nbits <= 16 else "uint32")
-            raise FpspecError(f"rbits must be {want} (or wider unsigned) of shape {v.shape} (the quantized "
-                              f"view), got {rbits.dtype} {rbits.shape}")
+        rbits = _check_rbits(rbits, spec, v.shape)
     if impl == "exact":
         return quantize_view_exact(v, spec, float(amax), rbits)
     if impl == "fast":
@@ -131,64 +166,91 @@ def quantize_view(v: np.ndarray, spec: BlockSpec, amax: np.float32, rbits: np.nd
 
 def quantize(x: np.ndarray, scheme: str = "ue5m3", *, profile: str | None = None, block: int | None = None,
              tile: str = "1xB", target: float | None = None, amax: float | None = None,
-             rounding: str = "rne", rbits: np.ndarray | None = None, nbits: int = 8, columnwise: bool = False,
-             rht: bool = False, scale_format: str | None = None, zero_scale_rule: bool | None = None,
+             rounding: str = "rne", rbits: np.ndarray | None = None, nbits: int = DEFAULT_SR_BITS,
+             columnwise: bool = False, rht: bool = False, scale_format: str | None = None,
+             zero_scale_rule: bool | None = None, sr_eval: str | None = None, rht_output: str | None = None,
              pad: bool = False, impl: Literal["fast", "exact"] = "fast") -> QuantizedTensor:
-    """Block-quantize a float tensor (FPS-BLK-1..13).
+    """Block-quantize a float tensor (FPS-BLK-1..20).
 
     Args:
         x: float16/bfloat16/float32/float64 array, shape (M, K) (leading dims are flattened to
             M; the container records ``source_shape`` and ``dequantize`` restores it).
-        scheme: ``ue5m3``, ``nvfp4`` or ``mxfp4``.
+            Exact and MX profiles use each element's exact value; binary32 profiles
+            (``seed-fp32``, ``te-*``, ``torchao-0.18``) narrow it to binary32 (RNE), as
+            their operation sequences do.  NaN, Inf and magnitudes whose binary32 rounding
+            is infinite are refused.
+        scheme: ``ue5m3``, ``nvfp4`` or ``mxfp4`` (:data:`fpspec.schemes.BLOCK_SCHEMES`).
         profile: arithmetic profile name (default per scheme, see :mod:`fpspec.schemes`).
-        block: block length B (default 16, 32 for mxfp4).
+        block: block length B (default: the scheme's, 16; 32 for mxfp4).
         tile: ``1xB`` (one scale per B consecutive elements along K) or ``BxB``.
         target: T, the scale the tensor amax maps to (default 448).
-        amax: a given tensor amax (delayed scaling); None measures max |V|.
-        rounding: payload rounding (``rne``, ``sr`` = 8-bit midpoint SR, ``rna``, ...).
-        rbits: random values below 2^nbits (unsigned integers), one per element of the view,
-            for stochastic rounding.
-        nbits: the width N of each random value (default 8, the seed paper's byte).
+        amax: a given (held) tensor amax, >= 0 (delayed scaling); None measures max |V|.
+        rounding: payload rounding (``rne``, ``sr`` = midpoint SR, ``rna``, ...).
+        rbits: random values, one per element of the view (uint8/16/32, below 2^nbits).
+        nbits: N, the width of the random values of stochastic rounding (1..32; default 8).
         columnwise: quantize X^T (the backward GEMMs' operand layout).
         rht: apply the 16-point random Hadamard transform along K first.
         scale_format: the block scale format (ue5m3 scheme: ``ue5m3`` or ``ue5m3fnu``).
         zero_scale_rule: replace a scale that rounds to 0 by 1.0 (default: the profile's).
+        sr_eval: ``exact`` or ``fp32`` (seed-fp32 only: the seed's FP32 evaluation of its SR rule).
+        rht_output: ``fp32`` or ``bf16``: the transformed view rounded to bfloat16 (default: the profile's).
         pad: zero-pad the view to whole blocks instead of refusing.
         impl: ``fast`` (Numba) or ``exact`` (the Fraction spec); bit-equal.
     """
-    if block is None:
-        block = 32 if scheme == "mxfp4" else 16
-    spec = resolve_spec(scheme, profile, block=block, tile=tile, target=target, scale_format=scale_format,
-                        zero_scale_rule=zero_scale_rule, rounding=rounding, nbits=nbits)
     if impl not in ("fast", "exact"):
         raise FpspecError(f"impl must be 'fast' or 'exact', got {impl!r}")
+    spec = resolve_spec(scheme, profile, block=block, tile=tile, target=target, scale_format=scale_format,
+                        zero_scale_rule=zero_scale_rule, rounding=rounding, nbits=nbits, sr_eval=sr_eval,
+                        rht_output=rht_output)
     v, orig, known = prepare_view(x, spec, columnwise=columnwise, pad=pad, rht=rht, impl=impl)
     if amax is not None:
         g = _given_amax(amax)
     else:
-        g = known if (known is not None and impl == "fast") else tensor_amax(v, impl)
+        g = known if known is not None else tensor_amax(v, impl)
     res = quantize_view(v, spec, g, rbits, impl, want_dequant=False)
     params = {
         "target": None if spec.target is None else str(spec.target),
         "zero_scale_rule": spec.zero_scale_rule,
         "rounding": spec.rounding.value,
+        "nbits": spec.nbits,
+        "sr_eval": spec.sr_eval.value,
         "rht": bool(rht),
+        "rht_output": spec.rht_output.value if rht else None,
         "amax_source": "measured" if amax is None else "given",
         "view_shape": [int(orig[0]), int(orig[1])],
         "padded": bool(v.shape != orig),
     }
-    return QuantizedTensor(codes=res.codes, scales=res.scales, scale_format=spec.scale_format,
-                           block=block, tile=tile, encode_scale=np.float32(res.encode_scale),
+    return QuantizedTensor(codes=res.codes, scales=res.scales, scale_format=spec.scale_format.name,
+                           block=spec.block, tile=tile, encode_scale=np.float32(res.encode_scale),
                            decode_scale=np.float32(res.decode_scale), amax=np.float32(g),
                            scheme=scheme, profile=spec.profile.name, columnwise=bool(columnwise),
                            params=params, source_shape=tuple(np.shape(x)))
 
 
-_E2M1 = decode_table("e2m1")
+_OVERFLOW_REASON = {
+    Dequant.EXACT: "q s g / (6T) exceeds binary32",
+    Dequant.SEED_KERNEL: "the seed kernel's fp32(fp32(q s) gd) exceeds binary32",
+    Dequant.TE: ("TransformerEngine's formula q * fp32(fp32(s * g) * fp32(1/(6T))) overflows in s * g "
+                 "(g > FLT_MAX / s; TE's dequantize kernel gives +-inf, and NaN for q = 0)"),
+    Dequant.TORCHAO: "torchao's q * fp32(gd * s) exceeds binary32",
+    Dequant.MX: "q 2^(c - 127) exceeds binary32",
+}
 
 
-def dequantize(qt: QuantizedTensor) -> np.ndarray:
-    """float32 values of a quantized tensor, shape of ``qt.codes`` (FPS-BLK-14).
+def _container_target(qt: QuantizedTensor, prof) -> float | None:
+    """T of a quantized tensor's params, checked as quantize checks it."""
+    if not get_scheme(prof.scheme).tensor_scale:
+        return None
+    text = qt.params.get("target")
+    try:
+        t = Fraction(str(text))
+    except (TypeError, ValueError, ZeroDivisionError):
+        raise FpspecError(f"quantized tensor has no valid target T in its params, got {text!r}") from None
+    return float(parse_target(float(t)))
+
+
+def dequantize(qt: QuantizedTensor, *, overflow: Literal["error", "ieee"] = "error") -> np.ndarray:
+    """float32 values of a quantized tensor, shape of ``qt.codes`` (FPS-BLK-14, FPS-BLK-21).
 
     A rowwise tensor quantized from a source of more than two dimensions comes back
     in its source shape (padding dropped); otherwise the shape is the quantized view's.
@@ -200,8 +262,14 @@ def dequantize(qt: QuantizedTensor) -> np.ndarray:
     * ``te-fp32`` / ``te-kernel``: fp32(q * fp32(fp32(s * g) * fp32(1 / 6T)));
     * ``torchao-0.18``: fp32(q * fp32(decode_scale * s)), decode_scale = fp32(g / 6T);
     * ``mxfp4``: q 2^(c - 127), exact.
+
+    A value that the formula takes past binary32 (+-inf, or NaN for TE's 0 * inf) is
+    refused, naming the first such element; ``overflow="ieee"`` returns the formula's
+    IEEE result instead, as the source's kernel does.
     """
-    values = _dequantize_view(qt)
+    if overflow not in ("error", "ieee"):
+        raise FpspecError(f"overflow must be 'error' or 'ieee', got {overflow!r}")
+    values = _dequantize_view(qt, overflow)
     src = qt.source_shape
     if src is not None and len(src) > 2 and not qt.columnwise:
         rows, k = math.prod(src[:-1]), src[-1]
@@ -209,30 +277,25 @@ def dequantize(qt: QuantizedTensor) -> np.ndarray:
     return values
 
 
-def _dequantize_view(qt: QuantizedTensor) -> np.ndarray:
+def _dequantize_view(qt: QuantizedTensor, overflow: str) -> np.ndarray:
     prof = get_profile(qt.scheme, qt.profile)
-    q = _E2M1[qt.codes.astype(np.intp)]
-    sfmt = get_format(qt.scale_format)
-    s_codes = qt.scale_code_per_element()
-    table = decode_table(sfmt)
-    s = table[s_codes.astype(np.intp)]
-    if prof.dequant == "mx":
-        with np.errstate(over="ignore"):
-            return (q * s).astype(np.float32)  # exact; +-inf beyond binary32 (ceil/rceil near FLT_MAX)
-    t = Fraction(qt.params["target"])
-    six_t = float(6 * t)
-    g = float(qt.amax)
-    with np.errstate(all="ignore"):
-        if prof.dequant == "exact":
-            val = (q * s * g) / six_t if g > 0 else q * s
-            return val.astype(np.float32)
-        q32 = q.astype(np.float32)
-        s32 = s.astype(np.float32)
-        if prof.dequant == "seed-kernel":
-            return (q32 * s32) * np.float32(qt.decode_scale)
-        if prof.dequant == "te":
-            inv = np.float32(1.0) / np.float32(six_t)
-            return q32 * ((s32 * np.float32(g)) * inv)
-        if prof.dequant == "torchao":
-            return q32 * (np.float32(qt.decode_scale) * s32)
-    raise FpspecError(f"no dequantization formula {prof.dequant!r}")
+    target = _container_target(qt, prof)
+    amax = float(qt.amax)
+    if not math.isfinite(amax) or amax < 0:
+        raise FpspecError(f"quantized tensor has amax {amax!r}; it must be finite and >= 0")
+    if qt.codes.size and int(qt.codes.max()) > 15:
+        idx = tuple(int(i) for i in np.argwhere(qt.codes > 15)[0])
+        raise FpspecError(f"payload code {int(qt.codes[idx])} is not an E2M1 code (0..15)", idx)
+    finite_scale = np.isfinite(decode_table(qt.scale_format))[qt.scales]
+    if not finite_scale.all():
+        idx = tuple(int(i) for i in np.argwhere(~finite_scale)[0])
+        raise FpspecError(f"scale code {int(qt.scales[idx])} of block {list(idx)} is not a finite "
+                          f"{qt.scale_format} value")
+    factors, divisor = dequant_factors(prof.dequant, qt.scales, qt.scale_format, amax, target, qt.decode_scale)
+    out, bad = dequantize_blocks(qt.codes, factors, qt.block, qt.tile, divisor)
+    if bad >= 0 and overflow == "error":
+        idx = tuple(int(i) for i in np.unravel_index(bad, qt.codes.shape))
+        raise FpspecError(f"the dequantized value of element {list(idx)} is {float(out[idx])!r}: "
+                          f"{_OVERFLOW_REASON[prof.dequant]} (g = {float(qt.amax)!r}); "
+                          "dequantize(..., overflow='ieee') returns the formula's IEEE values", idx)
+    return out

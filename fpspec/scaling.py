@@ -17,6 +17,9 @@ The normative text is docs/tensor-scaling.rst.  In short:
   first microbatch's amax).
 * The cache refuses to be pickled, copied or serialized: checkpoints do not
   hold it, and a resume is a cold start.
+* A held amax may be 0 (an all-zero tensor at a refresh): the quantizer takes it
+  as a given amax of 0, which means what a measured zero amax means for the
+  profile (FPS-SCL-10, FPS-BLK-5).
 """
 
 from __future__ import annotations

@@ -1,39 +1,56 @@
 """Block-scaling schemes and their arithmetic profiles, as named data (FPS-BLK-*).
 
-A *scheme* fixes what a block quantizer produces (E2M1 payload codes plus one
-scale code per block, in a scale format); a *profile* fixes the arithmetic that
-gets there.  Every profile is a frozen :class:`Profile` object in
-:data:`PROFILES`, keyed ``(scheme, name)``; the normative operation order of
-each is in ``docs/scheme-ue5m3.rst``, ``docs/scheme-nvfp4.rst`` and
-``docs/scheme-mxfp4.rst``.  Nothing in the block code reads a flag from
-anywhere else: the exact and fast paths both take a :class:`BlockSpec`, which is
-a profile resolved against the caller's settings (T, scale format, rounding...).
+A *scheme* (:class:`BlockScheme`) fixes what a block quantizer produces: E2M1
+payload codes plus one scale code per block, which block lengths and tile
+shapes exist, whether there is a tensor scale, and the default profile.  A
+*profile* (:class:`Profile`) fixes the arithmetic that gets there.  Both are
+frozen objects in :data:`BLOCK_SCHEMES` and :data:`PROFILES`; the normative
+operation order of each profile is in ``docs/scheme-ue5m3.rst``,
+``docs/scheme-nvfp4.rst`` and ``docs/scheme-mxfp4.rst``.  Nothing in the block
+code reads a flag from anywhere else: the exact and fast paths both take a
+:class:`BlockSpec` (a profile resolved against the caller's settings: T, scale
+format, rounding, ...) and return a :class:`BlockResult`.
 """
 
 from __future__ import annotations
 
 import enum
+import math
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
-from .choices import RoundingMode
+import numpy as np
+
+from .choices import DEFAULT_SR_BITS, RoundingMode
 from .errors import FpspecError
-from .formats import get_format
+from .formats import E2M1, FloatFormat, get_format
 
 __all__ = [
     "Arithmetic",
     "AmaxZero",
     "SignedZero",
     "MxScaleMode",
+    "SrEvaluation",
+    "RhtOutput",
+    "Dequant",
+    "BlockScheme",
     "Profile",
     "BlockSpec",
+    "BlockResult",
+    "BLOCK_SCHEMES",
     "PROFILES",
     "SCHEMES",
+    "get_scheme",
     "get_profile",
     "profiles_of",
     "default_profile",
-    "ONE_CODE",
+    "resolve_spec",
+    "parse_target",
+    "MAX_SR_BITS",
 ]
+
+#: Widest random value a stochastic payload rounding takes (as :func:`fpspec.convert.encode`).
+MAX_SR_BITS = 32
 
 
 class Arithmetic(enum.Enum):
@@ -49,23 +66,32 @@ class Arithmetic(enum.Enum):
     #: clamp on block scales (FPS-BLK-18).
     TORCHAO = "torchao-fp32"
 
+    @property
+    def binary32_input(self) -> bool:
+        """Whether the profile reads its input as binary32 values (its first operation is a
+        binary32 one): binary64 input is narrowed (RNE) first (FPS-BLK-1)."""
+        return self in (Arithmetic.FP32, Arithmetic.TORCHAO)
+
 
 class AmaxZero(enum.Enum):
-    """What the tensor encode scale is when the tensor amax is 0."""
+    """What the tensor encode scale is when the tensor amax (measured or held) is 0 (FPS-BLK-5)."""
 
-    #: The encode scale is 1 (seed paper; TE's CUDA kernel).
+    #: The encode scale is 1 (seed paper and its kernel; TE's CUDA kernel).
     ONE = "one"
     #: 6T/0 = +inf, capped at FLT_MAX (TE's Python reference ``NVFP4QuantizerRef``).
     FLT_MAX = "flt-max"
+    #: The profile's formula divides 0 by 0: a zero amax is refused (torchao 0.18).
+    REFUSE = "refuse"
 
 
 class SignedZero(enum.Enum):
-    """Which E2M1 code a scaled value of -0.0 gets."""
+    """Which E2M1 code a scaled value of -0.0 gets (FPS-BLK-11)."""
 
-    #: -0.0 keeps its sign: code 0x8 (round_to_code semantics; the seed's portable reference).
+    #: -0.0 keeps its sign: code 0x8 (round_to_code semantics; the seed's portable reference;
+    #: TE's CUDA kernel, whose ``cvt.rn.satfinite.e2m1x2.f32`` copies the sign bit).
     KEEP = "keep"
     #: A scaled value that *is* -0.0 gets code 0x0, while a negative value that rounds to
-    #: zero keeps code 0x8 (TE's ``cast_to_fp4x2``).
+    #: zero keeps code 0x8 (TE's Python ``cast_to_fp4x2``, which tests ``x < -0.0``).
     POSITIVE = "positive"
 
 
@@ -83,27 +109,82 @@ class MxScaleMode(enum.Enum):
     RCEIL = "rceil"
 
 
-#: UE5M3 / UE4M3 / UE5M3FNU code of 1.0 (exponent field = bias, mantissa 0).
-ONE_CODE = {"ue5m3": 0x78, "ue5m3fnu": 0x78, "ue4m3": 0x38}
+class SrEvaluation(enum.Enum):
+    """How the comparison of a stochastic payload rounding is evaluated (FPS-BLK-19)."""
+
+    #: The rule on exact values, as :doc:`rounding` defines it (FPS-RND-5..7).
+    EXACT = "exact"
+    #: The seed's FP32 evaluation of its midpoint rule: up iff
+    #: fp32(delta + fp32((2r+1) 2^-(N+1))) >= 1, delta the exact fractional position.
+    FP32 = "fp32"
 
 
-@dataclass(frozen=True)
+class RhtOutput(enum.Enum):
+    """In which precision the Hadamard-transformed view is kept (FPS-BLK-10, FPS-BLK-20)."""
+
+    #: The binary32 result of the transform (fpspec's sequential fused order).
+    FP32 = "fp32"
+    #: The binary32 result rounded to bfloat16 (RNE), as TE's transform kernels store it.
+    BF16 = "bf16"
+
+
+class Dequant(str, enum.Enum):
+    """The dequantization formula of a profile (FPS-BLK-14); compares equal to its name."""
+
+    EXACT = "exact"
+    SEED_KERNEL = "seed-kernel"
+    TE = "te"
+    TORCHAO = "torchao"
+    MX = "mx"
+
+
+@dataclass(frozen=True, kw_only=True)
+class BlockScheme:
+    """One block-scaling scheme: what its quantized tensors hold (FPS-BLK-1, FPS-BLK-6).
+
+    Attributes:
+        name: ``ue5m3``, ``nvfp4`` or ``mxfp4``.
+        payload_format: the element format (E2M1 for every scheme here).
+        blocks: allowed block lengths B; ``default_block`` is used when none is given.
+        tiles: allowed tile shapes (``1xB``, ``BxB``).
+        tensor_scale: whether a tensor amax and target T scale the blocks (False for MX).
+        default_profile: the profile used when the caller names none (why: docs/scheme-*.rst).
+        source: where the scheme is defined.
+    """
+
+    name: str
+    payload_format: FloatFormat
+    blocks: tuple[int, ...]
+    default_block: int
+    tiles: tuple[str, ...]
+    tensor_scale: bool
+    default_profile: str
+    source: str = ""
+
+    def profiles(self) -> list["Profile"]:
+        return [p for (s, _), p in PROFILES.items() if s == self.name]
+
+
+@dataclass(frozen=True, kw_only=True)
 class Profile:
     """One named arithmetic profile of one scheme (the documented defaults live here).
 
     Attributes:
-        scheme: ``ue5m3``, ``nvfp4`` or ``mxfp4``.
+        scheme: the :class:`BlockScheme` name.
         name: the profile name (``exact``, ``seed-fp32``, ``te-fp32``, ``floor``, ...).
         arithmetic: see :class:`Arithmetic`.
-        scale_formats: accepted scale formats, the first is the default.
-        target: default T (the largest block scale the tensor amax maps to).
-        zero_scale_rule: default of the zero-scale-to-one rule.
+        scale_formats: accepted scale format names, the first is the default.
+        target: default T (the largest block scale the tensor amax maps to); None without
+            a tensor scale.
+        zero_scale_rule: default of the zero-scale-to-one rule (FPS-BLK-4).
         amax_zero: encode scale for a zero tensor amax.
         signed_zero: E2M1 code of a scaled -0.0.
-        cap_multiplier: FP32 profiles: the per-block multiplier is min(., FLT_MAX).
-        dequant: name of the dequantization formula (see :mod:`fpspec.quantization`).
+        cap_multiplier: binary32 profiles: the per-block multiplier is min(., FLT_MAX).
+        dequant: the dequantization formula.
         mx_mode: MX scale rule (mxfp4 only).
         roundings: accepted payload rounding modes, the first is the default.
+        sr_evaluations: accepted :class:`SrEvaluation` values, the first is the default.
+        rht_output: default :class:`RhtOutput` of the Hadamard transform.
         source: where the definition comes from (rendered in the docs).
     """
 
@@ -116,13 +197,28 @@ class Profile:
     amax_zero: AmaxZero
     signed_zero: SignedZero
     cap_multiplier: bool
-    dequant: str
+    dequant: Dequant
     mx_mode: MxScaleMode | None = None
     roundings: tuple[str, ...] = ("rne", "sr-midpoint", "rtz", "rna", "sr-add", "sr-unbiased")
+    sr_evaluations: tuple[SrEvaluation, ...] = (SrEvaluation.EXACT,)
+    rht_output: RhtOutput = RhtOutput.FP32
     source: str = ""
 
 
-_ROUND_SEED = ("rne", "sr-midpoint", "rtz", "rna", "sr-add", "sr-unbiased")
+_ALL_ROUNDINGS = ("rne", "sr-midpoint", "rtz", "rna", "sr-add", "sr-unbiased")
+
+#: Scheme name -> scheme (FPS-BLK-1).
+BLOCK_SCHEMES: dict[str, BlockScheme] = {s.name: s for s in (
+    BlockScheme(name="ue5m3", payload_format=E2M1, blocks=(16, 32), default_block=16, tiles=("1xB", "BxB"),
+                tensor_scale=True, default_profile="exact",
+                source="Hu, Luschi, Balanca (arXiv 2609.02846): E2M1 payloads, UE5M3 block scales"),
+    BlockScheme(name="nvfp4", payload_format=E2M1, blocks=(16,), default_block=16, tiles=("1xB", "BxB"),
+                tensor_scale=True, default_profile="te-fp32",
+                source="NVIDIA, Pretraining LLMs with NVFP4 (arXiv 2509.25149): 1x16 / 16x16, E4M3 scales"),
+    BlockScheme(name="mxfp4", payload_format=E2M1, blocks=(32,), default_block=32, tiles=("1xB",),
+                tensor_scale=False, default_profile="floor",
+                source="OCP Microscaling Formats (MX) v1.0: 1x32 blocks, E8M0 scales, no tensor scale"),
+)}
 
 PROFILES: dict[tuple[str, str], Profile] = {}
 
@@ -131,35 +227,52 @@ def _add(p: Profile) -> None:
     PROFILES[(p.scheme, p.name)] = p
 
 
-_add(Profile("ue5m3", "exact", Arithmetic.EXACT, ("ue5m3", "ue5m3fnu"), Fraction(448), True,
-             AmaxZero.ONE, SignedZero.KEEP, False, "exact", roundings=_ROUND_SEED,
+_add(Profile(scheme="ue5m3", name="exact", arithmetic=Arithmetic.EXACT, scale_formats=("ue5m3", "ue5m3fnu"),
+             target=Fraction(448), zero_scale_rule=True, amax_zero=AmaxZero.ONE, signed_zero=SignedZero.KEEP,
+             cap_multiplier=False, dequant=Dequant.EXACT,
              source="Hu, Luschi, Balanca (arXiv 2609.02846), the recipe in real arithmetic"))
-_add(Profile("ue5m3", "seed-fp32", Arithmetic.FP32, ("ue5m3", "ue5m3fnu"), Fraction(448), True,
-             AmaxZero.ONE, SignedZero.KEEP, True, "seed-kernel", roundings=_ROUND_SEED,
+_add(Profile(scheme="ue5m3", name="seed-fp32", arithmetic=Arithmetic.FP32, scale_formats=("ue5m3", "ue5m3fnu"),
+             target=Fraction(448), zero_scale_rule=True, amax_zero=AmaxZero.ONE, signed_zero=SignedZero.KEEP,
+             cap_multiplier=True, dequant=Dequant.SEED_KERNEL,
+             sr_evaluations=(SrEvaluation.EXACT, SrEvaluation.FP32),
              source="MrHuff/ue5m3-fp4 src/ue5m3_fp4/backends/triton/quantization.py (FP32 div_rn/mul_rn)"))
-_add(Profile("nvfp4", "te-fp32", Arithmetic.FP32, ("ue4m3",), Fraction(448), False,
-             AmaxZero.FLT_MAX, SignedZero.POSITIVE, True, "te", roundings=("rne", "sr-add"),
+_add(Profile(scheme="nvfp4", name="te-fp32", arithmetic=Arithmetic.FP32, scale_formats=("ue4m3",),
+             target=Fraction(448), zero_scale_rule=False, amax_zero=AmaxZero.FLT_MAX,
+             signed_zero=SignedZero.POSITIVE, cap_multiplier=True, dequant=Dequant.TE, roundings=("rne", "sr-add"),
              source="NVIDIA/TransformerEngine transformer_engine/pytorch/custom_recipes/"
                     "reference_nvfp4.py NVFP4QuantizerRef"))
-_add(Profile("nvfp4", "te-kernel", Arithmetic.FP32, ("ue4m3",), Fraction(448), False,
-             AmaxZero.ONE, SignedZero.POSITIVE, True, "te", roundings=("rne", "sr-add"),
-             source="TE's CUDA kernel: as te-fp32 but S_enc = 1 for a zero tensor amax"))
-_add(Profile("nvfp4", "torchao-0.18", Arithmetic.TORCHAO, ("ue4m3",), Fraction(448), False,
-             AmaxZero.ONE, SignedZero.KEEP, False, "torchao", roundings=("rne",),
+_add(Profile(scheme="nvfp4", name="te-kernel", arithmetic=Arithmetic.FP32, scale_formats=("ue4m3",),
+             target=Fraction(448), zero_scale_rule=False, amax_zero=AmaxZero.ONE, signed_zero=SignedZero.KEEP,
+             cap_multiplier=True, dequant=Dequant.TE, roundings=("rne", "sr-add"), rht_output=RhtOutput.BF16,
+             source="TE's CUDA kernels (transformer_engine/common/cast/nvfp4/core_nvfp4.cuh, "
+                    "util/ptx_arch_spec.cuh, hadamard_transform/hadamard_transform_cast_fusion.cu): as "
+                    "te-fp32 but S_enc = 1 for a zero tensor amax, -0.0 keeps its sign, the transformed "
+                    "view is rounded to bfloat16"))
+_add(Profile(scheme="nvfp4", name="torchao-0.18", arithmetic=Arithmetic.TORCHAO, scale_formats=("ue4m3",),
+             target=Fraction(448), zero_scale_rule=False, amax_zero=AmaxZero.REFUSE, signed_zero=SignedZero.KEEP,
+             cap_multiplier=False, dequant=Dequant.TORCHAO, roundings=("rne",),
              source="pytorch/ao 0.18.0 torchao/prototype/mx_formats/nvfp4_tensor.py, two-level scaling "
                     "(nvfp4_quantize with per_tensor_amax_to_scale)"))
-_add(Profile("nvfp4", "exact", Arithmetic.EXACT, ("ue4m3",), Fraction(448), False,
-             AmaxZero.ONE, SignedZero.KEEP, False, "exact", roundings=("rne", "sr-midpoint", "rtz", "rna",
-                                                                      "sr-add", "sr-unbiased"),
+_add(Profile(scheme="nvfp4", name="exact", arithmetic=Arithmetic.EXACT, scale_formats=("ue4m3",),
+             target=Fraction(448), zero_scale_rule=False, amax_zero=AmaxZero.ONE, signed_zero=SignedZero.KEEP,
+             cap_multiplier=False, dequant=Dequant.EXACT,
              source="NVFP4 (arXiv 2509.25149) in real arithmetic"))
 for _mode in MxScaleMode:
-    _add(Profile("mxfp4", _mode.value, Arithmetic.MX, ("ue8m0",), None, False, AmaxZero.ONE,
-                 SignedZero.KEEP, False, "mx", mx_mode=_mode, roundings=("rne", "rna"),
+    _add(Profile(scheme="mxfp4", name=_mode.value, arithmetic=Arithmetic.MX, scale_formats=("ue8m0",),
+                 target=None, zero_scale_rule=False, amax_zero=AmaxZero.ONE, signed_zero=SignedZero.KEEP,
+                 cap_multiplier=False, dequant=Dequant.MX, mx_mode=_mode, roundings=("rne", "rna"),
                  source="OCP Microscaling Formats v1.0 sec. 6.3" if _mode is MxScaleMode.FLOOR
                  else "pytorch/ao torchao/prototype/mx_formats ScaleCalculationMode." + _mode.name))
 
-#: Scheme name -> default profile name (why: docs/scheme-*.rst).
-SCHEMES: dict[str, str] = {"ue5m3": "exact", "nvfp4": "te-fp32", "mxfp4": "floor"}
+#: Scheme name -> default profile name (a view of :data:`BLOCK_SCHEMES`).
+SCHEMES: dict[str, str] = {name: s.default_profile for name, s in BLOCK_SCHEMES.items()}
+
+
+def get_scheme(name: str) -> BlockScheme:
+    try:
+        return BLOCK_SCHEMES[name]
+    except (KeyError, TypeError):
+        raise FpspecError(f"unknown scheme {name!r}; known: {', '.join(BLOCK_SCHEMES)}") from None
 
 
 def profiles_of(scheme: str) -> list[str]:
@@ -167,40 +280,41 @@ def profiles_of(scheme: str) -> list[str]:
 
 
 def default_profile(scheme: str) -> str:
-    if scheme not in SCHEMES:
-        raise FpspecError(f"unknown scheme {scheme!r}; known: {', '.join(SCHEMES)}")
-    return SCHEMES[scheme]
+    return get_scheme(scheme).default_profile
 
 
 def get_profile(scheme: str, name: str | None = None) -> Profile:
     name = name or default_profile(scheme)
     try:
         return PROFILES[(scheme, name)]
-    except KeyError:
+    except (KeyError, TypeError):
         raise FpspecError(f"unknown profile {name!r} for scheme {scheme!r}; known: "
                           f"{', '.join(profiles_of(scheme))}") from None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class BlockSpec:
     """A profile resolved against one call's settings: everything the block code needs.
 
-    ``target`` is a Fraction; ``rounding`` a :class:`RoundingMode` with ``nbits`` random bits.
+    ``target`` is a Fraction (None without a tensor scale); ``scale_format`` the
+    :class:`~fpspec.formats.FloatFormat` object; ``rounding`` a :class:`RoundingMode`
+    with ``nbits`` random bits evaluated as ``sr_eval`` says.
     """
 
     profile: Profile
     block: int
     tile: str
     target: Fraction | None
-    scale_format: str
+    scale_format: FloatFormat
     zero_scale_rule: bool
     rounding: RoundingMode
-    nbits: int = 8
-    params: dict = field(default_factory=dict)
+    nbits: int = DEFAULT_SR_BITS
+    sr_eval: SrEvaluation = SrEvaluation.EXACT
+    rht_output: RhtOutput = RhtOutput.FP32
 
     @property
-    def scheme(self) -> str:
-        return self.profile.scheme
+    def scheme(self) -> BlockScheme:
+        return BLOCK_SCHEMES[self.profile.scheme]
 
     @property
     def arithmetic(self) -> Arithmetic:
@@ -208,32 +322,60 @@ class BlockSpec:
 
     @property
     def one_code(self) -> int:
-        return ONE_CODE[self.scale_format]
+        """The scale code of 1.0 (exponent field = bias, mantissa 0), used by the zero-scale rule."""
+        return self.scale_format.bias << self.scale_format.man_bits
 
     def with_(self, **kw: object) -> "BlockSpec":
         return replace(self, **kw)  # type: ignore[arg-type]
 
 
-def resolve_spec(scheme: str, profile: str | None, *, block: int, tile: str, target: object,
-                 scale_format: str | None, zero_scale_rule: bool | None,
-                 rounding: str | RoundingMode, nbits: int = 8) -> BlockSpec:
-    """Check the settings against the profile and build the :class:`BlockSpec`."""
+@dataclass
+class BlockResult:
+    """What quantizing one view gives, from either implementation (FPS-BLK-15)."""
+
+    codes: np.ndarray          # uint8 (M, K): one E2M1 code per element
+    scales: np.ndarray         # uint8 scale grid, row-major block order
+    encode_scale: np.float32
+    decode_scale: np.float32
+    dequant: np.ndarray | None = field(default=None)  # float32 (M, K); None when not asked for
+
+
+def _enum_choice(enum_cls: type[enum.Enum], value: object, what: str) -> enum.Enum:
+    if isinstance(value, enum_cls):
+        return value
+    try:
+        return enum_cls(value)
+    except ValueError:
+        raise FpspecError(f"{what} must be one of {', '.join(m.value for m in enum_cls)}, "
+                          f"got {value!r}") from None
+
+
+def _check_nbits(nbits: object) -> int:
+    if isinstance(nbits, bool) or not isinstance(nbits, (int, np.integer)) or not 1 <= nbits <= MAX_SR_BITS:
+        raise FpspecError(f"nbits (the random-bit width of stochastic rounding) must be an integer in "
+                          f"1..{MAX_SR_BITS}, got {nbits!r}")
+    return int(nbits)
+
+
+def resolve_spec(scheme: str, profile: str | None, *, block: int | None = None, tile: str = "1xB",
+                 target: object = None, scale_format: str | FloatFormat | None = None,
+                 zero_scale_rule: bool | None = None, rounding: str | RoundingMode = "rne",
+                 nbits: int = DEFAULT_SR_BITS, sr_eval: str | SrEvaluation | None = None,
+                 rht_output: str | RhtOutput | None = None) -> BlockSpec:
+    """Check the settings against the scheme and profile and build the :class:`BlockSpec`."""
+    sch = get_scheme(scheme)
     prof = get_profile(scheme, profile)
-    if block not in (16, 32):
-        raise FpspecError(f"block must be 16 or 32, got {block}")
-    if scheme == "nvfp4" and block != 16:
-        raise FpspecError("nvfp4 uses blocks of 16")
-    if scheme == "mxfp4" and block != 32:
-        raise FpspecError("mxfp4 uses blocks of 32 (OCP MX)")
-    if tile not in ("1xB", "BxB"):
-        raise FpspecError(f"tile must be '1xB' or 'BxB', got {tile!r}")
-    if scheme == "mxfp4" and tile != "1xB":
-        raise FpspecError("mxfp4 uses 1x32 blocks only")
-    sf = scale_format or prof.scale_formats[0]
-    if sf not in prof.scale_formats:
-        raise FpspecError(f"scale format {sf!r} is not accepted by {scheme}/{prof.name}; "
+    block = sch.default_block if block is None else block
+    if isinstance(block, bool) or block not in sch.blocks:
+        raise FpspecError(f"{scheme} uses blocks of {' or '.join(map(str, sch.blocks))}, got {block!r}")
+    if tile not in sch.tiles:
+        raise FpspecError(f"{scheme} allows tiles {', '.join(sch.tiles)} (1xB: B elements along K, "
+                          f"BxB: a square), got {tile!r}")
+    sf_name = scale_format.name if isinstance(scale_format, FloatFormat) else (scale_format or prof.scale_formats[0])
+    if sf_name not in prof.scale_formats:
+        raise FpspecError(f"scale format {sf_name!r} is not accepted by {scheme}/{prof.name}; "
                           f"accepted: {', '.join(prof.scale_formats)}")
-    get_format(sf)
+    sf = get_format(sf_name)
     try:
         mode = RoundingMode.parse(rounding)
     except ValueError as exc:
@@ -241,30 +383,42 @@ def resolve_spec(scheme: str, profile: str | None, *, block: int, tile: str, tar
     if mode.value not in prof.roundings:
         raise FpspecError(f"rounding {mode.value!r} is not accepted by {scheme}/{prof.name}; "
                           f"accepted: {', '.join(prof.roundings)}")
-    if prof.arithmetic is Arithmetic.MX:
+    nb = _check_nbits(nbits)
+    sre = prof.sr_evaluations[0] if sr_eval is None else _enum_choice(SrEvaluation, sr_eval, "sr_eval")
+    if sre not in prof.sr_evaluations:
+        raise FpspecError(f"sr_eval {sre.value!r} is not accepted by {scheme}/{prof.name}; accepted: "
+                          f"{', '.join(e.value for e in prof.sr_evaluations)}")
+    if sre is SrEvaluation.FP32 and mode is not RoundingMode.SR_MIDPOINT:
+        raise FpspecError(f"sr_eval 'fp32' is the seed's evaluation of sr-midpoint; rounding is {mode.value!r}")
+    if sre is SrEvaluation.FP32 and nb > 23:
+        raise FpspecError(f"sr_eval 'fp32' needs (2r+1) 2^-(N+1) exact in binary32: nbits <= 23, got {nb}")
+    rho = prof.rht_output if rht_output is None else _enum_choice(RhtOutput, rht_output, "rht_output")
+    if not sch.tensor_scale:
         if target is not None:
-            raise FpspecError("mxfp4 has no tensor scale: a target T does not apply")
+            raise FpspecError(f"{scheme} has no tensor scale: a target T does not apply")
         t = None
     else:
-        t = _parse_target(target if target is not None else prof.target)
+        t = parse_target(target if target is not None else prof.target)
     zr = prof.zero_scale_rule if zero_scale_rule is None else bool(zero_scale_rule)
-    if zr and prof.arithmetic is Arithmetic.MX:
-        raise FpspecError("the zero-scale rule does not apply to mxfp4 (E8M0 has no zero)")
-    return BlockSpec(prof, block, tile, t, sf, zr, mode, nbits)
+    if zr and not sch.tensor_scale:
+        raise FpspecError(f"the zero-scale rule does not apply to {scheme} ({sf.name} has no zero)")
+    return BlockSpec(profile=prof, block=block, tile=tile, target=t, scale_format=sf, zero_scale_rule=zr,
+                     rounding=mode, nbits=nb, sr_eval=sre, rht_output=rho)
 
 
-def _parse_target(target: object) -> Fraction:
+def parse_target(target: object) -> Fraction:
     """T must be a positive, finite binary32 value (the seed and TE compute 6T in FP32)."""
-    import math
-
-    import numpy as np
-
     try:
         f = float(target)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise FpspecError(f"target T must be a number, got {target!r}") from None
     if not math.isfinite(f) or f <= 0:
         raise FpspecError(f"target T must be finite and positive, got {target!r}")
-    if float(np.float32(f)) != f:
+    with np.errstate(over="ignore"):
+        f32 = float(np.float32(f))
+    if math.isinf(f32):
+        raise FpspecError(f"target T = {target!r} is beyond the binary32 range "
+                          f"(max {float(np.finfo(np.float32).max)!r})")
+    if f32 != f:
         raise FpspecError(f"target T must be exactly representable in binary32, got {target!r}")
     return Fraction(f)

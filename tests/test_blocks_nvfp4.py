@@ -32,11 +32,24 @@ def test_scale_underflow_saturates_every_nonzero_element(impl):
 
 @pytest.mark.parametrize("impl", IMPLS)
 def test_negative_zero_maps_to_code_0(impl):
-    """FPS-BLK-11: te-fp32 maps a scaled -0.0 to code 0 but a small negative value to 0x8;
-    the exact profile keeps -0.0 as 0x8."""
+    """FPS-BLK-11: te-fp32 (TE's Python cast_to_fp4x2) maps a scaled -0.0 to code 0 but a small
+    negative value to 0x8; the exact profile keeps -0.0 as 0x8."""
     x = _row([1.0, -0.0, -0.01])
     assert quantize(x, "nvfp4", impl=impl).codes[0, :3].tolist() == [0x7, 0x0, 0x8]
     assert quantize(x, "nvfp4", profile="exact", impl=impl).codes[0, :3].tolist() == [0x7, 0x8, 0x8]
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_te_kernel_keeps_negative_zero(impl):
+    """FPS-BLK-9, FPS-BLK-11: TE's CUDA kernel converts with cvt.rn.satfinite.e2m1x2.f32, which copies
+    the sign bit: -0.0, and a negative value whose product with the multiplier underflows to -0.0,
+    get code 0x8 (te-fp32, the Python reference, gives the first 0x0), in RNE and in sr-add."""
+    x = _row([1.0, -0.0, -0.01, -(2.0 ** -149)])
+    for rounding, r in (("rne", None), ("sr-add", np.zeros(x.shape, np.uint8))):
+        k = quantize(x, "nvfp4", profile="te-kernel", rounding=rounding, rbits=r, impl=impl)
+        ref = quantize(x, "nvfp4", profile="te-fp32", rounding=rounding, rbits=r, impl=impl)
+        assert k.codes[0, :4].tolist() == [0x7, 0x8, 0x8, 0x8]
+        assert ref.codes[0, :4].tolist() == [0x7, 0x0, 0x8, 0x8]
 
 
 @pytest.mark.parametrize("impl", IMPLS)
@@ -85,6 +98,80 @@ def test_rht_amax_is_taken_after_the_transform():
     from fpspec.fast.blocks import rht16_fast
     y = rht16_fast(np.ascontiguousarray(x.T))
     assert q.amax == np.max(np.abs(y)) and q.amax != 4.0
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_rht_bf16_output(impl):
+    """FPS-BLK-20: rht_output="bf16" rounds the transformed view to bfloat16 before the amax and the
+    quantization (TE's kernels): x = e_0 (1 + 2^-10) + e_1 2^-12 transforms to y_j = (1 + 2^-10
+    +- 2^-12) / 4, which bfloat16 (8 significant bits) rounds to 1/4; the amax is then 1/4 instead
+    of (1 + 2^-10 + 2^-12) / 4.  te-kernel rounds by default, te-fp32 does not."""
+    x = np.zeros((16, 16), np.float32)
+    x[0, 0] = 1 + 2.0 ** -10        # column 0 of X^T ... row 0 of the columnwise view
+    x[1, 0] = 2.0 ** -12
+    keep = quantize(x, "nvfp4", profile="te-fp32", columnwise=True, rht=True, impl=impl)
+    bf16 = quantize(x, "nvfp4", profile="te-fp32", columnwise=True, rht=True, rht_output="bf16", impl=impl)
+    kern = quantize(x, "nvfp4", profile="te-kernel", columnwise=True, rht=True, impl=impl)
+    assert keep.amax == np.float32((1 + 2.0 ** -10 + 2.0 ** -12) / 4) and bf16.amax == np.float32(0.25)
+    assert kern.amax == bf16.amax and np.array_equal(kern.codes, bf16.codes)
+    assert bf16.params["rht_output"] == "bf16" and keep.params["rht_output"] == "fp32"
+
+
+def test_rht_overflow_is_refused():
+    """FPS-BLK-10, FPS-BLK-20: a transform past binary32 (inputs within a factor 4 of FLT_MAX) and a
+    bfloat16 rounding past 0x1.fep127 are refused, naming the first element."""
+    from fpspec.errors import FpspecError
+
+    big = np.float32(np.finfo(np.float32).max)
+    x = np.zeros((16, 16), np.float32)
+    x[:, 0] = big                     # y_0 = 16 * big / 4 overflows
+    for impl in IMPLS:
+        with pytest.raises(FpspecError, match=r"overflows binary32.*\[0, 0\]"):
+            quantize(x, "nvfp4", profile="te-fp32", columnwise=True, rht=True, impl=impl)
+    from fpspec.exact.blocks import RHT_SIGNS
+
+    y = np.zeros((16, 16), np.float32)
+    y[:, 0] = np.array(RHT_SIGNS, np.float32) * (big * np.float32(0.2499))
+    # y_0 = 16 * 0.2499 big / 4 = 0.9996 FLT_MAX: binary32, but past bfloat16's rounding bound 0x1.ffp127
+    for impl in IMPLS:
+        with pytest.raises(FpspecError, match="beyond bfloat16"):
+            quantize(y, "nvfp4", profile="te-kernel", columnwise=True, rht=True, impl=impl)
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_dequant_overflow_is_refused_te_formula(impl):
+    """FPS-BLK-21: finite inputs near FLT_MAX: te-fp32's codes are exact (scale 448, payload 6, 3, 0),
+    but TE's dequantization computes s * g = 448 * 3.4e38 = inf: dequantize refuses, naming the first
+    element and the formula; overflow="ieee" returns TE's values, +-inf and NaN for the zero payload."""
+    from fpspec.errors import FpspecError
+
+    big = float(np.finfo(np.float32).max)
+    x = _row([big, -big / 2, 0.0])
+    q = quantize(x, "nvfp4", impl=impl)
+    assert q.scales[0, 0] == 0x7E and q.codes[0, :3].tolist() == [0x7, 0xD, 0x0]
+    with pytest.raises(FpspecError, match=r"TransformerEngine's formula.*\[0, 0\]"):
+        dequantize(q)
+    d = dequantize(q, overflow="ieee")
+    assert d[0, 0] == np.inf and d[0, 1] == -np.inf and np.isnan(d[0, 2])
+    # the exact profile's formula rounds q s g / (6T) once: finite
+    e = dequantize(quantize(x, "nvfp4", profile="exact", impl=impl))
+    assert e[0, 0] == np.float32(big) and e[0, 1] == -np.float32(big / 2)
+
+
+def test_te_amax_zero_held():
+    """FPS-BLK-5, FPS-SCL-10: a held amax of 0 on a nonzero tensor: te-kernel uses S_enc = 1
+    (block scale a_B / 6, 0x30 = 0.5 for a_B = 3), te-fp32 S_enc = FLT_MAX (every nonzero block
+    saturates at 448), torchao-0.18 refuses; both paths agree."""
+    from fpspec.errors import FpspecError
+
+    x = _row([3.0, 1.5])
+    for impl in IMPLS:
+        k = quantize(x, "nvfp4", profile="te-kernel", amax=0.0, impl=impl)
+        assert k.encode_scale == 1 and k.scales[0, 0] == 0x30 and k.codes[0, :2].tolist() == [0x7, 0x5]
+        ref = quantize(x, "nvfp4", profile="te-fp32", amax=0.0, impl=impl)
+        assert ref.encode_scale == FLT_MAX and ref.scales[0, 0] == 0x7E
+        with pytest.raises(FpspecError, match="zero tensor amax"):
+            quantize(x, "nvfp4", profile="torchao-0.18", amax=0.0, impl=impl)
 
 
 @pytest.mark.parametrize("impl", IMPLS)

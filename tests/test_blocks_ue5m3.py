@@ -52,7 +52,8 @@ def test_zero_scale_rule(impl):
 @pytest.mark.parametrize("impl", IMPLS)
 def test_scale_tie_at_2_pow_minus_18(impl):
     """FPS-BLK-4, FPS-BND-2: with g = T the scale request is a_B; 2^-18 is a tie that RNE sends to
-    code 0 (then 1.0 by the rule), the next binary32 value above gets code 0x01."""
+    code 0 (then 1.0 by the rule): the request rounds to zero for u_B <= 2^-18 (not only <), and the
+    next binary32 value above gets code 0x01."""
     tie = np.float32(2.0 ** -18)
     above = np.nextafter(tie, np.float32(1))
     x = _row([448.0], [tie], [above])
@@ -60,6 +61,9 @@ def test_scale_tie_at_2_pow_minus_18(impl):
     assert q.scales.tolist() == [[S448, ONE, 0x01]]
     q = quantize(x, "ue5m3", zero_scale_rule=False, impl=impl)
     assert q.scales.tolist() == [[S448, 0x00, 0x01]]
+    # under the rule the tied block's payload is zero: |x| G = 2^-18 * 6 < 1/4
+    on = quantize(x, "ue5m3", impl=impl)
+    assert on.codes[0, 16] == 0 and on.scales[0, 1] == ONE
 
 
 @pytest.mark.parametrize("impl", IMPLS)
@@ -156,21 +160,91 @@ def test_tiles_make_transpose_identical(impl):
     assert np.array_equal(a.codes, b.codes.T) and np.array_equal(a.scales, b.scales.T)
 
 
-def test_float64_input_exact_profile():
-    """FPS-BLK-1: binary64 inputs are used at their exact value by the exact spec (no double
-    rounding: 2.5 + 2^-30 over scale 1 is 3, code 5, where narrowing first would tie to 2);
-    the fast path refuses values that are not binary32 instead of rounding them twice."""
+@pytest.mark.parametrize("impl", IMPLS)
+def test_float64_input_exact_profile(impl):
+    """FPS-BLK-1: binary64 inputs are used at their exact value by exact profiles, on both paths
+    (no double rounding: 2.5 + 2^-30 over scale 1 is 3, code 5, where narrowing first would tie
+    to 2); binary32 profiles narrow to binary32 first, as their operation sequence does."""
     x = np.zeros((1, 32))
     x[0, 0] = 2688.0                               # G = 1
     x[0, 16], x[0, 17] = 6.0, 2.5 + 2.0 ** -30     # a_B = 6: scale 1, payload = x
-    e = quantize(x, "ue5m3", impl="exact")
+    e = quantize(x, "ue5m3", impl=impl)
     assert e.scales[0, 1] == ONE and e.codes[0, 17] == 5
-    assert quantize(x.astype(np.float32), "ue5m3", impl="exact").codes[0, 17] == 4
-    with pytest.raises(FpspecError, match="binary32"):
-        quantize(x, "ue5m3", impl="fast")
-    y = np.zeros((1, 16))
-    y[0, 0] = 1.5
-    assert np.array_equal(quantize(y, "ue5m3").codes, quantize(y.astype(np.float32), "ue5m3").codes)
+    assert quantize(x.astype(np.float32), "ue5m3", impl=impl).codes[0, 17] == 4
+    assert quantize(x, "ue5m3", profile="seed-fp32", impl=impl).codes[0, 17] == 4
+    # an ordinary numpy (float64) array is accepted and equals its exact value's quantization
+    y = np.random.default_rng(1).standard_normal((4, 32))
+    assert np.array_equal(quantize(y, "ue5m3", impl=impl).codes, quantize(y, "ue5m3", impl="exact").codes)
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+@pytest.mark.parametrize("profile", ["exact", "seed-fp32"])
+def test_held_amax_zero_means_encode_scale_one(profile, impl):
+    """FPS-BLK-5, FPS-SCL-10: a held amax of 0 (delayed scaling of a tensor that was all zero at
+    the refresh) gives encode scale 1, as the seed's kernel does: block scale a_B / 6 rounded to
+    UE5M3, payload x / s_B.  a_B = 3 asks for 0.5 (0x70); 1.5 / 0.5 = 3 (code 5); a_B = 6e5 asks
+    for 1e5, which saturates at 61440 (0xF7), and 6e5 / 61440 = 9.8 saturates at 6 (code 7)."""
+    x = _row([3.0, 1.5, -0.25], [6e5, -1.0])
+    q = quantize(x, "ue5m3", profile=profile, amax=0.0, impl=impl)
+    assert q.encode_scale == 1 and q.decode_scale == 1 and q.amax == 0
+    assert q.scales.tolist() == [[0x70, SMAX]]
+    assert q.codes[0, [0, 1, 2, 16, 17]].tolist() == [0x7, 0x5, 0x9, 0x7, 0x8]
+    assert q.params["amax_source"] == "given"
+    # the same tensor measured as zero gives the same rule: encode scale 1
+    assert quantize(np.zeros((1, 16), np.float32), "ue5m3", profile=profile, impl=impl).encode_scale == 1
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_seed_sr_fp32_evaluation_differs_from_exact(impl):
+    """FPS-BLK-19: with G = 1 and scale 1 the payload is x.  y = 2^-10 - 2^-26, r = 255 (N = 8):
+    delta = 2^-9 - 2^-25 and (2r+1)/512 = 1 - 2^-9 sum to 1 - 2^-25 < 1: exact SR keeps 0 (code
+    0x0); the seed's fp32(delta + m) rounds that tie to 1.0 and rounds up to 0.5 (code 0x1).  With
+    r = 254 the sum is 1 - 2^-25 - 2^-8 and both keep 0; at y = fp32(0.3) (delta = 0.6000000238,
+    no bits below 2^-24) the bound is 2r + 1 >= 204.8: r = 102 rounds up in both, r = 101 in neither."""
+    y = 2.0 ** -10 - 2.0 ** -26
+    x = _row([6.0, y, y, -y, 0.3, 0.3])
+    r = np.zeros(x.shape, np.uint8)
+    r[0, 1:6] = [255, 254, 255, 102, 101]
+    kw = dict(profile="seed-fp32", rounding="sr", rbits=r, amax=2688.0, impl=impl)
+    exact = quantize(x, "ue5m3", **kw)
+    fp32 = quantize(x, "ue5m3", sr_eval="fp32", **kw)
+    assert exact.scales[0, 0] == fp32.scales[0, 0] == ONE
+    assert exact.codes[0, 1:6].tolist() == [0x0, 0x0, 0x8, 0x1, 0x0]
+    assert fp32.codes[0, 1:6].tolist() == [0x1, 0x0, 0x9, 0x1, 0x0]
+    with pytest.raises(FpspecError, match="sr_eval"):
+        quantize(x, "ue5m3", profile="exact", rounding="sr", rbits=r, sr_eval="fp32", impl=impl)
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_nbits_width_of_random_values(impl):
+    """FPS-BLK-7: nbits sets N of the SR rules, as in encode: at the E2M1 tie 0.25 (delta 1/2) with
+    N = 3, sr-midpoint rounds up iff 1/2 + (2r+1)/16 >= 1, i.e. r >= 4; r must be below 2^N."""
+    x = _row([2688.0], [6.0] + [0.25] * 8)
+    r = np.zeros(x.shape, np.uint8)
+    r[0, 17:25] = np.arange(8)
+    q = quantize(x, "ue5m3", rounding="sr", nbits=3, rbits=r, impl=impl)
+    assert q.codes[0, 17:25].tolist() == [0, 0, 0, 0, 1, 1, 1, 1]
+    assert q.params["nbits"] == 3
+    r16 = r.astype(np.uint16) * 8192  # the same probabilities with N = 16
+    assert np.array_equal(quantize(x, "ue5m3", rounding="sr", nbits=16, rbits=r16, impl=impl).codes, q.codes)
+    with pytest.raises(FpspecError, match=r"not below 2\^3.*\[0, 20\]"):
+        quantize(x, "ue5m3", rounding="sr", nbits=3, rbits=np.where(np.arange(32) == 20, 8, r).astype(np.uint8),
+                 impl=impl)
+
+
+@pytest.mark.parametrize("value, where", [(1e39, (1, 3)), (-3.5e38, (0, 0)), (float("nan"), (1, 1))])
+def test_float64_beyond_binary32_is_refused(value, where):
+    """FPS-BLK-1: a float64 value whose binary32 rounding is infinite (or NaN) is refused, naming the
+    value and its index, for every scheme and on both paths; FLT_MAX itself is accepted."""
+    x = np.ones((2, 16))
+    x[where] = value
+    for scheme in ("ue5m3", "nvfp4", "mxfp4"):
+        for impl in IMPLS:
+            with pytest.raises(FpspecError, match=rf"{'non-finite' if value != value else 'beyond the binary32'}"
+                               rf".*\[{where[0]}, {where[1]}\]"):
+                quantize(x, scheme, impl=impl)
+    x[where] = float(np.finfo(np.float32).max)
+    assert quantize(x, "ue5m3").scales.max() == S448
 
 
 @pytest.mark.parametrize("bad, kw, msg", [
@@ -178,7 +252,16 @@ def test_float64_input_exact_profile():
     (np.array([[1.0] * 15 + [np.inf]], np.float32), {}, r"non-finite.*\[0, 15\]"),
     (np.ones((2, 24), np.float32), {}, "not a multiple of the block"),
     (np.ones((2, 16), np.float32), {"tile": "BxB"}, "16x16 tile"),
-    (np.ones((2, 16), np.float32), {"amax": 0.0}, "finite and positive"),
+    (np.ones((2, 16), np.float32), {"amax": -1.0}, "finite and positive"),
+    (np.ones((2, 16), np.float32), {"amax": 1e-50}, "stay so in binary32"),
+    (np.ones((2, 16), np.float32), {"nbits": 0}, "nbits"),
+    (np.ones((2, 16), np.float32), {"nbits": 8.0}, "nbits"),
+    (np.ones((2, 16), np.float32), {"nbits": 33}, "nbits"),
+    (np.ones((2, 16), np.float32), {"rounding": "sr", "rbits": np.ones((2, 16), np.int8)}, "uint8, uint16"),
+    (np.ones((2, 16), np.float32), {"sr_eval": "fp64"}, "sr_eval must be one of"),
+    (np.ones((2, 16), np.float32), {"rht_output": "fp8"}, "rht_output must be one of"),
+    (np.ones((2, 16), np.float32), {"block": 8}, "blocks of 16 or 32"),
+    (np.ones((2, 16), np.float32), {"tile": "16x16"}, "allows tiles"),
     (np.ones((2, 16), np.float32), {"amax": float("inf")}, "finite and positive"),
     (np.ones((2, 16), np.float32), {"amax": 1e300}, "finite and positive"),
     (np.ones((2, 16), np.float32), {"profile": "nope"}, "unknown profile"),
@@ -198,6 +281,28 @@ def test_pad():
     q = quantize(np.ones((2, 20), np.float32), "ue5m3", pad=True)
     assert q.codes.shape == (2, 32) and q.params["view_shape"] == [2, 20] and q.params["padded"]
     assert not q.codes[:, 20:].any() and (q.codes[:, :20] == 7).all()
+
+
+def test_dequantize_refuses_inconsistent_containers():
+    """FPS-BLK-14, FPS-BLK-21: dequantize refuses a container whose payload codes are not E2M1 codes,
+    whose scale codes decode to NaN, whose T is missing or not a binary32 value, or whose amax is
+    negative, naming the element or block; never a silent NaN."""
+    from dataclasses import replace
+
+    q = quantize(_row([1.0, 0.5], [2.0]), "ue5m3")
+    bad_code = q.codes.copy()
+    bad_code[0, 17] = 0x1F
+    nan_scale = q.scales.copy()
+    nan_scale[0, 1] = 0xF9
+    for qt, msg in ((replace(q, codes=bad_code), r"payload code 31.*\[0, 17\]"),
+                    (replace(q, scales=nan_scale), r"scale code 249 of block \[0, 1\]"),
+                    (replace(q, params={**q.params, "target": None}), "target T"),
+                    (replace(q, params={**q.params, "target": "0"}), "finite and positive"),
+                    (replace(q, amax=np.float32(-1)), "amax")):
+        with pytest.raises(FpspecError, match=msg):
+            dequantize(qt)
+    with pytest.raises(FpspecError, match="overflow must be"):
+        dequantize(q, overflow="clip")
 
 
 def test_npz_round_trip(tmp_path):

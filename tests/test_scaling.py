@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from fpspec.errors import FpspecError
-from fpspec.recipes import RECIPES, get_recipe
+from fpspec.recipes import NEMOTRON_H_8B, RECIPES, get_recipe
 from fpspec.scaling import AmaxCache, TargetTable, max_reduce
 
 
@@ -142,21 +142,65 @@ def test_target_overrides():
 
 
 def test_seed_recipe():
-    """FPS-SCL-8: the seed recipe: D = 50, 2-D weights, SR on dY only, T = 2048 for dY in wgrad of the
-    four final down_proj layers."""
-    r = get_recipe("seed-ue5m3-block16").for_model(52)
+    """FPS-SCL-8, FPS-SCL-9: the seed recipe: D = 50, 2-D weights, SR on dY only, T = 2048 for dY in
+    wgrad of the four final MLP down_proj layers of Nemotron-H 8B (blocks 45, 47, 49, 51)."""
+    r = get_recipe("seed-ue5m3-block16").for_model(NEMOTRON_H_8B)
     assert r.scheme == "ue5m3" and r.block == 16 and r.zero_scale_rule
     for g in r.gemms:
         for op in (g.a, g.b):
             assert op.period == 50 and not op.rht
             assert (op.rounding == "sr") == (op.role == "dy")
             assert (op.tile == "BxB") == (op.role == "w")
-    assert r.target("layers.48.mlp.down_proj", "dy", "wgrad") == 2048
-    assert r.target("layers.47.mlp.down_proj", "dy", "wgrad") == 448
-    assert r.target("layers.51.mlp.down_proj", "dy", "dgrad") == 448
-    kw = r.quantize_kwargs("layers.51.mlp.down_proj", "wgrad", "a")
+    assert r.target("layers.47.mixer.down_proj", "dy", "wgrad") == 2048
+    assert r.target("layers.43.mixer.down_proj", "dy", "wgrad") == 448
+    assert r.target("layers.51.mixer.down_proj", "dy", "dgrad") == 448
+    assert r.target("layers.51.mixer.down_proj", "x", "wgrad") == 448
+    kw = r.quantize_kwargs("layers.51.mixer.down_proj", "wgrad", "a")
     assert kw["columnwise"] and kw["rounding"] == "sr" and kw["target"] == 2048
     assert get_recipe("seed-ue5m3-block32").block == 32
+
+
+def test_final_down_proj_selection_is_explicit_data():
+    """FPS-SCL-9: the seed's override covers mixer.down_proj in layers 44..51; on Nemotron-H 8B those
+    MLP blocks are 45, 47, 49 and 51 (44, 46, 48 and 50 are Mamba-2 blocks), not the last four block
+    indices 48..51.  final_mlps selects the last MLP blocks of any layout."""
+    from fpspec.recipes import SEED_FINAL_DOWN_PROJ, ModelLayout, TargetOverride
+
+    assert len(NEMOTRON_H_8B.pattern) == 52 and len(NEMOTRON_H_8B.mlp_layers()) == 24
+    assert SEED_FINAL_DOWN_PROJ.layers(NEMOTRON_H_8B) == (45, 47, 49, 51)
+    r = get_recipe("seed-ue5m3-block16").for_model()
+    got = sorted(k[0] for k, t in r.targets.overrides.items() if t == 2048)
+    assert got == [f"layers.{i}.mixer.down_proj" for i in (45, 47, 49, 51)]
+    assert TargetOverride.final_mlps(NEMOTRON_H_8B, 4, "dy", "wgrad", 2048).layers(NEMOTRON_H_8B) == (45, 47, 49, 51)
+    dense = ModelLayout("dense-6", "------", down_proj="model.layers.{i}.mlp.down_proj")
+    o = TargetOverride.final_mlps(dense, 4, "dy", "wgrad", 2048)
+    assert sorted(k[0] for k in o.table_entries(dense)) == [f"model.layers.{i}.mlp.down_proj" for i in (2, 3, 4, 5)]
+    with pytest.raises(FpspecError):
+        TargetOverride.final_mlps(dense, 7, "dy", "wgrad", 2048)
+    with pytest.raises(FpspecError):
+        get_recipe("seed-ue5m3-block16").for_model(52)
+
+
+def test_held_amax_zero_reaches_the_quantizer():
+    """FPS-SCL-10, FPS-BLK-5: the cache holds a sampled 0 until the next refresh; the quantizer takes
+    the held 0 as the seed does (encode scale 1) on the later, nonzero tensor, identically on both
+    paths; te-fp32 takes FLT_MAX, torchao-0.18 refuses."""
+    from fpspec.quantization import quantize
+
+    cache = AmaxCache(period=3)
+    cache.begin_step()
+    assert cache.amax("m", "dy", 0.0) == 0.0
+    cache.begin_step()
+    x = np.zeros((1, 16), np.float32)
+    x[0, :2] = [3.0, 1.5]
+    g = cache.amax("m", "dy", float(np.abs(x).max()))
+    assert g == 0.0 and cache.entry("m", "dy").tau == 1
+    for impl in ("fast", "exact"):
+        q = quantize(x, "ue5m3", profile="seed-fp32", amax=g, impl=impl)
+        assert q.encode_scale == 1 and q.scales[0, 0] == 0x70 and q.codes[0, :2].tolist() == [0x7, 0x5]
+        assert quantize(x, "nvfp4", profile="te-fp32", amax=g, impl=impl).encode_scale == np.finfo(np.float32).max
+        with pytest.raises(FpspecError, match="zero tensor amax"):
+            quantize(x, "nvfp4", profile="torchao-0.18", amax=g, impl=impl)
 
 
 def test_other_presets():

@@ -12,6 +12,11 @@ modules it imports (only the names it needs at import time), quantizes a set of
 random and edge-case tensors with both implementations and reports, per case,
 the number of differing E2M1 codes, scale bytes and amax values
 (docs/scheme-nvfp4.rst records a run).  Exit status 0 when everything matches.
+
+``--bf16`` runs every case with bfloat16 inputs (the reference transforms them with
+``x @ H`` in bfloat16) against ``quantize(..., rht_output="bf16")`` (FPS-BLK-20).  A case
+that fpspec refuses (a transform past binary32: FPS-BLK-10) is reported with the
+reference's amax and counted as matching when the reference's amax is not finite.
 """
 
 from __future__ import annotations
@@ -120,10 +125,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("reference", help="path to TransformerEngine's reference_nvfp4.py")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--rows", type=int, default=256)
+    ap.add_argument("--bf16", action="store_true", help="bfloat16 inputs, rht_output='bf16'")
     args = ap.parse_args(argv)
     import torch
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from fpspec.errors import FpspecError
     from fpspec.quantization import quantize
 
     ref = _load_reference(args.reference)
@@ -131,25 +138,36 @@ def main(argv: list[str] | None = None) -> int:
     failures = 0
     total = 0
     for name, x in _cases(rng, args.rows):
+        xt = torch.from_numpy(x.copy())
+        if args.bf16:
+            xt = xt.to(torch.bfloat16)
+            x = xt.to(torch.float32).numpy()  # the same values, exactly
         for tile_shape, tile in [((1, 16), "1xB"), ((16, 16), "BxB")]:
             for rht in (False, True):
                 if rht and tile == "BxB":
                     continue
                 q = ref.NVFP4QuantizerRef(dtype=ref.reference_utils.Fp4Formats.E2M1, rowwise=True,
                                           columnwise=True, quant_tile_shape=tile_shape, with_rht=rht)
-                qx, sx, qx_t, sx_t, amax_r, amax_c = q._quantize(torch.from_numpy(x.copy()))
+                qx, sx, qx_t, sx_t, amax_r, amax_c = q._quantize(xt.clone())
                 for cw, (qd, sd, am) in ((False, (qx, sx, amax_r)), (True, (qx_t, sx_t, amax_c))):
-                    mine = quantize(x, "nvfp4", profile="te-fp32", tile=tile, columnwise=cw,
-                                    rht=rht and cw)
+                    tag = f"{name:28} tile={tile_shape} rht={int(rht and cw)} {'col' if cw else 'row'}"
+                    try:
+                        mine = quantize(x, "nvfp4", profile="te-fp32", tile=tile, columnwise=cw,
+                                        rht=rht and cw, rht_output="bf16" if args.bf16 else "fp32")
+                    except FpspecError as exc:
+                        te_amax = float(am.float().item())
+                        ok = not np.isfinite(te_amax)
+                        print(f"{'OK ' if ok else 'DIFF'} {tag}: refused ({exc}); reference amax {te_amax}")
+                        failures += not ok
+                        continue
                     codes = _unpack(qd)
                     scales = sd.view(torch.uint8).numpy()
                     if tile == "BxB":
                         scales = scales[::16]  # TE repeats each tile's scale on its 16 rows
                     dc = int(np.sum(codes != mine.codes))
                     ds = int(np.sum(scales != mine.scales))
-                    da = int(np.float32(am.item()) != mine.amax)
+                    da = int(np.float32(am.float().item()) != mine.amax)
                     total += codes.size
-                    tag = f"{name:28} tile={tile_shape} rht={int(rht and cw)} {'col' if cw else 'row'}"
                     status = "OK " if dc == ds == da == 0 else "DIFF"
                     print(f"{status} {tag}: codes {dc}/{codes.size}, scales {ds}/{scales.size}, amax {da}")
                     failures += (dc + ds + da) > 0

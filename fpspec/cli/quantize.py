@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import tracemalloc
 
 import ml_dtypes
 import numpy as np
@@ -14,7 +15,7 @@ from ..io import check_output, load_npy, save_npy
 from ..quantization import dequantize, quantize
 from ..quantized import QuantizedTensor
 from ..schemes import PROFILES, SCHEMES
-from .bench import best_time, register_benchmark, result_row
+from .bench import interleaved_times, register_benchmark, result_row
 from .options import TILES, parse_number, parse_size, parse_target, parse_tile
 
 
@@ -88,13 +89,28 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 # ------------------------------------------------------- fpspec bench quantize
+def peak_memory(fn, nbytes: int) -> float:
+    """Peak bytes allocated while ``fn()`` runs, plus ``nbytes`` (the input), over ``nbytes``."""
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        fn()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return (peak + nbytes) / nbytes
+
+
 def bench_quantize(args: argparse.Namespace) -> list[dict]:
     """Full block quantization vs ml_dtypes' bare float32 -> E2M1 cast.
 
-    The fpspec side is :func:`fpspec.quantization.quantize` on the fast path (tensor
-    amax, block amax, scale code, payload codes, all of it); the baseline is
-    ``x.astype(ml_dtypes.float4_e2m1fn)`` on the same array, timed in the same run.
-    The ratio is baseline time / fpspec time (> 1: fpspec faster).
+    The fpspec side is :func:`fpspec.quantization.quantize` on the fast path (input
+    check, tensor amax, block amax, scale code and payload codes: all of it); the
+    baseline is ``x.astype(ml_dtypes.float4_e2m1fn)`` on the same array, timed
+    alternately with it in the same run.  The ratio is baseline time / fpspec time
+    (> 1: fpspec faster).  Each row also reports the peak memory that quantize and
+    quantize + dequantize allocate (tracemalloc, NumPy arrays included), as a
+    multiple of the input's size, input included.
     """
     k = args.k
     m = max(1, args.n // k)
@@ -102,10 +118,15 @@ def bench_quantize(args: argparse.Namespace) -> list[dict]:
     x = rng.standard_normal((m, k), dtype=np.float32)
     rows = []
     for profile in args.profiles:
-        first, ours = best_time(lambda: quantize(x, "ue5m3", profile=profile, block=args.block), args.repeat)
-        _, theirs = best_time(lambda: x.astype(ml_dtypes.float4_e2m1fn), args.repeat)
-        rows.append(result_row(f"ue5m3/{profile} B={args.block} rne", x.size, ours,
-                               "ml_dtypes astype e2m1", theirs, first))
+        def ours() -> object:
+            return quantize(x, "ue5m3", profile=profile, block=args.block)
+
+        first, t_ours, t_theirs = interleaved_times(ours, lambda: x.astype(ml_dtypes.float4_e2m1fn), args.repeat)
+        rows.append(result_row(f"ue5m3/{profile} B={args.block} rne", x.size, t_ours,
+                               "ml_dtypes astype e2m1", t_theirs, first,
+                               peak_memory_x_input=round(peak_memory(ours, x.nbytes), 2),
+                               peak_memory_with_dequant_x_input=round(
+                                   peak_memory(lambda: dequantize(ours()), x.nbytes), 2)))
     return rows
 
 

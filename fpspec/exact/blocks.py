@@ -2,48 +2,49 @@
 
 Everything is :class:`fractions.Fraction` arithmetic and
 :func:`fpspec.exact.rounding.round_to_code`.  Profiles that are sequences of
-binary32 operations are emulated step by step: each operation is the exact
-real result rounded once with ``round_to_code(., "fp32", "rne")``, which is what
-IEEE 754 requires of a correctly rounded binary32 ``*`` and ``/``.
+binary32 operations are emulated step by step with :mod:`fpspec.exact.binary32`:
+each operation is the exact real result rounded once with
+``round_to_code(., "fp32", "rne")``, which is what IEEE 754 requires of a
+correctly rounded binary32 ``*``, ``/`` and ``+``.
 
 The input is the *quantized view* (the tensor, or its transpose for columnwise
 operands, after the optional Hadamard transform), shape (M, K), K a multiple of
 the block.  The functions here are slow on purpose: one Python loop per
-element, in the order the docs state.
+element, in the order the docs state.  :mod:`fpspec.fast.blocks` is the twin;
+each profile function here has a namesake there with the same numbered steps:
+
+* :func:`_exact_profile`   FPS-BLK-2 (ue5m3 and nvfp4 ``exact``)
+* :func:`_fp32_profile`    FPS-BLK-3 (``seed-fp32``), FPS-BLK-8/9 (``te-fp32``, ``te-kernel``)
+* :func:`_torchao_profile` FPS-BLK-18 (``torchao-0.18``)
+* :func:`_mx_profile`      FPS-BLK-12/13 (``mxfp4``)
+
+and every payload goes through the one E2M1 rounding step :func:`e2m1_payload`.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from fractions import Fraction
+from typing import Callable
 
 import numpy as np
 
 from ..errors import FpspecError
-from ..formats import get_format
-from ..schemes import AmaxZero, Arithmetic, BlockSpec, MxScaleMode, SignedZero
-from .binary32 import FLT_MAX, ceil_log2, f32, f32_div, f32_fma, f32_mul, floor_log2
+from ..formats import E2M1, FloatFormat
+from ..schemes import AmaxZero, Arithmetic, BlockResult, BlockSpec, Dequant, MxScaleMode, SignedZero, SrEvaluation
+from .binary32 import FLT_MAX, ceil_log2, f32, f32_add, f32_div, f32_fma, f32_mul, floor_log2
 from .rounding import round_to_code
 
-__all__ = ["BlockResult", "quantize_view_exact", "block_amax_grid_exact", "rht16_exact", "RHT_SIGNS"]
+__all__ = ["quantize_view_exact", "block_amax_grid_exact", "rht16_exact", "round_bf16_exact", "e2m1_payload",
+           "RHT_SIGNS"]
 
 #: TransformerEngine's wgrad sign vector for the 16-point random Hadamard transform.
 RHT_SIGNS = (1, 1, 1, -1, 1, -1, -1, -1, -1, -1, -1, 1, -1, 1, -1, -1)
 
 
-@dataclass
-class BlockResult:
-    codes: np.ndarray         # uint8 (M, K)
-    scales: np.ndarray        # uint8 scale grid
-    encode_scale: np.float32
-    decode_scale: np.float32
-    dequant: np.ndarray | None  # float32 (M, K); None when not asked for (fast path)
-
-
 # --------------------------------------------------------------- helpers
 def block_amax_grid_exact(x: np.ndarray, block: int, tile: str) -> list[list[Fraction]]:
-    """max |x| over each block (1xB) or tile (BxB), exactly, as Fractions."""
+    """max |x| over each block (1xB) or tile (BxB), exactly, as Fractions (FPS-BLK-6)."""
     m, k = x.shape
     rows = m // block if tile == "BxB" else m
     grid = []
@@ -67,7 +68,7 @@ def rht16_exact(x: np.ndarray) -> np.ndarray:
     Sylvester Hadamard matrix, s = :data:`RHT_SIGNS`; every w_ij is +-1/4):
     a_0 = fp32(x_0 w_0j), a_i = fma32(x_i, w_ij, a_(i-1)) = fp32(a_(i-1) + x_i w_ij)
     (one rounding per step, the product exact), y_j = a_15: sequential fused
-    multiply-add accumulation in index order.
+    multiply-add accumulation in index order.  A result beyond binary32 is refused.
     """
     m, k = x.shape
     if k % 16:
@@ -76,13 +77,33 @@ def rht16_exact(x: np.ndarray) -> np.ndarray:
     out = np.empty((m, k), dtype=np.float32)
     for r in range(m):
         for g in range(k // 16):
-            xs = [f32(float(x[r, 16 * g + i])) if x.dtype != np.float32 else float(x[r, 16 * g + i])
-                  for i in range(16)]
+            xs = [f32(float(x[r, 16 * g + i])) for i in range(16)]
             for j in range(16):
                 acc = f32_mul(xs[0], RHT_SIGNS[0] * h[0][j] * 0.25)
                 for i in range(1, 16):
                     acc = f32_fma(xs[i], RHT_SIGNS[i] * h[i][j] * 0.25, acc)
+                if math.isinf(acc):
+                    raise FpspecError("the Hadamard transform of the view overflows binary32 (FPS-BLK-10)",
+                                      (r, 16 * g + j))
                 out[r, 16 * g + j] = acc
+    return out
+
+
+def round_bf16_exact(v: np.ndarray) -> np.ndarray:
+    """Each binary32 value of ``v`` rounded to bfloat16 (RNE), as float32 (FPS-BLK-20).
+
+    A value that rounds past bfloat16's largest finite value is refused.
+    """
+    out = np.empty(v.shape, dtype=np.float32)
+    bf16_max = float.fromhex("0x1.fep127")
+    for idx in np.ndindex(v.shape):
+        xv = float(v[idx])
+        code = round_to_code(xv, "bf16", "rne")
+        val = float(np.array([code << 16], dtype=np.uint32).view(np.float32)[0])
+        if math.isinf(val):
+            raise FpspecError(f"the transformed value {xv!r} rounds beyond bfloat16's largest finite "
+                              f"value {bf16_max!r} (FPS-BLK-20)", tuple(int(i) for i in idx))
+        out[idx] = val
     return out
 
 
@@ -93,27 +114,66 @@ def _sylvester(n: int) -> list[list[int]]:
     return h
 
 
-def _fmt_value(fmt_name: str, code: int) -> Fraction:
-    v = get_format(fmt_name).decode_exact(code)
+def _fmt_value(fmt: FloatFormat, code: int) -> Fraction:
+    v = fmt.decode_exact(code)
     assert isinstance(v, Fraction)
     return v
 
 
-def _e2m1_signed_value(code: int) -> Fraction:
-    return _fmt_value("e2m1", code)
+def _e2m1_signed_value(code: int) -> float:
+    """The E2M1 value of a code as a float, negative zero kept."""
+    v = float(_fmt_value(E2M1, code))
+    return -0.0 if (code & 0x8 and v == 0) else v
 
 
-def _zero_like(x: float) -> float:
-    return math.copysign(0.0, x)
+# ------------------------------------------------- the E2M1 payload rounding
+def e2m1_payload(v: float | Fraction, spec: BlockSpec, r: int | None) -> int:
+    """The E2M1 code of one scaled value ``v`` (FPS-BLK-7, FPS-BLK-11, FPS-BLK-19).
+
+    1. A scaled value that is -0.0 gets code 0x0 under ``signed_zero = positive``.
+    2. ``sr_eval = fp32`` (the seed's FP32 evaluation of sr-midpoint, v a binary32
+       value): a = abs(v); the binade exponent q = max(floor(log2 a), 0) - 1;
+       sig = fp32(a * 2^-q), lower = floor(sig), delta = fp32(sig - lower) (both
+       exact), m = fp32((2r+1) * 2^-(N+1)) (exact); up iff fp32(delta + m) >= 1;
+       the magnitude is min((lower + up) 2^q, 6).
+    3. Otherwise: :func:`round_to_code` of v to E2M1 with the payload rounding,
+       saturating at +-6.
+    """
+    if spec.profile.signed_zero is SignedZero.POSITIVE and v == 0:
+        v = 0.0
+    if spec.sr_eval is SrEvaluation.FP32:
+        assert r is not None and isinstance(v, float)
+        a = abs(v)
+        if a == 0:
+            mag = Fraction(0)
+        elif a >= 6:  # saturated (also y = +-inf, from a multiplier near FLT_MAX)
+            mag = Fraction(6)
+        else:
+            q = max(floor_log2(Fraction(a)), 0) - 1
+            sig = f32_mul(a, 2.0 ** -q)
+            lower = math.floor(sig)
+            delta = f32_add(sig, -float(lower))
+            m = f32_mul(float(2 * r + 1), 2.0 ** -(spec.nbits + 1))
+            up = f32_add(delta, m) >= 1.0
+            mag = min((lower + int(up)) * Fraction(2) ** q, Fraction(6))
+        code = round_to_code(mag, E2M1, "rne")
+        return code | (0x8 if math.copysign(1.0, v) < 0 else 0)
+    return round_to_code(v, E2M1, spec.rounding, r=r, nbits=spec.nbits)
 
 
 # ----------------------------------------------------------- the quantizer
+BlockFn = Callable[[Fraction], tuple[int, Callable[[float, "int | None"], tuple[int, float]]]]
+
+
 def quantize_view_exact(x: np.ndarray, spec: BlockSpec, amax: float,
                         rbits: np.ndarray | None = None) -> BlockResult:
     """Quantize the (M, K) view ``x`` with tensor amax ``amax`` (a binary32 value).
 
     ``amax`` is the g of the docs: measured (current scaling) or given (a held
-    value); it is ignored by MX profiles except as metadata.
+    value, possibly 0); it is ignored by MX profiles except as metadata.
+    For each block: its amax a_B, then the profile's ``block_fn(a_B)`` gives the
+    scale code and the element function, which gives each element's code and
+    dequantized value.
     """
     m, k = x.shape
     b = spec.block
@@ -121,150 +181,147 @@ def quantize_view_exact(x: np.ndarray, spec: BlockSpec, amax: float,
     codes = np.zeros((m, k), dtype=np.uint8)
     scales = np.zeros((len(grid), k // b), dtype=np.uint8)
     deq = np.zeros((m, k), dtype=np.float32)
-    mode = spec.rounding
-
-    def rnd(i: int, j: int) -> int | None:
-        return int(rbits[i, j]) if (mode.stochastic and rbits is not None) else None
-
-    if spec.arithmetic is Arithmetic.EXACT:
-        enc, dec, block_fn = _exact_profile(spec, amax)
-    elif spec.arithmetic is Arithmetic.FP32:
-        enc, dec, block_fn = _fp32_profile(spec, amax)
-    elif spec.arithmetic is Arithmetic.TORCHAO:
-        enc, dec, block_fn = _torchao_profile(spec, amax)
-    else:
-        enc, dec, block_fn = _mx_profile(spec)
-
+    stochastic = spec.rounding.stochastic
+    enc, dec, block_fn = _PROFILE_FUNCTIONS[spec.arithmetic](spec, amax)
     for i in range(m):
         gi = i // b if spec.tile == "BxB" else i
         for bj in range(k // b):
             scale_code, elem = block_fn(grid[gi][bj])
             scales[gi, bj] = scale_code
             for j in range(bj * b, (bj + 1) * b):
-                q, d = elem(float(x[i, j]), rnd(i, j))
-                codes[i, j] = q
-                deq[i, j] = d
+                r = int(rbits[i, j]) if (stochastic and rbits is not None) else None
+                codes[i, j], deq[i, j] = elem(float(x[i, j]), r)
     return BlockResult(codes, scales, np.float32(enc), np.float32(dec), deq)
 
 
-def _e2m1(v: float | Fraction, mode, r: int | None, nbits: int) -> int:
-    return round_to_code(v, "e2m1", mode, r=r, nbits=nbits)
+def _zero_amax(spec: BlockSpec) -> None:
+    """Step 1 for g = 0 under a profile whose formula divides 0 by 0 (FPS-BLK-5)."""
+    raise FpspecError(f"profile {spec.profile.name} is undefined for a zero tensor amax (0/0 in the block "
+                      "scale); its source divides by the amax")
 
 
-def _exact_profile(spec: BlockSpec, amax: float):
-    """Real arithmetic: G = 6T/g (1 if g = 0); u = a_B G / 6; q = E2M1(x G / s) (FPS-BLK-2)."""
+def _exact_profile(spec: BlockSpec, amax: float) -> tuple[float, float, BlockFn]:
+    """Real arithmetic (FPS-BLK-2).
+
+    1. G = 6T/g, or G = 1 when g = 0.
+    2. u_B = a_B G / 6; c_B = RNE(u_B) in the scale format, saturating.
+    3. The zero-scale rule; s_B = the value of c_B.
+    4. q = E2M1(x G / s_B); if s_B = 0 a nonzero x becomes +-6, a zero stays zero.
+    5. Dequantized: q s_B / G rounded once to binary32.
+    """
     t = spec.target
     assert t is not None
     g = Fraction(amax)
-    big_g = 6 * t / g if g > 0 else Fraction(1)
+    big_g = 6 * t / g if g > 0 else Fraction(1)                        # 1
     sf = spec.scale_format
-    mode, nbits = spec.rounding, spec.nbits
 
     def block_fn(a_b: Fraction):
-        code = round_to_code(a_b * big_g / 6, sf, "rne")
-        if code == 0 and spec.zero_scale_rule:
+        code = round_to_code(a_b * big_g / 6, sf, "rne")                # 2
+        if code == 0 and spec.zero_scale_rule:                          # 3
             code = spec.one_code
         s = _fmt_value(sf, code)
 
-        def elem(xv: float, r: int | None):
-            if s == 0:  # no zero-scale rule: |x| / 0 saturates, zeros stay zeros
+        def elem(xv: float, r: int | None) -> tuple[int, float]:
+            if s == 0:                                                  # 4
                 v: float | Fraction = xv if xv == 0 else math.copysign(math.inf, xv)
             elif xv == 0:
                 v = xv  # keeps the sign of zero
             else:
                 v = Fraction(xv) * big_g / s
-            q = _e2m1(v, mode, r, nbits)
-            val = _e2m1_signed_value(q) * s / big_g
-            d = f32(val)
-            if val == 0 and q & 0x8:
-                d = -0.0
-            return q, d
+            q = e2m1_payload(v, spec, r)
+            qv = _e2m1_signed_value(q)                                  # 5
+            return q, math.copysign(f32(abs(Fraction(qv)) * s / big_g), qv)
         return code, elem
 
     return f32(big_g), f32(1 / big_g), block_fn
 
 
-def _fp32_profile(spec: BlockSpec, amax: float):
-    """The binary32 operation sequence shared by seed-fp32 and te-fp32 (FPS-BLK-3, FPS-BLK-8)."""
+def _fp32_profile(spec: BlockSpec, amax: float) -> tuple[float, float, BlockFn]:
+    """The binary32 sequence of seed-fp32 (FPS-BLK-3), te-fp32 and te-kernel (FPS-BLK-8, FPS-BLK-9).
+
+    1. ge = 1 if g = 0 (amax_zero = one); else min(fp32(fp32(6 T) / g), FLT_MAX), 1 if that is 0.
+    2. gd = fp32(1 / ge).
+    3. sc = fp32(a_B * fp32(ge * fp32(1/6))); sc = min(sc, FLT_MAX, U); c_B = RNE(sc).
+    4. The zero-scale rule; s_B = the value of c_B.
+    5. mult = fp32(1 / fp32(s_B * gd)), capped at FLT_MAX.
+    6. q = E2M1(fp32(x * mult)).
+    7. Dequantized: seed kernel fp32(fp32(q s_B) gd); TE fp32(q fp32(fp32(s_B g) fp32(1/(6T)))).
+    """
     prof = spec.profile
     t = spec.target
     assert t is not None
     sf = spec.scale_format
-    smax = float(get_format(sf).max_finite)
-    mode, nbits = spec.rounding, spec.nbits
+    smax = float(sf.max_finite)
     six_t = f32_mul(6.0, f32(t))
-    if amax == 0 and prof.amax_zero is AmaxZero.ONE:
+    if amax == 0 and prof.amax_zero is AmaxZero.ONE:                    # 1
         ge = 1.0
+    elif amax == 0 and prof.amax_zero is AmaxZero.REFUSE:
+        _zero_amax(spec)
     else:
         ge = min(f32_div(six_t, amax), FLT_MAX)
         if ge == 0:
             ge = 1.0
-    gd = f32_div(1.0, ge)
+    gd = f32_div(1.0, ge)                                               # 2
     mulf = f32_mul(ge, f32_div(1.0, 6.0))
     inv_six_t = f32_div(1.0, six_t)
 
     def block_fn(a_b: Fraction):
-        sc = f32_mul(float(a_b), mulf)
+        sc = f32_mul(float(a_b), mulf)                                  # 3
         sc = min(sc, FLT_MAX, smax)
         code = round_to_code(sc, sf, "rne")
-        if code == 0 and spec.zero_scale_rule:
+        if code == 0 and spec.zero_scale_rule:                          # 4
             code = spec.one_code
         s = float(_fmt_value(sf, code))
-        mult = f32_div(1.0, f32_mul(s, gd))
+        mult = f32_div(1.0, f32_mul(s, gd))                             # 5
         if prof.cap_multiplier:
             mult = min(mult, FLT_MAX)
-        if prof.dequant == "te":
-            dscale = f32_mul(f32_mul(s, amax), inv_six_t)
+        dscale = f32_mul(f32_mul(s, amax), inv_six_t)
 
-        def elem(xv: float, r: int | None):
-            y = f32_mul(xv, mult)
-            if y == 0 and prof.signed_zero is SignedZero.POSITIVE:
-                y = 0.0
-            q = _e2m1(y, mode, r, nbits)
-            qv = float(_e2m1_signed_value(q))
-            if q & 0x8 and qv == 0:
-                qv = -0.0
-            if prof.dequant == "te":
-                d = f32_mul(qv, dscale)
-            else:  # seed kernel: (payload * scale) * global_decode
-                d = f32_mul(f32_mul(qv, s), gd)
-            return q, d
+        def elem(xv: float, r: int | None) -> tuple[int, float]:
+            y = f32_mul(xv, mult)                                       # 6
+            q = e2m1_payload(y, spec, r)
+            qv = _e2m1_signed_value(q)                                  # 7
+            if prof.dequant is Dequant.TE:
+                return q, f32_mul(qv, dscale)
+            return q, f32_mul(f32_mul(qv, s), gd)
         return code, elem
 
     return ge, gd, block_fn
 
 
-def _torchao_profile(spec: BlockSpec, amax: float):
-    """torchao 0.18's two-level NVFP4 sequence (FPS-BLK-18)."""
+def _torchao_profile(spec: BlockSpec, amax: float) -> tuple[float, float, BlockFn]:
+    """torchao 0.18's two-level NVFP4 sequence (FPS-BLK-18).
+
+    1. pts = fp32(g / fp32(6 T)); ipts = fp32(1 / pts) (refused when g = 0 or ipts overflows).
+    2. sbs = fp32(fp32(a_B / 6) / pts), clamped to [2^-6, 448]; c_B = RNE(sbs).
+    3. recip = fp32(ipts / s_B); q = E2M1(fp32(x * recip)).
+    4. Dequantized: fp32(q * fp32(pts * s_B)).
+    """
     t = spec.target
     assert t is not None
     sf = spec.scale_format
-    smax = float(get_format(sf).max_finite)
-    smin = float(get_format(sf).min_normal)  # E4M3_EPS = finfo(float8_e4m3fn).tiny = 2^-6
+    smax = float(sf.max_finite)
+    smin = float(sf.min_normal)  # E4M3_EPS = finfo(float8_e4m3fn).tiny = 2^-6
     six_t = f32_mul(6.0, f32(t))
-    if amax == 0:
-        raise FpspecError("profile torchao-0.18 is undefined for a zero tensor amax (0/0 in the block scale)")
+    if amax == 0:                                                       # 1
+        _zero_amax(spec)
     pts = f32_div(amax, six_t)
     inv_pts = f32_div(1.0, pts)
     if math.isinf(inv_pts):
         raise FpspecError(f"profile torchao-0.18 overflows 1/per_tensor_scale for amax {amax!r}")
 
     def block_fn(a_b: Fraction):
-        bs = f32_div(float(a_b), 6.0)
+        bs = f32_div(float(a_b), 6.0)                                   # 2
         sbs = f32_div(bs, pts)
         sbs = min(max(sbs, smin), smax)
         code = round_to_code(sbs, sf, "rne")
         s = float(_fmt_value(sf, code))
-        recip = f32_div(inv_pts, s)
+        recip = f32_div(inv_pts, s)                                     # 3
         dscale = f32_mul(pts, s)
 
-        def elem(xv: float, r: int | None):
-            y = f32_mul(xv, recip)
-            q = _e2m1(y, spec.rounding, r, spec.nbits)
-            qv = float(_e2m1_signed_value(q))
-            if q & 0x8 and qv == 0:
-                qv = -0.0
-            return q, f32_mul(qv, dscale)
+        def elem(xv: float, r: int | None) -> tuple[int, float]:
+            q = e2m1_payload(f32_mul(xv, recip), spec, r)
+            return q, f32_mul(_e2m1_signed_value(q), dscale)            # 4
         return code, elem
 
     return inv_pts, pts, block_fn
@@ -274,7 +331,7 @@ def _mx_exponent(a_b: Fraction, mode: MxScaleMode) -> int:
     """Unbiased E8M0 scale exponent of a block with amax a_b (FPS-BLK-12)."""
     if a_b == 0:
         return -127
-    emax_e2m1 = 2
+    emax_e2m1 = E2M1.emax
     if mode is MxScaleMode.FLOOR:
         e = floor_log2(a_b) - emax_e2m1
     elif mode is MxScaleMode.CEIL:
@@ -287,23 +344,35 @@ def _mx_exponent(a_b: Fraction, mode: MxScaleMode) -> int:
     return max(-127, min(127, e))
 
 
-def _mx_profile(spec: BlockSpec):
-    mode_r = spec.rounding
+def _mx_profile(spec: BlockSpec, amax: float) -> tuple[float, float, BlockFn]:
+    """OCP MX (FPS-BLK-12, FPS-BLK-13).
+
+    1. No tensor scale: encode and decode scales are 1.
+    2. e = the profile's exponent of a_B, clamped to [-127, 127]; c_B = e + 127.
+    3. q = E2M1(x / 2^e) (exact division).
+    4. Dequantized: q 2^e, exact (+-inf beyond binary32).
+    """
     mx_mode = spec.profile.mx_mode
     assert mx_mode is not None
 
     def block_fn(a_b: Fraction):
-        e = _mx_exponent(a_b, mx_mode)
+        e = _mx_exponent(a_b, mx_mode)                                  # 2
         scale = Fraction(2) ** e
 
-        def elem(xv: float, r: int | None):
-            v = xv if xv == 0 else Fraction(xv) / scale
-            q = _e2m1(v, mode_r, r, spec.nbits)
-            val = _e2m1_signed_value(q) * scale
-            d = f32(val)
-            if val == 0 and q & 0x8:
-                d = -0.0
-            return q, d
+        def elem(xv: float, r: int | None) -> tuple[int, float]:
+            q = e2m1_payload(xv if xv == 0 else Fraction(xv) / scale, spec, r)   # 3
+            qv = _e2m1_signed_value(q)                                  # 4
+            val = abs(Fraction(qv)) * scale
+            return q, math.copysign(math.inf if val > FLT_MAX else f32(val), qv)
         return e + 127, elem
 
     return 1.0, 1.0, block_fn
+
+
+#: Arithmetic -> profile function (the same table as in :mod:`fpspec.fast.blocks`).
+_PROFILE_FUNCTIONS: dict[Arithmetic, Callable[[BlockSpec, float], tuple[float, float, BlockFn]]] = {
+    Arithmetic.EXACT: _exact_profile,
+    Arithmetic.FP32: _fp32_profile,
+    Arithmetic.TORCHAO: _torchao_profile,
+    Arithmetic.MX: _mx_profile,
+}

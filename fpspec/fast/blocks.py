@@ -1,374 +1,730 @@
-"""Fast block quantization: the fused Numba twin of :mod:`fpspec.exact.blocks` (FPS-BLK-*).
+"""Fast block quantization: the Numba twin of :mod:`fpspec.exact.blocks` (FPS-BLK-15).
 
-One pass per block: block amax, scale code, multiplier, payload codes and the
-dequantized values, parallel over blocks.  Bit-equal to the exact reference by
-test (tests/test_blocks_equality.py).  Why each step is exact
-(docs/scheme-ue5m3.rst, "The fast path"):
+Each profile function of the exact spec has a namesake here with the same
+numbered steps (docs/scheme-*.rst):
 
-* ``exact`` profiles work in binary64 on binary32 inputs.  The block scale
-  a_B T / g is one binary64 division of an exact product (a_B T has at most 48
-  significant bits) by g; a UE5M3/UE4M3 midpoint (5 significant bits) times g
-  has at most 29 bits, so a quotient that is not a midpoint is at least 2^-48
-  (relative) away from it, far more than the 2^-53 binary64 rounding error:
-  rounding the binary64 quotient gives the same code as rounding the real one.
-* The payload decision compares |x| 6T (exact, <= 50 bits) with t (g s)
-  (exact, <= 31 bits) for each E2M1 decision point t: no rounding at all.
-  Stochastic modes need delta: the binary64 quotient x 6T / (g s) lies on the
-  same side of every threshold lo + step k / 2^(N+1) (<= 11 + 28 bits times the
-  divisor) for the same reason.
-* ``fp32`` profiles perform the same binary32 operations as the spec, in the
-  same order; Numba's binary32 ``*`` and ``/`` are IEEE correctly rounded
-  (no fast-math, no contraction), and ``error_model="numpy"`` gives 1/0 = inf.
-* ``mx`` profiles take exponents from the bits; x / 2^e is exact in binary64.
+* :func:`_exact_profile`   FPS-BLK-2 (ue5m3 and nvfp4 ``exact``)
+* :func:`_fp32_profile`    FPS-BLK-3 (``seed-fp32``), FPS-BLK-8/9 (``te-fp32``, ``te-kernel``)
+* :func:`_torchao_profile` FPS-BLK-18 (``torchao-0.18``)
+* :func:`_mx_profile`      FPS-BLK-12/13 (``mxfp4``)
+
+Each computes the tensor-level step 1 in Python and runs one Numba kernel
+(``_<name>_blocks``), parallel over chunks of blocks, that does the per-block
+steps: block amax, scale code, payload codes.  Every payload goes through the
+one E2M1 rounding helper :func:`e2m1_magnitude` (the twin of
+:func:`fpspec.exact.blocks.e2m1_payload`), every UE5M3/UE4M3 scale through
+:func:`scale_code_rne`.  Dequantization is one kernel for every profile
+(:func:`dequantize_blocks`): each profile's formula is a per-block factor F and
+a divisor D with value = fp32(q F / D) (docs/scheme-ue5m3.rst, FPS-BLK-14).
+
+Why it is exact (docs/scheme-ue5m3.rst, "The fast path"): every decision is a
+comparison of an exact value X = |x| 6T (or a_B T, |y|, |x|) with an exact
+threshold t d.  X is held as an unevaluated sum p + pe of two binary64 values
+(Dekker's TwoProduct; pe = 0 when the product is exact, as for every binary32
+input) and a threshold as h + l the same way; p > h decides, and p == h leaves
+pe - l, the exact difference.  ``fp32`` profiles perform the same binary32
+operations as the spec, in the same order (Numba's binary32 ``*`` and ``/`` are
+IEEE operations: no fast-math, no contraction; ``error_model="numpy"`` gives
+1/0 = inf).
 """
 
 from __future__ import annotations
 
-import math
+from typing import NamedTuple
 
 import numba
 import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.extending import intrinsic
 
 from ..choices import RoundingMode
 from ..errors import FpspecError
-from ..formats import get_format
-from ..schemes import AmaxZero, Arithmetic, BlockSpec, MxScaleMode, SignedZero
+from ..schemes import AmaxZero, Arithmetic, BlockResult, BlockSpec, Dequant, MxScaleMode, SignedZero, SrEvaluation
 from .rounding import decode_table
 
-__all__ = ["quantize_view_fast", "block_amax_grid_fast", "rht16_fast", "absmax_float32"]
+__all__ = ["quantize_view_fast", "block_amax_grid_fast", "rht16_fast", "round_bf16_fast", "scan_values",
+           "dequantize_blocks", "e2m1_magnitude", "scale_code_rne", "ScanResult"]
 
 _MODE_IDS = {m: i for i, m in enumerate(RoundingMode)}
 _RNE, _RTZ, _RNA, _UP, _DOWN, _SRM, _SRA, _SRU = (_MODE_IDS[RoundingMode(v)] for v in (
     "rne", "rtz", "rna", "up", "down", "sr-midpoint", "sr-add", "sr-unbiased"))
 _MX_IDS = {MxScaleMode.FLOOR: 0, MxScaleMode.CEIL: 1, MxScaleMode.EVEN: 2, MxScaleMode.RCEIL: 3}
-_KIND = {Arithmetic.EXACT: 0, Arithmetic.FP32: 1, Arithmetic.MX: 2, Arithmetic.TORCHAO: 3}
 
 _FLT_MAX32 = np.float32(np.finfo(np.float32).max)
+#: |x| at or above this rounds to +inf in binary32 (2^128 - 2^103, the midpoint past FLT_MAX).
+BINARY32_OVERFLOW = float.fromhex("0x1.ffffffp127")
+#: Products below this magnitude skip TwoProduct: every nonzero threshold is above 2^-210.
+_TINY = 2.0 ** -900
+#: Blocks per parallel work item.
+_CHUNK = 1024
 
-#: E2M1 decision points between neighbouring magnitudes (codes k and k+1).
-_E2M1_POINTS = np.array([0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0])
+#: E2M1 magnitudes of codes 0..7.
 _E2M1_MAG = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0])
+#: 2^-s for s in 0..64, exact binary64 constants.
+_POW2_NEG = np.array([2.0 ** -s for s in range(65)])
 
 
-@numba.njit(cache=True, nogil=True)
-def _pow2(p):
-    return math.ldexp(1.0, p)
+# ------------------------------------------------------------ bit helpers
+@intrinsic
+def _f64_bits(typingctx, v):
+    """The IEEE bits of a binary64 value (a no-op bit cast)."""
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.IntType(64))
+    return types.uint64(types.float64), codegen
 
 
-@numba.njit(cache=True, nogil=True)
-def _exp_of(v):
-    """floor(log2 v) of a positive finite binary64 value (frexp reads the exponent bits)."""
-    return math.frexp(v)[1] - 1
+@intrinsic
+def _bits_f64(typingctx, u):
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.DoubleType())
+    return types.float64(types.uint64), codegen
 
 
-@numba.njit(cache=True, nogil=True)
-def _man_nonzero(v):
-    """Whether a positive value is not a power of two."""
-    return v != math.ldexp(1.0, math.frexp(v)[1] - 1)
+@numba.njit(cache=True, nogil=True, inline="always")
+def _pow2(n):
+    """2^n for -1022 <= n <= 1023, built from its exponent bits."""
+    return _bits_f64(np.uint64(n + 1023) << np.uint64(52))
 
 
-@numba.njit(cache=True, nogil=True)
-def _round_scale_rne(v, m, emin, max_code):
-    """RNE, saturating code of a positive binary64 value in a subnormal-capable unsigned format."""
-    if v == 0.0:
-        return 0
-    e = _exp_of(v)
-    eb = e if e > emin else emin
-    q = v * _pow2(m - eb)
-    k = math.floor(q)
-    rem = q - k
-    ki = np.int64(k)
-    if rem > 0.5 or (rem == 0.5 and (ki & 1) == 1):
-        ki += 1
-    code = (eb - emin) * (1 << m) + ki
-    if code > max_code:
-        code = max_code
-    return code
+@numba.njit(cache=True, nogil=True, inline="always")
+def _floor_log2(v):
+    """floor(log2 v) of a positive normal binary64 value, from its exponent bits."""
+    return np.int64((_f64_bits(v) >> np.uint64(52)) & np.uint64(0x7FF)) - 1023
 
 
-@numba.njit(cache=True, nogil=True)
-def _e2m1_mag(a, mode, r, nbits):
-    """E2M1 magnitude code of |v| = a >= 0 under a rounding mode (saturating)."""
-    if a >= 6.0:
-        return 7
-    if mode == _RNE:
-        return ((a > 0.25) + (a >= 0.75) + (a > 1.25) + (a >= 1.75)
-                + (a > 2.5) + (a >= 3.5) + (a > 5.0))
-    if mode == _RNA:
-        return ((a >= 0.25) + (a >= 0.75) + (a >= 1.25) + (a >= 1.75)
-                + (a >= 2.5) + (a >= 3.5) + (a >= 5.0))
-    if a < 2.0:
-        step = 0.5
-        k = math.floor(a * 2.0)
-        lo_code = np.int64(k)
-    elif a < 4.0:
-        step = 1.0
-        k = math.floor(a)
-        lo_code = np.int64(k) + 2
-    else:
-        step = 2.0
-        k = 2.0
-        lo_code = 6
-    delta = (a - k * step) / step
-    if delta == 0.0:
-        return lo_code
-    up = False
-    if mode == _SRM:
-        up = delta >= 1.0 - (2 * r + 1) * 2.0 ** (-(nbits + 1))
-    elif mode == _SRA:
-        up = delta >= 1.0 - r * 2.0 ** (-nbits)
-    elif mode == _SRU:
-        up = r < delta * (1 << nbits)
-    return lo_code + 1 if up else lo_code
+@numba.njit(cache=True, nogil=True, inline="always")
+def _mantissa(v):
+    return _f64_bits(v) & np.uint64(0xFFFFFFFFFFFFF)
 
 
-@numba.njit(cache=True, nogil=True)
-def _abs_max32(seg):
-    """max |x| of one block of binary32 values: the block amax."""
-    a32 = np.float32(0.0)
-    for t in range(seg.shape[0]):
-        v = abs(seg[t])
-        a32 = v if v > a32 else a32
-    return a32
+# ---------------------------------------------------- exact comparisons
+@numba.njit(cache=True, nogil=True, inline="always")
+def _two_product_err(a, b, p):
+    """a b - p exactly, p = fp64(a b) (Dekker's TwoProduct; |a b| >= 2^-900, no overflow)."""
+    c = 134217729.0  # 2^27 + 1 (Veltkamp's splitter)
+    t = c * a
+    ah = t - (t - a)
+    al = a - ah
+    t = c * b
+    bh = t - (t - b)
+    bl = b - bh
+    return ((ah * bh - p) + ah * bl + al * bh) + al * bl
 
 
-@numba.njit(cache=True, nogil=True)
-def _signbit(v):
-    return math.copysign(1.0, v) < 0.0
+@numba.njit(cache=True, nogil=True, inline="always")
+def _product_err(a, b, p):
+    """The error term of p = fp64(a b) for a, b >= 0: exact above 2^-900; below it only the sign of
+    a b matters (every threshold is larger), so an underflowed nonzero product reports +tiny."""
+    if p >= _TINY:
+        return _two_product_err(a, b, p)
+    if p == 0.0 and a != 0.0 and b != 0.0:
+        return 5e-324
+    return 0.0
 
 
-@numba.njit(cache=True, parallel=True, error_model="numpy")
-def _quantize_blocks(x, k_cols, block, tile2d, grid, rbits, use_r, nbits, mode, kind,
-                     # exact
-                     six_t, tt, g, g_pos,
-                     # fp32
-                     mulf, gd, inv_six_t, amax32, cap, te_deq,
-                     # scales
-                     sm, semin, smax_code, smax32, smin32, zero_rule, one_code, stable,
-                     # mx
-                     mx_mode,
-                     # output
-                     pos_zero, codes, scales, deq):
-    n = x.shape[0]
-    nblk_row = k_cols // block
-    nblocks = n // block
-    for bn in numba.prange(nblocks):
-        i = bn // nblk_row
-        bj = bn - i * nblk_row
-        base = bn * block
-        if tile2d:
-            a_b = grid[i // block, bj]
-        else:
-            a_b = 0.0
-            for t in range(block):
-                v = abs(np.float64(x[base + t]))
-                if v > a_b:
-                    a_b = v
-        # ---- scale
-        if kind == 0:
-            if g_pos:
-                u = (a_b * tt) / g
-            else:
-                u = a_b / 6.0
-            code = _round_scale_rne(u, sm, semin, smax_code)
-        elif kind == 1:
-            sc = np.float32(a_b) * mulf
-            if sc > _FLT_MAX32:
-                sc = _FLT_MAX32
-            if sc > smax32:
-                sc = smax32
-            code = _round_scale_rne(np.float64(sc), sm, semin, smax_code)
-        elif kind == 3:
-            sbs = (np.float32(a_b) / np.float32(6.0)) / mulf
-            sbs = sbs if sbs > smin32 else smin32
-            sbs = sbs if sbs < smax32 else smax32
-            code = _round_scale_rne(np.float64(sbs), sm, semin, smax_code)
-        else:
-            if a_b == 0.0:
-                e = -127
-            else:
-                fl = _exp_of(a_b)
-                if mx_mode == 0:
-                    e = fl - 2
-                elif mx_mode == 1:
-                    e = fl + (1 if _man_nonzero(a_b) else 0) - 2
-                elif mx_mode == 2:
-                    e = fl + (1 if a_b >= 1.75 * _pow2(fl) else 0) - 2
-                else:
-                    y = a_b / 6.0
-                    e = _exp_of(y) + (1 if _man_nonzero(y) else 0)
-            if e < -127:
-                e = -127
-            if e > 127:
-                e = 127
-            code = e + 127
-        if (kind == 0 or kind == 1) and code == 0 and zero_rule:
-            code = one_code
-        if tile2d:
-            scales[(i // block) * nblk_row + bj] = code
-        else:
-            scales[bn] = code
-        # ---- payload
-        if kind == 0:
-            s = stable[code]
-            den = g * s if g_pos else s
-            num = six_t if g_pos else 1.0
-            for t in range(block):
-                xv = np.float64(x[base + t])
-                neg = _signbit(xv)
-                a = abs(xv)
-                if s == 0.0:
-                    mag = 7 if a > 0.0 else 0
-                elif mode == _RNE or mode == _RNA:
-                    p = a * num
-                    if mode == _RNE:
-                        mag = ((p > 0.25 * den) + (p >= 0.75 * den) + (p > 1.25 * den)
-                               + (p >= 1.75 * den) + (p > 2.5 * den) + (p >= 3.5 * den)
-                               + (p > 5.0 * den))
-                    else:
-                        mag = ((p >= 0.25 * den) + (p >= 0.75 * den) + (p >= 1.25 * den)
-                               + (p >= 1.75 * den) + (p >= 2.5 * den) + (p >= 3.5 * den)
-                               + (p >= 5.0 * den))
-                else:
-                    r = np.int64(rbits[base + t]) if use_r else 0
-                    mag = _e2m1_mag((a * num) / den, mode, r, nbits)
-                q = mag | (8 if neg else 0)
-                codes[base + t] = q
-                qv = _E2M1_MAG_NB[mag]
-                if g_pos:
-                    d = np.float32((qv * s * g) / six_t)
-                else:
-                    d = np.float32(qv * s)
-                deq[base + t] = -d if neg else d
-        elif kind == 1:
-            s32 = np.float32(stable[code])
-            mult = np.float32(1.0) / (s32 * gd)
-            if cap and mult > _FLT_MAX32:
-                mult = _FLT_MAX32
-            dscale = (s32 * amax32) * inv_six_t
-            for t in range(block):
-                y = np.float32(x[base + t]) * mult
-                neg = _signbit(y)
-                if pos_zero and y == 0:
-                    neg = False
-                r = np.int64(rbits[base + t]) if use_r else 0
-                mag = _e2m1_mag(abs(np.float64(y)), mode, r, nbits)
-                q = mag | (8 if neg else 0)
-                codes[base + t] = q
-                qv = np.float32(_E2M1_MAG_NB[mag])
-                if neg:
-                    qv = -qv
-                if te_deq:
-                    deq[base + t] = qv * dscale
-                else:
-                    deq[base + t] = (qv * s32) * gd
-        elif kind == 3:
-            s32 = np.float32(stable[code])
-            recip = gd / s32
-            dscale = mulf * s32
-            for t in range(block):
-                y = np.float32(x[base + t]) * recip
-                neg = _signbit(y)
-                r = np.int64(rbits[base + t]) if use_r else 0
-                mag = _e2m1_mag(abs(np.float64(y)), mode, r, nbits)
-                codes[base + t] = mag | (8 if neg else 0)
-                qv = np.float32(_E2M1_MAG_NB[mag])
-                if neg:
-                    qv = -qv
-                deq[base + t] = qv * dscale
-        else:
-            sc = _pow2(code - 127)
-            inv = _pow2(127 - code)
-            for t in range(block):
-                xv = np.float64(x[base + t])
-                neg = _signbit(xv)
-                r = np.int64(rbits[base + t]) if use_r else 0
-                mag = _e2m1_mag(abs(xv) * inv, mode, r, nbits)
-                codes[base + t] = mag | (8 if neg else 0)
-                d = np.float32(_E2M1_MAG_NB[mag] * sc)
-                deq[base + t] = -d if neg else d
+@numba.njit(cache=True, nogil=True, inline="always")
+def _gt(p, pe, h, l):
+    """Whether p + pe > h + l, for p = fp64(p + pe) and h = fp64(h + l) (exact)."""
+    return (p > h) | ((p == h) & (pe > l))
 
 
-_E2M1_MAG_NB = _E2M1_MAG
+@numba.njit(cache=True, nogil=True, inline="always")
+def _ge(p, pe, h, l):
+    return (p > h) | ((p == h) & (pe >= l))
 
 
-_HOT_CHUNK = 1024
+# ------------------------------------------- the E2M1 payload rounding helper
+@numba.njit(cache=True, nogil=True, inline="always")
+def e2m1_magnitude(p, pe, d, mode, r, nbits):
+    """E2M1 magnitude code (0..7, saturating at 6) of the exact ratio X / d, X = p + pe >= 0,
+    d > 0 exact, under a payload rounding (twin of step 3 of :func:`fpspec.exact.blocks.e2m1_payload`).
 
-
-@numba.njit(cache=True, parallel=True, error_model="numpy")
-def _rne_rows_exact(x, sbits, block, six_t, tt, g, g_pos, sm, semin, smax_code, zero_rule, one_code,
-                    stable, codes, scales):
-    """Hot path of exact profiles: 1xB blocks, binary32 input, RNE, no dequantization.
-
-    Same arithmetic as :func:`_quantize_blocks` (kind 0), written inline with
-    branch-free element loops (they vectorize); parallel over chunks of blocks.
-    ``sbits`` is the input's uint32 view (sign bits).
+    Nearest modes count the decision points t with X above t d (ties: to the even code, or
+    away); other modes find the lower neighbour lo (the toward-zero count) and compare X
+    with theta d, theta the threshold of the mode for random value r (FPS-RND-5..7).
+    Every t d is exact (t has at most 3 bits); theta d is held as TwoProduct h + l.
     """
+    if mode == _RNE:
+        return (np.int64(_gt(p, pe, 0.25 * d, 0.0)) + np.int64(_ge(p, pe, 0.75 * d, 0.0))
+                + np.int64(_gt(p, pe, 1.25 * d, 0.0)) + np.int64(_ge(p, pe, 1.75 * d, 0.0))
+                + np.int64(_gt(p, pe, 2.5 * d, 0.0)) + np.int64(_ge(p, pe, 3.5 * d, 0.0))
+                + np.int64(_gt(p, pe, 5.0 * d, 0.0)))
+    if mode == _RNA:
+        return (np.int64(_ge(p, pe, 0.25 * d, 0.0)) + np.int64(_ge(p, pe, 0.75 * d, 0.0))
+                + np.int64(_ge(p, pe, 1.25 * d, 0.0)) + np.int64(_ge(p, pe, 1.75 * d, 0.0))
+                + np.int64(_ge(p, pe, 2.5 * d, 0.0)) + np.int64(_ge(p, pe, 3.5 * d, 0.0))
+                + np.int64(_ge(p, pe, 5.0 * d, 0.0)))
+    lo = (np.int64(_ge(p, pe, 0.5 * d, 0.0)) + np.int64(_ge(p, pe, 1.0 * d, 0.0))
+          + np.int64(_ge(p, pe, 1.5 * d, 0.0)) + np.int64(_ge(p, pe, 2.0 * d, 0.0))
+          + np.int64(_ge(p, pe, 3.0 * d, 0.0)) + np.int64(_ge(p, pe, 4.0 * d, 0.0))
+          + np.int64(_ge(p, pe, 6.0 * d, 0.0)))
+    if lo == 7 or mode < _SRM:  # saturated, or rtz (up/down are not payload roundings)
+        return lo
+    lo_v = _E2M1_MAG[lo]
+    hi_v = _E2M1_MAG[lo + 1]
+    step = hi_v - lo_v
+    if mode == _SRM:    # delta + (2r+1)/2^(N+1) >= 1
+        theta = hi_v - step * (2 * r + 1) * _POW2_NEG[nbits + 1]
+    elif mode == _SRA:  # delta + r/2^N >= 1
+        theta = hi_v - step * r * _POW2_NEG[nbits]
+    else:               # r < delta 2^N
+        theta = lo_v + step * r * _POW2_NEG[nbits]
+    h = theta * d
+    l = _two_product_err(theta, d, h) if h >= _TINY else 0.0
+    up = _gt(p, pe, h, l) if mode == _SRU else _ge(p, pe, h, l)
+    return lo + np.int64(up)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _e2m1_sr_fp32(y, r, nbits):
+    """The seed's FP32 evaluation of sr-midpoint for a binary32 y (twin of step 2 of
+    :func:`fpspec.exact.blocks.e2m1_payload`): every operation is a binary32 one."""
+    a = abs(y)
+    if a == 0:
+        return np.int64(0)
+    if a >= 6:  # saturated (also y = +-inf, from a multiplier near FLT_MAX)
+        return np.int64(7)
+    q = max(_floor_log2(np.float64(a)), 0) - 1
+    sig = a * np.float32(_pow2(-q))
+    lower = np.float32(np.floor(sig))
+    delta = sig - lower
+    m = np.float32(2 * r + 1) * np.float32(_POW2_NEG[nbits + 1])
+    up = (delta + m) >= np.float32(1.0)
+    mag = min((np.float64(lower) + (1.0 if up else 0.0)) * _pow2(q), 6.0)
+    return e2m1_magnitude(mag, 0.0, 1.0, _RNE, 0, 0)
+
+
+# ------------------------------------------------------- scale rounding
+@numba.njit(cache=True, nogil=True, inline="always")
+def _round_scale_candidate(v, m, emin, max_code):
+    """RNE code of a binary64 value v >= 0 in an unsigned subnormal-capable scale format,
+    saturating; exact when v is the exact request."""
+    e = _floor_log2(v) if v > 0.0 else emin
+    eb = e if e > emin else emin
+    q = v * _pow2(m - eb)                       # exact: a power-of-two scaling, q < 2^(m+1)
+    k = (q + 4503599627370496.0) - 4503599627370496.0   # RNE to an integer (2^52 trick)
+    code = (eb - emin) * (1 << m) + np.int64(k)
+    return code if code < max_code else max_code
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def scale_code_rne(a, t, d, wide, m, emin, max_code, stable):
+    """RNE scale code of the exact ratio a t / d (a, t, d >= 0, d > 0) (twin of
+    ``round_to_code(a_B * G / 6, scale_format, "rne")``).
+
+    The candidate is the RNE code of the binary64 quotient fp64(a t) / d.  For binary32 a
+    it is exact: a t is exact (at most 48 bits) and a midpoint times d has at most 29 bits,
+    so a quotient that is not a midpoint lies at least 2^-49 (relative) from every midpoint,
+    more than the quotient's rounding error 2^-53.  For binary64 a (``wide``) the candidate
+    can be one code off next to a midpoint: a t, held as TwoProduct p + pe, is compared with
+    the two neighbouring midpoints times d (exact: at most m + 2 bits times d), ties to even.
+    """
+    p = a * t
+    if p < _TINY:
+        return np.int64(0)  # far below half the smallest scale
+    c = _round_scale_candidate(p / d, m, emin, max_code)
+    if wide:
+        pe = _two_product_err(a, t, p)
+        if c > 0:
+            mid = 0.5 * (stable[c - 1] + stable[c]) * d
+            if _gt(mid, 0.0, p, pe) | ((mid == p) & (pe == 0.0) & ((c & 1) == 1)):
+                c -= 1
+        if c < max_code:
+            mid = 0.5 * (stable[c] + stable[c + 1]) * d
+            if _gt(p, pe, mid, 0.0) | ((mid == p) & (pe == 0.0) & ((c & 1) == 1)):
+                c += 1
+    return c
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _mx_exponent(a, mode):
+    """Unbiased E8M0 exponent of a block amax a >= 0 from its bits (twin of
+    :func:`fpspec.exact.blocks._mx_exponent`), clamped to [-127, 127]."""
+    if a == 0.0:
+        return np.int64(-127)
+    fl = _floor_log2(a)
+    man = _mantissa(a)
+    if mode == 0:      # floor(log2 a) - 2
+        e = fl - 2
+    elif mode == 1:    # ceil(log2 a) - 2
+        e = fl + (1 if man != 0 else 0) - 2
+    elif mode == 2:    # a >= 1.75 2^fl rounds up
+        e = fl + (1 if man >= np.uint64(0xC000000000000) else 0) - 2
+    else:              # ceil(log2(a / 6)): a <= 1.5 2^fl gives fl - 2, else fl - 1
+        e = fl - 2 if man <= np.uint64(0x8000000000000) else fl - 1
+    return max(np.int64(-127), min(np.int64(127), e))
+
+
+# --------------------------------------------------------- block amaxes
+@numba.njit(cache=True, nogil=True, inline="always")
+def _block_amax(x, base, block):
+    """max |x| over one block of the flat view (exact; order-free).  Loops over 16-element
+    slices (every block length is a multiple of 16) so that LLVM vectorizes them."""
+    a = abs(x[base])
+    for h in range(base, base + block, 16):
+        xs = x[h:h + 16]
+        for j in range(16):
+            v = abs(xs[j])
+            a = v if v > a else a
+    return np.float64(a)
+
+
+@numba.njit(cache=True, parallel=True)
+def _tile_amax_kernel(x, m, k, block, out):
+    nbr = k // block
+    for ti in numba.prange(m // block):
+        for bj in range(nbr):
+            a = 0.0
+            for i in range(ti * block, (ti + 1) * block):
+                v = _block_amax(x, i * k + bj * block, block)
+                a = v if v > a else a
+            out[ti * nbr + bj] = a
+
+
+def block_amax_grid_fast(x: np.ndarray, block: int, tile: str) -> np.ndarray:
+    """max |x| per block (1xB) or tile (BxB) as float64, shape of the scale grid (twin of
+    :func:`fpspec.exact.blocks.block_amax_grid_exact`)."""
+    m, k = x.shape
+    flat = np.ascontiguousarray(x).reshape(-1)
+    if tile == "BxB":
+        out = np.empty((m // block) * (k // block))
+        _tile_amax_kernel(flat, m, k, block, out)
+        return out.reshape(m // block, k // block)
+    return np.abs(flat.reshape(m, k // block, block)).max(axis=2).astype(np.float64)
+
+
+def _tile_amax(flat: np.ndarray, m: int, k: int, spec: BlockSpec) -> np.ndarray:
+    if spec.tile != "BxB":
+        return np.zeros(1)
+    out = np.empty((m // spec.block) * (k // spec.block))
+    _tile_amax_kernel(flat, m, k, spec.block, out)
+    return out
+
+
+# -------------------------------------------------------- payload loops
+# Every block length is a multiple of 16: the element loops run over 16-element slices,
+# a constant trip count that LLVM unrolls and vectorizes.
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _payload_ratio_rne(x, codes, base, block, num, d):
+    """RNE codes of |x| num / d for binary32 x (|x| num exact): the hot loop of
+    :func:`_payload_ratio`."""
+    for h in range(base, base + block, 16):
+        xs = x[h:h + 16]
+        out = codes[h:h + 16]
+        for j in range(16):
+            out[j] = (e2m1_magnitude(abs(np.float64(xs[j])) * num, 0.0, d, _RNE, 0, 0)
+                      | (8 if np.signbit(xs[j]) else 0))
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _payload_ratio(x, codes, rbits, use_r, wide, base, block, num, d, mode, nbits):
+    """Codes of the exact ratios x num / d (exact and MX profiles); ``wide``: binary64 x,
+    whose products |x| num are held as TwoProduct pairs."""
+    for h in range(base, base + block, 16):
+        xs = x[h:h + 16]
+        out = codes[h:h + 16]
+        rs = rbits[h:h + 16] if use_r else rbits[0:0]
+        for j in range(16):
+            a = abs(np.float64(xs[j]))
+            p = a * num
+            pe = _product_err(a, num, p) if wide else 0.0
+            r = np.int64(rs[j]) if use_r else np.int64(0)
+            out[j] = e2m1_magnitude(p, pe, d, mode, r, nbits) | (8 if np.signbit(xs[j]) else 0)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _payload_zero_scale(x, codes, base, block):
+    """A zero scale without the zero-scale rule: nonzero x -> +-6, zeros stay (signed) zeros."""
+    for h in range(base, base + block, 16):
+        xs = x[h:h + 16]
+        out = codes[h:h + 16]
+        for j in range(16):
+            out[j] = (7 if xs[j] != 0 else 0) | (8 if np.signbit(xs[j]) else 0)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _negative(y, pos_zero):
+    """The sign of an E2M1 code for scaled value y: signbit(y), or y < 0 under
+    ``signed_zero = positive`` (-0.0 then gets code 0x0) (FPS-BLK-11)."""
+    return (y < 0) if pos_zero else np.signbit(y)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _payload_product_rne(x, codes, base, block, mult, pos_zero):
+    """RNE codes of y = fp32(x * mult): the hot loop of :func:`_payload_product`."""
+    for h in range(base, base + block, 16):
+        xs = x[h:h + 16]
+        out = codes[h:h + 16]
+        for j in range(16):
+            y = xs[j] * mult
+            out[j] = e2m1_magnitude(abs(np.float64(y)), 0.0, 1.0, _RNE, 0, 0) | (8 if _negative(y, pos_zero) else 0)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _payload_product(x, codes, rbits, use_r, base, block, mult, pos_zero, mode, sr_fp32, nbits):
+    """Codes of y = fp32(x * mult) (binary32 profiles); ``sr_fp32``: the seed's FP32
+    evaluation of sr-midpoint."""
+    for h in range(base, base + block, 16):
+        xs = x[h:h + 16]
+        out = codes[h:h + 16]
+        rs = rbits[h:h + 16] if use_r else rbits[0:0]
+        for j in range(16):
+            y = xs[j] * mult
+            r = np.int64(rs[j]) if use_r else np.int64(0)
+            if sr_fp32:
+                mag = _e2m1_sr_fp32(y, r, nbits)
+            else:
+                mag = e2m1_magnitude(abs(np.float64(y)), 0.0, 1.0, mode, r, nbits)
+            out[j] = mag | (8 if _negative(y, pos_zero) else 0)
+
+
+# ----------------------------------------------------- per-profile kernels
+# Each kernel runs over chunks of _CHUNK blocks in parallel; within a chunk, one pass
+# computes every block's scale (the scale steps), a second pass the payloads (the payload
+# step), so that the latency of one block's scale arithmetic overlaps the next block's.
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _block_slot(bn, nbr, block, tile2d):
+    """Index of block bn's scale in the scale grid: bn itself (1xB), or its tile (BxB)."""
+    if tile2d:
+        i = bn // nbr
+        return (i // block) * nbr + (bn - i * nbr)
+    return bn
+
+
+@numba.njit(cache=True, parallel=True, error_model="numpy")
+def _exact_profile_blocks(x, nbr, block, tile2d, tile_amax, t, six_t, g, wide, sm, semin, smax_code, stable,
+                          zero_rule, one_code, mode, rbits, use_r, nbits, codes, scales):
+    """Steps 2-4 of :func:`fpspec.exact.blocks._exact_profile` (FPS-BLK-2) for every block."""
     nblocks = x.shape[0] // block
-    nch = (nblocks + _HOT_CHUNK - 1) // _HOT_CHUNK
-    num = six_t if g_pos else 1.0
-    for c in numba.prange(nch):
-        for bn in range(c * _HOT_CHUNK, min(nblocks, (c + 1) * _HOT_CHUNK)):
-            lo = bn * block
-            seg = x[lo:lo + block]
-            sb = sbits[lo:lo + block]
-            out = codes[lo:lo + block]
-            a32 = _abs_max32(seg)
-            a_b = np.float64(a32)
-            u = (a_b * tt) / g if g_pos else a_b / 6.0
-            code = _round_scale_rne(u, sm, semin, smax_code)
+    num = six_t if g > 0.0 else 1.0
+    for c in numba.prange((nblocks + _CHUNK - 1) // _CHUNK):
+        b0 = c * _CHUNK
+        b1 = min(nblocks, b0 + _CHUNK)
+        divisor = np.empty(b1 - b0)
+        for bn in range(b0, b1):
+            sidx = _block_slot(bn, nbr, block, tile2d)
+            a_b = tile_amax[sidx] if tile2d else _block_amax(x, bn * block, block)
+            # 2. u_B = a_B G / 6 = a_B T / g (a_B / 6 when g = 0), RNE in the scale format
+            if g > 0.0:
+                code = scale_code_rne(a_b, t, g, wide, sm, semin, smax_code, stable)
+            else:
+                code = scale_code_rne(a_b, 1.0, 6.0, wide, sm, semin, smax_code, stable)
+            # 3. zero-scale rule
             if code == 0 and zero_rule:
                 code = one_code
-            scales[bn] = code
-            s = stable[code]
-            if s == 0.0:
-                for t in range(block):
-                    out[t] = np.uint8(7 if seg[t] != 0 else 0) | np.uint8((sb[t] >> 28) & 8)
-                continue
-            den = g * s if g_pos else s
-            t0, t1, t2, t3 = 0.25 * den, 0.75 * den, 1.25 * den, 1.75 * den
-            t4, t5, t6 = 2.5 * den, 3.5 * den, 5.0 * den
-            for t in range(block):
-                p = abs(np.float64(seg[t])) * num
-                mag = (np.uint8(p > t0) + np.uint8(p >= t1) + np.uint8(p > t2) + np.uint8(p >= t3)
-                       + np.uint8(p > t4) + np.uint8(p >= t5) + np.uint8(p > t6))
-                out[t] = mag | np.uint8((sb[t] >> 28) & 8)
+            scales[sidx] = code
+            divisor[bn - b0] = g * stable[code] if g > 0.0 else stable[code]
+        for bn in range(b0, b1):
+            # 4. q = E2M1(x G / s_B) = E2M1(|x| 6T / (g s_B)); s_B = 0: nonzero x -> +-6
+            d = divisor[bn - b0]
+            if d == 0.0:
+                _payload_zero_scale(x, codes, bn * block, block)
+            elif mode == _RNE and not wide:
+                _payload_ratio_rne(x, codes, bn * block, block, num, d)
+            else:
+                _payload_ratio(x, codes, rbits, use_r, wide, bn * block, block, num, d, mode, nbits)
 
 
 @numba.njit(cache=True, parallel=True, error_model="numpy")
-def _rne_rows_fp32(x, sbits, block, mulf, gd, cap, sm, semin, smax_code, smax32, zero_rule, one_code,
-                   stable, pos_zero, codes, scales):
-    """Hot path of binary32 profiles (kind 1), as :func:`_rne_rows_exact`."""
+def _fp32_profile_blocks(x, nbr, block, tile2d, tile_amax, mulf, gd, cap, smax32, sm, semin, smax_code, stable,
+                         zero_rule, one_code, pos_zero, mode, sr_fp32, rbits, use_r, nbits, codes, scales):
+    """Steps 3-6 of :func:`fpspec.exact.blocks._fp32_profile` (FPS-BLK-3, FPS-BLK-8) for every block."""
     nblocks = x.shape[0] // block
-    nch = (nblocks + _HOT_CHUNK - 1) // _HOT_CHUNK
-    zmask = np.uint8(0) if pos_zero else np.uint8(8)
-    for c in numba.prange(nch):
-        for bn in range(c * _HOT_CHUNK, min(nblocks, (c + 1) * _HOT_CHUNK)):
-            lo = bn * block
-            seg = x[lo:lo + block]
-            sb = sbits[lo:lo + block]
-            out = codes[lo:lo + block]
-            a32 = _abs_max32(seg)
-            sc = a32 * mulf
+    for c in numba.prange((nblocks + _CHUNK - 1) // _CHUNK):
+        b0 = c * _CHUNK
+        b1 = min(nblocks, b0 + _CHUNK)
+        multiplier = np.empty(b1 - b0, dtype=np.float32)
+        for bn in range(b0, b1):
+            sidx = _block_slot(bn, nbr, block, tile2d)
+            a_b = np.float32(tile_amax[sidx]) if tile2d else np.float32(_block_amax(x, bn * block, block))
+            # 3. sc = fp32(a_B * mulf), min(sc, FLT_MAX, U), RNE (sc is a binary32 value: exact)
+            sc = a_b * mulf
             sc = sc if sc < _FLT_MAX32 else _FLT_MAX32
             sc = sc if sc < smax32 else smax32
-            code = _round_scale_rne(np.float64(sc), sm, semin, smax_code)
+            code = _round_scale_candidate(np.float64(sc), sm, semin, smax_code)
+            # 4. zero-scale rule
             if code == 0 and zero_rule:
                 code = one_code
-            scales[bn] = code
-            s32 = np.float32(stable[code])
-            mult = np.float32(1.0) / (s32 * gd)
+            scales[sidx] = code
+            # 5. mult = fp32(1 / fp32(s_B * gd)), capped at FLT_MAX
+            mult = np.float32(1.0) / (np.float32(stable[code]) * gd)
             if cap:
                 mult = mult if mult < _FLT_MAX32 else _FLT_MAX32
-            for t in range(block):
-                y = seg[t] * mult
-                a = abs(y)
-                mag = (np.uint8(a > np.float32(0.25)) + np.uint8(a >= np.float32(0.75))
-                       + np.uint8(a > np.float32(1.25)) + np.uint8(a >= np.float32(1.75))
-                       + np.uint8(a > np.float32(2.5)) + np.uint8(a >= np.float32(3.5))
-                       + np.uint8(a > np.float32(5.0)))
-                sign = np.uint8((sb[t] >> 28) & 8) & (np.uint8(8) if y != 0 else zmask)
-                out[t] = mag | sign
+            multiplier[bn - b0] = mult
+        for bn in range(b0, b1):
+            # 6. q = E2M1(fp32(x * mult)); y = -0.0 gets 0x0 under signed_zero = positive
+            mult = multiplier[bn - b0]
+            if mode == _RNE:
+                _payload_product_rne(x, codes, bn * block, block, mult, pos_zero)
+            else:
+                _payload_product(x, codes, rbits, use_r, bn * block, block, mult, pos_zero, mode, sr_fp32, nbits)
+
+
+@numba.njit(cache=True, parallel=True, error_model="numpy")
+def _torchao_profile_blocks(x, nbr, block, tile2d, tile_amax, pts, ipts, smin32, smax32, sm, semin, smax_code,
+                            stable, mode, rbits, use_r, nbits, codes, scales):
+    """Steps 2-3 of :func:`fpspec.exact.blocks._torchao_profile` (FPS-BLK-18) for every block."""
+    nblocks = x.shape[0] // block
+    for c in numba.prange((nblocks + _CHUNK - 1) // _CHUNK):
+        b0 = c * _CHUNK
+        b1 = min(nblocks, b0 + _CHUNK)
+        reciprocal = np.empty(b1 - b0, dtype=np.float32)
+        for bn in range(b0, b1):
+            sidx = _block_slot(bn, nbr, block, tile2d)
+            a_b = np.float32(tile_amax[sidx]) if tile2d else np.float32(_block_amax(x, bn * block, block))
+            # 2. sbs = fp32(fp32(a_B / 6) / pts), clamped to [2^-6, 448], RNE
+            sbs = (a_b / np.float32(6.0)) / pts
+            sbs = sbs if sbs > smin32 else smin32
+            sbs = sbs if sbs < smax32 else smax32
+            code = _round_scale_candidate(np.float64(sbs), sm, semin, smax_code)
+            scales[sidx] = code
+            # 3. recip = fp32(ipts / s_B)
+            reciprocal[bn - b0] = ipts / np.float32(stable[code])
+        for bn in range(b0, b1):
+            # 3. q = E2M1(fp32(x * recip)), -0.0 keeping 0x8
+            _payload_product(x, codes, rbits, use_r, bn * block, block, reciprocal[bn - b0], False, mode, False,
+                             nbits)
+
+
+@numba.njit(cache=True, parallel=True, error_model="numpy")
+def _mx_profile_blocks(x, block, mx_mode, mode, rbits, use_r, nbits, codes, scales):
+    """Steps 2-3 of :func:`fpspec.exact.blocks._mx_profile` (FPS-BLK-12, FPS-BLK-13) for every block."""
+    nblocks = x.shape[0] // block
+    for c in numba.prange((nblocks + _CHUNK - 1) // _CHUNK):
+        b0 = c * _CHUNK
+        b1 = min(nblocks, b0 + _CHUNK)
+        for bn in range(b0, b1):
+            # 2. e from the bits of a_B; c_B = e + 127
+            scales[bn] = _mx_exponent(_block_amax(x, bn * block, block), mx_mode) + 127
+        for bn in range(b0, b1):
+            # 3. q = E2M1(x / 2^e): |x| against t 2^e (exact)
+            d = _pow2(np.int64(scales[bn]) - 127)
+            if mode == _RNE:
+                _payload_ratio_rne(x, codes, bn * block, block, 1.0, d)
+            else:
+                _payload_ratio(x, codes, rbits, use_r, False, bn * block, block, 1.0, d, mode, nbits)
+
+
+# ------------------------------------------------ per-profile step 1 (Python)
+_Run = tuple[np.float32, np.float32, object]
+
+
+def _scale_args(spec: BlockSpec) -> tuple:
+    sf = spec.scale_format
+    stable = decode_table(sf).copy()
+    stable[~np.isfinite(stable)] = 0.0
+    return sf.man_bits, sf.emin, sf.max_finite_code, stable
+
+
+def _exact_profile(spec: BlockSpec, amax: float) -> _Run:
+    """Step 1 of FPS-BLK-2: G = 6T/g (1 when g = 0); the kernel does steps 2-4."""
+    assert spec.target is not None
+    t = float(spec.target)
+    six_t = 6.0 * t  # exact: T is a binary32 value
+    g = float(amax)
+    enc = dec = np.float32(1.0)
+    if g > 0:
+        with np.errstate(over="ignore", under="ignore"):
+            enc = np.float32(six_t / g)  # reported only: fp32(G), fp32(1/G) (double rounding is exact:
+            dec = np.float32(g / six_t)  # quotients of <= 26-bit values)
+    sm, semin, smax_code, stable = _scale_args(spec)
+
+    def run(x, tile_amax, m, k, rbits, use_r, codes, scales):
+        _exact_profile_blocks(x, k // spec.block, spec.block, spec.tile == "BxB", tile_amax, t, six_t, g,
+                              x.dtype == np.float64, sm, semin, smax_code, stable, spec.zero_scale_rule,
+                              spec.one_code, _MODE_IDS[spec.rounding], rbits, use_r, spec.nbits, codes, scales)
+    return enc, dec, run
+
+
+def _fp32_profile(spec: BlockSpec, amax: float) -> _Run:
+    """Steps 1-2 of FPS-BLK-3 / FPS-BLK-8 in binary32; the kernel does steps 3-6."""
+    prof = spec.profile
+    assert spec.target is not None
+    f32 = np.float32
+    with np.errstate(divide="ignore", over="ignore"):
+        six_t = f32(6.0) * f32(float(spec.target))
+        a32 = f32(amax)
+        if a32 == 0 and prof.amax_zero is AmaxZero.ONE:                  # 1
+            ge = f32(1.0)
+        elif a32 == 0 and prof.amax_zero is AmaxZero.REFUSE:
+            _zero_amax(spec)
+        else:
+            ge = min(six_t / a32, _FLT_MAX32)
+            if ge == 0:
+                ge = f32(1.0)
+        gd = f32(1.0) / ge                                               # 2
+        mulf = ge * (f32(1.0) / f32(6.0))
+    sm, semin, smax_code, stable = _scale_args(spec)
+    smax32 = f32(float(spec.scale_format.max_finite))
+
+    def run(x, tile_amax, m, k, rbits, use_r, codes, scales):
+        _fp32_profile_blocks(x, k // spec.block, spec.block, spec.tile == "BxB", tile_amax, mulf, gd,
+                             prof.cap_multiplier, smax32, sm, semin, smax_code, stable, spec.zero_scale_rule,
+                             spec.one_code, prof.signed_zero is SignedZero.POSITIVE, _MODE_IDS[spec.rounding],
+                             spec.sr_eval is SrEvaluation.FP32, rbits, use_r, spec.nbits, codes, scales)
+    return ge, gd, run
+
+
+def _torchao_profile(spec: BlockSpec, amax: float) -> _Run:
+    """Step 1 of FPS-BLK-18; the kernel does steps 2-3."""
+    assert spec.target is not None
+    f32 = np.float32
+    if amax == 0:
+        _zero_amax(spec)
+    with np.errstate(divide="ignore", over="ignore", under="ignore"):
+        six_t = f32(6.0) * f32(float(spec.target))
+        pts = f32(amax) / six_t
+        ipts = f32(1.0) / pts
+    if not np.isfinite(ipts):
+        raise FpspecError(f"profile torchao-0.18 overflows 1/per_tensor_scale for amax {amax!r}")
+    sm, semin, smax_code, stable = _scale_args(spec)
+    sf = spec.scale_format
+
+    def run(x, tile_amax, m, k, rbits, use_r, codes, scales):
+        _torchao_profile_blocks(x, k // spec.block, spec.block, spec.tile == "BxB", tile_amax, pts, ipts,
+                                f32(float(sf.min_normal)), f32(float(sf.max_finite)), sm, semin, smax_code,
+                                stable, _MODE_IDS[spec.rounding], rbits, use_r, spec.nbits, codes, scales)
+    return ipts, pts, run
+
+
+def _mx_profile(spec: BlockSpec, amax: float) -> _Run:
+    """Step 1 of FPS-BLK-12: no tensor scale; the kernel does steps 2-3."""
+    mx_mode = spec.profile.mx_mode
+    assert mx_mode is not None
+
+    def run(x, tile_amax, m, k, rbits, use_r, codes, scales):
+        _mx_profile_blocks(x, spec.block, _MX_IDS[mx_mode], _MODE_IDS[spec.rounding], rbits, use_r, spec.nbits,
+                           codes, scales)
+    return np.float32(1.0), np.float32(1.0), run
+
+
+def _zero_amax(spec: BlockSpec) -> None:
+    raise FpspecError(f"profile {spec.profile.name} is undefined for a zero tensor amax (0/0 in the block "
+                      "scale); its source divides by the amax")
+
+
+#: Arithmetic -> profile function (the same table as in :mod:`fpspec.exact.blocks`).
+_PROFILE_FUNCTIONS = {
+    Arithmetic.EXACT: _exact_profile,
+    Arithmetic.FP32: _fp32_profile,
+    Arithmetic.TORCHAO: _torchao_profile,
+    Arithmetic.MX: _mx_profile,
+}
+
+
+def quantize_view_fast(x: np.ndarray, spec: BlockSpec, amax: float, rbits: np.ndarray | None = None,
+                       want_dequant: bool = True) -> BlockResult:
+    """Fast twin of :func:`fpspec.exact.blocks.quantize_view_exact`; same result.
+
+    ``x`` is the prepared (M, K) view: binary32, or binary64 for exact and MX profiles
+    (exact products are then held as TwoProduct pairs).  ``want_dequant=False``
+    leaves ``dequant`` as None.
+    """
+    m, k = x.shape
+    b = spec.block
+    if spec.arithmetic.binary32_input or x.dtype != np.float64:
+        x = np.ascontiguousarray(x, dtype=np.float32)
+    flat = np.ascontiguousarray(x).reshape(-1)
+    use_r = spec.rounding.stochastic
+    if use_r:
+        if rbits is None or rbits.shape != (m, k):
+            raise FpspecError(f"stochastic rounding needs rbits of shape {(m, k)}")
+        # uint8 as given; wider values as uint32 (one compiled kernel per width class)
+        rflat = np.ascontiguousarray(rbits, dtype=np.uint8 if rbits.dtype == np.uint8 else np.uint32).reshape(-1)
+    else:
+        rflat = np.zeros(1, dtype=np.uint8)
+    enc, dec, run = _PROFILE_FUNCTIONS[spec.arithmetic](spec, amax)
+    tile2d = spec.tile == "BxB"
+    codes = np.empty(m * k, dtype=np.uint8)
+    scales = np.empty((m // b if tile2d else m) * (k // b), dtype=np.uint8)
+    run(flat, _tile_amax(flat, m, k, spec), m, k, rflat, use_r, codes, scales)
+    res = BlockResult(codes.reshape(m, k), scales.reshape((m // b if tile2d else m), k // b),
+                      np.float32(enc), np.float32(dec), None)
+    if want_dequant:
+        factors, divisor = dequant_factors(spec.profile.dequant, res.scales, spec.scale_format,
+                                           amax, spec.target, res.decode_scale)
+        res.dequant, _ = dequantize_blocks(res.codes, factors, b, spec.tile, divisor)
+    return res
+
+
+# ------------------------------------------------------------ dequantization
+@numba.njit(cache=True, parallel=True, error_model="numpy")
+def _dequant_kernel(codes, factors, nbr, block, tile2d, divisor, out, first_bad):
+    """out = fp32((q F) / D) per element, q F exact in binary64 (FPS-BLK-14)."""
+    n = codes.shape[0]
+    nblocks = n // block
+    nch = (nblocks + _CHUNK - 1) // _CHUNK
+    for c in numba.prange(nch):
+        bad = -1
+        for bn in range(c * _CHUNK, min(nblocks, (c + 1) * _CHUNK)):
+            i = bn // nbr
+            f = factors[(i // block) * nbr + (bn - i * nbr) if tile2d else bn]
+            for j in range(bn * block, (bn + 1) * block):
+                q = codes[j]
+                v = np.float32((_E2M1_MAG[q & 7] * f) / divisor)
+                out[j] = -v if q & 8 else v
+                if bad < 0 and not np.isfinite(v):
+                    bad = j
+        first_bad[c] = bad
+
+
+def dequant_factors(formula: Dequant, scales: np.ndarray, scale_format, amax: float, target, decode_scale
+                    ) -> tuple[np.ndarray, float]:
+    """Per-block factor F and divisor D of a profile's dequantization, value = fp32(q F / D):
+
+    * exact: F = s g, D = 6T (F = s, D = 1 when g = 0): q s g / (6T) rounded once;
+    * seed-kernel: F = s gd, D = 1: fp32(fp32(q s) gd), q s being exact in binary32;
+    * te: F = fp32(fp32(s g) fp32(1/(6T))), D = 1;
+    * torchao: F = fp32(gd s), D = 1;
+    * mx: F = 2^(c - 127), D = 1.
+    """
+    table = decode_table(scale_format)
+    s = table[scales.reshape(-1)]  # uint8 indices: no index copy
+    f32 = np.float32
+    with np.errstate(over="ignore", invalid="ignore"):
+        if formula is Dequant.MX:
+            return s, 1.0
+        six_t = 6.0 * float(target)
+        g = float(amax)
+        if formula is Dequant.EXACT:
+            return (s * g, six_t) if g > 0 else (s, 1.0)
+        s32 = s.astype(np.float32)
+        if formula is Dequant.SEED_KERNEL:
+            return s32.astype(np.float64) * float(decode_scale), 1.0
+        if formula is Dequant.TE:
+            inv = f32(1.0) / f32(six_t)
+            return ((s32 * f32(g)) * inv).astype(np.float64), 1.0
+        if formula is Dequant.TORCHAO:
+            return (f32(decode_scale) * s32).astype(np.float64), 1.0
+    raise FpspecError(f"no dequantization formula {formula!r}")
+
+
+def dequantize_blocks(codes: np.ndarray, factors: np.ndarray, block: int, tile: str,
+                      divisor: float) -> tuple[np.ndarray, int]:
+    """float32 values of (M, K) E2M1 codes under per-block factors; and the flat index of the
+    first non-finite value (-1 when all are finite)."""
+    m, k = codes.shape
+    flat = np.ascontiguousarray(codes).reshape(-1)
+    out = np.empty(m * k, dtype=np.float32)
+    nblocks = flat.shape[0] // block
+    first_bad = np.empty(max(1, (nblocks + _CHUNK - 1) // _CHUNK), dtype=np.int64)
+    first_bad[:] = -1
+    _dequant_kernel(flat, np.ascontiguousarray(factors, dtype=np.float64), k // block, block, tile == "BxB",
+                    float(divisor), out, first_bad)
+    bad = first_bad[first_bad >= 0]
+    return out.reshape(m, k), int(bad.min()) if bad.size else -1
+
+
+# --------------------------------------------------------------- input scan
+class ScanResult(NamedTuple):
+    """max |x| (NaN when there is a NaN), the first bad flat index or -1, and why it is bad."""
+
+    amax: float
+    bad: int
+    why: str
 
 
 @numba.njit(cache=True, parallel=True)
@@ -377,165 +733,115 @@ def _absmax_bits32(bits):
     n = bits.shape[0]
     chunk = 1 << 16
     nch = (n + chunk - 1) // chunk
-    part = np.zeros(nch, dtype=np.uint32)
+    part = np.zeros(max(nch, 1), dtype=np.uint32)
     for c in numba.prange(nch):
         seg = bits[c * chunk:min(n, (c + 1) * chunk)]
         m = np.uint32(0)
-        for i in range(seg.shape[0]):  # a branch-free max over a slice: LLVM vectorizes it
+        for i in range(seg.shape[0]):  # branch-free over a slice: LLVM vectorizes it
             v = seg[i] & np.uint32(0x7FFFFFFF)
             m = v if v > m else m
         part[c] = m
-    return part.max() if nch else np.uint32(0)
+    return part.max()
 
 
-def absmax_float32(x: np.ndarray) -> tuple[np.float32, bool]:
-    """(max |x|, all finite) of a binary32 array in one parallel pass over the bits."""
-    bits = np.ascontiguousarray(x).reshape(-1).view(np.uint32)
-    m = np.uint32(_absmax_bits32(bits))
-    return np.array([m], dtype=np.uint32).view(np.float32)[0], bool(m < 0x7F800000)
+@numba.njit(cache=True, parallel=True)
+def _absmax_f64(x):
+    """max |x| of a binary64 array; NaN when it holds a NaN (a NaN, once taken, stays)."""
+    n = x.shape[0]
+    chunk = 1 << 16
+    nch = (n + chunk - 1) // chunk
+    part = np.zeros(max(nch, 1))
+    for c in numba.prange(nch):
+        seg = x[c * chunk:min(n, (c + 1) * chunk)]
+        m = 0.0
+        for i in range(seg.shape[0]):
+            v = abs(seg[i])
+            m = v if (v > m or v != v) else m
+        part[c] = m
+    r = 0.0
+    for c in range(part.shape[0]):
+        r = part[c] if (part[c] > r or part[c] != part[c]) else r
+    return r
 
 
-def block_amax_grid_fast(x: np.ndarray, block: int, tile: str) -> np.ndarray:
-    """max |x| per block (1xB) or tile (BxB) as float64 (max is exact in any order)."""
-    m, k = x.shape
-    a = np.abs(x.astype(np.float64, copy=False))
-    if tile == "BxB":
-        return a.reshape(m // block, block, k // block, block).max(axis=(1, 3))
-    return a.reshape(m, k // block, block).max(axis=2)
+def scan_values(flat: np.ndarray) -> ScanResult:
+    """max |x| of a flat binary32 or binary64 array in one parallel pass, and the first value
+    block quantization cannot take: NaN, +-inf, or (binary64) a magnitude whose binary32
+    rounding is infinite (FPS-BLK-1)."""
+    if flat.size == 0:
+        return ScanResult(0.0, -1, "")
+    if flat.dtype == np.float32:
+        m = np.uint32(_absmax_bits32(flat.view(np.uint32)))
+        if m < 0x7F800000:
+            return ScanResult(float(np.array([m], np.uint32).view(np.float32)[0]), -1, "")
+        return ScanResult(float("nan"), int(np.flatnonzero(~np.isfinite(flat))[0]), "non-finite")
+    a = float(_absmax_f64(flat))
+    if a < BINARY32_OVERFLOW:
+        return ScanResult(a, -1, "")
+    finite = np.isfinite(flat)
+    if not finite.all():
+        return ScanResult(a, int(np.flatnonzero(~finite)[0]), "non-finite")
+    return ScanResult(a, int(np.flatnonzero(np.abs(flat) >= BINARY32_OVERFLOW)[0]), "binary32-range")
 
 
-def _tile_order(x: np.ndarray, block: int, tile: str) -> np.ndarray:
-    return np.ascontiguousarray(x).reshape(-1)
-
-
-def quantize_view_fast(x: np.ndarray, spec: BlockSpec, amax: float, rbits: np.ndarray | None = None,
-                       want_dequant: bool = True, hot_path: bool = True):
-    """Fast twin of :func:`fpspec.exact.blocks.quantize_view_exact`; same result type.
-
-    ``want_dequant=False`` leaves ``dequant`` as None.  ``hot_path=False`` forces the
-    general kernel (tests compare both kernels with the spec).
-    """
-    from ..exact.blocks import BlockResult  # the result container only (no arithmetic)
-
-    m, k = x.shape
-    b = spec.block
-    tile2d = spec.tile == "BxB"
-    kind = _KIND[spec.arithmetic]
-    prof = spec.profile
-    if kind not in (1, 3) and x.dtype not in (np.float32, np.float64):
-        x = x.astype(np.float32)
-    if kind in (1, 3) and x.dtype != np.float32:
-        raise FpspecError("binary32 profiles take binary32 input")
-    if kind == 0 and x.dtype == np.float64:
-        x32 = x.astype(np.float32)
-        if not np.array_equal(x32.astype(np.float64), x):
-            raise FpspecError("the fast path of an exact profile takes binary32 values; "
-                              "use impl='exact' for binary64 inputs that are not binary32 values")
-        x = x32
-    grid = block_amax_grid_fast(x, b, spec.tile) if tile2d else np.zeros((1, 1))
-    flat = np.ascontiguousarray(x).reshape(-1)
-    mode = spec.rounding
-    use_r = mode.stochastic
-    if use_r:
-        if rbits is None or rbits.shape != (m, k):
-            raise FpspecError(f"stochastic rounding needs rbits of shape {(m, k)}")
-        rflat = np.ascontiguousarray(rbits).reshape(-1)
-        if int(rflat.max(initial=0)) >= (1 << spec.nbits):
-            raise FpspecError(f"random values must be below 2^{spec.nbits}")
-    else:
-        rflat = np.zeros(1, dtype=np.uint8)
-
-    sf = get_format(spec.scale_format)
-    stable = decode_table(sf).copy()
-    stable[~np.isfinite(stable)] = 0.0
-    smax32 = np.float32(float(sf.max_finite))
-    f32 = np.float32
-    six_t = tt = g = 0.0
-    g_pos = False
-    mulf = gd = inv_six_t = amax32 = f32(0)
-    enc = dec = f32(1)
-    if kind == 0:
-        assert spec.target is not None
-        tt = float(spec.target)
-        six_t = 6.0 * tt  # exact: T is a binary32 value
-        g = float(amax)
-        g_pos = g > 0
-        if g_pos:
-            with np.errstate(over="ignore", under="ignore"):
-                enc = f32(six_t / g)  # reported only; +inf when G exceeds binary32 (as the spec's fp32(G))
-                dec = f32(g / six_t)
-    elif kind == 1:
-        assert spec.target is not None
-        with np.errstate(divide="ignore", over="ignore"):
-            six_t32 = f32(6.0) * f32(float(spec.target))
-            amax32 = f32(amax)
-            if amax32 == 0 and prof.amax_zero is AmaxZero.ONE:
-                ge = f32(1.0)
-            else:
-                ge = min(six_t32 / amax32, _FLT_MAX32)
-                if ge == 0:
-                    ge = f32(1.0)
-            gd = f32(1.0) / ge
-            mulf = ge * (f32(1.0) / f32(6.0))
-            inv_six_t = f32(1.0) / six_t32
-        enc, dec = ge, gd
-    elif kind == 3:
-        assert spec.target is not None
-        if amax == 0:
-            raise FpspecError("profile torchao-0.18 is undefined for a zero tensor amax (0/0 in the block scale)")
-        with np.errstate(divide="ignore", over="ignore", under="ignore"):
-            six_t32 = f32(6.0) * f32(float(spec.target))
-            pts = f32(amax) / six_t32
-            inv_pts = f32(1.0) / pts
-        if not np.isfinite(inv_pts):
-            raise FpspecError(f"profile torchao-0.18 overflows 1/per_tensor_scale for amax {amax!r}")
-        mulf, gd = pts, inv_pts   # kernel arguments: mulf = per-tensor scale, gd = its reciprocal
-        enc, dec = inv_pts, pts
-    mx_mode = _MX_IDS[prof.mx_mode] if prof.mx_mode is not None else 0
-    codes = np.empty(m * k, dtype=np.uint8)
-    scales = np.empty((m // b if tile2d else m) * (k // b), dtype=np.uint8)
-    if (hot_path and not want_dequant and kind in (0, 1) and not tile2d and mode is RoundingMode.RNE
-            and flat.dtype == np.float32):
-        if kind == 0:
-            _rne_rows_exact(flat, flat.view(np.uint32), b, six_t, tt, g, g_pos, sf.man_bits, sf.emin,
-                            sf.max_finite_code, spec.zero_scale_rule, spec.one_code, stable, codes, scales)
-        else:
-            _rne_rows_fp32(flat, flat.view(np.uint32), b, f32(mulf), f32(gd), prof.cap_multiplier,
-                           sf.man_bits, sf.emin, sf.max_finite_code, smax32, spec.zero_scale_rule,
-                           spec.one_code, stable, prof.signed_zero is SignedZero.POSITIVE, codes, scales)
-        return BlockResult(codes.reshape(m, k), scales.reshape(m, k // b), f32(enc), f32(dec), None)
-    deq = np.empty(m * k, dtype=np.float32)
-    with np.errstate(all="ignore"):
-        _quantize_blocks(flat, k, b, tile2d, grid, rflat, use_r, spec.nbits, _MODE_IDS[mode], kind,
-                         six_t, tt, g, g_pos,
-                         f32(mulf), f32(gd), f32(inv_six_t), f32(amax32), prof.cap_multiplier,
-                         prof.dequant == "te",
-                         sf.man_bits, sf.emin, sf.max_finite_code, smax32, f32(float(sf.min_normal)),
-                         spec.zero_scale_rule, spec.one_code if kind != 2 else 0, stable, mx_mode,
-                         prof.signed_zero is SignedZero.POSITIVE, codes, scales, deq)
-    return BlockResult(codes.reshape(m, k), scales.reshape((m // b if tile2d else m), k // b),
-                       f32(enc), f32(dec), deq.reshape(m, k))
-
-
+# ---------------------------------------------------------- Hadamard transform
 def _rht_weights() -> np.ndarray:
     h = np.ones((1, 1))
     while h.shape[0] < 16:
         h = np.block([[h, h], [h, -h]])
     signs = np.array([1, 1, 1, -1, 1, -1, -1, -1, -1, -1, -1, 1, -1, 1, -1, -1], dtype=np.float64)
-    return (signs[:, None] * h * 0.25).astype(np.float32)
+    return np.ascontiguousarray(signs[:, None] * h * 0.25)
+
+
+_RHT_W = _rht_weights()
+
+
+@numba.njit(cache=True, parallel=True, error_model="numpy")
+def _rht16_kernel(x, w, out, first_bad):
+    """Each group of 16: y_j = a_15, a_i = fp32(a_(i-1) + x_i w_ij) (FPS-BLK-10).
+
+    binary64 emulates each fused step exactly: x w is exact in binary64, and when a + x w
+    is not exact in binary64 the exponent gap exceeds 29 bits, so both roundings return the
+    larger addend (docs/scheme-nvfp4.rst)."""
+    ngroups = x.shape[0] // 16
+    nch = (ngroups + _CHUNK - 1) // _CHUNK
+    for c in numba.prange(nch):
+        bad = -1
+        for gi in range(c * _CHUNK, min(ngroups, (c + 1) * _CHUNK)):
+            base = gi * 16
+            for j in range(16):
+                acc = np.float32(np.float64(x[base]) * w[0, j])
+                for i in range(1, 16):
+                    acc = np.float32(np.float64(acc) + np.float64(x[base + i]) * w[i, j])
+                out[base + j] = acc
+                if bad < 0 and not np.isfinite(acc):
+                    bad = base + j
+        first_bad[c] = bad
 
 
 def rht16_fast(x: np.ndarray) -> np.ndarray:
-    """Fast twin of :func:`fpspec.exact.blocks.rht16_exact`: the same binary32 steps, vectorized."""
+    """Fast twin of :func:`fpspec.exact.blocks.rht16_exact`: the same binary32 steps."""
     m, k = x.shape
-    w = _rht_weights()
-    # binary64 emulates each fused step exactly: x w is exact in binary64, and when
-    # a + x w is not exact in binary64 the exponent gap exceeds 29 bits, so both
-    # roundings return the larger addend (docs/scheme-nvfp4.rst).
-    g = np.ascontiguousarray(x, dtype=np.float32).astype(np.float64).reshape(m, k // 16, 16)
-    w64 = w.astype(np.float64)
-    with np.errstate(all="ignore"):
-        acc = (g[:, :, 0:1] * w64[0][None, None, :]).astype(np.float32)
-        for i in range(1, 16):
-            acc = (acc.astype(np.float64) + g[:, :, i:i + 1] * w64[i][None, None, :]).astype(np.float32)
-    return acc.reshape(m, k)
+    if k % 16:
+        raise FpspecError(f"the Hadamard transform needs the last dimension {k} to be a multiple of 16")
+    flat = np.ascontiguousarray(x, dtype=np.float32).reshape(-1)
+    out = np.empty_like(flat)
+    first_bad = np.full(max(1, (flat.size // 16 + _CHUNK - 1) // _CHUNK), -1, dtype=np.int64)
+    _rht16_kernel(flat, _RHT_W, out, first_bad)
+    bad = first_bad[first_bad >= 0]
+    if bad.size:
+        i = int(bad.min())
+        raise FpspecError("the Hadamard transform of the view overflows binary32 (FPS-BLK-10)", (i // k, i % k))
+    return out.reshape(m, k)
+
+
+def round_bf16_fast(v: np.ndarray) -> np.ndarray:
+    """Fast twin of :func:`fpspec.exact.blocks.round_bf16_exact`: RNE to bfloat16 on the bits."""
+    bits = np.ascontiguousarray(v, dtype=np.float32).view(np.uint32)
+    r = (bits + np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1))) & np.uint32(0xFFFF0000)
+    out = r.view(np.float32)
+    if not np.isfinite(out).all():
+        idx = tuple(int(i) for i in np.argwhere(~np.isfinite(out))[0])
+        raise FpspecError(f"the transformed value {float(v[idx])!r} rounds beyond bfloat16's largest finite "
+                          f"value {float.fromhex('0x1.fep127')!r} (FPS-BLK-20)", idx)
+    return out

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..formats import get_format
 from ..quantization import dequantize, quantize
-from ..schemes import get_profile
+from ..schemes import get_profile, get_scheme
 from . import coverage
 from .coverage import SetPlan, make_meta
 from .ops import register_operation
@@ -33,10 +33,11 @@ M, K = 16, 32
 def _cfg(scheme: str, profile: str, tile: str = "1xB", block: int | None = None, target: float | None = 448.0,
          scale_format: str | None = None, rounding: str = "rne", columnwise: bool = False, rht: bool = False,
          zero_scale_rule: bool | None = None) -> dict[str, Any]:
-    block = block or (32 if scheme == "mxfp4" else 16)
+    sch = get_scheme(scheme)
+    block = block or sch.default_block
     prof = get_profile(scheme, profile)
     return {"scheme": scheme, "profile": profile, "tile": tile, "block": block,
-            "target": None if scheme == "mxfp4" else target,
+            "target": target if sch.tensor_scale else None,
             "scale_format": scale_format or prof.scale_formats[0], "rounding": rounding,
             "columnwise": columnwise, "rht": rht,
             "zero_scale_rule": prof.zero_scale_rule if zero_scale_rule is None else zero_scale_rule}
@@ -70,14 +71,19 @@ BLOCK_CONFIGS: list[dict[str, Any]] = [
 ]
 
 
+def _tensor_scale(c: dict[str, Any]) -> bool:
+    return get_scheme(c["scheme"]).tensor_scale
+
+
 def set_name(c: dict[str, Any], prefix: str = "quantize") -> str:
     parts = [prefix, c["scheme"], c["profile"], "1x%d" % c["block"] if c["tile"] == "1xB" else "%dx%d" % (c["block"], c["block"])]
     if c["target"] is not None and c["target"] != 448.0:
         parts.append(f"t{int(c['target'])}")
-    if c["scale_format"] not in ("ue5m3", "ue4m3", "ue8m0"):
+    prof = get_profile(c["scheme"], c["profile"])
+    if c["scale_format"] != prof.scale_formats[0]:
         parts.append(c["scale_format"])
-    if not c["zero_scale_rule"] and c["scheme"] == "ue5m3":
-        parts.append("nozsr")
+    if c["zero_scale_rule"] != prof.zero_scale_rule:
+        parts.append("nozsr" if prof.zero_scale_rule else "zsr")
     if c["rounding"] != "rne":
         parts.append(c["rounding"])
     if c["columnwise"]:
@@ -159,7 +165,7 @@ def _cases(c: dict[str, Any], rng: np.random.Generator, level: int) -> list[tupl
             sign = np.where(rng.integers(0, 2, size=n, dtype=np.uint64) == 1, -1.0, 1.0)
             x[bs] = (vals * sign).reshape(x[bs].shape)
         x = x.astype(np.float32)
-        g = 6 * T if c["scheme"] != "mxfp4" else amax_of(x)
+        g = 6 * T if _tensor_scale(c) else amax_of(x)
         cases.append((x, g, tag_mask("tie")))
     return cases
 
@@ -176,9 +182,9 @@ def _case_tags(c: dict[str, Any], x: np.ndarray, g: float, scales: np.ndarray, b
         grid = np.abs(v.astype(np.float64)).reshape(v.shape[0], v.shape[1] // b, b).max(axis=2)
     if (grid == 0).any():
         t |= tag_mask("zero_block")
-        if c["scheme"] != "mxfp4":  # a zero block's scale rounds to zero too
+        if _tensor_scale(c):  # a zero block's scale rounds to zero too
             t |= tag_mask("zero_scale")
-    if c["scheme"] != "mxfp4" and g > 0 and not c["rht"]:
+    if _tensor_scale(c) and g > 0 and not c["rht"]:
         T = Fraction(c["target"])
         u = [Fraction(float(a)) * T / Fraction(g) for a in grid.reshape(-1) if a > 0]
         if any(ui <= sf.min_positive / 2 for ui in u):
@@ -191,7 +197,7 @@ def _case_tags(c: dict[str, Any], x: np.ndarray, g: float, scales: np.ndarray, b
     sub = (scales > 0) & (scales < (1 << sf.man_bits)) if sf.subnormals else np.zeros_like(scales, bool)
     if sub.any():
         t |= tag_mask("subnormal_scale")
-    if c["scheme"] != "mxfp4" and (scales == 0).any():
+    if _tensor_scale(c) and (scales == 0).any():
         t |= tag_mask("zero_scale")
     return t
 
@@ -199,7 +205,7 @@ def _case_tags(c: dict[str, Any], x: np.ndarray, g: float, scales: np.ndarray, b
 def _quantize_case(meta: dict[str, Any], x: np.ndarray, g: float, r: np.ndarray | None, impl: str):
     p = meta["params"]
     q = quantize(x, p["scheme"], profile=p["profile"], block=p["block"], tile=p["tile"],
-                 target=p["target"], amax=None if (g == 0 or p["scheme"] == "mxfp4") else g,
+                 target=p["target"], amax=None if (g == 0 or not get_scheme(p["scheme"]).tensor_scale) else g,
                  rounding=p["rounding"], rbits=r, columnwise=p["columnwise"], rht=p["rht"],
                  scale_format=p["scale_format"], zero_scale_rule=p["zero_scale_rule"], impl=impl)
     deq = dequantize(q)
@@ -236,7 +242,7 @@ def _plan(c: dict[str, Any], level: int, seed: int, model: str, name: str,
     inputs = {"x": xs.view(np.uint32)}
     in_meta: dict[str, Any] = {"x": {"format": "fp32", "dtype": "uint32", "shape": [M, K],
                                      "role": "tensor X, row-major (M, K)"}}
-    if c["scheme"] != "mxfp4":
+    if _tensor_scale(c):
         inputs["amax"] = g.view(np.uint32)
         in_meta["amax"] = {"format": "fp32", "dtype": "uint32", "shape": [],
                            "role": "tensor amax g given to the quantizer (+0: all-zero tensor, measured)"}
