@@ -241,6 +241,12 @@ def w(tmp_path_factory) -> Path:
                       "r-shape": np.zeros((3, 3), np.uint8), "r-int16": np.zeros((4, 32), np.int16),
                       "r-f32": np.zeros((4, 32), np.float32), "a8-k48": np.zeros((4, 48), np.uint8)}.items():
         np.save(d / f"{name}.npy", arr)
+    big = np.ones((4, 32), np.float32)
+    big[1, 3] = 3.4e38  # finite, but TE's dequantization formula overflows on its block
+    np.save(d / "big.npy", big)
+    x64 = np.ones((4, 32))
+    x64[2, 5] = 1e39  # a float64 value beyond binary32
+    np.save(d / "x64big.npy", x64)
     q = quantize(x, "ue5m3")
     q.to_npz(d / "q.npz")
     quantize(x, "mxfp4", block=32).to_npz(d / "qmx.npz")
@@ -484,6 +490,20 @@ CASES: list[tuple[str, list[str], int, str]] = [
      r"--tile 32x32 means blocks of 32, but --block is 16"),
     ("tile-nvfp4-32", ["quantize", "{w}/x.npy", "--scheme", "nvfp4", "--tile", "1x32", "--out", "{w}/o.npz"], 2,
      r"nvfp4 uses blocks of 16"),
+    *[(f"nvfp4-near-flt-max-{p}", ["quantize", "{w}/big.npy", "--scheme", "nvfp4", "--profile", p, "--out",
+                                   "{w}/o.npz"], 2, r"TransformerEngine's formula .* overflows in s \* g")
+      for p in ("te-fp32", "te-kernel")],
+    ("float64-beyond-binary32", [*Q[:1], "{w}/x64big.npy", *Q[2:], "--out", "{w}/o.npz"], 2,
+     r"input value 1e\+39 is beyond the binary32 range .*\(first at index \[2, 5\]\)"),
+    ("encode-ue8m0-nan-zero", ["encode", "{w}/x.npy", "--to", "ue8m0", "--nan", "zero", "--out", "{w}/o.npy"], 2,
+     r"NaN policy 'zero' is impossible for ue8m0: it has no zero"),
+    ("encode-nbits-float", ["encode", "{w}/x.npy", "--to", "e2m1", "--rounding", "sr", "--rbits", "{w}/r8.npy",
+                            "--nbits", "2.5", "--out", "{w}/o.npy"], 2, r"argument --nbits: invalid int value: '2\.5'"),
+    *[(f"gemm-set-{name}", ["gemm", "{w}/a8.npy", "{w}/b8.npy", "--operand-format", "e4m3", "--model", "km-h100-fp8",
+                            "--set", setting, "--out", "{w}/o.npy"], 2, m)
+      for name, setting, m in (("window-negative", "F=-100", r"window_bits=-100: must lie in -60\.\.200"),
+                               ("group-zero", "G=0", r"group_size=0: must be a positive integer or None"),
+                               ("group-float", "G=1.5", r"group_size='1\.5': must be an integer or None"))],
     ("tile-mxfp4-16", ["quantize", "{w}/x.npy", "--scheme", "mxfp4", "--tile", "1x16", "--out", "{w}/o.npz"], 2,
      r"mxfp4 uses blocks of 32"),
     ("tile-mxfp4-bxb", ["quantize", "{w}/x.npy", "--scheme", "mxfp4", "--tile", "32x32", "--out", "{w}/o.npz"], 2,
@@ -644,6 +664,20 @@ def _snapshot(root: Path) -> dict[str, str]:
         rel = str(p.relative_to(root))
         out[rel] = hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "dir"
     return out
+
+
+def test_a_huge_group_size_is_one_group(w):
+    """FPS-GEMM-1: G larger than K means one group of all K products; G = 2^40 allocates
+    nothing of that size and equals G = None."""
+    from fpspec.io import load_npy
+    from fpspec.matmul import gemm
+
+    a, b = load_npy(w / "a8.npy"), load_npy(w / "b8.npy")
+    huge = gemm(a, b, "seed-probe-matched-nosnap", fmt="e4m3", group_size=1 << 40)
+    one = gemm(a, b, "seed-probe-matched-nosnap", fmt="e4m3", group_size=None)
+    assert huge.view(np.uint32).tolist() == one.view(np.uint32).tolist()
+    grouped = gemm(a, b, "seed-probe-matched-nosnap", fmt="e4m3")
+    assert huge.shape == grouped.shape == (4, 3)
 
 
 def test_at_least_150_cases():
