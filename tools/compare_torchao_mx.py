@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--save", help="with --npy: write scales/codes/dequant to this .npz")
     ap.add_argument("--mode", choices=MODES, help="force a torchao ScaleCalculationMode")
     ap.add_argument("--device", default="cpu", help="torch device (default cpu)")
-    if "--npy" not in (argv if argv is not None else sys.argv[1:]):
+    if not any(a.startswith("--npy") for a in (argv if argv is not None else sys.argv[1:])):
         pack_arguments(ap, "quantize-mxfp4-*")
     args = ap.parse_args(argv)
     ref = TorchaoMX(args.device)
