@@ -17,6 +17,20 @@ the number of differing E2M1 codes, scale bytes and amax values
 ``x @ H`` in bfloat16) against ``quantize(..., rht_output="bf16")`` (FPS-BLK-20).  A case
 that fpspec refuses (a transform past binary32: FPS-BLK-10) is reported with the
 reference's amax and counted as matching when the reference's amax is not finite.
+
+With ``--pack PACK --out RESULTS`` it instead runs the reference on a vector
+pack's ``quantize`` sets of scheme nvfp4 (``--select`` globs, default
+``quantize-nvfp4-*``) and writes its outputs as results for ``python3 -m fpspec
+check PACK RESULTS --declare vectors/declarations/transformer-engine.yaml``.  Per
+case: the view (X, or X^T for columnwise sets, through the reference's own
+``_apply_rht`` for RHT sets), the set's tensor amax g (TE's current scaling
+measures it; the pack gives it, the measured max where it gives +0), and
+``NVFP4QuantizerRef._quantize_blockwise_reference(view, g, 16, tile_rows,
+pow_2_scales=False, eps=0.0)``: its codes and scale bytes (one row per 16x16
+tile), decode_scale = fp32(1 / S_enc) with S_enc formed as the reference forms
+it, and the dequantized value of TE's dequantize kernel
+(``transformer_engine/common/cast/nvfp4/dequantize_nvfp4.cuh``:
+fp32(q * fp32(fp32(s * g) * fp32(1/2688)))), which the Python reference lacks.
 """
 
 from __future__ import annotations
@@ -126,7 +140,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--rows", type=int, default=256)
     ap.add_argument("--bf16", action="store_true", help="bfloat16 inputs, rht_output='bf16'")
+    ap.add_argument("--pack", help="run on this vector pack's nvfp4 quantize sets instead")
+    ap.add_argument("--out", help="with --pack: results folder")
+    ap.add_argument("--select", default="quantize-nvfp4-*", help="with --pack: set-name globs")
     args = ap.parse_args(argv)
+    if args.pack:
+        if not args.out:
+            ap.error("--pack needs --out")
+        return run_on_pack(args)
     import torch
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -173,6 +194,58 @@ def main(argv: list[str] | None = None) -> int:
                     failures += (dc + ds + da) > 0
     print(f"{'all match' if failures == 0 else f'{failures} mismatching cases'}; {total} codes compared")
     return 0 if failures == 0 else 1
+
+
+def run_on_pack(args: argparse.Namespace) -> int:
+    """NVFP4QuantizerRef's blockwise quantizer on a pack's nvfp4 sets, written as fpspec results."""
+    import torch
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from refs_pack import run_pack
+
+    ref = _load_reference(args.reference)
+    fp4 = ref.reference_utils.Fp4Formats.E2M1
+    f32 = torch.float32
+    print(f"TransformerEngine reference {args.reference}, torch {torch.__version__}")
+
+    def accept(p: dict) -> str | None:
+        if p["scheme"] != "nvfp4":
+            return "not nvfp4"
+        if p["rounding"] != "rne":
+            return f"payload rounding {p['rounding']} (the reference rounds to nearest even)"
+        if p["target"] != 448.0:
+            return f"target {p['target']} (TE maps the amax to 448 * 6)"
+        return None
+
+    def run_case(c) -> dict:
+        rows = 16 if c.params["tile"] == "BxB" else 1
+        q = ref.NVFP4QuantizerRef(dtype=fp4, rowwise=True, columnwise=False, quant_tile_shape=(rows, 16),
+                                  with_rht=c.params["rht"])
+        v = torch.from_numpy(c.view.copy())
+        if c.params["rht"]:
+            v = q._apply_rht(v)
+        g = c.amax if c.amax != 0 else np.float32(v.abs().max().item())
+        gt = torch.tensor([g], dtype=f32)
+        qx, sx = q._quantize_blockwise_reference(v, gt, 16, rows, pow_2_scales=False, eps=0.0)
+        # S_enc as the reference forms it (min(2688 / g, FLT_MAX), 1 if that is 0), then S_dec = 1 / S_enc
+        s_enc = torch.min(torch.div(torch.tensor(448.0, dtype=f32) * torch.tensor(6.0, dtype=f32), gt),
+                          torch.tensor(torch.finfo(f32).max, dtype=f32))
+        if s_enc.item() == 0:
+            s_enc = torch.tensor([1.0], dtype=f32)
+        s_dec = torch.div(1.0, s_enc)
+        scales = sx.view(torch.uint8).numpy()
+        if rows == 16:
+            scales = scales[::16]
+        codes = _unpack(qx)
+        # TE's dequantize kernel: final_scale = (s * amax) * (1 / (6 * 448)), value = q * final_scale
+        lut = torch.tensor([0, .5, 1, 1.5, 2, 3, 4, 6, -0., -.5, -1, -1.5, -2, -3, -4, -6], dtype=f32)
+        qv = lut[torch.from_numpy(codes.astype(np.int64))]
+        s = sx.to(f32).repeat_interleave(16, dim=1)
+        final = (s * gt) * torch.tensor(1.0 / 2688.0, dtype=f32)
+        return {"codes": codes, "scales": scales, "decode_scale": np.float32(s_dec.item()),
+                "dequant": (qv * final).numpy()}
+
+    return run_pack(args, accept, run_case)
 
 
 if __name__ == "__main__":
