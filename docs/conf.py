@@ -32,6 +32,7 @@ extensions = [
     "sphinx.ext.mathjax",
     "fpspec_spec",
     "fpspec_tables",
+    "fpspec_backing",
     "fpspec_plots",
     "fpspec_examples",
     "fpspec_conformance",

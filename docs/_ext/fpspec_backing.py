@@ -1,0 +1,48 @@
+"""``.. fpspec-backing-table::``: what each GEMM preset is backed by (issue 13), generated from
+``fpspec.models.PRESETS[...].backing`` so the table cannot drift from the presets."""
+
+from __future__ import annotations
+
+from fpspec_tables import GeneratedDirective, Table, rst_escape
+
+#: How each kind of evidence reads in the table, strongest first.
+KIND_TEXT = {
+    "measured": "measured on hardware by fpspec",
+    "hardware-validated-model": "reproduced from a hardware-validated model",
+    "paper": "taken from a paper, not measured",
+    "fpspec-choice": "fpspec's own definition",
+}
+
+
+def _shapes(shapes) -> str:
+    if not shapes:
+        return ""
+    text = ", ".join(f"{m}x{n}x{k}" for m, n, k in shapes[:6])
+    return text + (f" and {len(shapes) - 6} more" if len(shapes) > 6 else "")
+
+
+class BackingTableDirective(GeneratedDirective):
+    """One row per preset: the kind of evidence, the device, how many outputs were compared
+    bit for bit and at which shapes, and where the evidence is written down."""
+
+    depends_on = ("fpspec.models",)
+
+    def rst_lines(self) -> list:
+        from fpspec.models import PRESETS
+
+        order = list(KIND_TEXT)
+        presets = sorted(PRESETS.values(), key=lambda p: (order.index(p.backing.kind), list(PRESETS).index(p.name)))
+        rows = []
+        for p in presets:
+            b = p.backing
+            evidence = rst_escape(b.detail)
+            if b.kind == "measured":
+                evidence += f" ({b.device}; {b.outputs:,} outputs bit for bit at {_shapes(b.shapes)})"
+            rows.append([f"``{p.name}``", KIND_TEXT[b.kind], evidence, rst_escape(b.reference)])
+        return [Table(["preset", "backed by", "evidence", "where it is written down"], rows,
+                      widths=(18, 17, 45, 20), classes="fpspec-table"), ""]
+
+
+def setup(app):
+    app.add_directive("fpspec-backing-table", BackingTableDirective)
+    return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}
