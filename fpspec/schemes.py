@@ -273,6 +273,13 @@ _add(Profile(scheme="ue5m3", name="seed-fp32", arithmetic=Arithmetic.FP32, scale
              cap_multiplier=True, dequant=Dequant.SEED_KERNEL,
              sr_evaluations=(SrEvaluation.EXACT, SrEvaluation.FP32),
              source="MrHuff/ue5m3-fp4 src/ue5m3_fp4/backends/triton/quantization.py (FP32 div_rn/mul_rn)"))
+_add(Profile(scheme="ue5m3", name="seed-triton", arithmetic=Arithmetic.FP32, scale_formats=("ue5m3", "ue5m3fnu"),
+             target=Fraction(448), zero_scale_rule=True, amax_zero=AmaxZero.ONE, signed_zero=SignedZero.POSITIVE,
+             cap_multiplier=True, dequant=Dequant.SEED_KERNEL,
+             sr_evaluations=(SrEvaluation.EXACT, SrEvaluation.FP32),
+             source="MrHuff/ue5m3-fp4 src/ue5m3_fp4/backends/triton/quantization.py and _rounding.py: "
+                    "seed-fp32 with round_e2m1's sign (is_negative = value < 0.0: -0.0 gives +0); its SR "
+                    "is sr_eval='fp32'"))
 _add(Profile(scheme="ue5m3", name="seed-portable", arithmetic=Arithmetic.FP32, scale_formats=("ue5m3", "ue5m3fnu"),
              target=Fraction(448), zero_scale_rule=True, amax_zero=AmaxZero.ONE, signed_zero=SignedZero.KEEP,
              cap_multiplier=True, dequant=Dequant.SEED_PORTABLE,

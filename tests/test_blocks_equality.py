@@ -145,6 +145,8 @@ CONFIGS = [
     ("mxfp4", "rceil", {}),
     ("ue5m3", "seed-portable", {}),
     ("ue5m3", "seed-portable", {"rounding": "sr", "sr_eval": "fp32"}),
+    ("ue5m3", "seed-triton", {"rounding": "sr", "sr_eval": "fp32"}),
+    ("ue5m3", "seed-triton", {"tile": "BxB"}),
     ("mxfp4", "torchao-0.18-floor", {}),
     ("mxfp4", "torchao-0.18-ceil", {}),
     ("mxfp4", "torchao-0.18-even", {}),

@@ -340,3 +340,20 @@ def test_fps_blk_25_seed_portable_dequantization_order(impl):
 
 def _bits32(b: int) -> np.float32:
     return np.array([b], dtype=np.uint32).view(np.float32)[0]
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+@pytest.mark.parametrize("sr_eval", ["exact", "fp32"])
+def test_fps_blk_25_seed_triton_sign_of_zero(sr_eval, impl):
+    """FPS-BLK-25, FPS-BLK-11: the seed's Triton kernel tests ``value < 0.0`` for the sign (round_e2m1 in
+    backends/triton/_rounding.py): a payload that is -0.0 becomes +0 (code 0x0, dequantized +0.0), a
+    negative value that rounds to zero stays -0 (0x8); seed-fp32 keeps -0.0 (0x8).  Same under RNE
+    and under the seed's FP32 evaluation of SR."""
+    x = _row([1.0, -0.0, -1e-9, 0.0])
+    kw = dict(rounding="sr", sr_eval=sr_eval, rbits=np.full((1, 16), 200, np.uint8))
+    for rounding_kw in ({}, kw):
+        t = quantize(x, "ue5m3", profile="seed-triton", impl=impl, **rounding_kw)
+        k = quantize(x, "ue5m3", profile="seed-fp32", impl=impl, **rounding_kw)
+        assert t.codes[0, :4].tolist() == [0x7, 0x0, 0x8, 0x0] and k.codes[0, :4].tolist() == [0x7, 0x8, 0x8, 0x0]
+        assert dequantize(t).view(np.uint32)[0, :4].tolist() == [0x3F800000, 0, 0x80000000, 0]
+        assert np.array_equal(t.scales, k.scales)
