@@ -221,6 +221,7 @@ class Profile:
         roundings: accepted payload rounding modes, the first is the default.
         sr_evaluations: accepted :class:`SrEvaluation` values, the first is the default.
         rht_output: default :class:`RhtOutput` of the Hadamard transform.
+        amax_zero_note: with ``amax_zero = refuse``, what the source computes instead (said in the error).
         source: where the definition comes from (rendered in the docs).
     """
 
@@ -239,7 +240,13 @@ class Profile:
     roundings: tuple[str, ...] = ("rne", "sr-midpoint", "rtz", "rna", "sr-add", "sr-unbiased")
     sr_evaluations: tuple[SrEvaluation, ...] = (SrEvaluation.EXACT,)
     rht_output: RhtOutput = RhtOutput.FP32
+    amax_zero_note: str = ""
     source: str = ""
+
+    def zero_amax_refusal(self) -> str:
+        """The error message of a zero tensor amax under ``amax_zero = refuse`` (FPS-BLK-5)."""
+        return (f"profile {self.scheme}/{self.name} is undefined for a zero tensor amax (0/0 in the block "
+                f"scale); its source divides by the amax" + (f": {self.amax_zero_note}" if self.amax_zero_note else ""))
 
 
 _ALL_ROUNDINGS = ("rne", "sr-midpoint", "rtz", "rna", "sr-add", "sr-unbiased")
@@ -301,6 +308,8 @@ _add(Profile(scheme="nvfp4", name="te-kernel", arithmetic=Arithmetic.FP32, scale
 _add(Profile(scheme="nvfp4", name="torchao-0.18", arithmetic=Arithmetic.TORCHAO, scale_formats=("ue4m3",),
              target=Fraction(448), zero_scale_rule=False, amax_zero=AmaxZero.REFUSE, signed_zero=SignedZero.KEEP,
              cap_multiplier=False, dequant=Dequant.TORCHAO, roundings=("rne",),
+             amax_zero_note="torchao 0.18 computes scale bytes 0xFF (E4M3 NaN), codes 0xC and NaN dequantized "
+                            "values there, which fpspec does not reproduce",
              source="pytorch/ao 0.18.0 torchao/prototype/mx_formats/nvfp4_tensor.py, two-level scaling "
                     "(nvfp4_quantize with per_tensor_amax_to_scale)"))
 _add(Profile(scheme="nvfp4", name="exact", arithmetic=Arithmetic.EXACT, scale_formats=("ue4m3",),

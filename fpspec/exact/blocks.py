@@ -225,8 +225,7 @@ def quantize_view_exact(x: np.ndarray, spec: BlockSpec, amax: float,
 
 def _zero_amax(spec: BlockSpec) -> None:
     """Step 1 for g = 0 under a profile whose formula divides 0 by 0 (FPS-BLK-5)."""
-    raise FpspecError(f"profile {spec.profile.name} is undefined for a zero tensor amax (0/0 in the block "
-                      "scale); its source divides by the amax")
+    raise FpspecError(spec.profile.zero_amax_refusal())
 
 
 def _exact_profile(spec: BlockSpec, amax: float) -> tuple[float, float, BlockFn]:

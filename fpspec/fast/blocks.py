@@ -672,8 +672,7 @@ def _microxcaling_profile(spec: BlockSpec, amax: float) -> _Run:
 
 
 def _zero_amax(spec: BlockSpec) -> None:
-    raise FpspecError(f"profile {spec.profile.name} is undefined for a zero tensor amax (0/0 in the block "
-                      "scale); its source divides by the amax")
+    raise FpspecError(spec.profile.zero_amax_refusal())
 
 
 #: Arithmetic -> profile function (the same table as in :mod:`fpspec.exact.blocks`).

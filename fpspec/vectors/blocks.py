@@ -402,7 +402,16 @@ def _plan(c: dict[str, Any], level: int, seed: int, model: str, name: str,
     return SetPlan(name, meta, inputs, tags, key=np.arange(n, dtype=np.uint64), impl="fast", finish=finish)
 
 
-_REQ = {"ue5m3": ["FPS-BLK-2", "FPS-BLK-3"], "nvfp4": ["FPS-BLK-3"], "mxfp4": ["FPS-BLK-12"]}
+_REQ = {"ue5m3": ["FPS-BLK-2", "FPS-BLK-3"], "nvfp4": ["FPS-BLK-3"], "mxfp4": ["FPS-BLK-12", "FPS-BLK-22"]}
+#: Profiles with a requirement of their own (the other sets cite their scheme's).
+_PROFILE_REQ = {("nvfp4", "torchao-0.18"): ["FPS-BLK-18"], ("ue5m3", "seed-portable"): ["FPS-BLK-3", "FPS-BLK-25"],
+                ("mxfp4", "microxcaling"): ["FPS-BLK-12", "FPS-BLK-22", "FPS-BLK-24"]}
+
+
+def _reqs(c: dict[str, Any]) -> list[str]:
+    if c["profile"].startswith("torchao-0.18-"):
+        return ["FPS-BLK-12", "FPS-BLK-22", "FPS-BLK-23"]
+    return _PROFILE_REQ.get((c["scheme"], c["profile"]), _REQ[c["scheme"]])
 
 
 def model_block_quantize(level: int) -> list[SetPlan]:
@@ -420,7 +429,7 @@ def model_block_quantize(level: int) -> list[SetPlan]:
         name = set_name(c)
         plans.append(_plan(c, level, seed, "block-quantize", name, _cases(c, rng, level),
                            f"{c['scheme']}/{c['profile']} block quantization, {name[len('quantize-'):]}",
-                           _REQ[c["scheme"]] + ["FPS-BLK-1", "FPS-BLK-14", "FPS-VEC-8"]))
+                           _reqs(c) + ["FPS-BLK-1", "FPS-BLK-14", "FPS-VEC-8"]))
     return plans
 
 
