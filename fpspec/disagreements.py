@@ -436,8 +436,11 @@ DISAGREEMENTS: tuple[Disagreement, ...] = (
     Disagreement(
         "nibble-order", "Which of two E2M1 codes sharing a byte is the low nibble",
         (
-            Behaviour("TE NVFP4", "the even column in the low nibble", ()),
-            Behaviour("fpspec arrays and vector packs", "one code per uint8, in the low nibble; no packing", ()),
+            Behaviour("TE NVFP4", "the even column in the low nibble", (),
+                      "a storage layout, not arithmetic: fpspec's comparison tools for TE and torchao unpack it, "
+                      "even column from the low nibble"),
+            Behaviour("fpspec arrays and vector packs", "one code per uint8, in the low nibble; no packing", (),
+                      "fpspec's own layout (FPS-VEC-11)"),
         ),
         "fpspec files hold one code per byte; a packed layout must name its nibble order.", ("FPS-VEC-11",)),
     Disagreement(
