@@ -210,10 +210,16 @@ DISAGREEMENTS: tuple[Disagreement, ...] = (
             Behaviour("TE CUDA kernels (util/ptx_arch_spec.cuh mul_cvt_fp32_to_fp4_4x: cvt.rn.satfinite."
                       "e2m1x2.f32; the SR fallback's copysignf)", "-0.0 -> code 0x8 (-0): the conversion "
                       "copies the sign bit", _sel("profile=nvfp4/te-kernel, format=e2m1")),
-            Behaviour("seed portable reference (formats.py)", "-0.0 -> code 0x8", _sel("profile=ue5m3/seed-fp32")),
-            Behaviour("seed Triton kernel (_rounding.py: is_negative = value < 0.0)", "-0.0 -> +0 (code 0)", (),
-                      "not modelled: the kernel writes dequantized values, not codes; its codes would be "
-                      "those of signed_zero = positive"),
+            Behaviour("seed portable reference (formats.py)", "-0.0 -> code 0x8",
+                      _sel("profile=ue5m3/seed-portable, profile=ue5m3/seed-fp32")),
+            Behaviour("seed Triton kernel (_rounding.py round_e2m1: is_negative = value < 0.0)",
+                      "-0.0 -> +0 (code 0); a negative value that rounds to zero -> -0", _sel("profile=ue5m3/seed-triton"),
+                      "the kernel writes dequantized values (+0.0 for -0.0); the codes are the ones they imply"),
+            Behaviour("torchao 0.18 (f32_to_f4_unpacked copies the sign bit)", "-0.0 -> code 0x8",
+                      _sel("profile=nvfp4/torchao-0.18, profile=mxfp4/torchao-0.18-floor")),
+            Behaviour("microxcaling (_quantize_elemwise_core: torch.sign(-0.0) = 0)",
+                      "-0.0 -> +0, and so does a negative x whose binary32 quotient x / 2^e underflows to -0.0; "
+                      "a negative nonzero quotient that rounds to zero -> code 0x8", _sel("profile=mxfp4/microxcaling")),
         ),
         "The element conversion keeps the sign of zero (code 0x8), as IEEE 754 conversions do; "
         "block profiles follow their source (FPS-BLK-11).", ("FPS-BLK-11",)),
@@ -285,20 +291,32 @@ DISAGREEMENTS: tuple[Disagreement, ...] = (
                       "the same rule evaluated in FP32: up iff fp32(delta + (2r+1) 2^-9) >= 1, which also "
                       "rounds up when the exact sum lies in [1 - 2^-25, 1)",
                       _sel("profile=ue5m3/seed-fp32, rounding=sr-midpoint, nbits=8, sr-eval=fp32")),
+            Behaviour("seed Triton kernel (_rounding.py: exponent = floor(tl.log2(a)))",
+                      "the FP32 evaluation, with the binade taken from the GPU's log2",
+                      _sel("profile=ue5m3/seed-triton, rounding=sr-midpoint, nbits=8, sr-eval=fp32"),
+                      "not reproduced for payloads within the GPU log2's error of a power of two: tl.log2 runs only "
+                      "on the GPU and is not measured; a binade one off there changes SR decisions only (RNE "
+                      "rounds both binades' candidates to the same power of two)"),
             Behaviour("TE software fallback, gfloat StochasticFastest", "add r/2^N, truncate; r = 0 is RTZ",
                       _sel("rounding=sr-add, nbits=8")),
+            Behaviour("TE CUDA kernels on sm_100+ (PTX cvt.rs.satfinite.e2m1x4.f32)",
+                      "hardware SR with Philox random words", (),
+                      "not reproduced: the PTX ISA does not say where the random bits enter, the random words "
+                      "depend on the launch geometry, and no sm_100 GPU is available; FPS-CNF-6 states when "
+                      "sr-add with N = 8 is the same rule"),
             Behaviour("gfloat Stochastic (P3109)", "unbiased: P(up) = delta for delta a multiple of 2^-N",
                       _sel("rounding=sr-unbiased")),
         ),
         "sr-midpoint with N = 8 (alias 'sr'), the seed paper's rule, evaluated exactly (sr-eval=exact: the "
         "rule as the paper states it; the FP32 evaluation differs only for payload magnitudes below 1/4).",
-        ("FPS-RND-5", "FPS-RND-6", "FPS-RND-7", "FPS-BLK-19"),
+        ("FPS-RND-5", "FPS-RND-6", "FPS-RND-7", "FPS-BLK-19", "FPS-CNF-6"),
         default_selects=_sel("rounding=sr-midpoint, nbits=8")),
     Disagreement(
         "ties", "Ties of round-to-nearest: to even or away from zero",
         (
             Behaviour("OCP MX v1.0, TE, seed, ml_dtypes", "ties to even", _sel("rounding=rne")),
-            Behaviour("microxcaling 'nearest'", "ties away from zero", _sel("rounding=rna")),
+            Behaviour("microxcaling 'nearest'", "ties away from zero (its binary32 floor(t + 0.5) also rounds "
+                      "0.25 - 2^-26 up to 0.5)", _sel("rounding=rna, profile=mxfp4/microxcaling")),
         ),
         "ties to even.", ("FPS-RND-1", "FPS-RND-3"), default_selects=_sel("rounding=rne")),
     Disagreement(
@@ -321,8 +339,11 @@ DISAGREEMENTS: tuple[Disagreement, ...] = (
                       "S_enc = 1", _sel("profile=nvfp4/te-kernel")),
             Behaviour("seed kernel and portable reference", "a zero amax, measured or held, gives encode scale 1 "
                       "(where(amax == 0, 1, ...))", _sel("profile=ue5m3/seed-fp32, profile=ue5m3/exact")),
-            Behaviour("torchao 0.18", "0/0 in the block scale", _sel("profile=nvfp4/torchao-0.18"),
-                      "fpspec refuses the zero amax for this profile"),
+            Behaviour("torchao 0.18 (nvfp4_tensor.py: per_tensor_amax_to_scale(0) = 0, then a_B / 6 / 0)",
+                      "0/0: scale bytes 0xFF (E4M3 NaN), codes 0xC, dequantized NaN",
+                      _sel("profile=nvfp4/torchao-0.18"),
+                      "the profile refuses a zero tensor amax with an error that says what torchao computes: a NaN "
+                      "tensor is not a quantization (the level-1 torchao set leaves the all-zero case out)"),
         ),
         "Per profile, as each source does; a held amax of 0 means what a measured one means (FPS-BLK-5).",
         ("FPS-BLK-5", "FPS-SCL-10")),
@@ -342,12 +363,16 @@ DISAGREEMENTS: tuple[Disagreement, ...] = (
     Disagreement(
         "e4m3-lower-clamp", "A lower clamp on NVFP4 (E4M3) block scales",
         (
-            Behaviour("torchao 0.18", "clamps block scales at 2^-6 and divides in two steps", (),
-                      "not reproduced (torchao main matches TE)"),
+            Behaviour("torchao 0.18 (CPU)", "clamps block scales at 2^-6 (E4M3_EPS) and divides in two steps, "
+                      "fp32(fp32(a_B / 6) / fp32(g / 2688))", _sel("profile=nvfp4/torchao-0.18")),
+            Behaviour("torchao 0.18 on CUDA", "the same steps, but torch's CUDA division by a Python scalar "
+                      "multiplies by its binary32 reciprocal: a_B * fp32(1/6), g * fp32(1/2688)", (),
+                      "not reproduced: unmeasured; it needs a CUDA run of tools/compare_torchao_nvfp4.py, "
+                      "which runs on CPU only today"),
             Behaviour("TE, torchao main", "no lower clamp (a tiny block gets scale 0x00)",
                       _sel("profile=nvfp4/te-fp32")),
         ),
-        "No clamp (TE)."),
+        "No clamp (TE).", ("FPS-BLK-18",)),
     Disagreement(
         "fp32-order", "Exact real arithmetic or a fixed FP32 operation order in block scaling",
         (
@@ -364,31 +389,58 @@ DISAGREEMENTS: tuple[Disagreement, ...] = (
         "mx-scale", "How the MX (E8M0) block scale exponent is chosen",
         (
             Behaviour("OCP MX v1.0", "floor(log2 amax) - 2", _sel("profile=mxfp4/floor")),
-            Behaviour("torchao CEIL / EVEN / RCEIL", "ceil, round-to-even mantissa, or ceil(log2(amax/6))",
-                      _sel("profile=mxfp4/ceil, profile=mxfp4/even, profile=mxfp4/rceil")),
-            Behaviour("torchao 0.18 RCEIL", "float log2: one code too small just above a power of two", (),
-                      "not reproduced: fpspec takes the exponent from the bits"),
-            Behaviour("microxcaling", "float log2: one too high just below a power of two", (),
-                      "not reproduced: fpspec takes the exponent from the bits"),
-            Behaviour("torchao FLOOR, byte 0", "quantizes with 2^-126, dequantizes with 2^-127", (),
-                      "not reproduced"),
+            Behaviour("torchao 0.18 FLOOR / CEIL / EVEN (to_mx: the exponent field of the binary32 amax; EVEN "
+                      "adds 2^21 to its bits first)", "floor, ceil, or the amax rounded to one mantissa bit "
+                      "ties away: the same exponents as fpspec's floor, ceil, even (scale byte 0 differs: "
+                      "mx-byte-zero)", _sel("profile=mxfp4/torchao-0.18-floor, profile=mxfp4/torchao-0.18-ceil, "
+                                            "profile=mxfp4/torchao-0.18-even, profile=mxfp4/ceil, profile=mxfp4/even")),
+            Behaviour("the exact rule of RCEIL (cuBLAS's documented rule)", "ceil(log2(amax / 6)) of the exact "
+                      "quotient", _sel("profile=mxfp4/rceil")),
+            Behaviour("torchao 0.18 RCEIL on CPU (_to_mx_rceil)", "ceil(torch.log2(fp32(amax / 6))): a binary32 "
+                      "log2, one code too small when fp32(amax / 6) lies in (2^k, A[k]]",
+                      _sel("profile=mxfp4/torchao-0.18-rceil")),
+            Behaviour("microxcaling (_shared_exponents, method max)", "floor(torch.log2(amax)) - 2: one too high when "
+                      "amax lies in [B[k], 2^k)", _sel("profile=mxfp4/microxcaling")),
+            Behaviour("torchao 0.18 RCEIL on CUDA", "amax * fp32(1/6) (torch's CUDA division by a Python scalar) and "
+                      "CUDA's log2", (),
+                      "not reproduced: unmeasured; tools/compare_torchao_mx.py --device cuda on a GPU would measure "
+                      "it (CUDA's log2 is not the CPU's, so FPS-BLK-22 may not hold there)"),
         ),
-        "floor(log2 amax) - 2 computed exactly (OCP).", ("FPS-BLK-12",),
+        "floor(log2 amax) - 2 computed exactly (OCP); the binary32-log2 rules of torchao and microxcaling are "
+        "exact too, as integer comparisons with generated tables (FPS-BLK-22).", ("FPS-BLK-12", "FPS-BLK-22"),
+        default_selects=_sel("profile=mxfp4/floor")),
+    Disagreement(
+        "mx-byte-zero", "How an MX block whose scale byte is 0 (2^-127) quantizes",
+        (
+            Behaviour("OCP MX v1.0, microxcaling", "x / 2^-127; dequantized q 2^-127",
+                      _sel("profile=mxfp4/floor, profile=mxfp4/microxcaling")),
+            Behaviour("torchao 0.18 FLOOR / CEIL / EVEN (scale_fp32 clamped at F32_MIN_NORMAL)",
+                      "x / 2^-126 (codes one binade smaller), dequantized q 2^-127",
+                      _sel("profile=mxfp4/torchao-0.18-floor, profile=mxfp4/torchao-0.18-ceil, "
+                           "profile=mxfp4/torchao-0.18-even")),
+            Behaviour("torchao 0.18 RCEIL (reciprocal scale 1.0 for exponent 0)", "x * 1.0: every code a signed "
+                      "zero (abs(x) < 2^-124 there)", _sel("profile=mxfp4/torchao-0.18-rceil")),
+        ),
+        "x / 2^-127, the byte's value (OCP).", ("FPS-BLK-13", "FPS-BLK-23"),
         default_selects=_sel("profile=mxfp4/floor")),
     Disagreement(
         "dequant-order", "The order of the multiplications of a dequantization",
         (
-            Behaviour("seed portable reference", "payload * (scale * gd)", (), "not reproduced"),
-            Behaviour("seed kernel", "(payload * scale) * gd", _sel("profile=ue5m3/seed-fp32")),
+            Behaviour("seed portable reference (formats.py)", "payload * (scale * gd)",
+                      _sel("profile=ue5m3/seed-portable")),
+            Behaviour("seed kernel", "(payload * scale) * gd", _sel("profile=ue5m3/seed-fp32, profile=ue5m3/seed-triton")),
             Behaviour("TE", "payload * ((scale * amax) * fp32(1/2688)); TE's test helper differs by 1 ulp "
                       "on about half of the elements", _sel("profile=nvfp4/te-fp32")),
         ),
-        "Per profile; exact profiles round the exact product once.", ("FPS-BLK-14",)),
+        "Per profile; exact profiles round the exact product once.", ("FPS-BLK-14", "FPS-BLK-25")),
     Disagreement(
         "nibble-order", "Which of two E2M1 codes sharing a byte is the low nibble",
         (
-            Behaviour("TE NVFP4", "the even column in the low nibble", ()),
-            Behaviour("fpspec arrays and vector packs", "one code per uint8, in the low nibble; no packing", ()),
+            Behaviour("TE NVFP4", "the even column in the low nibble", (),
+                      "a storage layout, not arithmetic: fpspec's comparison tools for TE and torchao unpack it, "
+                      "even column from the low nibble"),
+            Behaviour("fpspec arrays and vector packs", "one code per uint8, in the low nibble; no packing", (),
+                      "fpspec's own layout (FPS-VEC-11)"),
         ),
         "fpspec files hold one code per byte; a packed layout must name its nibble order.", ("FPS-VEC-11",)),
     Disagreement(
@@ -396,8 +448,20 @@ DISAGREEMENTS: tuple[Disagreement, ...] = (
         (
             Behaviour("seed paper's probe-matched model", "exact sum of 64 products, RNE to FP32, RZ across groups",
                       _sel("preset=seed-probe-matched")),
-            Behaviour("seed code", "a BF16 tensor-core dot; its CPU oracle a torch FP32 sum", (),
-                      "not reproduced: neither is an exact-sum-then-round"),
+            Behaviour("seed Triton GEMM (backends/triton/gemm.py, issue_rz_bf16_gemm)",
+                      "per 64 products a tl.dot of BF16 operands on the tensor cores from a zero accumulator, "
+                      "added to the running sum with add.rz.f32", (),
+                      "not reproduced: unmeasured (it runs only on a GPU with Triton); its structure is the "
+                      "km-h100-bf16 tensor-core model with an RZ promotion every 64 products (promotion_interval "
+                      "= 64, promotion_rounding = rtz), a parameter set that no preset names until a GPU run "
+                      "confirms it"),
+            Behaviour("seed CPU oracle (reproduce/diagnostics/numerics.py, accumulate_issue_terms)",
+                      "each 64-product partial is torch's float32 sum(dim=2); partials added with RN, or with an RZ "
+                      "emulated by comparing with an FP64 sum", (),
+                      "not reproduced: the partial's rounding order is ATen's vectorised cascade sum, which depends "
+                      "on the vector width of the CPU kernel torch dispatches to (AVX2 or AVX-512) and on torch's "
+                      "version, not on the seed; and the emulated RZ is not an RZ when the FP64 sum itself rounds "
+                      "(addends more than 29 binades apart)"),
             Behaviour("Khattak & Mikaitis tensor-core models", "aligned, truncated fused blocks of G products, RZ",
                       _sel("preset=km-h100-fp8, preset=km-b200-fp8, preset=km-h100-bf16, "
                            "preset=km-a100-bf16, preset=km-v100-fp16")),

@@ -175,9 +175,9 @@ def quantize(x: np.ndarray, scheme: str = "ue5m3", *, profile: str | None = None
     Args:
         x: float16/bfloat16/float32/float64 array, shape (M, K) (leading dims are flattened to
             M; the container records ``source_shape`` and ``dequantize`` restores it).
-            Exact and MX profiles use each element's exact value; binary32 profiles
-            (``seed-fp32``, ``te-*``, ``torchao-0.18``) narrow it to binary32 (RNE), as
-            their operation sequences do.  NaN, Inf and magnitudes whose binary32 rounding
+            Exact and OCP MX profiles use each element's exact value; binary32 profiles
+            (``seed-fp32``, ``seed-portable``, ``te-*``, ``torchao-0.18*``, ``microxcaling``)
+            narrow it to binary32 (RNE), as their operation sequences do.  NaN, Inf and magnitudes whose binary32 rounding
             is infinite are refused.
         scheme: ``ue5m3``, ``nvfp4`` or ``mxfp4`` (:data:`fpspec.schemes.BLOCK_SCHEMES`).
         profile: arithmetic profile name (default per scheme, see :mod:`fpspec.schemes`).
@@ -230,6 +230,7 @@ def quantize(x: np.ndarray, scheme: str = "ue5m3", *, profile: str | None = None
 _OVERFLOW_REASON = {
     Dequant.EXACT: "q s g / (6T) exceeds binary32",
     Dequant.SEED_KERNEL: "the seed kernel's fp32(fp32(q s) gd) exceeds binary32",
+    Dequant.SEED_PORTABLE: "the seed portable reference's fp32(q fp32(s gd)) exceeds binary32",
     Dequant.TE: ("TransformerEngine's formula q * fp32(fp32(s * g) * fp32(1/(6T))) overflows in s * g "
                  "(g > FLT_MAX / s; TE's dequantize kernel gives +-inf, and NaN for q = 0)"),
     Dequant.TORCHAO: "torchao's q * fp32(gd * s) exceeds binary32",
@@ -259,9 +260,10 @@ def dequantize(qt: QuantizedTensor, *, overflow: Literal["error", "ieee"] = "err
 
     * ``exact`` profiles: q s g / (6T) rounded once to binary32 (q s when g = 0);
     * ``seed-fp32``: fp32(fp32(q * s) * decode_scale) (the seed kernel's order);
+    * ``seed-portable``: fp32(q * fp32(s * decode_scale)) (the seed's portable reference);
     * ``te-fp32`` / ``te-kernel``: fp32(q * fp32(fp32(s * g) * fp32(1 / 6T)));
     * ``torchao-0.18``: fp32(q * fp32(decode_scale * s)), decode_scale = fp32(g / 6T);
-    * ``mxfp4``: q 2^(c - 127), exact.
+    * ``mxfp4`` (every profile): q 2^(c - 127), exact.
 
     A value that the formula takes past binary32 (+-inf, or NaN for TE's 0 * inf) is
     refused, naming the first such element; ``overflow="ieee"`` returns the formula's

@@ -30,6 +30,8 @@ __all__ = [
     "AmaxZero",
     "SignedZero",
     "MxScaleMode",
+    "MxZeroByte",
+    "OCP_MX_MODES",
     "SrEvaluation",
     "RhtOutput",
     "Dequant",
@@ -65,12 +67,18 @@ class Arithmetic(enum.Enum):
     #: torchao 0.18's binary32 sequence: divisions by the per-tensor scale, a 2^-6 lower
     #: clamp on block scales (FPS-BLK-18).
     TORCHAO = "torchao-fp32"
+    #: torchao 0.18's ``to_mx`` on binary32 tensors: MX exponents from the bits (or, RCEIL,
+    #: from a binary32 division and log2), its own handling of scale byte 0 (FPS-BLK-23).
+    TORCHAO_MX = "torchao-mx"
+    #: microxcaling's binary32 MX quantizer: exponents from a binary32 log2, its
+    #: round-half-up done in binary32 (FPS-BLK-24).
+    MICROXCALING = "microxcaling"
 
     @property
     def binary32_input(self) -> bool:
         """Whether the profile reads its input as binary32 values (its first operation is a
         binary32 one): binary64 input is narrowed (RNE) first (FPS-BLK-1)."""
-        return self in (Arithmetic.FP32, Arithmetic.TORCHAO)
+        return self in (Arithmetic.FP32, Arithmetic.TORCHAO, Arithmetic.TORCHAO_MX, Arithmetic.MICROXCALING)
 
 
 class AmaxZero(enum.Enum):
@@ -104,9 +112,35 @@ class MxScaleMode(enum.Enum):
     CEIL = "ceil"
     #: floor(log2 amax'), amax' = amax rounded to 1 mantissa bit ties-away, minus emax; torchao EVEN.
     EVEN = "even"
-    #: ceil(log2(amax / 6)): the smallest power of two >= amax/6; torchao RCEIL / cuBLAS,
-    #: computed on the exact quotient (torchao rounds amax * fp32(1/6) first).
+    #: ceil(log2(amax / 6)): the smallest power of two >= amax/6; cuBLAS's rule, computed
+    #: on the exact quotient.
     RCEIL = "rceil"
+    #: CL(fp32(amax / 6)) = ceil(RN32(log2(fp32(amax / 6)))): torchao 0.18 RCEIL on CPU, a
+    #: binary32 division and a binary32 log2 (one too small just above a power of two;
+    #: FPS-BLK-22, FPS-BLK-23).
+    RCEIL_FP32 = "rceil-fp32"
+    #: FL(amax) - emax(E2M1) = floor(RN32(log2 amax)) - 2 (amax 0 read as 2^-126):
+    #: microxcaling's shared exponent "max" (one too high just below a power of two;
+    #: FPS-BLK-22, FPS-BLK-24).
+    FLOOR_FP32 = "floor-fp32"
+
+
+#: The OCP / exact MX scale rules, one ``mxfp4`` profile each.
+OCP_MX_MODES = (MxScaleMode.FLOOR, MxScaleMode.CEIL, MxScaleMode.EVEN, MxScaleMode.RCEIL)
+
+
+class MxZeroByte(enum.Enum):
+    """How an MX block whose scale byte is 0 (2^-127) quantizes its elements (FPS-BLK-13, FPS-BLK-23).
+
+    Dequantization is q 2^-127 under every rule (the byte's value)."""
+
+    #: Divide by 2^-127, the byte's value (OCP MX; microxcaling).
+    EXACT = "exact"
+    #: Divide by 2^-126: torchao 0.18 FLOOR / CEIL / EVEN clamp the binary32 scale at the
+    #: smallest normal value (``torch.clamp(scale_fp32, min=F32_MIN_NORMAL)``).
+    MIN_NORMAL = "min-normal"
+    #: Multiply by 1.0: torchao 0.18 RCEIL's reciprocal scale for exponent 0.
+    ONE = "one"
 
 
 class SrEvaluation(enum.Enum):
@@ -133,6 +167,7 @@ class Dequant(str, enum.Enum):
 
     EXACT = "exact"
     SEED_KERNEL = "seed-kernel"
+    SEED_PORTABLE = "seed-portable"
     TE = "te"
     TORCHAO = "torchao"
     MX = "mx"
@@ -182,9 +217,11 @@ class Profile:
         cap_multiplier: binary32 profiles: the per-block multiplier is min(., FLT_MAX).
         dequant: the dequantization formula.
         mx_mode: MX scale rule (mxfp4 only).
+        mx_zero_byte: how a block with scale byte 0 quantizes (mxfp4 only).
         roundings: accepted payload rounding modes, the first is the default.
         sr_evaluations: accepted :class:`SrEvaluation` values, the first is the default.
         rht_output: default :class:`RhtOutput` of the Hadamard transform.
+        amax_zero_note: with ``amax_zero = refuse``, what the source computes instead (said in the error).
         source: where the definition comes from (rendered in the docs).
     """
 
@@ -199,10 +236,17 @@ class Profile:
     cap_multiplier: bool
     dequant: Dequant
     mx_mode: MxScaleMode | None = None
+    mx_zero_byte: MxZeroByte | None = None
     roundings: tuple[str, ...] = ("rne", "sr-midpoint", "rtz", "rna", "sr-add", "sr-unbiased")
     sr_evaluations: tuple[SrEvaluation, ...] = (SrEvaluation.EXACT,)
     rht_output: RhtOutput = RhtOutput.FP32
+    amax_zero_note: str = ""
     source: str = ""
+
+    def zero_amax_refusal(self) -> str:
+        """The error message of a zero tensor amax under ``amax_zero = refuse`` (FPS-BLK-5)."""
+        return (f"profile {self.scheme}/{self.name} is undefined for a zero tensor amax (0/0 in the block "
+                f"scale); its source divides by the amax" + (f": {self.amax_zero_note}" if self.amax_zero_note else ""))
 
 
 _ALL_ROUNDINGS = ("rne", "sr-midpoint", "rtz", "rna", "sr-add", "sr-unbiased")
@@ -236,6 +280,19 @@ _add(Profile(scheme="ue5m3", name="seed-fp32", arithmetic=Arithmetic.FP32, scale
              cap_multiplier=True, dequant=Dequant.SEED_KERNEL,
              sr_evaluations=(SrEvaluation.EXACT, SrEvaluation.FP32),
              source="MrHuff/ue5m3-fp4 src/ue5m3_fp4/backends/triton/quantization.py (FP32 div_rn/mul_rn)"))
+_add(Profile(scheme="ue5m3", name="seed-triton", arithmetic=Arithmetic.FP32, scale_formats=("ue5m3", "ue5m3fnu"),
+             target=Fraction(448), zero_scale_rule=True, amax_zero=AmaxZero.ONE, signed_zero=SignedZero.POSITIVE,
+             cap_multiplier=True, dequant=Dequant.SEED_KERNEL,
+             sr_evaluations=(SrEvaluation.EXACT, SrEvaluation.FP32),
+             source="MrHuff/ue5m3-fp4 src/ue5m3_fp4/backends/triton/quantization.py and _rounding.py: "
+                    "seed-fp32 with round_e2m1's sign (is_negative = value < 0.0: -0.0 gives +0); its SR "
+                    "is sr_eval='fp32'"))
+_add(Profile(scheme="ue5m3", name="seed-portable", arithmetic=Arithmetic.FP32, scale_formats=("ue5m3", "ue5m3fnu"),
+             target=Fraction(448), zero_scale_rule=True, amax_zero=AmaxZero.ONE, signed_zero=SignedZero.KEEP,
+             cap_multiplier=True, dequant=Dequant.SEED_PORTABLE,
+             sr_evaluations=(SrEvaluation.EXACT, SrEvaluation.FP32),
+             source="MrHuff/ue5m3-fp4 src/ue5m3_fp4/formats.py (_quantize_dequantize_blocks_impl): the "
+                    "seed-fp32 sequence, dequantized as payload * (scale * global_decode)"))
 _add(Profile(scheme="nvfp4", name="te-fp32", arithmetic=Arithmetic.FP32, scale_formats=("ue4m3",),
              target=Fraction(448), zero_scale_rule=False, amax_zero=AmaxZero.FLT_MAX,
              signed_zero=SignedZero.POSITIVE, cap_multiplier=True, dequant=Dequant.TE, roundings=("rne", "sr-add"),
@@ -251,18 +308,39 @@ _add(Profile(scheme="nvfp4", name="te-kernel", arithmetic=Arithmetic.FP32, scale
 _add(Profile(scheme="nvfp4", name="torchao-0.18", arithmetic=Arithmetic.TORCHAO, scale_formats=("ue4m3",),
              target=Fraction(448), zero_scale_rule=False, amax_zero=AmaxZero.REFUSE, signed_zero=SignedZero.KEEP,
              cap_multiplier=False, dequant=Dequant.TORCHAO, roundings=("rne",),
+             amax_zero_note="torchao 0.18 computes scale bytes 0xFF (E4M3 NaN), codes 0xC and NaN dequantized "
+                            "values there, which fpspec does not reproduce",
              source="pytorch/ao 0.18.0 torchao/prototype/mx_formats/nvfp4_tensor.py, two-level scaling "
                     "(nvfp4_quantize with per_tensor_amax_to_scale)"))
 _add(Profile(scheme="nvfp4", name="exact", arithmetic=Arithmetic.EXACT, scale_formats=("ue4m3",),
              target=Fraction(448), zero_scale_rule=False, amax_zero=AmaxZero.ONE, signed_zero=SignedZero.KEEP,
              cap_multiplier=False, dequant=Dequant.EXACT,
              source="NVFP4 (arXiv 2509.25149) in real arithmetic"))
-for _mode in MxScaleMode:
+for _mode in OCP_MX_MODES:
     _add(Profile(scheme="mxfp4", name=_mode.value, arithmetic=Arithmetic.MX, scale_formats=("ue8m0",),
                  target=None, zero_scale_rule=False, amax_zero=AmaxZero.ONE, signed_zero=SignedZero.KEEP,
-                 cap_multiplier=False, dequant=Dequant.MX, mx_mode=_mode, roundings=("rne", "rna"),
+                 cap_multiplier=False, dequant=Dequant.MX, mx_mode=_mode, mx_zero_byte=MxZeroByte.EXACT,
+                 roundings=("rne", "rna"),
                  source="OCP Microscaling Formats v1.0 sec. 6.3" if _mode is MxScaleMode.FLOOR
                  else "pytorch/ao torchao/prototype/mx_formats ScaleCalculationMode." + _mode.name))
+for _name, _mode, _zero in (("floor", MxScaleMode.FLOOR, MxZeroByte.MIN_NORMAL),
+                            ("ceil", MxScaleMode.CEIL, MxZeroByte.MIN_NORMAL),
+                            ("even", MxScaleMode.EVEN, MxZeroByte.MIN_NORMAL),
+                            ("rceil", MxScaleMode.RCEIL_FP32, MxZeroByte.ONE)):
+    _add(Profile(scheme="mxfp4", name=f"torchao-0.18-{_name}", arithmetic=Arithmetic.TORCHAO_MX,
+                 scale_formats=("ue8m0",), target=None, zero_scale_rule=False, amax_zero=AmaxZero.ONE,
+                 signed_zero=SignedZero.KEEP, cap_multiplier=False, dequant=Dequant.MX, mx_mode=_mode,
+                 mx_zero_byte=_zero, roundings=("rne",),
+                 source="pytorch/ao 0.18.0 torchao/prototype/mx_formats/mx_tensor.py to_mx (ScaleCalculationMode."
+                        + _name.upper() + ("; _to_mx_rceil" if _name == "rceil" else "") + ") and to_dtype, "
+                        "CPU torch"))
+_add(Profile(scheme="mxfp4", name="microxcaling", arithmetic=Arithmetic.MICROXCALING, scale_formats=("ue8m0",),
+             target=None, zero_scale_rule=False, amax_zero=AmaxZero.ONE, signed_zero=SignedZero.POSITIVE,
+             cap_multiplier=False, dequant=Dequant.MX, mx_mode=MxScaleMode.FLOOR_FP32,
+             mx_zero_byte=MxZeroByte.EXACT, roundings=("rne", "rna", "rtz"),
+             source="microsoft/microxcaling mx/mx_ops.py _quantize_mx (shared_exp_method \"max\", the "
+                    "pure-PyTorch path) and mx/elemwise_ops.py _quantize_elemwise_core; its round names "
+                    "even, nearest, floor are fpspec's rne, rna, rtz"))
 
 #: Scheme name -> default profile name (a view of :data:`BLOCK_SCHEMES`).
 SCHEMES: dict[str, str] = {name: s.default_profile for name, s in BLOCK_SCHEMES.items()}

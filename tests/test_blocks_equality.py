@@ -143,6 +143,17 @@ CONFIGS = [
     ("mxfp4", "ceil", {}),
     ("mxfp4", "even", {"rounding": "rna"}),
     ("mxfp4", "rceil", {}),
+    ("ue5m3", "seed-portable", {}),
+    ("ue5m3", "seed-portable", {"rounding": "sr", "sr_eval": "fp32"}),
+    ("ue5m3", "seed-triton", {"rounding": "sr", "sr_eval": "fp32"}),
+    ("ue5m3", "seed-triton", {"tile": "BxB"}),
+    ("mxfp4", "torchao-0.18-floor", {}),
+    ("mxfp4", "torchao-0.18-ceil", {}),
+    ("mxfp4", "torchao-0.18-even", {}),
+    ("mxfp4", "torchao-0.18-rceil", {}),
+    ("mxfp4", "microxcaling", {}),
+    ("mxfp4", "microxcaling", {"rounding": "rna"}),
+    ("mxfp4", "microxcaling", {"rounding": "rtz"}),
 ]
 KINDS = ["normal", "student-t", "wide", "edge", "stale", "ties"]
 
@@ -159,8 +170,9 @@ def test_exact_equals_fast(scheme, profile, kw, kind):
     _both(x, scheme, profile=profile, amax=amax if scheme != "mxfp4" else None, **kw)
 
 
-@pytest.mark.parametrize("scheme,profile", [("ue5m3", "exact"), ("ue5m3", "seed-fp32"), ("nvfp4", "te-fp32"),
-                                            ("nvfp4", "torchao-0.18"), ("mxfp4", "floor")])
+@pytest.mark.parametrize("scheme,profile", [("ue5m3", "exact"), ("ue5m3", "seed-fp32"), ("ue5m3", "seed-portable"),
+                                            ("nvfp4", "te-fp32"), ("nvfp4", "torchao-0.18"), ("mxfp4", "floor"),
+                                            ("mxfp4", "torchao-0.18-floor"), ("mxfp4", "microxcaling")])
 def test_kernel_dequant_matches_dequantize(scheme, profile):
     """FPS-BLK-14: the dequantized values each path computes equal dequantize() of the container."""
     from fpspec.exact.blocks import quantize_view_exact
@@ -256,6 +268,60 @@ def test_padding_and_columnwise(shape, scheme, profile, tile):
     for cw in (False, True):
         q = _both(x, scheme, profile=profile, tile=tile, pad=True, columnwise=cw)
         assert q.params["view_shape"] == list(shape[::-1] if cw else shape)
+
+
+# ------------------------------------- MX profiles of binary32 references (float log2)
+MX_FP32_PROFILES = [("torchao-0.18-floor", "rne"), ("torchao-0.18-ceil", "rne"), ("torchao-0.18-even", "rne"),
+                    ("torchao-0.18-rceil", "rne"), ("microxcaling", "rne"), ("microxcaling", "rna"),
+                    ("microxcaling", "rtz")]
+
+
+def _near_every_power_of_two(rng: np.random.Generator, per_k: int) -> np.ndarray:
+    """One block (row) per amax: amaxes within 50 ulps of 2^k and of 6 2^k (the RCEIL quotient's
+    binade edge) for every k, byte-0 and subnormal amaxes; each block's other elements are
+    -0.0, tiny negatives (quotients that underflow), E2M1 decision points and their binary32
+    neighbours relative to the block's power of two, and the values 2^e (0.25 - 2^-26) and
+    2^e 8 (1 - 2^-24) that microxcaling's binary32 steps treat specially."""
+    rows = []
+    for k in range(-149, 128):
+        for base in (2.0 ** k, 6.0 * 2.0 ** k):
+            if base >= 3.4e38:
+                continue
+            b = int(np.array([base], np.float32).view(np.uint32)[0])
+            for d in rng.integers(-50, 51, per_k):
+                a = np.array([min(max(b + int(d), 1), 0x7F7FFFFF)], np.uint32).view(np.float32)[0]
+                e = np.floor(np.log2(float(a))) - 2
+                pts = np.array([0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0, 0.25 - 2.0 ** -26, 8 * (1 - 2.0 ** -24),
+                                0.5, 6.0, 2 * (1 - 2.0 ** -24)]) * 2.0 ** e
+                v = np.minimum(rng.choice(pts, 28), float(a)).astype(np.float32)      # |v| <= a_B
+                vb = v.view(np.uint32).astype(np.int64) + rng.integers(-1, 2, 28)   # binary32 neighbours
+                v = np.minimum(np.maximum(vb, 0).astype(np.uint32).view(np.float32), a)
+                row = np.concatenate([v * rng.choice(np.float32([-1, 1]), 28),
+                                      np.float32([a, -0.0, -(2.0 ** -149), -3 * 2.0 ** -149])])
+                rows.append(rng.permutation(row))
+    return np.array(rows, dtype=np.float32)
+
+
+@pytest.mark.parametrize("profile,rounding", MX_FP32_PROFILES)
+def test_mx_fp32_profiles_near_every_power_of_two(profile, rounding):
+    """FPS-BLK-15, FPS-BLK-22, FPS-BLK-23, FPS-BLK-24: the exact spec (the float-log2 rule decided on
+    rational bounds of ln) and the fast path (generated tables) agree on block amaxes next to every
+    power of two and 6 2^k, byte-0 blocks, signed and underflowing zeros and element decision points."""
+    rng = np.random.default_rng(abs(hash((profile, rounding))) % 2**32)
+    x = _near_every_power_of_two(rng, 1)
+    assert x.shape == (552, 32) and np.isfinite(x).all()
+    assert _both(x, "mxfp4", profile=profile, rounding=rounding) is not None
+
+
+@pytest.mark.parametrize("profile,rounding", MX_FP32_PROFILES)
+def test_mx_fp32_profiles_seeded_sweep(profile, rounding):
+    """FPS-BLK-15: seeded random blocks over the whole binary32 range, binary32 and binary64 input."""
+    rng = np.random.default_rng(len(profile) * 17 + len(rounding))
+    for dtype in (np.float32, np.float64):
+        e = rng.integers(-150, 127, (24, 4, 1)).astype(np.float64)
+        x = (rng.standard_normal((24, 4, 32)) * 2.0 ** e).reshape(24, 128).astype(dtype)
+        x[rng.random(x.shape) < 0.05] = -0.0
+        assert _both(x, "mxfp4", profile=profile, rounding=rounding) is not None
 
 
 # ---------------------------------------------------------- amax edge cases

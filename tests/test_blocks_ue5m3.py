@@ -315,3 +315,45 @@ def test_npz_round_trip(tmp_path):
     q.to_npz(tmp_path / "q.npz", dequant=dequantize(q))
     r = QuantizedTensor.from_npz(tmp_path / "q.npz")
     assert np.array_equal(dequantize(r).view(np.uint32), dequantize(q).view(np.uint32))
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_fps_blk_25_seed_portable_dequantization_order(impl):
+    """FPS-BLK-25, FPS-BLK-14: a block [709.4365, -1515.1641] with a held g = 2406.6875 (case 0 of the
+    level-1 set quantize-ue5m3-seed-fp32-1x16, row 1): code 0x5 (3.0), scale 0xB9 (288),
+    gd = 0x3F653556 under both seed profiles.  The kernel order fp32(fp32(3 * 288) * gd) gives
+    0x44416501, the portable reference's fp32(3 * fp32(288 * gd)) 0x44416500 (values of the seed's
+    own portable reference, CPU torch); recomputed here in numpy binary32."""
+    x = np.zeros((1, 16), np.float32)
+    x[0, 0], x[0, 1] = _bits32(0x44315BF0), _bits32(0xC4BD6540)
+    gd = _bits32(0x3F653556)
+    want_kernel = (np.float32(3) * np.float32(288)) * gd
+    want_portable = np.float32(3) * (np.float32(288) * gd)
+    assert (want_kernel.view(np.uint32), want_portable.view(np.uint32)) == (0x44416501, 0x44416500)
+    got = {}
+    for profile in ("seed-fp32", "seed-portable"):
+        q = quantize(x, "ue5m3", profile=profile, amax=float(_bits32(0x45166B00)), impl=impl)
+        assert (int(q.codes[0, 0]), int(q.scales[0, 0]), int(q.decode_scale.view(np.uint32))) == (5, 0xB9, 0x3F653556)
+        got[profile] = int(dequantize(q).view(np.uint32)[0, 0])
+    assert got == {"seed-fp32": 0x44416501, "seed-portable": 0x44416500}
+
+
+def _bits32(b: int) -> np.float32:
+    return np.array([b], dtype=np.uint32).view(np.float32)[0]
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+@pytest.mark.parametrize("sr_eval", ["exact", "fp32"])
+def test_fps_blk_25_seed_triton_sign_of_zero(sr_eval, impl):
+    """FPS-BLK-25, FPS-BLK-11: the seed's Triton kernel tests ``value < 0.0`` for the sign (round_e2m1 in
+    backends/triton/_rounding.py): a payload that is -0.0 becomes +0 (code 0x0, dequantized +0.0), a
+    negative value that rounds to zero stays -0 (0x8); seed-fp32 keeps -0.0 (0x8).  Same under RNE
+    and under the seed's FP32 evaluation of SR."""
+    x = _row([1.0, -0.0, -1e-9, 0.0])
+    kw = dict(rounding="sr", sr_eval=sr_eval, rbits=np.full((1, 16), 200, np.uint8))
+    for rounding_kw in ({}, kw):
+        t = quantize(x, "ue5m3", profile="seed-triton", impl=impl, **rounding_kw)
+        k = quantize(x, "ue5m3", profile="seed-fp32", impl=impl, **rounding_kw)
+        assert t.codes[0, :4].tolist() == [0x7, 0x0, 0x8, 0x0] and k.codes[0, :4].tolist() == [0x7, 0x8, 0x8, 0x0]
+        assert dequantize(t).view(np.uint32)[0, :4].tolist() == [0x3F800000, 0, 0x80000000, 0]
+        assert np.array_equal(t.scales, k.scales)

@@ -609,7 +609,7 @@ def test_fps_cnf_3_every_profile_has_an_implementers_path(site):
 def test_fps_cnf_3_the_rendered_declaration_selects_the_hand_listed_sets_and_the_check_passes(site):
     """FPS-CNF-3, FPS-CNF-5: the declaration printed for ue5m3/seed-fp32 selects exactly the four
     RNE seed-fp32 sets (hand-listed from the pack); checking the pack's own expected outputs under
-    it exits 0, a missing output exits 4, a changed bit exits 1.  torchao-0.18 has no set."""
+    it exits 0, a missing output exits 4, a changed bit exits 1.  seed-triton has no set."""
     import yaml
 
     from fpspec.vectors.checker import check
@@ -636,8 +636,8 @@ def test_fps_cnf_3_the_rendered_declaration_selects_the_hand_listed_sets_and_the
     wrong = {k: dict(v) for k, v in results.items()}
     wrong[want[0]]["out_codes"] = wrong[want[0]]["out_codes"] ^ np.uint8(1)
     assert check(pack, wrong, declaration=decl).exit_code == 1
-    empty = html.unescape(re.sub(r"<[^>]+>", "", _implementer_box(site, "nvfp4", "torchao-0.18")))
-    assert "has no set for nvfp4/torchao-0.18" in empty and "fpspec check" not in empty
+    empty = html.unescape(re.sub(r"<[^>]+>", "", _implementer_box(site, "ue5m3", "seed-triton")))
+    assert "has no set for ue5m3/seed-triton" in empty and "fpspec check" not in empty
 
 
 def test_fps_cnf_6_a_byte_added_at_the_top_of_the_discarded_bits_is_sr_add():

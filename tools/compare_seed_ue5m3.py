@@ -9,7 +9,7 @@ from the repository yourself; it needs only torch)::
 
 None of the seed's code is in this file.  For each ``quantize`` set of scheme
 ue5m3 with scale format ue5m3 (``--select`` globs, default
-``quantize-ue5m3-seed-fp32-*``), each case goes through the seed's
+``quantize-ue5m3-seed-*``), each case goes through the seed's
 ``quantize_dequantize_blocks_with_metadata(x, block_size=B, scale_format=UE5M3,
 scale_target=T, rounding=R, tensor_reference=g, two_dimensional=(tile 16x16))``
 (X^T for columnwise sets; g the set's amax, None where the set gives +0 so that
@@ -21,12 +21,16 @@ bit kept), scale bytes of the returned ``block_scale_codes`` values,
 decode_scale = torch.reciprocal(global_encode_multiplier) (as the seed forms
 its decode multiplier) and the dequantized values in one of two orders:
 
-* ``--dequant portable`` (default): the seed portable reference's own return
-  value, payload * (scale * gd);
-* ``--dequant kernel``: the order of the seed's Triton kernel
+* ``portable``: the seed portable reference's own return value,
+  payload * (scale * gd) (fpspec profile ``ue5m3/seed-portable``);
+* ``kernel``: the order of the seed's Triton kernel
   (``backends/triton/quantization.py``: ``output = payload * scale`` then
   ``mul_rn(output, global_decode)``), computed here from the seed's payloads and
-  scales: fp32(fp32(payload * scale) * gd).
+  scales: fp32(fp32(payload * scale) * gd) (fpspec profile ``ue5m3/seed-fp32``).
+
+By default (``--dequant auto``) each set gets the order of its profile: ``portable``
+for ``seed-portable`` sets, ``kernel`` for the others; ``--dequant portable`` or
+``kernel`` forces one order for every set.
 """
 
 from __future__ import annotations
@@ -76,6 +80,8 @@ class SeedPortable:
 
     def __call__(self, c: Case) -> dict[str, np.ndarray]:
         torch, mod, p = self.torch, self.mod, c.params
+        order = self.dequant if self.dequant != "auto" else \
+            ("portable" if p["profile"] == "seed-portable" else "kernel")
         v = torch.from_numpy(c.view.copy())
         self.rbits = None if c.r is None else torch.from_numpy(c.r.astype(np.int32))
         self.payload = None
@@ -87,7 +93,7 @@ class SeedPortable:
         ge = meta.global_encode_multiplier.to(torch.float32)
         gd = ge.reciprocal()
         scale_vals = meta.block_scale_codes
-        if self.dequant == "kernel":
+        if order == "kernel":
             b = p["block"]
             s = scale_vals.repeat_interleave(b, dim=-1)
             if p["tile"] == "BxB":
@@ -101,9 +107,10 @@ class SeedPortable:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("formats_py", help="path to the seed's src/ue5m3_fp4/formats.py")
-    pack_arguments(ap, "quantize-ue5m3-seed-fp32-*")
-    ap.add_argument("--dequant", choices=("portable", "kernel"), default="portable",
-                    help="dequantization order written (default: the portable reference's own)")
+    pack_arguments(ap, "quantize-ue5m3-seed-*")
+    ap.add_argument("--dequant", choices=("auto", "portable", "kernel"), default="auto",
+                    help="dequantization order written (default auto: portable for seed-portable sets, "
+                         "the kernel's for the others)")
     args = ap.parse_args(argv)
     ref = SeedPortable(args.formats_py, args.dequant)
     print(f"seed portable reference {args.formats_py}, torch {ref.torch.__version__}, dequant {args.dequant}")

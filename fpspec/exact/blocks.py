@@ -16,9 +16,12 @@ each profile function here has a namesake there with the same numbered steps:
 * :func:`_exact_profile`   FPS-BLK-2 (ue5m3 and nvfp4 ``exact``)
 * :func:`_fp32_profile`    FPS-BLK-3 (``seed-fp32``), FPS-BLK-8/9 (``te-fp32``, ``te-kernel``)
 * :func:`_torchao_profile` FPS-BLK-18 (``torchao-0.18``)
-* :func:`_mx_profile`      FPS-BLK-12/13 (``mxfp4``)
+* :func:`_mx_profile`      FPS-BLK-12/13 (``mxfp4`` floor, ceil, even, rceil)
+* :func:`_torchao_mx_profile` FPS-BLK-23 (``mxfp4`` torchao-0.18-floor, -ceil, -even, -rceil)
+* :func:`_microxcaling_profile` FPS-BLK-24 (``mxfp4`` microxcaling)
 
 and every payload goes through the one E2M1 rounding step :func:`e2m1_payload`.
+The three MX profile functions share the per-block steps of :func:`_mx_blocks`.
 """
 
 from __future__ import annotations
@@ -31,8 +34,10 @@ import numpy as np
 
 from ..errors import FpspecError
 from ..formats import E2M1, FloatFormat
-from ..schemes import AmaxZero, Arithmetic, BlockResult, BlockSpec, Dequant, MxScaleMode, SignedZero, SrEvaluation
+from ..schemes import (AmaxZero, Arithmetic, BlockResult, BlockSpec, Dequant, MxScaleMode, MxZeroByte, SignedZero,
+                       SrEvaluation)
 from .binary32 import FLT_MAX, ceil_log2, f32, f32_add, f32_div, f32_fma, f32_mul, floor_log2
+from .log2 import float_log2_ceil, float_log2_floor
 from .rounding import round_to_code
 
 __all__ = ["quantize_view_exact", "block_amax_grid_exact", "rht16_exact", "round_bf16_exact", "e2m1_payload",
@@ -136,11 +141,19 @@ def e2m1_payload(v: float | Fraction, spec: BlockSpec, r: int | None) -> int:
        sig = fp32(a * 2^-q), lower = floor(sig), delta = fp32(sig - lower) (both
        exact), m = fp32((2r+1) * 2^-(N+1)) (exact); up iff fp32(delta + m) >= 1;
        the magnitude is min((lower + up) 2^q, 6).
-    3. Otherwise: :func:`round_to_code` of v to E2M1 with the payload rounding,
+    3. ``microxcaling`` (v the binary32 quotient A = fp32(x / 2^e), FPS-BLK-24): with
+       a = abs(A), pe = max(FL(a), 0) (0 for a = 0) and t = a 2^(1 - pe) (exact), the
+       integer r = floor(t) (rtz), floor(fp32(t + 1/2)) (rna), or that minus one when
+       m = fp32(t - 1/2) is an even integer >= 0 (rne); the magnitude is
+       min(r 2^(pe - 1), 6) (step 1 has made A = -0.0 positive).
+    4. Otherwise: :func:`round_to_code` of v to E2M1 with the payload rounding,
        saturating at +-6.
     """
     if spec.profile.signed_zero is SignedZero.POSITIVE and v == 0:
         v = 0.0
+    if spec.arithmetic is Arithmetic.MICROXCALING:
+        assert isinstance(v, float)
+        return _e2m1_microxcaling(v, spec.rounding.value)
     if spec.sr_eval is SrEvaluation.FP32:
         assert r is not None and isinstance(v, float)
         a = abs(v)
@@ -159,6 +172,22 @@ def e2m1_payload(v: float | Fraction, spec: BlockSpec, r: int | None) -> int:
         code = round_to_code(mag, E2M1, "rne")
         return code | (0x8 if math.copysign(1.0, v) < 0 else 0)
     return round_to_code(v, E2M1, spec.rounding, r=r, nbits=spec.nbits)
+
+
+def _e2m1_microxcaling(v: float, rounding: str) -> int:
+    """Step 3 of :func:`e2m1_payload`: microxcaling's ``_quantize_elemwise_core`` on a binary32 A."""
+    a = abs(v)
+    pe = max(float_log2_floor(a), 0) if a != 0 else 0   # floor(log2(|A| + (A == 0))), clipped at 0
+    t = Fraction(a) * Fraction(2) ** (1 - pe)          # _safe_lshift: exact
+    if rounding == "rtz":
+        r = math.floor(t)
+    else:
+        r = math.floor(f32_add(float(t), 0.5))
+        m = f32_add(float(t), -0.5)
+        if rounding == "rne" and m >= 0 and m == math.floor(m) and int(m) % 2 == 0:
+            r -= 1
+    mag = min(r * Fraction(2) ** (pe - 1), Fraction(6))
+    return round_to_code(mag, E2M1, "rne") | (0x8 if v < 0 else 0)
 
 
 # ----------------------------------------------------------- the quantizer
@@ -196,8 +225,7 @@ def quantize_view_exact(x: np.ndarray, spec: BlockSpec, amax: float,
 
 def _zero_amax(spec: BlockSpec) -> None:
     """Step 1 for g = 0 under a profile whose formula divides 0 by 0 (FPS-BLK-5)."""
-    raise FpspecError(f"profile {spec.profile.name} is undefined for a zero tensor amax (0/0 in the block "
-                      "scale); its source divides by the amax")
+    raise FpspecError(spec.profile.zero_amax_refusal())
 
 
 def _exact_profile(spec: BlockSpec, amax: float) -> tuple[float, float, BlockFn]:
@@ -245,7 +273,8 @@ def _fp32_profile(spec: BlockSpec, amax: float) -> tuple[float, float, BlockFn]:
     4. The zero-scale rule; s_B = the value of c_B.
     5. mult = fp32(1 / fp32(s_B * gd)), capped at FLT_MAX.
     6. q = E2M1(fp32(x * mult)).
-    7. Dequantized: seed kernel fp32(fp32(q s_B) gd); TE fp32(q fp32(fp32(s_B g) fp32(1/(6T)))).
+    7. Dequantized: seed kernel fp32(fp32(q s_B) gd); seed portable fp32(q fp32(s_B gd));
+       TE fp32(q fp32(fp32(s_B g) fp32(1/(6T)))).
     """
     prof = spec.profile
     t = spec.target
@@ -283,6 +312,8 @@ def _fp32_profile(spec: BlockSpec, amax: float) -> tuple[float, float, BlockFn]:
             qv = _e2m1_signed_value(q)                                  # 7
             if prof.dequant is Dequant.TE:
                 return q, f32_mul(qv, dscale)
+            if prof.dequant is Dequant.SEED_PORTABLE:
+                return q, f32_mul(qv, f32_mul(s, gd))
             return q, f32_mul(f32_mul(qv, s), gd)
         return code, elem
 
@@ -328,7 +359,8 @@ def _torchao_profile(spec: BlockSpec, amax: float) -> tuple[float, float, BlockF
 
 
 def _mx_exponent(a_b: Fraction, mode: MxScaleMode) -> int:
-    """Unbiased E8M0 scale exponent of a block with amax a_b (FPS-BLK-12)."""
+    """Unbiased E8M0 scale exponent of a block with amax a_b (FPS-BLK-12, FPS-BLK-22), clamped to
+    [-127, 127]; a zero block gets -127."""
     if a_b == 0:
         return -127
     emax_e2m1 = E2M1.emax
@@ -339,34 +371,91 @@ def _mx_exponent(a_b: Fraction, mode: MxScaleMode) -> int:
     elif mode is MxScaleMode.EVEN:
         fl = floor_log2(a_b)
         e = fl + (1 if a_b >= Fraction(7, 4) * Fraction(2) ** fl else 0) - emax_e2m1
-    else:
+    elif mode is MxScaleMode.RCEIL:
         e = ceil_log2(a_b / 6)
+    elif mode is MxScaleMode.RCEIL_FP32:
+        d = f32_div(float(a_b), 6.0)                 # a binary32 a_b (the profile reads binary32)
+        e = float_log2_ceil(d) if d > 0 else -127    # log2(0) = -inf
+    else:  # FLOOR_FP32
+        e = float_log2_floor(a_b) - emax_e2m1
     return max(-127, min(127, e))
+
+
+def _mx_divisor(e: int, zero_byte: MxZeroByte) -> Fraction:
+    """The power of two a block with exponent e divides its elements by (FPS-BLK-13, FPS-BLK-23)."""
+    if e == -127 and zero_byte is MxZeroByte.MIN_NORMAL:
+        return Fraction(2) ** -126
+    if e == -127 and zero_byte is MxZeroByte.ONE:
+        return Fraction(1)
+    return Fraction(2) ** e
+
+
+def _mx_blocks(spec: BlockSpec) -> BlockFn:
+    """The per-block steps every MX profile shares (FPS-BLK-12, FPS-BLK-13):
+
+    2. e = the profile's exponent of a_B (:func:`_mx_exponent`); c_B = e + 127.
+    3. q = E2M1 of x / d, d = the profile's divisor (:func:`_mx_divisor`; 2^e unless
+       c_B = 0): the exact quotient, or for ``microxcaling`` the binary32 one.
+    4. Dequantized: q 2^e, exact (+-inf beyond binary32).
+    """
+    prof = spec.profile
+    assert prof.mx_mode is not None and prof.mx_zero_byte is not None
+    fp32_quotient = spec.arithmetic is Arithmetic.MICROXCALING
+
+    def block_fn(a_b: Fraction):
+        e = _mx_exponent(a_b, prof.mx_mode)                             # 2
+        d = _mx_divisor(e, prof.mx_zero_byte)
+        scale = Fraction(2) ** e
+
+        def elem(xv: float, r: int | None) -> tuple[int, float]:
+            if fp32_quotient:                                           # 3
+                v: float | Fraction = f32_div(xv, float(d))
+            else:
+                v = xv if xv == 0 else Fraction(xv) / d
+            q = e2m1_payload(v, spec, r)
+            qv = _e2m1_signed_value(q)                                  # 4
+            val = abs(Fraction(qv)) * scale
+            return q, math.copysign(math.inf if val > FLT_MAX else f32(val), qv)
+        return e + 127, elem
+
+    return block_fn
 
 
 def _mx_profile(spec: BlockSpec, amax: float) -> tuple[float, float, BlockFn]:
     """OCP MX (FPS-BLK-12, FPS-BLK-13).
 
     1. No tensor scale: encode and decode scales are 1.
-    2. e = the profile's exponent of a_B, clamped to [-127, 127]; c_B = e + 127.
+    2. e = the profile's exponent of a_B from the exact value (floor, ceil, even, rceil),
+       clamped to [-127, 127]; c_B = e + 127.
     3. q = E2M1(x / 2^e) (exact division).
     4. Dequantized: q 2^e, exact (+-inf beyond binary32).
     """
-    mx_mode = spec.profile.mx_mode
-    assert mx_mode is not None
+    return 1.0, 1.0, _mx_blocks(spec)
 
-    def block_fn(a_b: Fraction):
-        e = _mx_exponent(a_b, mx_mode)                                  # 2
-        scale = Fraction(2) ** e
 
-        def elem(xv: float, r: int | None) -> tuple[int, float]:
-            q = e2m1_payload(xv if xv == 0 else Fraction(xv) / scale, spec, r)   # 3
-            qv = _e2m1_signed_value(q)                                  # 4
-            val = abs(Fraction(qv)) * scale
-            return q, math.copysign(math.inf if val > FLT_MAX else f32(val), qv)
-        return e + 127, elem
+def _torchao_mx_profile(spec: BlockSpec, amax: float) -> tuple[float, float, BlockFn]:
+    """torchao 0.18's ``to_mx`` on binary32 input (FPS-BLK-23).
 
-    return 1.0, 1.0, block_fn
+    1. No tensor scale: encode and decode scales are 1 (the view is binary32).
+    2. e: floor, ceil, even from the bits of a_B (as ``mxfp4`` floor, ceil, even);
+       rceil: CL(fp32(a_B / 6)), -127 for a zero quotient; clamped to [-127, 127].
+    3. q = E2M1(x / d) with RNE, d = 2^e, except for c_B = 0: d = 2^-126 (floor, ceil,
+       even) or 1 (rceil).  x / d is exact, or below 2^-126 where every code is a zero.
+    4. Dequantized: q 2^e (2^-127 for c_B = 0).
+    """
+    return 1.0, 1.0, _mx_blocks(spec)
+
+
+def _microxcaling_profile(spec: BlockSpec, amax: float) -> tuple[float, float, BlockFn]:
+    """microxcaling's ``_quantize_mx`` with shared_exp_method "max" (FPS-BLK-24).
+
+    1. No tensor scale: encode and decode scales are 1 (the view is binary32).
+    2. e = max(FL(a_B) - 2, -127) (a zero block read as 2^-126); c_B = e + 127.
+    3. A = fp32(x / 2^e); q = microxcaling's E2M1 rounding of A (:func:`e2m1_payload`
+       step 3), A = -0.0 giving +0.
+    4. Dequantized: q 2^e.
+    """
+    return 1.0, 1.0, _mx_blocks(spec)
 
 
 #: Arithmetic -> profile function (the same table as in :mod:`fpspec.fast.blocks`).
@@ -375,4 +464,6 @@ _PROFILE_FUNCTIONS: dict[Arithmetic, Callable[[BlockSpec, float], tuple[float, f
     Arithmetic.FP32: _fp32_profile,
     Arithmetic.TORCHAO: _torchao_profile,
     Arithmetic.MX: _mx_profile,
+    Arithmetic.TORCHAO_MX: _torchao_mx_profile,
+    Arithmetic.MICROXCALING: _microxcaling_profile,
 }

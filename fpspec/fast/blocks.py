@@ -6,11 +6,14 @@ numbered steps (docs/scheme-*.rst):
 * :func:`_exact_profile`   FPS-BLK-2 (ue5m3 and nvfp4 ``exact``)
 * :func:`_fp32_profile`    FPS-BLK-3 (``seed-fp32``), FPS-BLK-8/9 (``te-fp32``, ``te-kernel``)
 * :func:`_torchao_profile` FPS-BLK-18 (``torchao-0.18``)
-* :func:`_mx_profile`      FPS-BLK-12/13 (``mxfp4``)
+* :func:`_mx_profile`      FPS-BLK-12/13 (``mxfp4`` floor, ceil, even, rceil)
+* :func:`_torchao_mx_profile` FPS-BLK-23 (``mxfp4`` torchao-0.18-floor, -ceil, -even, -rceil)
+* :func:`_microxcaling_profile` FPS-BLK-24 (``mxfp4`` microxcaling)
 
 Each computes the tensor-level step 1 in Python and runs one Numba kernel
-(``_<name>_blocks``), parallel over chunks of blocks, that does the per-block
-steps: block amax, scale code, payload codes.  Every payload goes through the
+(``_<name>_blocks``; the three MX profiles share :func:`_mx_blocks`, as they share
+the exact spec's ``_mx_blocks``), parallel over chunks of blocks, that does the
+per-block steps: block amax, scale code, payload codes.  Every payload goes through the
 one E2M1 rounding helper :func:`e2m1_magnitude` (the twin of
 :func:`fpspec.exact.blocks.e2m1_payload`), every UE5M3/UE4M3 scale through
 :func:`scale_code_rne`.  Dequantization is one kernel for every profile
@@ -40,7 +43,9 @@ from numba.extending import intrinsic
 
 from ..choices import RoundingMode
 from ..errors import FpspecError
-from ..schemes import AmaxZero, Arithmetic, BlockResult, BlockSpec, Dequant, MxScaleMode, SignedZero, SrEvaluation
+from ..schemes import (AmaxZero, Arithmetic, BlockResult, BlockSpec, Dequant, MxScaleMode, MxZeroByte, SignedZero,
+                       SrEvaluation)
+from .log2 import float_log2_ceil_of, float_log2_floor_of
 from .rounding import decode_table
 
 __all__ = ["quantize_view_fast", "block_amax_grid_fast", "rht16_fast", "round_bf16_fast", "scan_values",
@@ -49,7 +54,9 @@ __all__ = ["quantize_view_fast", "block_amax_grid_fast", "rht16_fast", "round_bf
 _MODE_IDS = {m: i for i, m in enumerate(RoundingMode)}
 _RNE, _RTZ, _RNA, _UP, _DOWN, _SRM, _SRA, _SRU = (_MODE_IDS[RoundingMode(v)] for v in (
     "rne", "rtz", "rna", "up", "down", "sr-midpoint", "sr-add", "sr-unbiased"))
-_MX_IDS = {MxScaleMode.FLOOR: 0, MxScaleMode.CEIL: 1, MxScaleMode.EVEN: 2, MxScaleMode.RCEIL: 3}
+_MX_IDS = {MxScaleMode.FLOOR: 0, MxScaleMode.CEIL: 1, MxScaleMode.EVEN: 2, MxScaleMode.RCEIL: 3,
+           MxScaleMode.RCEIL_FP32: 4, MxScaleMode.FLOOR_FP32: 5}
+_ZERO_BYTE_IDS = {MxZeroByte.EXACT: 0, MxZeroByte.MIN_NORMAL: 1, MxZeroByte.ONE: 2}
 
 _FLT_MAX32 = np.float32(np.finfo(np.float32).max)
 #: |x| at or above this rounds to +inf in binary32 (2^128 - 2^103, the midpoint past FLT_MAX).
@@ -195,6 +202,24 @@ def _e2m1_sr_fp32(y, r, nbits):
     return e2m1_magnitude(mag, 0.0, 1.0, _RNE, 0, 0)
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _e2m1_microxcaling(v, mode):
+    """microxcaling's E2M1 rounding of a binary32 A (twin of step 3 of
+    :func:`fpspec.exact.blocks.e2m1_payload`): the magnitude code; binary32 adds."""
+    a = abs(np.float32(v))
+    pe = max(float_log2_floor_of(a), np.int64(0)) if a != 0 else np.int64(0)
+    t = np.float32(np.float64(a) * _pow2(1 - pe))     # exact
+    if mode == _RTZ:
+        r = np.floor(np.float64(t))
+    else:
+        r = np.floor(np.float64(t + np.float32(0.5)))  # one binary32 addition
+        m = np.float64(t - np.float32(0.5))
+        if mode == _RNE and m >= 0.0 and m == np.floor(m) and np.int64(m) % 2 == 0:
+            r -= 1.0
+    mag = min(r * _pow2(pe - 1), 6.0)
+    return e2m1_magnitude(mag, 0.0, 1.0, _RNE, 0, 0)
+
+
 # ------------------------------------------------------- scale rounding
 @numba.njit(cache=True, nogil=True, inline="always")
 def _round_scale_candidate(v, m, emin, max_code):
@@ -251,9 +276,24 @@ def _mx_exponent(a, mode):
         e = fl + (1 if man != 0 else 0) - 2
     elif mode == 2:    # a >= 1.75 2^fl rounds up
         e = fl + (1 if man >= np.uint64(0xC000000000000) else 0) - 2
-    else:              # ceil(log2(a / 6)): a <= 1.5 2^fl gives fl - 2, else fl - 1
+    elif mode == 3:    # ceil(log2(a / 6)): a <= 1.5 2^fl gives fl - 2, else fl - 1
         e = fl - 2 if man <= np.uint64(0x8000000000000) else fl - 1
+    elif mode == 4:    # CL(fp32(a / 6)), a binary32
+        d = np.float32(a) / np.float32(6.0)
+        e = float_log2_ceil_of(d) if d > 0 else np.int64(-127)
+    else:              # FL(a) - 2, a binary32
+        e = float_log2_floor_of(np.float32(a)) - 2
     return max(np.int64(-127), min(np.int64(127), e))
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _mx_divisor(e, zero_byte):
+    """The divisor of a block's elements (twin of :func:`fpspec.exact.blocks._mx_divisor`)."""
+    if e == -127 and zero_byte == 1:
+        return _pow2(-126)
+    if e == -127 and zero_byte == 2:
+        return 1.0
+    return _pow2(e)
 
 
 # --------------------------------------------------------- block amaxes
@@ -489,20 +529,34 @@ def _torchao_profile_blocks(x, nbr, block, tile2d, tile_amax, pts, ipts, smin32,
                              nbits)
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _payload_microxcaling(x, codes, base, block, d32, mode):
+    """Codes of A = fp32(x / 2^e) under microxcaling's rounding; A = -0.0 gives code 0x0."""
+    for h in range(base, base + block, 16):
+        xs = x[h:h + 16]
+        out = codes[h:h + 16]
+        for j in range(16):
+            a = xs[j] / d32                                  # one binary32 division
+            out[j] = _e2m1_microxcaling(a, mode) | (8 if a < 0 else 0)
+
+
 @numba.njit(cache=True, parallel=True, error_model="numpy")
-def _mx_profile_blocks(x, block, mx_mode, mode, rbits, use_r, nbits, codes, scales):
-    """Steps 2-3 of :func:`fpspec.exact.blocks._mx_profile` (FPS-BLK-12, FPS-BLK-13) for every block."""
+def _mx_blocks(x, block, mx_mode, zero_byte, fp32_quotient, mode, rbits, use_r, nbits, codes, scales):
+    """Steps 2-3 of :func:`fpspec.exact.blocks._mx_blocks` (FPS-BLK-12, FPS-BLK-13, FPS-BLK-23,
+    FPS-BLK-24) for every block."""
     nblocks = x.shape[0] // block
     for c in numba.prange((nblocks + _CHUNK - 1) // _CHUNK):
         b0 = c * _CHUNK
         b1 = min(nblocks, b0 + _CHUNK)
         for bn in range(b0, b1):
-            # 2. e from the bits of a_B; c_B = e + 127
+            # 2. e from the bits of a_B (or its binary32 log2); c_B = e + 127
             scales[bn] = _mx_exponent(_block_amax(x, bn * block, block), mx_mode) + 127
         for bn in range(b0, b1):
-            # 3. q = E2M1(x / 2^e): |x| against t 2^e (exact)
-            d = _pow2(np.int64(scales[bn]) - 127)
-            if mode == _RNE:
+            # 3. q = E2M1(x / d): |x| against t d (exact), or microxcaling's binary32 steps
+            d = _mx_divisor(np.int64(scales[bn]) - 127, zero_byte)
+            if fp32_quotient:
+                _payload_microxcaling(x, codes, bn * block, block, np.float32(d), mode)
+            elif mode == _RNE:
                 _payload_ratio_rne(x, codes, bn * block, block, 1.0, d)
             else:
                 _payload_ratio(x, codes, rbits, use_r, False, bn * block, block, 1.0, d, mode, nbits)
@@ -590,20 +644,35 @@ def _torchao_profile(spec: BlockSpec, amax: float) -> _Run:
     return ipts, pts, run
 
 
-def _mx_profile(spec: BlockSpec, amax: float) -> _Run:
-    """Step 1 of FPS-BLK-12: no tensor scale; the kernel does steps 2-3."""
-    mx_mode = spec.profile.mx_mode
-    assert mx_mode is not None
+def _mx_run(spec: BlockSpec) -> _Run:
+    """Steps 2-3 of every MX profile: the shared kernel :func:`_mx_blocks`."""
+    prof = spec.profile
+    assert prof.mx_mode is not None and prof.mx_zero_byte is not None
+    mxc = spec.arithmetic is Arithmetic.MICROXCALING
 
     def run(x, tile_amax, m, k, rbits, use_r, codes, scales):
-        _mx_profile_blocks(x, spec.block, _MX_IDS[mx_mode], _MODE_IDS[spec.rounding], rbits, use_r, spec.nbits,
-                           codes, scales)
+        _mx_blocks(x, spec.block, _MX_IDS[prof.mx_mode], _ZERO_BYTE_IDS[prof.mx_zero_byte], mxc,
+                   _MODE_IDS[spec.rounding], rbits, use_r, spec.nbits, codes, scales)
     return np.float32(1.0), np.float32(1.0), run
 
 
+def _mx_profile(spec: BlockSpec, amax: float) -> _Run:
+    """Step 1 of FPS-BLK-12: no tensor scale; the kernel does steps 2-3."""
+    return _mx_run(spec)
+
+
+def _torchao_mx_profile(spec: BlockSpec, amax: float) -> _Run:
+    """Step 1 of FPS-BLK-23: no tensor scale (the view is binary32); the kernel does steps 2-3."""
+    return _mx_run(spec)
+
+
+def _microxcaling_profile(spec: BlockSpec, amax: float) -> _Run:
+    """Step 1 of FPS-BLK-24: no tensor scale (the view is binary32); the kernel does steps 2-3."""
+    return _mx_run(spec)
+
+
 def _zero_amax(spec: BlockSpec) -> None:
-    raise FpspecError(f"profile {spec.profile.name} is undefined for a zero tensor amax (0/0 in the block "
-                      "scale); its source divides by the amax")
+    raise FpspecError(spec.profile.zero_amax_refusal())
 
 
 #: Arithmetic -> profile function (the same table as in :mod:`fpspec.exact.blocks`).
@@ -612,6 +681,8 @@ _PROFILE_FUNCTIONS = {
     Arithmetic.FP32: _fp32_profile,
     Arithmetic.TORCHAO: _torchao_profile,
     Arithmetic.MX: _mx_profile,
+    Arithmetic.TORCHAO_MX: _torchao_mx_profile,
+    Arithmetic.MICROXCALING: _microxcaling_profile,
 }
 
 
@@ -677,6 +748,7 @@ def dequant_factors(formula: Dequant, scales: np.ndarray, scale_format, amax: fl
 
     * exact: F = s g, D = 6T (F = s, D = 1 when g = 0): q s g / (6T) rounded once;
     * seed-kernel: F = s gd, D = 1: fp32(fp32(q s) gd), q s being exact in binary32;
+    * seed-portable: F = fp32(s gd), D = 1;
     * te: F = fp32(fp32(s g) fp32(1/(6T))), D = 1;
     * torchao: F = fp32(gd s), D = 1;
     * mx: F = 2^(c - 127), D = 1.
@@ -697,7 +769,7 @@ def dequant_factors(formula: Dequant, scales: np.ndarray, scale_format, amax: fl
         if formula is Dequant.TE:
             inv = f32(1.0) / f32(six_t)
             return ((s32 * f32(g)) * inv).astype(np.float64), 1.0
-        if formula is Dequant.TORCHAO:
+        if formula in (Dequant.TORCHAO, Dequant.SEED_PORTABLE):
             return (f32(decode_scale) * s32).astype(np.float64), 1.0
     raise FpspecError(f"no dequantization formula {formula!r}")
 

@@ -17,9 +17,10 @@ from typing import Any
 
 import numpy as np
 
+from ..fast.log2 import ABOVE_COUNTS, BELOW_COUNTS
 from ..formats import get_format
 from ..quantization import dequantize, quantize
-from ..schemes import get_profile, get_scheme
+from ..schemes import AmaxZero, get_profile, get_scheme
 from . import coverage
 from .coverage import SetPlan, make_meta
 from .ops import register_operation
@@ -68,6 +69,16 @@ BLOCK_CONFIGS: list[dict[str, Any]] = [
     _cfg("mxfp4", "even"),
     _cfg("mxfp4", "rceil"),
     _cfg("mxfp4", "floor", rounding="rna"),
+    # the named reproductions of public references (issue 10): appended, so earlier seeds stay
+    _cfg("ue5m3", "seed-portable"),
+    _cfg("nvfp4", "torchao-0.18"),
+    _cfg("mxfp4", "torchao-0.18-floor"),
+    _cfg("mxfp4", "torchao-0.18-ceil"),
+    _cfg("mxfp4", "torchao-0.18-even"),
+    _cfg("mxfp4", "torchao-0.18-rceil"),
+    _cfg("mxfp4", "microxcaling"),
+    _cfg("mxfp4", "microxcaling", rounding="rna"),
+    _cfg("mxfp4", "microxcaling", rounding="rtz"),
 ]
 
 
@@ -133,7 +144,9 @@ def _cases(c: dict[str, Any], rng: np.random.Generator, level: int) -> list[tupl
         x[bs] = 0.0
     x[blocks[1]] = -0.0
     cases.append((x, amax_of(x), tag_mask("zero_block", "zero_input", "negative_zero")))
-    cases.append((np.zeros((M, K), dtype=np.float32), 0.0, tag_mask("zero_block", "zero_input")))
+    if get_profile(c["scheme"], c["profile"]).amax_zero is not AmaxZero.REFUSE:
+        # (a profile whose source divides 0 by 0 has no defined output for it: FPS-BLK-18)
+        cases.append((np.zeros((M, K), dtype=np.float32), 0.0, tag_mask("zero_block", "zero_input")))
     # blocks at and around the smallest scale: g = T, so u_B = a_B exactly (exact profiles)
     sub = float(get_format(c["scale_format"]).min_positive)
     tiny = [sub / 2, sub / 2 * (1 + 2 ** -10), sub / 2 * (1 - 2 ** -10), sub, sub * 1.5, sub / 4,
@@ -167,7 +180,108 @@ def _cases(c: dict[str, Any], rng: np.random.Generator, level: int) -> list[tupl
         x = x.astype(np.float32)
         g = 6 * T if _tensor_scale(c) else amax_of(x)
         cases.append((x, g, tag_mask("tie")))
+    if c["scheme"] == "mxfp4":
+        cases += _mx_cases(rng)
     return cases
+
+
+# ------------------------------------------------------- MX scale rules and float log2
+def _f32(bits: int) -> np.float32:
+    return np.array([bits], dtype=np.uint32).view(np.float32)[0]
+
+
+def _bits(k: int) -> int:
+    """bits(2^k) of binary32 (bits(2^128) = 0x7F800000)."""
+    return 0x7F800000 if k == 128 else int(np.array([2.0 ** k], dtype=np.float32).view(np.uint32)[0])
+
+
+def _b_threshold(k: int) -> int:
+    """B[k]: the smallest binary32 below 2^k whose binary32 log2 rounds to k (FPS-BLK-22)."""
+    return _bits(k) - BELOW_COUNTS[k + 148]
+
+
+def _a_threshold(k: int) -> int:
+    """A[k]: the largest binary32 above 2^k whose binary32 log2 rounds to k."""
+    return _bits(k) + ABOVE_COUNTS[k + 149]
+
+
+def _amax_for_quotient(v: np.float32) -> np.float32:
+    """A binary32 a with fp32(a / 6) = v (v a normal binary32 value below FLT_MAX / 6)."""
+    a = np.float32(np.float64(v) * 6)
+    for d in (0, -1, 1, -2, 2):
+        cand = _f32(int(np.array([a], np.float32).view(np.uint32)[0]) + d)
+        if np.float32(cand) / np.float32(6) == v:
+            return cand
+    raise AssertionError(f"no binary32 amax gives the quotient {v!r}")
+
+
+def _mx_row(rng: np.random.Generator, a: float, specials: list[float]) -> np.ndarray:
+    """One 32-element block with amax a (at a random position, random sign), the given special
+    elements, and random values of at most a elsewhere."""
+    a32 = np.float32(a)
+    row = (rng.integers(0, 1 << 20, K, dtype=np.uint64).astype(np.float64) / (1 << 20) * 2 - 1) * float(a32)
+    row = row.astype(np.float32)
+    pos = rng.permutation(K)
+    row[pos[0]] = a32 * (1 if rng.integers(0, 2) else -1)
+    for p, v in zip(pos[1:], specials):
+        row[p] = np.float32(v)
+    return row
+
+
+def _mx_cases(rng: np.random.Generator) -> list[tuple[np.ndarray, float, int]]:
+    """Four cases (16 blocks each) that separate the MX scale rules and the binary32-log2
+    references (FPS-BLK-12, FPS-BLK-22..24): block amaxes at B[k] (where a binary32 log2
+    rounds up to k) and one below it; amaxes whose quotient fp32(a/6) is A[k] (where the log2
+    rounds down to k) and one above it; elements whose quotient is 0.25 - 2^-26 or 8(1 - 2^-24)
+    (microxcaling's binary32 add and log2), signed zeros and negative quotients that underflow;
+    and scale-byte-0 blocks (subnormal amaxes, the edges of byte 0 under every rule)."""
+    out = []
+    dep = tag_mask("profile_dependent")
+    # 1. block amax at B[k] and one ulp below, k spread over the range (not k = 128: microxcaling then
+    #    dequantizes 4 * 2^126, past binary32)
+    rows = []
+    for k in (10, 3, -2, 127, 64, -64, -100, 20):
+        for bits in (_b_threshold(k), _b_threshold(k) - 1):
+            a = _f32(bits)
+            rows.append(_mx_row(rng, a, [a * np.float32(0.375), -a / np.float32(3), a * np.float32(0.75)]))
+    out.append((np.stack(rows), 0, dep))
+    # 2. fp32(a_B / 6) at A[k] and one ulp above; four amaxes measured on torchao 0.18
+    rows = [_mx_row(rng, _f32(b), [_f32(b) / np.float32(3)]) for b in (0x43400001, 0x45C00001, 0x3BC00001, 0x7F400001)]
+    for k in (5, 10, -6, 100, 125, -100):
+        for bits in (_a_threshold(k), _a_threshold(k) + 1):
+            a = _amax_for_quotient(_f32(bits))
+            rows.append(_mx_row(rng, a, [a / np.float32(3), a * np.float32(0.5)]))
+    out.append((np.stack(rows), 0, dep))
+    # 3. elements: A = 0.25 - 2^-26 and its neighbours (amax 1, e = -2), A = 8(1 - 2^-24) (the amax
+    #    2^k(1 - 2^-24), k = -1..2), decision points +- 1 ulp, -0.0 and underflowing negatives
+    q = 0.0625
+    near = [q - 2.0 ** -28, q - 2.0 ** -29, q, q + 2.0 ** -27, -(q - 2.0 ** -28), 0.1875 - 2.0 ** -27, 0.125,
+            0.3125, 0.4375, 0.625, 0.875, 1.25, -0.0, -(2.0 ** -149)]
+    rows = [_mx_row(rng, 1.0, near), _mx_row(rng, 1.0, [-v for v in near])]
+    for k in (-1, 0, 1, 2):
+        a = np.float32(2.0 ** k * (1 - 2.0 ** -24))
+        sc = 2.0 ** (k - 3)
+        rows.append(_mx_row(rng, a, [4 * sc, 2 * sc, 6 * sc, 5 * sc, 7 * sc, 3.5 * sc, 0.25 * sc - 2.0 ** (k - 29), -0.0]))
+    for a in (8.0, 16.0, 2.0 ** 20, 6.0 * 2.0 ** 100):
+        rows.append(_mx_row(rng, a, [-(2.0 ** -149), -3 * 2.0 ** -149, -(2.0 ** -148), 2.0 ** -149, -0.0, -0.0,
+                                     -1e-30, -1e-38]))
+    for a in (6.0, 7.0, 1.75, 3.5, 0.75, 12.0):   # amaxes at the floor / ceil / even / rceil edges
+        rows.append(_mx_row(rng, a, [a / 2, a / 4, -a * 0.625, a * 0.875, -0.0]))
+    out.append((np.stack(rows), 0, dep | tag_mask("tie", "negative_zero")))
+    # 4. scale byte 0 (and 1) under every rule
+    rows = [np.zeros(K, np.float32)]
+    rows[0][rng.permutation(K)[:6]] = -0.0
+    for a in (2.0 ** -149, 3 * 2.0 ** -149, 4 * 2.0 ** -149, 2.0 ** -127, 2.0 ** -126, 1.5 * 2.0 ** -125,
+              float(_f32(_bits(-124) - 1)), 2.0 ** -124, float(_f32(_amax_bits(6 * 2.0 ** -127) - 1)),
+              6 * 2.0 ** -127, float(_f32(_amax_bits(6 * 2.0 ** -127) + 1)), 3 * 2.0 ** -129,
+              float(_f32(0x00600000)), float(_f32(0x005FFFFF)), float(_f32(0x00E00000))):
+        rows.append(_mx_row(rng, a, [a / 2, a * 0.75, -a / 4, 2.0 ** -149, -(2.0 ** -149), -0.0, a * 0.375]))
+    out.append((np.stack(rows), 0, dep | tag_mask("zero_block", "subnormal_input", "negative_zero")))
+    return [(x, float(np.max(np.abs(x))), t) for x, _, t in out]
+
+
+def _amax_bits(v: float) -> int:
+    return int(np.array([v], dtype=np.float32).view(np.uint32)[0])
 
 
 def _case_tags(c: dict[str, Any], x: np.ndarray, g: float, scales: np.ndarray, base: int) -> int:
@@ -288,15 +402,26 @@ def _plan(c: dict[str, Any], level: int, seed: int, model: str, name: str,
     return SetPlan(name, meta, inputs, tags, key=np.arange(n, dtype=np.uint64), impl="fast", finish=finish)
 
 
-_REQ = {"ue5m3": ["FPS-BLK-2", "FPS-BLK-3"], "nvfp4": ["FPS-BLK-3"], "mxfp4": ["FPS-BLK-12"]}
+_REQ = {"ue5m3": ["FPS-BLK-2", "FPS-BLK-3"], "nvfp4": ["FPS-BLK-3"], "mxfp4": ["FPS-BLK-12", "FPS-BLK-22"]}
+#: Profiles with a requirement of their own (the other sets cite their scheme's).
+_PROFILE_REQ = {("nvfp4", "torchao-0.18"): ["FPS-BLK-18"], ("ue5m3", "seed-portable"): ["FPS-BLK-3", "FPS-BLK-25"],
+                ("mxfp4", "microxcaling"): ["FPS-BLK-12", "FPS-BLK-22", "FPS-BLK-24"]}
+
+
+def _reqs(c: dict[str, Any]) -> list[str]:
+    if c["profile"].startswith("torchao-0.18-"):
+        return ["FPS-BLK-12", "FPS-BLK-22", "FPS-BLK-23"]
+    return _PROFILE_REQ.get((c["scheme"], c["profile"]), _REQ[c["scheme"]])
 
 
 def model_block_quantize(level: int) -> list[SetPlan]:
     """block-quantize: per scheme, profile, tile shape, T, scale format, payload rounding and
-    layout: wide-range random blocks, zero blocks and an all-zero tensor, -0.0, blocks at and
-    around the smallest scale (ties at half the smallest subnormal scale), stale tensor amax
-    (held g below and above the current amax, up to and past the saturation bound), and payload
-    ties at every E2M1 midpoint."""
+    layout: wide-range random blocks, zero blocks and an all-zero tensor (except for a profile
+    that refuses a zero tensor amax), -0.0, blocks at and around the smallest scale (ties at half
+    the smallest subnormal scale), stale tensor amax (held g below and above the current amax,
+    up to and past the saturation bound), and payload ties at every E2M1 midpoint; mxfp4 sets
+    add block amaxes where a binary32 log2 rounds across an integer (B[k], A[k] of FPS-BLK-22),
+    elements that microxcaling's binary32 steps round differently, and scale-byte-0 blocks."""
     plans = []
     for i, c in enumerate(BLOCK_CONFIGS):
         seed = 3000 + i
@@ -304,7 +429,7 @@ def model_block_quantize(level: int) -> list[SetPlan]:
         name = set_name(c)
         plans.append(_plan(c, level, seed, "block-quantize", name, _cases(c, rng, level),
                            f"{c['scheme']}/{c['profile']} block quantization, {name[len('quantize-'):]}",
-                           _REQ[c["scheme"]] + ["FPS-BLK-1", "FPS-BLK-14", "FPS-VEC-8"]))
+                           _reqs(c) + ["FPS-BLK-1", "FPS-BLK-14", "FPS-VEC-8"]))
     return plans
 
 
