@@ -138,7 +138,10 @@ def test_parse_kernel_names():
     assert (k.kclass, k.tile_m, k.tile_n, k.kt, k.stages) == ("sm80", 128, 64, 64, 3)
     k = kern.parse_kernel("void cutlass::Kernel<cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_64x64_32x6_tn_align8>"
                           "(cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_64x64_32x6_tn_align8::Params)")
-    assert k.kclass in ("sm80", "other")
+    assert (k.kclass, k.tile_m, k.kt) == ("sm80", 64, 32)
+    k = kern.parse_kernel("void cutlass::Kernel2<cutlass_75_tensorop_s1688gemm_bf16_64x64_tn_align1>"
+                          "(cutlass_75_tensorop_s1688gemm_bf16_64x64_tn_align1::Params)")
+    assert (k.kclass, k.tile_m, k.tile_n, k.kt) == ("sm75", 64, 64, None)
     k = kern.parse_kernel("cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_64x64_32x6_tn_align8")
     assert (k.kclass, k.tile_m, k.kt, k.stages) == ("sm80", 64, 32, 6)
     k = kern.parse_kernel("turing_fp16_s1688gemm_fp16_128x128_ldg8_f2f_tn")
@@ -247,9 +250,10 @@ def _fit_one(rec, **opts):
 
 
 def test_search_recovers_a_known_split_from_the_grid():
-    # BF16 64 x 64 x 4096 split in 3 slices of 1408 (version 1's measurement), kernel grid P = 3
+    # BF16 64 x 64 x 4096 split in 3 slices of 1408 (version 1's measurement): one 64 x 64
+    # tile, launched as a whole 2 x 1 cluster (2 CTAs) per slice, so P = 6 / 2 = 3
     rec = _record("torch-bf16", (64, 64, 4096), 1408, kernel="nvjet_tst_64x64_64x8_2x1_v_bz_splitK_TNT",
-                  grid=[1, 1, 3])
+                  grid=[2, 1, 3])
     out = _fit_one(rec)
     assert out["P_grid"] == 3 and out["S_grid"] == 1408
     assert out["explained_by"] == "main" and out["S_bits"] == [1408] and out["operands_ok"]
@@ -301,7 +305,7 @@ def test_local_sweep_and_fit_end_to_end(tmp_path):
     bf = table["targets"]["torch-bf16"]
     assert bf["R"] == 20
     assert bf["rates"]["nvjet_rule_vs_grid"] == [4, 4] and bf["rates"]["nvjet_rule_outputs"] == [256, 256]
-    fam = bf["families"]["nvjet_tst_128x256_64x4_1x2_h_bz_coopA_TNT"]
+    fam = bf["families"]["nvjet_tst_128x256_64x4_1x2_h_bz_coopA_splitK_TNT"]
     assert fam["B_range"][0] <= sweep.LocalBackend.FAKE_B["large"] <= fam["B_range"][1]
     alts = {tuple(a["shape"]): a["hypothesis"] for a in bf["alternative_explained"]}
     assert alts == {(7, 9, 256): "fp32-seq", (33, 65, 1000): "g8-front"}

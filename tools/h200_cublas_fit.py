@@ -6,7 +6,8 @@ SWEEP is a sweep.jsonl (or a directory of them).  For every call record it:
 
 1. regenerates the sampled rows of A and BT from the hash (checking the recorded
    operand checksums) and reads the launched GEMM kernel (tools/h200_cublas_kernels.py:
-   tile, K tile kt, CTAs = product of the grid);
+   tile, K tile kt, CTAs = product of the grid; for nvjet and cutlass kernels the
+   grid-derived S is :func:`fpspec.cublas_h200.plan_from_kernel`'s);
 2. finds the slice lengths S for which the target's fpspec preset (``km-h100-bf16``
    for BF16 and FP16, ``km-h100-fp8-promote128`` for FP8 without fast accumulation,
    ``km-h100-fp8`` with it) with ``split_k = S`` reproduces every sampled output
@@ -52,8 +53,10 @@ from h200_cublas_kernels import (GEMM_CLASSES, balanced_slices, ctas, gemm_kerne
                                  output_tiles, parse_kernel, rule_s, slice_for_p)
 
 RULE_TEXT = ("S = ceil(K / (P kt)) kt; P = min(ceil(ceil(K / kt) / R) - 1, floor(B / T)); no split when P <= 1; "
-             "T = output tiles of the kernel's TM x TN tile (cuBLAS m = torch N: T = ceil(N/TM) ceil(M/TN) unless "
-             "the family's tile_interpretation says otherwise); kt the kernel's K tile")
+             "T = output tiles of the kernel's TM x TN tile in whole CM x CN clusters (nvjet: "
+             "fpspec.cublas_h200.padded_tiles, cuBLAS m = torch N, an M x 1 output as 1 x M; other kernels: "
+             "T = ceil(N/TM) ceil(M/TN) unless the family's tile_interpretation says otherwise); kt the kernel's "
+             "K tile")
 R_RANGE = range(4, 65)
 R_ISSUE = 20
 
@@ -371,7 +374,15 @@ def analyse(records: list[dict], args, log) -> tuple[dict, list[dict]]:
     results = []
     for r in calls:
         key = (r["target"], tuple(r["shape"]), r["id"])
-        results.append(reuse.get(key) or fresh[key])
+        if key in reuse:
+            # a reused search keeps its S; the grid reading is redone (it may have improved)
+            x = dict(reuse[key])
+            x.update(kernel=r["_info"].name if r["_info"] else None, **{"class": r["_info"].kclass if r["_info"] else None})
+            t, p_grid = _grid_p(r, fam_interp)
+            x.update(T=t, P_grid=p_grid, S_grid=_grid_s(r, x["shape"][2], x["kt"], p_grid) if p_grid else "unknown")
+            results.append(x)
+        else:
+            results.append(fresh[key])
     table = build_table(calls, results, fam_interp, records, args, log)
     table["device_errors"] = [{"target": r.get("target"), "shape": r.get("shape"), "error": r.get("error")}
                               for r in errors]
@@ -391,15 +402,37 @@ def _kt_of(r: dict) -> int:
 
 
 def _grid_p(r: dict, fam_interp: dict) -> tuple[int | None, int | None]:
-    """(T, P = CTAs / T) under the kernel family's tile reading; P None when CTAs is not
-    a whole multiple of T."""
+    """(T, P = CTAs / T): for nvjet kernels as :func:`fpspec.cublas_h200.plan_from_kernel`
+    reads them (T counted in whole clusters, an M x 1 output as 1 x M, P = 1 without
+    ``splitK`` in the name); for cutlass kernels T None and P = the grid's z; for other
+    kernels under the family's tile reading.  P None when CTAs is not a whole multiple of T."""
     info = r["_info"]
+    if info is not None and info.kclass in ("nvjet", "sm75", "sm80") and r["_kernel"] is not None \
+            and r["_ctas"] is not None:
+        from fpspec.cublas_h200 import parse_kernel_name, plan_from_kernel
+
+        if info.kclass == "nvjet" or parse_kernel_name(r["_kernel"]["name"]).tile is not None:
+            m, n, k = (int(v) for v in r["shape"])
+            pl = plan_from_kernel(r["target"], m, n, k, r["_kernel"]["name"], r["_kernel"]["grid"])
+            return pl.tiles, (pl.p if pl.confidence != "unknown" else None)
     if info is None or (r["target"], info.name) not in fam_interp or r["_ctas"] is None:
         return None, None
     _, tm, tn, orient = fam_interp[(r["target"], info.name)]
     t = output_tiles(r["shape"][0], r["shape"][1], tm, tn, orient)
     c = r["_ctas"]
     return t, (c // t if c >= t and c % t == 0 else None)
+
+
+def _grid_s(r: dict, k: int, kt: int, p_grid: int | None) -> int | None:
+    """The grid-derived S: slices of whole K tiles (nvjet) or of 8 elements (cutlass)."""
+    if not p_grid:
+        return None
+    info = r["_info"]
+    if info is not None and info.kclass in ("sm75", "sm80") and r["_kernel"] is not None:
+        from fpspec.cublas_h200 import CUTLASS_SLICE_UNIT
+
+        kt = CUTLASS_SLICE_UNIT
+    return slice_for_p(k, kt, p_grid)
 
 
 def fit_record(r: dict, fam_interp: dict, args) -> dict:
@@ -409,7 +442,7 @@ def fit_record(r: dict, fam_interp: dict, args) -> dict:
     m, n, k = r["shape"]
     kt = _kt_of(r)
     t, p_grid = _grid_p(r, fam_interp)
-    s_grid = slice_for_p(k, kt, p_grid) if p_grid else None
+    s_grid = _grid_s(r, k, kt, p_grid)
     info = r["_info"]
     out: dict[str, Any] = {"kind": "fit", "id": r["id"], "target": r["target"], "shape": r["shape"],
                            "kernel": info.name if info else None, "class": info.kclass if info else None,
@@ -630,7 +663,7 @@ def summary_lines(table: dict) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("sweep", nargs="+", help="sweep.jsonl files or directories holding them")
-    p.add_argument("--out", required=True, help="directory for cublas_rule.json, fit_records.jsonl, fit_summary.txt")
+    p.add_argument("--out", help="directory for cublas_rule.json, fit_records.jsonl, fit_summary.txt")
     p.add_argument("--targets", help="comma-separated targets to fit (default: all in the sweep)")
     p.add_argument("--reuse", help="fit_records.jsonl (or .partial.jsonl) of an earlier fit: reuse its searches")
     p.add_argument("--jobs", type=int, default=1, help="worker processes for the searches (default 1)")
@@ -640,7 +673,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--alt-seconds", type=float, default=10.0, help="time cap of one call's alternative searches")
     p.add_argument("--no-output-rate", dest="output_rate", action="store_false",
                    help="skip the share of outputs the rule reproduces (one more evaluation per rule miss)")
+    p.add_argument("--emit-module", metavar="PATH",
+                   help="also write the generated table of fpspec.cublas_h200 (tools/h200_cublas_rule.py) "
+                        "from the (single) sweep file")
+    p.add_argument("--emit-only", action="store_true", help="with --emit-module: write the module, skip the fit")
     args = p.parse_args(argv)
+    if args.emit_module:
+        import h200_cublas_rule
+
+        if len(args.sweep) != 1 or Path(args.sweep[0]).is_dir():
+            p.error("--emit-module needs exactly one sweep.jsonl file")
+        print(f"wrote {h200_cublas_rule.emit(args.sweep[0], args.emit_module)}")
+        if args.emit_only:
+            return 0
+    if not args.out:
+        p.error("--out is required unless --emit-only")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     lines: list[str] = []

@@ -166,9 +166,11 @@ def _arch_class(name: str) -> str:
 def parse_kernel(name: str) -> KernelInfo:
     """Tile, K tile, stages, cluster and flags from a cuBLAS kernel name (see the module
     docstring for the patterns); a name that matches none gets only its class."""
-    base = name.split("(")[0].split("<")[0].strip()
+    base = name.strip()
     if base.startswith("void "):
         base = base[5:]
+    wrapped = re.match(r"^cutlass::Kernel2?<\s*(\w+)\s*>", base)   # cutlass::Kernel2<NAME>(NAME::Params)
+    base = wrapped.group(1) if wrapped else base.split("(")[0].split("<")[0].strip()
     info = KernelInfo(name=name, kclass=_arch_class(base))
     m = _NVJET.match(base)
     if m:

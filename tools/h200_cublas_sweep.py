@@ -398,27 +398,30 @@ class LocalBackend:
 
     def fake_kernel(self, target: str, m: int, n: int, k: int) -> tuple[str, list[int], dict]:
         """(kernel name, grid, how the outputs are made) for a shape."""
-        from h200_cublas_kernels import output_tiles, rule_p, slice_for_p
+        from h200_cublas_kernels import rule_p, slice_for_p
+
+        from fpspec.cublas_h200 import parse_kernel_name
 
         cfg = TARGETS[target]
         fmt, kt = cfg["fmt"], cfg["kt"]
         if fmt != "e4m3" and min(m, n) <= 8:
             return "gemmSN_TN_kernel", [math.ceil(n / 32), m, 1], {"hyp": "fp32-seq", "s": None}
         if fmt != "e4m3" and (m % 2 or n % 2):
-            t = output_tiles(m, n, 64, 64)
             p = max(1, min(4, k // 256))
             s = math.ceil(k / (p * 8)) * 8 if p > 1 else None
             name = "sm80_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize64x64x32_stage4_warpsize2x2x1_tensor16x8x16_kernel"
             return name, [math.ceil(n / 64), math.ceil(m / 64), p], {"hyp": "g8-front", "s": s}
         if fmt == "e4m3":
-            tm, tn, fam, name = 128, 128, "fp8", "nvjet_qqtst_128x128_128x4_1x1_v_bz_TNT"
+            tm, tn, fam, name = 128, 128, "fp8", "nvjet_qqtst_128x128_128x4_1x1_v_bz_splitK_TNT"
         elif m * n <= 128 * 128:
             tm, tn, fam, name = 64, 64, "small", "nvjet_tst_64x64_64x8_2x1_v_bz_splitK_TNT"
         else:
-            tm, tn, fam, name = 128, 256, "large", "nvjet_tst_128x256_64x4_1x2_h_bz_coopA_TNT"
-        t = output_tiles(m, n, tm, tn)
-        p = rule_p(k, kt, t, self.FAKE_R, self.FAKE_B[fam])
-        return name, [math.ceil(n / tm), math.ceil(m / tn), p], {"hyp": "main", "s": slice_for_p(k, kt, p)}
+            tm, tn, fam, name = 128, 256, "large", "nvjet_tst_128x256_64x4_1x2_h_bz_coopA_splitK_TNT"
+        # CTAs as cuBLAS launches them: whole clusters of tiles (fpspec.cublas_h200.padded_tiles)
+        cl = parse_kernel_name(name).cluster or (1, 1)
+        gx, gy = -(-math.ceil(n / tm) // cl[0]) * cl[0], -(-math.ceil(m / tn) // cl[1]) * cl[1]
+        p = rule_p(k, kt, gx * gy, self.FAKE_R, self.FAKE_B[fam])
+        return name, [gx, gy, p], {"hyp": "main", "s": slice_for_p(k, kt, p)}
 
     def run_chunk(self, jobs: list[dict], keep_trace: Path | None) -> tuple[list[dict], dict]:
         from h200_cublas_fit import hypotheses, model_bits

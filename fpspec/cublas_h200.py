@@ -1,0 +1,578 @@
+"""cuBLAS on an NVIDIA H200: which kernel a torch GEMM runs and how it cuts K (docs/cublas-h200.rst).
+
+The ``km-h100-*`` presets model one tensor-core chain; cuBLAS's Hopper kernels (names
+starting ``nvjet``) may cut K into P slices of S products, each its own chain, whose
+results are added in FP32 (FPS-GEMM-14).  This module says which S a call uses:
+
+* :func:`plan_from_kernel` reads it from the kernel that ran (its name and launch grid,
+  what the torch profiler shows; FPS-CUB-2, FPS-CUB-3);
+* :func:`predict` says it offline from the shape alone: a call of the committed sweep
+  is looked up in :mod:`fpspec.cublas_h200_table` (generated from
+  ``vectors/provenance/h200-cublas/sweep.jsonl``), a shape where K is too short or the
+  output too large to split follows from the rule, and any other shape is estimated
+  from the nearest swept shapes (FPS-CUB-4, FPS-CUB-5).
+
+Both return a :class:`KernelChoice`; its ``confidence`` says where S came from.
+Pure Python: no NumPy, no torch.  The kernels other than ``nvjet`` (cutlass sm75 / sm80
+``mma.sync`` and ``wmma`` kernels, SIMT ``gemmSN`` / ``dot_kernel``) are classified
+(FPS-CUB-1) but their arithmetic is not modelled here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import numbers
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Literal, Sequence
+
+from .errors import FpspecError
+
+__all__ = [
+    "TARGETS",
+    "Target",
+    "KernelName",
+    "KernelChoice",
+    "Observation",
+    "Predictor",
+    "MIN_SLICE_TILES",
+    "CTA_LIMIT",
+    "CUTLASS_SLICE_UNIT",
+    "NEAREST_AREA_FLOOR",
+    "NEAREST_K_WEIGHT",
+    "NEAREST_VOTES",
+    "parse_kernel_name",
+    "short_kernel_name",
+    "pick_gemm_kernel",
+    "kernel_class",
+    "padded_tiles",
+    "slice_cap",
+    "slice_length",
+    "plan_from_kernel",
+    "predict",
+    "default_predictor",
+    "observations_from_table",
+]
+
+Confidence = Literal["rule", "table", "nearest", "kernel", "unknown"]
+KernelClass = Literal["nvjet", "sm80", "sm75", "simt", "reduce", "other"]
+
+
+@dataclass(frozen=True)
+class Target:
+    """One torch call of the sweep: the operand format, the fpspec preset that models
+    the ``nvjet`` instruction chain, the K tile of the ``nvjet`` kernels, and the shape
+    constraints torch puts on the call (``torch._scaled_mm`` needs N and K multiples of 16)."""
+
+    name: str
+    fmt: str
+    preset: str
+    kt: int
+    call: str
+    n_multiple: int = 1
+    k_multiple: int = 1
+
+
+#: The four targets of the sweep (tools/h200_cublas_common.py has the same calls).
+TARGETS: dict[str, Target] = {
+    "torch-bf16": Target("torch-bf16", "bf16", "km-h100-bf16", 64,
+                         "torch.mm(A, BT.t(), out_dtype=torch.float32)"),
+    "torch-fp16": Target("torch-fp16", "fp16", "km-h100-bf16", 64,
+                         "torch.mm(A, BT.t(), out_dtype=torch.float32)"),
+    "torch-scaled-mm": Target("torch-scaled-mm", "e4m3", "km-h100-fp8-promote128", 128,
+                              "torch._scaled_mm(A, BT.t(), scale_a=1, scale_b=1, out_dtype=torch.float32, "
+                              "use_fast_accum=False)", 16, 16),
+    "torch-scaled-mm-fast": Target("torch-scaled-mm-fast", "e4m3", "km-h100-fp8", 128,
+                                   "torch._scaled_mm(A, BT.t(), scale_a=1, scale_b=1, out_dtype=torch.float32, "
+                                   "use_fast_accum=True)", 16, 16),
+}
+
+#: R of issue 14: a slice keeps more than R K tiles, so at most ceil(ceil(K/kt)/R) - 1
+#: slices (FPS-CUB-4; no swept call splits more).
+MIN_SLICE_TILES = 20
+#: The largest CTA count of any split launch in the sweep (the H200's 132 SMs): a shape
+#: whose output needs more than CTA_LIMIT / 2 tiles of every swept tile cannot split.
+CTA_LIMIT = 132
+#: Cutlass split-K kernels (grid z = slices) cut K into slices of whole 128-bit loads:
+#: 8 BF16 / FP16 elements (FPS-CUB-3; every cutlass call the fit explains has these slices,
+#: and issue 14 measured 152 = ceil(5000 / 33 / 8) 8 at 100 x 100 x 5000).
+CUTLASS_SLICE_UNIT = 8
+#: Nearest-shape estimate (FPS-CUB-5): sizes below this count as this size in the
+#: output area (the smallest nvjet tile edge is 8, but cuBLAS picks tiles as if M and N
+#: were at least 64; chosen by leave-one-shape-out on the sweep, docs/cublas-h200.rst).
+NEAREST_AREA_FLOOR = 64
+#: weight of |log2 K - log2 K'| against |log2 area - log2 area'| in the shape distance
+NEAREST_K_WEIGHT = 1.0
+#: the estimate is the weighted vote of this many informative neighbours
+NEAREST_VOTES = 5
+
+
+# ================================================================== kernel names
+@dataclass(frozen=True)
+class KernelName:
+    """What a cuBLAS kernel name says (FPS-CUB-1).
+
+    ``tile`` is (TM, TN) with TM along cuBLAS's m, which is torch's N (torch hands its
+    row-major C = A B to cuBLAS as C^T); ``kt`` the K tile of an ``nvjet`` kernel,
+    ``instr_k`` the K of one ``mma`` / ``wmma`` instruction of a cutlass kernel;
+    ``cluster`` (CM, CN) the thread-block cluster of an ``nvjet`` kernel."""
+
+    name: str
+    kclass: KernelClass
+    tile: tuple[int, int] | None = None
+    kt: int | None = None
+    stages: int | None = None
+    cluster: tuple[int, int] | None = None
+    split_k: bool = False
+    instr_k: int | None = None
+    flags: tuple[str, ...] = ()
+
+
+_NVJET = re.compile(r"^nvjet_(?:sm\d+_)?(?P<types>[a-z0-9]+)_(?P<tm>\d+)x(?P<tn>\d+)_(?P<kt>\d+)x(?P<st>\d+)"
+                    r"_(?P<cm>\d+)x(?P<cn>\d+)_(?P<rest>.*)$")
+_CUTLASS = re.compile(r"^cutlass_(?P<arch>\d+)_(?:wmma_)?tensorop_(?:[a-z0-9]+_)*?s(?P<instr>\d+)gemm_[a-z0-9]+_"
+                      r"(?P<tm>\d+)x(?P<tn>\d+)(?:_(?P<kt>\d+)x(?P<st>\d+))?_(?P<layout>[tn]{2})_align(?P<al>\d+)")
+#: K of one instruction, by the shape in a cutlass name (mma.sync m16n8k8, m16n8k16; wmma 16x16x16)
+_INSTR_K = {"1688": 8, "16816": 16, "161616": 16, "884": 4}
+_SIMT = ("gemmsn", "gemv", "gemmk1", "dot_kernel", "sgemm")
+
+
+def _top_level_split(text: str) -> list[str]:
+    """Comma-separated items of a template argument list, at bracket depth 0."""
+    items, depth, cur = [], 0, []
+    for ch in text:
+        if ch in "<(":
+            depth += 1
+        elif ch in ">)":
+            depth -= 1
+        if ch == "," and depth == 0:
+            items.append("".join(cur).strip())
+            cur = []
+        else:
+            cur.append(ch)
+    if cur:
+        items.append("".join(cur).strip())
+    return items
+
+
+def short_kernel_name(name: str) -> str:
+    """The part of a profiler kernel name that identifies the kernel: no ``void``, no
+    parameter list; ``cutlass::Kernel2<X>`` is ``X``; other templates keep only their
+    plain (unnested) arguments, e.g. ``dot_kernel<float, 128, 0>``."""
+    s = name.strip()
+    if s.startswith("void "):
+        s = s[5:].strip()
+    m = re.match(r"^cutlass::Kernel2?<\s*(\w+)\s*>", s)
+    if m:
+        return m.group(1)
+    lt = s.find("<")
+    par = s.find("(")
+    if lt < 0 or (0 <= par < lt):
+        return s[:par].strip() if par >= 0 else s
+    depth, end = 0, len(s)
+    for i in range(lt, len(s)):
+        if s[i] == "<":
+            depth += 1
+        elif s[i] == ">":
+            depth -= 1
+            if depth == 0:
+                end = i
+                break
+    args = [a for a in _top_level_split(s[lt + 1:end]) if "<" not in a and "(" not in a]
+    return f"{s[:lt].strip()}<{', '.join(args)}>"
+
+
+def parse_kernel_name(name: str) -> KernelName:
+    """Class, tile, K tile, stages, cluster and flags of a cuBLAS kernel name (full
+    profiler name or :func:`short_kernel_name`), FPS-CUB-1.  A name that matches no
+    pattern gets only its class ("other" if none)."""
+    if not isinstance(name, str) or not name.strip():
+        raise FpspecError(f"kernel name must be a non-empty string, got {name!r}")
+    return _parse_kernel_name(name)
+
+
+@lru_cache(maxsize=4096)
+def _parse_kernel_name(name: str) -> KernelName:
+    short = short_kernel_name(name)
+    low = short.lower()
+    m = _NVJET.match(short)
+    if m:
+        flags = tuple(m["rest"].split("_"))
+        return KernelName(short, "nvjet", (int(m["tm"]), int(m["tn"])), int(m["kt"]), int(m["st"]),
+                          (int(m["cm"]), int(m["cn"])), "splitK" in flags, None, (m["types"],) + flags)
+    if "reduce" in low:
+        return KernelName(short, "reduce")
+    m = _CUTLASS.match(short)
+    if m:
+        arch = int(m["arch"])
+        kclass: KernelClass = "sm75" if arch < 80 else "sm80"
+        return KernelName(short, kclass, (int(m["tm"]), int(m["tn"])), int(m["kt"]) if m["kt"] else None,
+                          int(m["st"]) if m["st"] else None, None, False, _INSTR_K.get(m["instr"]),
+                          (f"s{m['instr']}", f"align{m['al']}") + (("wmma",) if "_wmma_" in short else ()))
+    if low.startswith(("cutlass_75", "sm75", "turing")):
+        return KernelName(short, "sm75")
+    if low.startswith(("cutlass_80", "sm80", "ampere")):
+        return KernelName(short, "sm80")
+    if any(s in low for s in _SIMT):
+        return KernelName(short, "simt")
+    return KernelName(short, "other")
+
+
+def pick_gemm_kernel(kernels: Sequence[tuple[str, Sequence[int]]]) -> tuple[str, list[int]] | None:
+    """The GEMM kernel of one call's launches ``[(name, grid), ...]``: the first whose
+    class is not ``reduce`` (cuBLAS's split-K reductions run after the GEMM, or before
+    it when they zero the workspace), else None."""
+    for name, grid in kernels:
+        if parse_kernel_name(name).kclass != "reduce":
+            return name, list(grid)
+    return None
+
+
+# ================================================================== shapes and slices
+def _check_target(target: str) -> Target:
+    if target not in TARGETS:
+        raise FpspecError(f"unknown cuBLAS target {target!r}; expected one of {', '.join(TARGETS)}")
+    return TARGETS[target]
+
+
+def _check_shape(tg: Target, *sizes: object) -> tuple[int, int, int]:
+    out = []
+    for label, v in zip("MNK", sizes):
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1:
+            raise FpspecError(f"{tg.name}: {label} must be a positive integer, got {v!r}")
+        out.append(int(v))
+    m, n, k = out
+    if n % tg.n_multiple or k % tg.k_multiple:
+        raise FpspecError(f"{tg.name}: N and K must be multiples of {tg.n_multiple} (torch._scaled_mm), "
+                          f"got N = {n}, K = {k}")
+    return m, n, k
+
+
+def _cublas_mn(m: int, n: int) -> tuple[int, int]:
+    """(cuBLAS m, cuBLAS n) of a torch M x N output: (N, M), except that an M x 1 output
+    runs as cuBLAS m = M (torch swaps the operands of a one-column product; the sweep's
+    M x 1 calls launch the same kernel and grid as 1 x M), FPS-CUB-2."""
+    return (m, 1) if n == 1 and m > 1 else (n, m)
+
+
+def padded_tiles(m: int, n: int, tile: tuple[int, int], cluster: tuple[int, int] = (1, 1)) -> int:
+    """Output tiles T of an M x N torch GEMM under an ``nvjet`` tile (TM, TN) and
+    cluster (CM, CN): ceil(ceil(cm / TM) / CM) CM * ceil(ceil(cn / TN) / CN) CN with
+    (cm, cn) cuBLAS's m, n (FPS-CUB-2).  A split launch runs P T CTAs."""
+    cm, cn = _cublas_mn(m, n)
+    a, b = -(-cm // tile[0]), -(-cn // tile[1])
+    return -(-a // cluster[0]) * cluster[0] * (-(-b // cluster[1]) * cluster[1])
+
+
+def slice_cap(k: int, kt: int, r: int = MIN_SLICE_TILES) -> int:
+    """The most slices K may be cut into: ceil(ceil(K / kt) / R) - 1 (FPS-CUB-4)."""
+    return -(-(-(-k // kt)) // r) - 1
+
+
+def slice_length(k: int, unit: int, p: int | None) -> int | None:
+    """S = ceil(K / (P unit)) unit, the slice length of P balanced slices of whole units;
+    None when P <= 1 or one slice holds all of K (one chain), FPS-CUB-3."""
+    if p is None or p <= 1:
+        return None
+    s = -(-k // (p * unit)) * unit
+    return None if s >= k else s
+
+
+def kernel_class(target: str, m: int, n: int, k: int) -> KernelClass:
+    """The kernel class cuBLAS runs at a shape, by the alignment rule of FPS-CUB-1:
+    FP8 always ``nvjet``; BF16 / FP16: ``simt`` (``dot_kernel``) for 1 x 1 outputs,
+    ``nvjet`` when cuBLAS's m (torch N, or M for an M x 1 output) and K are multiples
+    of 8, else ``sm75`` when either is odd and ``sm80`` otherwise.  (The sweep's only
+    other case, 7 x 7 BF16 with K <= 4096 on the SIMT ``gemmSN`` kernel, is a table entry.)"""
+    tg = _check_target(target)
+    m, n, k = _check_shape(tg, m, n, k)
+    if tg.fmt == "e4m3":
+        return "nvjet"
+    if m == 1 and n == 1:
+        return "simt"
+    cm, _ = _cublas_mn(m, n)
+    if cm % 8 == 0 and k % 8 == 0:
+        return "nvjet"
+    if cm % 2 or k % 2:
+        return "sm75"
+    return "sm80"
+
+
+# ================================================================== results
+@dataclass(frozen=True)
+class KernelChoice:
+    """How cuBLAS runs one GEMM, and what of it fpspec knows.
+
+    ``s`` is the slice length (FPS-GEMM-14 ``split_k``; None: one chain) and ``p`` the
+    number of slices; both mean something only when ``confidence != "unknown"``.
+    ``confidence``: ``"kernel"`` read from the launched kernel (:func:`plan_from_kernel`),
+    ``"table"`` the shape was swept, ``"rule"`` no kernel can split this shape,
+    ``"nearest"`` estimated from the nearest swept shapes (``source``), ``"unknown"``
+    not known.  ``kernel``, ``tile``, ``cluster``, ``kt`` describe the launched kernel
+    (for ``"nearest"``: the kernel of ``source``, a guess); ``tiles`` is T under that
+    tile and ``ctas`` the launch's CTAs.  For cutlass kernels (``sm75``, ``sm80``) p is
+    the grid's z extent and s its slices of :data:`CUTLASS_SLICE_UNIT` elements: the
+    arithmetic inside those kernels is not the ``nvjet`` preset's (``modelled`` is False).
+    """
+
+    target: str
+    shape: tuple[int, int, int]
+    kclass: KernelClass
+    confidence: Confidence
+    p: int | None = None
+    s: int | None = None
+    kernel: str | None = None
+    tile: tuple[int, int] | None = None
+    cluster: tuple[int, int] | None = None
+    kt: int | None = None
+    instr_k: int | None = None
+    tiles: int | None = None
+    ctas: int | None = None
+    source: tuple[int, int, int] | None = None
+    note: str = ""
+
+    @property
+    def preset(self) -> str:
+        """The fpspec preset of the target's ``nvjet`` instruction chain."""
+        return TARGETS[self.target].preset
+
+    @property
+    def modelled(self) -> bool:
+        """True when the preset with ``split_k = s`` is the model of this call (an
+        ``nvjet`` kernel whose S is known)."""
+        return self.kclass == "nvjet" and self.confidence != "unknown"
+
+
+def _grid_ctas(grid: object) -> tuple[int, int, int]:
+    if isinstance(grid, (str, bytes)):
+        raise FpspecError(f"launch grid must be three positive integers [x, y, z], got {grid!r}")
+    try:
+        x, y, z = (int(v) for v in grid)  # type: ignore[union-attr]
+    except (TypeError, ValueError):
+        raise FpspecError(f"launch grid must be three positive integers [x, y, z], got {grid!r}") from None
+    if min(x, y, z) < 1 or any(isinstance(v, bool) for v in grid):  # type: ignore[union-attr]
+        raise FpspecError(f"launch grid must be three positive integers [x, y, z], got {grid!r}")
+    return x, y, z
+
+
+def plan_from_kernel(target: str, m: int, n: int, k: int, kernel_name: str,
+                     grid: Sequence[int]) -> KernelChoice:
+    """The slice plan of one call from the kernel that ran and its launch grid (FPS-CUB-3).
+
+    ``nvjet`` kernels: without ``splitK`` in the name, one chain (the grid of a
+    persistent kernel says nothing about K); with it, P = CTAs / T (T =
+    :func:`padded_tiles`) and S = :func:`slice_length` (K, kt, P), confidence
+    ``"kernel"`` - or ``"unknown"`` (with a note) when CTAs is not a whole multiple of
+    T.  Cutlass kernels (BF16 / FP16): P = the grid's z, S in units of
+    :data:`CUTLASS_SLICE_UNIT`; SIMT and unknown kernels: ``"unknown"``.
+    """
+    tg = _check_target(target)
+    m, n, k = _check_shape(tg, m, n, k)
+    info = parse_kernel_name(kernel_name)
+    x, y, z = _grid_ctas(grid)
+    ctas = x * y * z
+    base = dict(target=target, shape=(m, n, k), kclass=info.kclass, kernel=info.name, tile=info.tile,
+                cluster=info.cluster, kt=info.kt, instr_k=info.instr_k, ctas=ctas)
+    if info.kclass == "nvjet":
+        assert info.tile is not None and info.cluster is not None and info.kt is not None
+        t = padded_tiles(m, n, info.tile, info.cluster)
+        if not info.split_k:
+            return KernelChoice(**base, confidence="kernel", p=1, s=None, tiles=t)
+        if ctas % t:
+            return KernelChoice(**base, confidence="unknown", tiles=t,
+                                note=f"{ctas} CTAs are not a whole number of slices of {t} tiles")
+        p = ctas // t
+        return KernelChoice(**base, confidence="kernel", p=p, s=slice_length(k, info.kt, p), tiles=t)
+    if info.kclass in ("sm75", "sm80") and info.tile is not None and tg.fmt in ("bf16", "fp16"):
+        return KernelChoice(**base, confidence="kernel", p=z, s=slice_length(k, CUTLASS_SLICE_UNIT, z),
+                            note="cutlass kernel: slices = grid z; the arithmetic is not the nvjet preset's")
+    return KernelChoice(**base, confidence="unknown", note=f"{info.kclass} kernel: its reduction over K is not modelled")
+
+
+# ================================================================== offline prediction
+@dataclass(frozen=True)
+class Observation:
+    """One swept call: the shape, the GEMM kernel (short name) and its launch grid."""
+
+    m: int
+    n: int
+    k: int
+    kernel: str
+    grid: tuple[int, int, int]
+
+
+class Predictor:
+    """The offline shape rule of one set of observations (FPS-CUB-4, FPS-CUB-5).
+
+    ``observations`` maps a target to its swept calls; :func:`default_predictor` uses the
+    committed table.  Building one without some shapes gives the leave-one-shape-out
+    estimate that ``tools/h200_cublas_rule.py`` measures."""
+
+    def __init__(self, observations: dict[str, Sequence[Observation]]):
+        plans: dict[str, dict[tuple[int, int, int], KernelChoice]] = {}
+        for target, rows in observations.items():
+            _check_target(target)
+            plans[target] = {(o.m, o.n, o.k): plan_from_kernel(target, o.m, o.n, o.k, o.kernel, o.grid) for o in rows}
+        self._set(plans)
+
+    def _set(self, plans: dict[str, dict[tuple[int, int, int], KernelChoice]]) -> None:
+        self._plans = plans
+        self._tiles = {t: sorted({p.tile for p in pl.values() if p.kclass == "nvjet" and p.tile})
+                       for t, pl in plans.items()}
+        self._points: dict[tuple[str, int], list] = {}
+
+    def shapes(self, target: str) -> list[tuple[int, int, int]]:
+        """The swept shapes of a target."""
+        return sorted(self._plans.get(target, {}))
+
+    def plan(self, target: str, shape: tuple[int, int, int]) -> KernelChoice | None:
+        """The swept call's plan (:func:`plan_from_kernel`), None for a shape not swept."""
+        return self._plans.get(target, {}).get(tuple(shape))  # type: ignore[arg-type]
+
+    def without(self, target: str, shape: tuple[int, int, int]) -> "Predictor":
+        """The same predictor with one shape of one target left out."""
+        plans = dict(self._plans)
+        plans[target] = {s: p for s, p in plans.get(target, {}).items() if s != tuple(shape)}
+        new = Predictor.__new__(Predictor)
+        new._set(plans)
+        return new
+
+    # -------------------------------------------------------------- the parts
+    def _nvjet_points(self, target: str) -> list[tuple[float, float, int, int, tuple[int, int, int], KernelChoice]]:
+        """Per swept nvjet call whose S is known: (log2 area, log2 K, P, cap, shape, plan)."""
+        key = (target, NEAREST_AREA_FLOOR)
+        if key not in self._points:
+            kt = TARGETS[target].kt
+            pts = []
+            for s, pl in sorted(self._plans.get(target, {}).items()):
+                if pl.kclass != "nvjet" or pl.confidence == "unknown":
+                    continue
+                pts.append((_log_area(s[0], s[1]), math.log2(s[2]), pl.p or 1, slice_cap(s[2], kt), s, pl))
+            self._points[key] = pts
+        return self._points[key]
+
+    def _nearest_p(self, target: str, m: int, n: int, k: int) -> tuple[int, KernelChoice | None]:
+        """The weighted vote of the nearest informative swept shapes for P (FPS-CUB-5)."""
+        kt = TARGETS[target].kt
+        cap = slice_cap(k, kt)
+        la, lk = _log_area(m, n), math.log2(k)
+        cands = []
+        for pa, pk, p, pcap, shape, pl in self._nvjet_points(target):
+            if pcap <= 1:
+                continue                        # K too short to say anything about the budget
+            d = abs(pa - la) + NEAREST_K_WEIGHT * abs(pk - lk)
+            cands.append((d, shape, p, pcap, pa, pl))
+        cands.sort(key=lambda c: (c[0], c[1]))
+        votes: dict[int, float] = {}
+        first: KernelChoice | None = None
+        used = 0
+        for d, shape, p, pcap, pa, pl in cands:
+            if p < pcap:                        # the budget bound P: scale it to this output
+                vote = 1 if p == 1 else max(1, min(cap, int(p * 2.0 ** (pa - la) + 0.5)))
+            elif p * 2.0 ** (pa - la) >= cap:   # K bound P there; the budget allows at least cap here
+                vote = cap
+            else:
+                continue
+            votes[vote] = votes.get(vote, 0.0) + 1.0 / (d + 0.05)
+            first = first or pl
+            used += 1
+            if used >= NEAREST_VOTES:
+                break
+        if not votes:
+            return 1, None
+        best = max(votes.items(), key=lambda kv: (kv[1], -kv[0]))[0]
+        return best, first
+
+    def _nearest_any(self, target: str, m: int, n: int, k: int, kclass: str) -> KernelChoice | None:
+        """The swept call of the same kernel class nearest in (log2 M, log2 N, log2 K)."""
+        best = None
+        for s, pl in self._plans.get(target, {}).items():
+            if pl.kclass != kclass and not (kclass == "sm75" and pl.kclass == "simt"):
+                continue
+            d = sum(abs(math.log2(a) - math.log2(b)) for a, b in zip(s, (m, n, k)))
+            if best is None or (d, s) < best[0]:
+                best = ((d, s), pl)
+        return best[1] if best else None
+
+    # -------------------------------------------------------------- predict
+    def predict(self, target: str, m: int, n: int, k: int) -> KernelChoice:
+        """See :func:`predict`."""
+        tg = _check_target(target)
+        m, n, k = _check_shape(tg, m, n, k)
+        shape = (m, n, k)
+        seen = self._plans.get(target, {}).get(shape)
+        if seen is not None:
+            return _replace(seen, confidence="table" if seen.confidence != "unknown" else "unknown", source=shape)
+        kclass = kernel_class(target, m, n, k)
+        if kclass != "nvjet":
+            near = self._nearest_any(target, m, n, k, kclass)
+            return KernelChoice(target, shape, near.kclass if near else kclass, "unknown",
+                                kernel=near.kernel if near else None, tile=near.tile if near else None,
+                                source=near.shape if near else None,
+                                note="not an nvjet kernel: its reduction over K is not modelled")
+        cap = slice_cap(k, tg.kt)
+        if cap <= 1:
+            return KernelChoice(target, shape, "nvjet", "rule", p=1, s=None, kt=tg.kt,
+                                note=f"K = {k} is at most {2 * MIN_SLICE_TILES} K tiles: no split")
+        tiles = self._tiles.get(target) or []
+        t_min = min((padded_tiles(m, n, t) for t in tiles), default=1)
+        if t_min > CTA_LIMIT // 2:
+            return KernelChoice(target, shape, "nvjet", "rule", p=1, s=None, kt=tg.kt,
+                                note=f"more than {CTA_LIMIT // 2} output tiles under every swept tile: no split")
+        p, near = self._nearest_p(target, m, n, k)
+        p = min(p, CTA_LIMIT // t_min)
+        if near is None:
+            return KernelChoice(target, shape, "nvjet", "unknown", kt=tg.kt, note="no swept nvjet shape to go by")
+        return KernelChoice(target, shape, "nvjet", "nearest", p=p, s=slice_length(k, tg.kt, p), kernel=near.kernel,
+                            tile=near.tile, cluster=near.cluster, kt=tg.kt, source=near.shape,
+                            tiles=padded_tiles(m, n, near.tile, near.cluster) if near.tile and near.cluster else None)
+
+
+def _log_area(m: int, n: int) -> float:
+    cm, cn = _cublas_mn(m, n)
+    return math.log2(max(cm, NEAREST_AREA_FLOOR)) + math.log2(max(cn, NEAREST_AREA_FLOOR))
+
+
+def _replace(c: KernelChoice, **kw: object) -> KernelChoice:
+    return dataclasses.replace(c, **kw)  # type: ignore[arg-type]
+
+
+def observations_from_table() -> dict[str, list[Observation]]:
+    """The committed sweep's calls (:mod:`fpspec.cublas_h200_table`) as observations."""
+    from . import cublas_h200_table as tab
+
+    out: dict[str, list[Observation]] = {}
+    for target, text in tab.CALLS.items():
+        rows = out.setdefault(target, [])
+        m = n = 0
+        for item in text.split():
+            if ":" not in item:
+                m, n = (int(v) for v in item.split("x"))
+                continue
+            kk, kid, grid = item.split(":")
+            k = int(kk)
+            g = tuple(int(v) for v in grid.split(","))
+            g = g + (1,) * (3 - len(g))
+            rows.append(Observation(m, n, k, tab.KERNELS[int(kid)], (g[0], g[1], g[2])))
+    return out
+
+
+@lru_cache(maxsize=1)
+def default_predictor() -> Predictor:
+    """The predictor of the committed sweep (built once)."""
+    return Predictor(observations_from_table())
+
+
+def predict(target: str, m: int, n: int, k: int) -> KernelChoice:
+    """The kernel class and K slices cuBLAS on the H200 uses for a torch GEMM of shape
+    (M, N, K) = A (M x K) times BT (N x K)^T, offline (FPS-CUB-4, FPS-CUB-5).
+
+    In order: a swept shape answers from the table (``"table"``); a non-``nvjet`` shape
+    gets its class (:func:`kernel_class`) and the nearest swept kernel of that class,
+    S ``"unknown"``; K of at most 2R K tiles, or an output too large for two slices,
+    cannot split (``"rule"``); otherwise P is the vote of the nearest swept shapes
+    (``"nearest"``), S = :func:`slice_length` (K, kt, P).
+    """
+    return default_predictor().predict(target, m, n, k)

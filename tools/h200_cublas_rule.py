@@ -1,0 +1,339 @@
+"""The offline cuBLAS shape rule (fpspec/cublas_h200.py): its generated table and its
+measured rates, from a sweep (tools/h200_cublas_sweep.py) and, for the rates, the fit's
+per-call search results (tools/h200_cublas_fit.py).
+
+    python3 tools/h200_cublas_rule.py emit SWEEP --out fpspec/cublas_h200_table.py
+    python3 tools/h200_cublas_rule.py evaluate SWEEP --fit-records DIR/fit_records.jsonl [--out REPORT.json]
+    python3 tools/h200_cublas_rule.py scan SWEEP
+
+``emit`` writes the generated module (also ``h200_cublas_fit.py --emit-module``): every
+swept call as shape, GEMM kernel (short name) and launch grid, and the sweep's device
+and software.  tests/test_cublas_h200.py regenerates it from the committed sweep and
+compares bytes.
+
+``evaluate`` measures, per target and with every shape left out of the table in turn
+(leave one shape out): (i) the share of calls whose predicted S is among the S that
+reproduce the sampled outputs (the fit's ``S_bits``), (ii) the share of sampled outputs
+that the target's preset reproduces with the predicted S, for ``nvjet`` calls and over
+all calls (where S is unknown, the preset without a split).  Outputs the fit did not
+count for the predicted S are counted here with the fit's evaluator.
+
+``scan`` prints the leave-one-shape-out share of nvjet calls whose predicted S equals
+the kernel's, for a grid of the nearest-shape constants (how they were chosen).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(ROOT))
+
+from fpspec import cublas_h200 as ch  # noqa: E402
+
+MODULE_WRAP = 118
+DEFAULT_MODULE = "fpspec/cublas_h200_table.py"
+META_KEYS = ("started", "gpu", "nvidia_smi", "compute_capability", "sm_count", "torch", "cuda_runtime",
+             "cublas_compiled", "cublaslt_version", "preferred_blas_library", "allow_bf16_reduced_precision_reduction",
+             "allow_fp16_reduced_precision_reduction", "env")
+
+
+def _rel(path: Path) -> str:
+    p = Path(path).resolve()
+    try:
+        return p.relative_to(ROOT).as_posix()
+    except ValueError:
+        return p.as_posix()
+
+
+def read_sweep(path: str | Path) -> tuple[dict, list[dict]]:
+    """(meta line, call lines) of a sweep.jsonl."""
+    meta: dict = {}
+    calls: list[dict] = []
+    for line in Path(path).read_text().splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        rec = json.loads(line)
+        if rec.get("kind") == "meta":
+            meta = rec
+        elif rec.get("kind") == "call":
+            calls.append(rec)
+    return meta, calls
+
+
+def call_kernel(rec: dict) -> tuple[str, tuple[int, int, int]] | None:
+    """The GEMM kernel (short name) and grid of one sweep call, None without kernels."""
+    kernels = [(k["name"], k.get("grid") or [1, 1, 1]) for k in rec.get("kernels") or []]
+    got = ch.pick_gemm_kernel(kernels)
+    if got is None:
+        return None
+    name, grid = got
+    g = [int(v) for v in grid] + [1] * (3 - len(grid))
+    return ch.short_kernel_name(name), (g[0], g[1], g[2])
+
+
+def observations(calls: list[dict], log=None) -> dict[str, list[ch.Observation]]:
+    """Per target, the calls that ran without error and with a GEMM kernel, one per shape
+    run (FP8 runs N and K rounded up to 16, so two requested shapes can run as one: the
+    first is kept, and a second with another kernel or grid is reported to ``log``)."""
+    out: dict[str, list[ch.Observation]] = {}
+    seen: dict[tuple, ch.Observation] = {}
+    for rec in calls:
+        if rec.get("error") or rec.get("target") not in ch.TARGETS:
+            continue
+        kg = call_kernel(rec)
+        if kg is None:
+            continue
+        m, n, k = (int(v) for v in rec["shape"])
+        o = ch.Observation(m, n, k, kg[0], kg[1])
+        key = (rec["target"], m, n, k)
+        if key in seen:
+            if seen[key] != o and log is not None:
+                log(f"{rec['target']} {m}x{n}x{k}: a second call ran {o.kernel} {o.grid}, kept {seen[key].kernel}")
+            continue
+        seen[key] = o
+        out.setdefault(rec["target"], []).append(o)
+    return out
+
+
+# ================================================================== emit
+def module_text(sweep: str | Path) -> str:
+    """The generated table module for a sweep (deterministic: the same sweep gives the
+    same bytes)."""
+    sweep = Path(sweep)
+    raw = sweep.read_bytes()
+    digest = hashlib.sha256(raw).hexdigest()
+    meta, calls = read_sweep(sweep)
+    obs = observations(calls, log=lambda s: print(s, file=sys.stderr))
+    kernels = sorted({o.kernel for rows in obs.values() for o in rows})
+    kid = {name: i for i, name in enumerate(kernels)}
+    rel = _rel(sweep)
+    command = f"python3 tools/h200_cublas_fit.py {rel} \\\n        --emit-module {DEFAULT_MODULE} --emit-only"
+    device = {key: meta.get(key) for key in META_KEYS if key in meta}
+    lines = [
+        '"""GENERATED by tools/h200_cublas_rule.py - do not edit; regenerate with:',
+        "",
+        f"    {command}",
+        "",
+        f"Source: {rel}",
+        f"(sha256 {digest}).",
+        "CALLS: per target, every swept call: ``MxN`` (the output shape run) starts a group of",
+        "``K:kernel:grid`` items (K, the index of the call's GEMM kernel in KERNELS, its launch",
+        "grid x,y[,z]).  Read by fpspec.cublas_h200 (FPS-CUB-4).",
+        '"""',
+        "",
+        "from __future__ import annotations",
+        "",
+        f"SWEEP_FILE = {rel!r}",
+        f"SWEEP_SHA256 = {digest!r}",
+        "",
+        "#: the sweep's device and software (its meta line)",
+        "DEVICE: dict[str, object] = {",
+    ]
+    for key, value in device.items():
+        if isinstance(value, dict):
+            lines.append(f"    {key!r}: {{")
+            lines += [f"        {k2!r}: {v2!r}," for k2, v2 in value.items()]
+            lines.append("    },")
+        else:
+            lines.append(f"    {key!r}: {value!r},")
+    lines += ["}", "", "KERNELS: tuple[str, ...] = ("]
+    cur = "   "
+    for name in kernels:
+        item = f" {name!r},"
+        if len(cur) + len(item) > MODULE_WRAP:
+            lines.append(cur)
+            cur = "   "
+        cur += item
+    lines += [cur, ")", "", "CALLS: dict[str, str] = {"]
+    for target in ch.TARGETS:
+        rows = sorted(obs.get(target, []), key=lambda o: (o.m, o.n, o.k))
+        items, last = [], None
+        for o in rows:
+            if (o.m, o.n) != last:
+                items.append(f"{o.m}x{o.n}")
+                last = (o.m, o.n)
+            g = o.grid if o.grid[2] != 1 else o.grid[:2]
+            items.append(f"{o.k}:{kid[o.kernel]}:{','.join(str(v) for v in g)}")
+        lines.append(f"    {target!r}: (")
+        for chunk in textwrap.wrap(" ".join(items), MODULE_WRAP - 12, break_long_words=False, break_on_hyphens=False):
+            lines.append(f'        "{chunk} "')
+        lines.append("    ),")
+    lines += ["}", ""]
+    return "\n".join(lines)
+
+
+def emit(sweep: str | Path, out: str | Path) -> Path:
+    out = Path(out)
+    out.write_text(module_text(sweep))
+    return out
+
+
+# ================================================================== evaluate
+def _norm(k: int, s: Any) -> int | None:
+    return None if s is None or s == "none" or int(s) >= k else int(s)
+
+
+def loo_predictions(pred: ch.Predictor, target: str) -> dict[tuple[int, int, int], ch.KernelChoice]:
+    """Each swept shape of a target predicted with that shape left out of the table."""
+    return {s: pred.without(target, s).predict(target, *s) for s in pred.shapes(target)}
+
+
+def evaluate(sweep: str | Path, fit_records: str | Path, log=print) -> dict:
+    """Rates (i) and (ii) of the module docstring, leave one shape out and in-table."""
+    import h200_cublas_fit as fit
+
+    meta, calls = read_sweep(sweep)
+    recs = {(c["target"], c["id"]): c for c in calls}
+    fits = {}
+    for line in Path(fit_records).read_text().splitlines():
+        if line.strip():
+            r = json.loads(line)
+            fits[(r["target"], r["id"])] = r
+    pred = ch.Predictor(observations(calls))
+    report: dict[str, Any] = {"sweep": _rel(Path(sweep)), "targets": {}}
+    for target in ch.TARGETS:
+        loo = loo_predictions(pred, target)
+        rows = []
+        for (t, cid), rec in sorted(recs.items(), key=lambda kv: kv[0][1]):
+            if t != target or rec.get("error") or (t, cid) not in fits:
+                continue
+            fr = fits[(t, cid)]
+            shape = tuple(int(v) for v in rec["shape"])
+            k = shape[2]
+            table = pred.predict(target, *shape)
+            out = {"shape": shape, "kclass": table.kclass, "outputs": fr["outputs"]}
+            bits = [_norm(k, s) for s in fr.get("S_bits") or []] if fr.get("explained_by") == "main" else []
+            for label, ch_ in (("table", table), ("loo", loo[shape])):
+                s = ch_.s if ch_.modelled else None
+                out[f"{label}_conf"] = ch_.confidence
+                out[f"{label}_S"] = s
+                out[f"{label}_S_ok"] = bool(ch_.modelled and s in bits)
+                out[f"{label}_outputs"] = _outputs(fit, fr, rec, target, s)
+            rows.append(out)
+        report["targets"][target] = _summary(rows)
+        report["targets"][target]["misses"] = [
+            {"shape": list(r["shape"]), "kclass": r["kclass"], "loo_conf": r["loo_conf"], "loo_S": r["loo_S"],
+             "table_S": r["table_S"], "loo_outputs": r["loo_outputs"], "outputs": r["outputs"]}
+            for r in rows if r["kclass"] == "nvjet" and not r["loo_S_ok"]]
+        log(_summary_line(target, report["targets"][target]))
+    return report
+
+
+_COUNTS: dict[tuple, int] = {}
+
+
+def _outputs(fit, fr: dict, rec: dict, target: str, s: int | None) -> int:
+    """Sampled outputs the target's preset reproduces with slices of S (None: one chain)."""
+    k = int(rec["shape"][2])
+    s = _norm(k, s)
+    if fr.get("explained_by") == "main" and s in [_norm(k, v) for v in fr.get("S_bits") or []]:
+        return int(fr["outputs"])
+    key = "none" if s is None else str(s)
+    counts = fr.get("main_counts") or {}
+    if key in counts:
+        return int(counts[key])
+    ck = (target, rec["id"], s)
+    if ck not in _COUNTS:
+        pairs = fit.Pairs(rec)
+        _COUNTS[ck] = pairs.count(fit.hypotheses(target)[0], s, ch.TARGETS[target].kt)
+    return _COUNTS[ck]
+
+
+def _summary(rows: list[dict]) -> dict:
+    def part(sel) -> dict:
+        rs = [r for r in rows if sel(r)]
+        d: dict[str, Any] = {"calls": len(rs), "outputs": sum(r["outputs"] for r in rs)}
+        for label in ("table", "loo"):
+            d[f"{label}_S_ok"] = sum(r[f"{label}_S_ok"] for r in rs)
+            d[f"{label}_outputs_ok"] = sum(r[f"{label}_outputs"] for r in rs)
+        d["loo_by_confidence"] = {}
+        for r in rs:
+            c = d["loo_by_confidence"].setdefault(r["loo_conf"], {"calls": 0, "S_ok": 0, "outputs": 0, "outputs_ok": 0})
+            c["calls"] += 1
+            c["S_ok"] += r["loo_S_ok"]
+            c["outputs"] += r["outputs"]
+            c["outputs_ok"] += r["loo_outputs"]
+        return d
+
+    return {"nvjet": part(lambda r: r["kclass"] == "nvjet"), "all": part(lambda r: True)}
+
+
+def _pct(a: int, b: int) -> str:
+    return f"{a}/{b} ({100.0 * a / b:.1f} %)" if b else "0/0"
+
+
+def _summary_line(target: str, d: dict) -> str:
+    nv, al = d["nvjet"], d["all"]
+    return (f"{target}: nvjet calls {nv['calls']}: S right {_pct(nv['loo_S_ok'], nv['calls'])} leave-one-out, "
+            f"{_pct(nv['table_S_ok'], nv['calls'])} in table; outputs {_pct(nv['loo_outputs_ok'], nv['outputs'])} "
+            f"leave-one-out, {_pct(nv['table_outputs_ok'], nv['outputs'])} in table | all calls {al['calls']}: "
+            f"outputs {_pct(al['loo_outputs_ok'], al['outputs'])} leave-one-out, "
+            f"{_pct(al['table_outputs_ok'], al['outputs'])} in table")
+
+
+# ================================================================== scan
+def scan(sweep: str | Path, log=print) -> list[tuple]:
+    """Leave-one-shape-out share of nvjet calls whose predicted S equals the kernel's,
+    over a grid of the nearest-shape constants."""
+    _, calls = read_sweep(sweep)
+    pred = ch.Predictor(observations(calls))
+    saved = (ch.NEAREST_AREA_FLOOR, ch.NEAREST_K_WEIGHT, ch.NEAREST_VOTES)
+    out = []
+    try:
+        for floor in (1, 32, 64, 128):
+            for wk in (0.5, 1.0, 2.0):
+                for votes in (1, 3, 5):
+                    ch.NEAREST_AREA_FLOOR, ch.NEAREST_K_WEIGHT, ch.NEAREST_VOTES = floor, wk, votes
+                    row = [floor, wk, votes]
+                    for target in ch.TARGETS:
+                        loo = loo_predictions(pred, target)
+                        ok = n = 0
+                        for s in pred.shapes(target):
+                            truth = pred.predict(target, *s)
+                            if truth.kclass != "nvjet":
+                                continue
+                            n += 1
+                            ok += loo[s].s == truth.s and loo[s].confidence != "unknown"
+                        row.append((ok, n))
+                    out.append(tuple(row))
+                    log(" ".join(str(v) for v in row[:3]) + "  " + "  ".join(_pct(a, b) for a, b in row[3:]))
+    finally:
+        ch.NEAREST_AREA_FLOOR, ch.NEAREST_K_WEIGHT, ch.NEAREST_VOTES = saved
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    e = sub.add_parser("emit", help="write the generated table module")
+    e.add_argument("sweep")
+    e.add_argument("--out", default=str(ROOT / DEFAULT_MODULE))
+    v = sub.add_parser("evaluate", help="measure the rule's rates (leave one shape out)")
+    v.add_argument("sweep")
+    v.add_argument("--fit-records", required=True)
+    v.add_argument("--out", help="write the report as JSON")
+    s = sub.add_parser("scan", help="leave-one-out S rates over the nearest-shape constants")
+    s.add_argument("sweep")
+    args = p.parse_args(argv)
+    if args.cmd == "emit":
+        print(f"wrote {emit(args.sweep, args.out)}")
+    elif args.cmd == "evaluate":
+        rep = evaluate(args.sweep, args.fit_records)
+        if args.out:
+            Path(args.out).write_text(json.dumps(rep, indent=1, default=list) + "\n")
+    else:
+        scan(args.sweep)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
