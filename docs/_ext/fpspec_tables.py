@@ -371,6 +371,9 @@ def kind_counts(fmt) -> dict:
     for e in range(fmt.exp_max_field + 1):
         for man, mult in classes:
             counts[fmt.kind(fmt.join(0, e, man))] += mult * (2 if fmt.signed else 1)
+    if fmt.signed and fmt.kind(fmt.sign_mask) is not fmt.kind(0):  # FNUZ: the -0 code is the NaN
+        counts[fmt.kind(0)] -= 1
+        counts[fmt.kind(fmt.sign_mask)] += 1
     return counts
 
 
