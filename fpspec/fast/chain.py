@@ -41,8 +41,8 @@ from typing import NamedTuple
 import numpy as np
 
 from ..models import ACCUMULATOR_FORMATS, ZERO_ALIGNMENT_EXPONENT, GemmModel
-from .fp32 import (FP32_LATTICE, MODE_CODES, RNE, Lattice, add_round, add_round_int, add_specials, lattice,
-                   round_acc_int, round_acc_terms, round_fp32_int, split_fp32)
+from .fp32 import (FP32_LATTICE, MODE_CODES, RNE, Lattice, add_round, add_round_fp32, add_round_int, add_specials,
+                   lattice, round_acc_int, round_acc_terms, round_fp32_int, split_fp32)
 from .jit import gemm_jit
 
 __all__ = ["ChainSpec", "FinishSpec", "Plan", "chain_spec", "finish_spec", "chain_plan", "keep", "align_group",
@@ -98,6 +98,7 @@ class ChainSpec(NamedTuple):
     join_below: int             # TRUNCATE or FLOOR
     product_overflow: bool      # product_overflow="inf"
     signed_zero: bool           # chain_zero="signed"
+    fp32_lattice: bool          # the lattice is FP32_LATTICE (rounded by round_fp32_int, no lattice call)
 
 
 class FinishSpec(NamedTuple):
@@ -143,7 +144,8 @@ def chain_spec(model: GemmModel) -> ChainSpec:
         join_drop=NO_DROP if model.join_drop_bits is None else model.join_drop_bits,
         join_below=FLOOR if model.join_below == "floor" else TRUNCATE,
         product_overflow=model.product_overflow == "inf",
-        signed_zero=model.chain_zero == "signed")
+        signed_zero=model.chain_zero == "signed",
+        fp32_lattice=lattice(model.accumulate_bits, emin, top, model.accumulate_overflow == "inf") == FP32_LATTICE)
 
 
 def finish_spec(model: GemmModel, alpha: Fraction | None) -> FinishSpec:
@@ -326,11 +328,15 @@ def accumulate(c, acc, e, spec):
             if c != 0.0:
                 sc, lc = split_fp32(c)
                 acc += keep(sc, lc - e, spec.below)
+            if spec.fp32_lattice:
+                return round_fp32_int(acc, e, spec.accumulate_rounding)
             return round_acc_int(acc, e, spec.accumulate_rounding, spec.lattice)
         return add_round_int(c, acc, e, spec.accumulate_rounding, spec.lattice)
     if acc == 0:
         return c  # p = +0: c is already on the accumulator's lattice
     p = round_fp32_int(acc, e, spec.group_rounding)
+    if spec.fp32_lattice:
+        return add_round_fp32(c, p, spec.accumulate_rounding)
     return add_round(c, p, spec.accumulate_rounding, spec.lattice)
 
 

@@ -52,7 +52,8 @@ from ..exact.binary32 import FLT_MAX, FP32_EMIN
 from .jit import gemm_jit
 
 __all__ = ["RNE", "RTZ", "MODE_CODES", "Lattice", "FP32_LATTICE", "lattice", "bitlen", "round_fp32_pair",
-           "round_acc_pair", "round_fp32_int", "round_acc_int", "round_acc_terms", "add_round", "add_round_int",
+           "round_acc_pair", "round_fp32_int", "round_acc_int", "round_acc_terms", "add_round", "add_round_fp32",
+           "add_round_int",
            "add_specials", "split_fp32", "fp32_exponent", "py_round_acc_int", "py_add_round"]
 
 #: Rounding-mode codes of the compiled functions.
@@ -232,7 +233,7 @@ def round_acc_pair(v, err, mode, lat):
                 res = math.ldexp(t - 1.0, q)
         else:
             res = math.ldexp(t, q)
-        if res >= math.ldexp(1.0, lat.top):
+        if e >= lat.top - 1 and res >= math.ldexp(1.0, lat.top):  # (only the top binade can reach 2^top)
             res = math.inf if lat.overflow_inf else math.ldexp(math.ldexp(2.0, bits) - 1.0, lat.top - 1 - bits)
     else:
         d = a - t
@@ -245,7 +246,7 @@ def round_acc_pair(v, err, mode, lat):
             elif (t % 2.0) != 0.0:
                 t += 1.0
         res = math.ldexp(t, q)
-        if res >= math.ldexp(1.0, lat.top):
+        if e >= lat.top - 1 and res >= math.ldexp(1.0, lat.top):
             res = math.inf
     return (-res if neg else res) + 0.0
 
@@ -443,6 +444,18 @@ def round_acc_terms(sigs, lsbs, n, mode, lat):
                 acc += sigs[i] << (lsbs[i] - base)
         return round_acc_int(acc, base, mode, lat)
     return _round_acc_limbs(sigs, lsbs, n, mode, lat)
+
+
+@gemm_jit
+def add_round_fp32(x, y, mode):
+    """:func:`add_round` to FP32 with IEEE overflow (the common lattice, without the lattice
+    argument)."""
+    if not (math.isfinite(x) and math.isfinite(y)):
+        return add_specials(x, y)
+    s = x + y
+    bp = s - x
+    err = (x - (s - bp)) + (y - bp)
+    return round_fp32_pair(s, err, mode)
 
 
 @gemm_jit

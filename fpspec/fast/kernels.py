@@ -337,22 +337,25 @@ def gemm_window_rows(a, bt, plan, spec, fin, out, r0, r1):
                 acc[j] = 0
                 if spec.fused and math.isfinite(c[j]):
                     emax[j] = accumulator_exponent(c[j], spec)
-            for kk in range(k0, k1):
-                e_a = np.int64(a.aexp[i, kk])
-                erow = bt.aexp[kk]
-                if spec.zero_terms:  # zero products align too (zero operands at -126)
+            if spec.zero_terms:  # zero products align too (zero operands at -126)
+                for kk in range(k0, k1):
+                    e_a = np.int64(a.aexp[i, kk])
+                    erow = bt.aexp[kk]
                     for j in range(n):
                         cand = e_a + np.int64(erow[j])
                         if cand > emax[j]:
                             emax[j] = cand
-                    continue
-                if a.sig[i, kk] == 0:
-                    continue
-                srow = bt.sig[kk]
-                for j in range(n):
-                    cand = e_a + np.int64(erow[j]) if srow[j] != 0 else NO_TERMS
-                    if cand > emax[j]:
-                        emax[j] = cand
+            else:
+                for kk in range(k0, k1):
+                    if a.sig[i, kk] == 0:
+                        continue
+                    e_a = np.int64(a.aexp[i, kk])
+                    erow = bt.aexp[kk]
+                    srow = bt.sig[kk]
+                    for j in range(n):
+                        cand = e_a + np.int64(erow[j]) if srow[j] != 0 else NO_TERMS
+                        if cand > emax[j]:
+                            emax[j] = cand
             for j in range(n):
                 if emax[j] != NO_TERMS and emax[j] < spec.exponent_floor:
                     emax[j] = spec.exponent_floor
