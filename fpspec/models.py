@@ -89,6 +89,7 @@ __all__ = [
     "PARAMETER_ALIASES",
     "PARAMETER_HELP",
     "get_model",
+    "arithmetic_summary",
     "parse_overrides",
     "preset_names",
     "presets_json",
@@ -477,6 +478,10 @@ class Preset:
     summary: str
     source: str
     backing: Backing
+    #: The GPU generation an instruction-level preset models (empty for the others).
+    architecture: str = ""
+    #: The PTX / ISA instruction it models (empty for the others).
+    instruction: str = ""
 
 
 _FP32_SEQ = GemmModel(group_size=1, fused=False, group_rounding="rne", accumulate_rounding="rne",
@@ -663,6 +668,29 @@ _INSTRUCTION_PRESETS = (
                    "mfma('CDNA3', 'f32_16x16x32_fp8_fp8')"), _mmasim_backing()),
 )
 
+#: Architecture and instruction of each instruction-level preset (the hardware-models table).
+_INSTRUCTIONS: dict[str, tuple[str, str]] = {
+    "sm70-f16": ("Volta (sm_70)", "mma.sync.aligned.m8n8k4 .f32.f16.f16.f32"),
+    "sm75-f16": ("Turing (sm_75)", "mma.sync.aligned.m16n8k8 .f32.f16.f16.f32"),
+    "sm80-f16": ("Ampere (sm_80)", "mma.sync.aligned.m16n8k16 .f32.{f16,bf16}"),
+    "sm80-f16-f16acc": ("Ampere (sm_80)", "mma.sync.aligned.m16n8k16 .f16.f16.f16.f16"),
+    "sm89-fp8": ("Ada (sm_89)", "mma.sync.aligned.m16n8k32 .f32.{e4m3,e5m2}"),
+    "sm90-f16": ("Hopper (sm_90a)", "wgmma.mma_async m64nNk16 .f32.{f16,bf16}"),
+    "sm90-f16-f16acc": ("Hopper (sm_90a)", "wgmma.mma_async m64nNk16 .f16.f16.f16"),
+    "sm90-fp8": ("Hopper (sm_90a)", "wgmma.mma_async m64nNk32 .f32.{e4m3,e5m2}"),
+    "sm100-f16": ("Blackwell (sm_100a)", "tcgen05.mma kind::f16"),
+    "sm100-f8f6f4": ("Blackwell (sm_100a)", "tcgen05.mma kind::f8f6f4"),
+    "sm100-mxf8f6f4": ("Blackwell (sm_100a)", "tcgen05.mma kind::mxf8f6f4.block_scale (UE8M0, block 32)"),
+    "sm100-mxf4nvf4": ("Blackwell (sm_100a)", "tcgen05.mma kind::mxf4nvf4.block_scale (UE4M3 b16, UE8M0 b32/b16)"),
+    "sm120-f8f6f4": ("RTX Blackwell (sm_120a)", "mma.sync m16n8k32 kind::f8f6f4"),
+    "sm120-mxf8f6f4": ("RTX Blackwell (sm_120a)", "mma.sync m16n8k32 kind::mxf8f6f4.block_scale"),
+    "sm120-mxf4nvf4": ("RTX Blackwell (sm_120a)", "mma.sync m16n8k64 kind::mxf4nvf4.block_scale"),
+    "cdna3-f16": ("AMD CDNA3 (MI300)", "v_mfma_f32_16x16x16_{f16,bf16}"),
+    "cdna3-fp8": ("AMD CDNA3 (MI300)", "v_mfma_f32_16x16x32_{fp8,bf8}_{fp8,bf8}"),
+}
+_INSTRUCTION_PRESETS = tuple(dataclasses.replace(p, architecture=_INSTRUCTIONS[p.name][0],
+                                                 instruction=_INSTRUCTIONS[p.name][1]) for p in _INSTRUCTION_PRESETS)
+
 #: The named presets (FPS-GEMM-3), in the order ``fpspec models`` lists them.
 PRESETS: dict[str, Preset] = {p.name: p for p in (
     Preset("seed-probe-matched", _SEED,
@@ -731,8 +759,8 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
     *_INSTRUCTION_PRESETS,
 )}
 
-#: The instruction-level presets (FPS-GEMM-21): NVIDIA tensor-core and AMD matrix-core
-#: instructions, each the chain of its instruction from C = 0.
+#: The names of the instruction-level presets, NVIDIA tensor-core and AMD matrix-core
+#: instructions, each the chain of its instruction from C = 0 (FPS-GEMM-21).
 INSTRUCTION_PRESETS: tuple[str, ...] = tuple(p.name for p in _INSTRUCTION_PRESETS)
 
 
@@ -793,7 +821,62 @@ def parse_overrides(items: "list[str] | tuple[str, ...] | None") -> dict[str, An
 
 
 def presets_json() -> str:
-    """JSON of every preset (``fpspec models --json``)."""
-    return json.dumps({name: {"summary": p.summary, "source": p.source, "backing": p.backing.to_dict(),
-                              "parameters": p.model.to_dict()}
-                       for name, p in PRESETS.items()}, indent=2)
+    """JSON of every preset (``fpspec models --json``); instruction-level presets also carry
+    their architecture, instruction and arithmetic (:func:`arithmetic_summary`)."""
+    out = {}
+    for name, p in PRESETS.items():
+        entry = {"summary": p.summary, "source": p.source, "backing": p.backing.to_dict(),
+                 "parameters": p.model.to_dict()}
+        if p.instruction:
+            entry.update(architecture=p.architecture, instruction=p.instruction,
+                         arithmetic=arithmetic_summary(p.model))
+        out[name] = entry
+    return json.dumps(out, indent=2)
+
+
+def arithmetic_summary(model: GemmModel) -> dict[str, str]:
+    """One line per aspect of an instruction-level model, derived from its parameters (the
+    hardware-models table of docs/hardware-models.rst): k, group, window, alignment,
+    rounding, specials, output (FPS-GEMM-21)."""
+    g, k = model.group_size, model.instruction_k
+    halves = f" = {k // g} x {g}" if (g and k and k != g) else ""
+    if model.scale_placement == "block":
+        t = model.block_term_size
+        terms = f"{g // t} block terms of {t} products" if (g and t) else "block terms"
+    else:
+        terms = f"{g} products" if g else "all products"
+    if model.fused:
+        group = f"{terms} + C, fused"
+    elif model.join_sum_bits is not None:
+        group = f"{terms}; C joins after the window"
+    else:
+        group = f"{terms}; C added after rounding"
+    window = "none" if model.window_bits is None else f"F = {model.window_bits}, {model.below_window}"
+    if model.window_lanes > 1:
+        window += f", {model.window_lanes} lanes (k mod {model.window_lanes}) merged by {model.join_below}"
+    if model.join_sum_bits is not None:
+        window += (f"; join: sum {model.join_below} to {model.join_sum_bits} bits, C to {model.join_c_bits}"
+                   + (f", C dropped below M - {model.join_drop_bits}" if model.join_drop_bits is not None else ""))
+    if model.block_exponent == "scales":
+        align = "e(s_a) + e(s_b)" if model.scale_placement == "block" else "e(a) + e(b) + e(s_a) + e(s_b)"
+    else:
+        align = "e(a) + e(b)" if model.product_exponent == "operands" else "floor(log2 |p|)"
+    align += "; zeros and C = 0 at -126" if model.zero_alignment == "emin" else "; zeros and C = 0 excluded"
+    acc_bits = ACCUMULATOR_FORMATS[model.accumulator_format][2]
+    mode = model.accumulate_rounding.upper().replace("RTZ", "RZ")
+    width = {"fp32": "FP32", "fp16": "FP16"}[model.accumulator_format]
+    rounding = f"{mode} to {width}" if model.accumulate_bits == acc_bits else \
+        f"{mode} to {model.accumulate_bits} fraction bits (FP32 range)"
+    rounding += " per group" if not model.fused or (g and k and g < k) else " per instruction"
+    specials = []
+    if model.accumulate_overflow == "inf" or model.accumulate_rounding == "rne":
+        specials.append("overflow -> Inf")
+    else:
+        specials.append("RZ overflow -> max finite")
+    if model.product_overflow == "inf":
+        specials.append("product >= 2^128 -> Inf")
+    specials.append(f"NaN {NAN_BITS[(model.nan_encoding, model.output_format)]:#x}")
+    if model.chain_zero == "signed":
+        specials.append("-0 on negative underflow")
+    return {"k": f"{k}{halves}" if k else "any", "group": group, "window": window, "alignment": align,
+            "rounding": rounding, "specials": ", ".join(specials), "output": model.output_format.upper()}

@@ -554,3 +554,48 @@ def test_fpsgemm10_block_terms_kernel_variants():
     m = get_model("seed-probe-matched", scale_placement="block", window_bits=20, fused=True)
     ye, yf = (gemm(ops[16], ops[16], m, impl=impl) for impl in ("exact", "fast"))
     assert np.array_equal(_bits(ye), _bits(yf))
+
+
+def test_fpsgemm11_cli_mixed_formats_fp16_output_and_models_listing(tmp_path, capsys):
+    """FPS-GEMM-11: fpspec gemm with --bt-format (mixed operands) and an FP16 output (--bits:
+    uint16); tensors built from codes as .npz; fpspec models lists every instruction preset
+    with its instruction and source (MMA-Sim), and --json carries architecture, instruction
+    and the arithmetic."""
+    from fpspec.cli import main
+
+    a = codes_of(np.array([[1.5] + [0.0] * 31]), "e4m3")
+    b = codes_of(np.array([[-3.0] + [0.0] * 31]), "e5m2")
+    np.save(tmp_path / "a.npy", a)
+    np.save(tmp_path / "b.npy", b)
+    out = tmp_path / "c.npy"
+    assert main(["gemm", "--operand-format", "e4m3", "--bt-format", "e5m2", str(tmp_path / "a.npy"),
+                 str(tmp_path / "b.npy"), "--model", "sm89-fp8", "--out", str(out)]) == 0
+    assert np.load(out)[0, 0] == -4.5
+    h = codes_of(np.array([[1.0, 2.0 ** -11, 2.0 ** -20] + [0.0] * 13]), "fp16")
+    np.save(tmp_path / "h.npy", h)
+    np.save(tmp_path / "one.npy", codes_of(np.array([[1.0] * 16]), "fp16"))
+    assert main(["gemm", "--operand-format", "fp16", str(tmp_path / "h.npy"), str(tmp_path / "one.npy"),
+                 "--model", "sm90-f16-f16acc", "--bits", "--out", str(out)]) == 0
+    got = np.load(out)
+    assert got.dtype == np.uint16 and got[0, 0] == 0x3C01
+    q = _nvfp4([0.5] + [0.0] * 63, [2.0 ** -6, 1, 1, 1])
+    q.to_npz(tmp_path / "q.npz")
+    assert QuantizedTensor.from_npz(tmp_path / "q.npz").scheme == "codes"
+    assert main(["gemm", str(tmp_path / "q.npz"), str(tmp_path / "q.npz"), "--model", "sm100-mxf4nvf4",
+                 "--out", str(out)]) == 0
+    assert np.load(out)[0, 0] == 2.0 ** -14
+    capsys.readouterr()
+    assert main(["gemm", "--bt-format", "e5m2", str(tmp_path / "a.npy"), str(tmp_path / "b.npy"),
+                 "--model", "sm89-fp8", "--out", str(out)]) == 2
+    assert "needs --operand-format" in capsys.readouterr().err
+    assert main(["models"]) == 0
+    text = capsys.readouterr().out
+    for name in INSTRUCTION_PRESETS:
+        after = text.split(f"\n{name}\n")[1].split("\n")
+        block = "\n".join(after[:next(i for i, line in enumerate(after) if not line.startswith("    "))])
+        assert "instruction: " in block and "MMA-Sim" in block and "2511.10909" in block, name
+    assert main(["models", "--json"]) == 0
+    listing = json.loads(capsys.readouterr().out)
+    assert listing["cdna3-fp8"]["architecture"].startswith("AMD CDNA3")
+    assert listing["sm100-mxf4nvf4"]["arithmetic"]["window"].startswith("F = 35")
+    assert listing["sm90-f16"]["backing"]["kind"] == "measured"
