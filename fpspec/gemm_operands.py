@@ -97,18 +97,16 @@ def check_quantized_pair(a, bt, model: GemmModel) -> None:
         if q.payload_format not in QUANTIZED_PAYLOADS:
             raise FpspecError(f"{name}: payload format {q.payload_format!r} is not supported "
                               f"({', '.join(QUANTIZED_PAYLOADS)})")
-    if model.scale_placement == "block" and model.operand_domain == "encoded":
-        term = model.block_term_size
-        for name, q in (("A", a), ("BT", bt)):
-            if term is not None and q.block % term:
-                raise FpspecError(f"block_term_size={term} must divide {name}'s scale block {q.block} "
-                                  "(a block term has one scale per operand)")
     if model.split_k is not None:
         for name, q in (("A", a), ("BT", bt)):
             if model.split_k % q.block:
                 raise FpspecError(f"split_k={model.split_k} must be a multiple of {name}'s block size {q.block} "
                                   "(slices hold whole scale blocks)")
     if model.scale_placement == "block" and model.operand_domain == "encoded":
+        for name, q in (("A", a), ("BT", bt)):
+            if model.block_term_size is not None and q.block % model.block_term_size:
+                raise FpspecError(f"block_term_size={model.block_term_size} must divide {name}'s scale block "
+                                  f"{q.block} (a block term has one scale per operand)")
         if a.block != bt.block and model.block_term_size is None:
             raise FpspecError(f"scale_placement=block needs equal block sizes (or a block_term_size), A has "
                               f"{a.block}, BT {bt.block}")

@@ -57,9 +57,17 @@ One output element ``y[m, n]`` of ``A (M x K) @ BT (N x K)^T`` is computed as
 
 Special values (FPS-GEMM-2): a NaN operand or 0 x Inf makes that output NaN;
 Inf terms propagate (Inf - Inf is NaN); an FP32 rounding that overflows gives
-Inf under RNE and max finite under RTZ.  A zero inside the chain (steps 1-5) is +0;
-steps 6-8 keep IEEE signs (a negative value that snaps, scales or converts to zero
-gives -0).
+Inf under RNE and max finite under RTZ (Inf with ``accumulate_overflow="inf"``).  A
+zero inside the chain (steps 1-5) is +0 (``chain_zero="signed"``: a negative underflow
+gives -0); steps 6-8 keep IEEE signs (a negative value that snaps, scales or converts to
+zero gives -0).  A NaN output has the bits ``nan_encoding`` names.
+
+Instruction-level parameters (FPS-GEMM-16..22, docs/hardware-models.rst) refine steps
+1-4 for single tensor-core / matrix-core instructions: whether zeros take part in the
+alignment (``zero_alignment``), block-scaled values aligned by their scales
+(``block_exponent``, ``block_term_size``), AMD's staged groups (``product_overflow``,
+``window_lanes``, ``join_*``), an FP16 accumulator (``accumulator_format``), the
+instruction's k (``instruction_k``).  Every default keeps the behaviour above.
 
 The presets and their sources are :data:`PRESETS`; ``fpspec models`` lists them.
 """

@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 import json
-import math
 
 import numpy as np
 import pytest
@@ -488,7 +487,14 @@ def test_fpsgemm20_bad_instruction_parameters():
     ]:
         with pytest.raises(FpspecError, match=why):
             get_model("sm90-f16", **over)
-    assert math.isinf(float(get_model("cdna3-f16").join_sum_bits or math.inf)) is False
+    q32 = QuantizedTensor.from_codes(np.zeros((1, 64), np.uint8), np.zeros((1, 2), np.uint8), payload_format="e2m1",
+                                     scale_format="ue8m0", block=32)
+    with pytest.raises(FpspecError, match="block_term_size=64 must divide A's scale block 32"):
+        gemm(q32, q32, "sm100-mxf4nvf4", block_term_size=64)
+    # CDNA3's NaN bits: MMA-Sim leaves them open, fpspec names its choice (ieee-quiet)
+    nan = _bf16([[float("nan")] + [1.0] * 15])
+    assert get_model("cdna3-f16").nan_encoding == "ieee-quiet"
+    assert gemm(nan, _bf16([[1.0] * 16]), "cdna3-f16", fmt="bf16").view(np.uint32)[0, 0] == 0x7FC00000
 
 
 def _finite_codes(rng, fmt: str, shape) -> np.ndarray:
