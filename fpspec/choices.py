@@ -288,6 +288,10 @@ POLICY_RATIONALE: dict[str, str] = {
     "ue8m0": "nonfinite: what ml_dtypes and torch do past 2^127 (0xFF).",
     "e5m2": "nonfinite: IEEE 754 semantics, as ml_dtypes and torch.",
     "fp16": "nonfinite: IEEE 754.",
+    "e4m3fnuz": "nonfinite: what ml_dtypes does (past max finite 240, and for +-Inf: the NaN 0x80; "
+                "the format has no Inf).",
+    "e5m2fnuz": "nonfinite: what ml_dtypes does (past max finite 57344, and for +-Inf: the NaN 0x80; "
+                "the format has no Inf).",
     "bf16": "nonfinite: IEEE 754.",
     "fp32": "nonfinite: IEEE 754.",
 }

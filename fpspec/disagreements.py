@@ -478,4 +478,28 @@ DISAGREEMENTS: tuple[Disagreement, ...] = (
                       _sel("preset=seed-probe-matched-nosnap")),
         ),
         "A named GEMM parameter (snap_bits).", ("FPS-GEMM-7",)),
+    Disagreement(
+        "blackwell-nvfp4-gemm", "How a Blackwell NVFP4 GEMM accumulates: the seed's probe-matched model or the "
+        "tcgen05.mma kind::mxf4nvf4 instruction",
+        (
+            Behaviour("seed paper's probe-matched model (fitted on tensor-scaled, narrow-range data)",
+                      "each 64-product group summed exactly and rounded RNE to FP32, RZ across groups, the "
+                      "output snapped to 1/1024.  Worked inputs (K = 64, UE4M3 block-16 scales, no tensor "
+                      "scale): a0 = b0 = 0.5 with scale 2^-6, the rest 0 -> 0 (the snap; the instruction gives "
+                      "2^-14); a0 = b0 = 6 with scale 448 and a16 = 1.5, b16 = 0.5 with scale 1 -> 7225345 "
+                      "(the group RNE of 7225344.75; the instruction gives 7225344.5)",
+                      _sel("preset=seed-probe-matched"),
+                      "on MMA-Sim's NVFP4 reference set (vectors/provenance/mmasim, K = 256) it agrees with "
+                      "tcgen05.mma on 55.2% of outputs; without the snap 82.9%; c = RZ(c + exact 64-sum) "
+                      "(seed-probe-matched with snap_bits=none, group_rounding=none) on 99.6%, missing only "
+                      "outputs fed by all-zero blocks under the largest scales or extreme scale steps, where "
+                      "the instruction's F = 35 window aligned by the scale exponents cuts"),
+            Behaviour("MMA-Sim tcgen05.mma kind::mxf4nvf4 (Xie et al., arXiv 2511.10909; checked against the GPU "
+                      "by its authors)", "16-product sub-block sums times both scales, aligned by the scale "
+                      "exponents, fused with C in a 35-bit window, truncated, RZ to FP32 per instruction",
+                      _sel("preset=sm100-mxf4nvf4, preset=sm120-mxf4nvf4")),
+        ),
+        "Both are presets: seed-probe-matched reproduces the seed paper's reported numbers (use it to compare "
+        "with the paper); sm100-mxf4nvf4 reproduces the instruction bit for bit (use it to validate an NVFP4 "
+        "kernel or emulator; a kernel's tensor scale alpha is its own epilogue).", ("FPS-GEMM-21",)),
 )

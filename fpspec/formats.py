@@ -47,6 +47,8 @@ __all__ = [
     "FP16",
     "BF16",
     "FP32",
+    "E4M3FNUZ",
+    "E5M2FNUZ",
     "UE5M3_RESERVED_DECODE",
 ]
 
@@ -64,6 +66,9 @@ class Specials(enum.Enum):
     #: The whole all-ones exponent binade is reserved and decodes as NaN, no Inf
     #: (fpspec's reading of the seed paper's UE5M3, see UE5M3_RESERVED_DECODE).
     RESERVED_BINADE_NAN = "reserved-binade-nan"
+    #: "FNUZ" (finite, NaN, unsigned zero): the negative-zero code (sign bit alone) is
+    #: the one NaN; no Inf, no -0 (AMD CDNA3 FP8 / BF8, LLVM Float8E4M3FNUZ / Float8E5M2FNUZ).
+    FNUZ = "fnuz"
 
 
 class CodeKind(enum.Enum):
@@ -174,6 +179,8 @@ class FloatFormat:
             return CodeKind.NAN
         if self.specials is Specials.RESERVED_BINADE_NAN and top:
             return CodeKind.NAN
+        if self.specials is Specials.FNUZ and code == self.sign_mask:
+            return CodeKind.NAN
         if exp == 0 and self.subnormals:
             return CodeKind.ZERO if man == 0 else CodeKind.SUBNORMAL
         return CodeKind.NORMAL
@@ -189,6 +196,12 @@ class FloatFormat:
     @cached_property
     def has_zero(self) -> bool:
         return self.subnormals
+
+    @cached_property
+    def has_negative_zero(self) -> bool:
+        """Whether the sign bit on a zero is a code of its own (-0); in an FNUZ format that
+        code is the NaN, and a zero result is always +0 (FPS-FMT-8)."""
+        return self.signed and self.subnormals and self.specials is not Specials.FNUZ
 
     # ------------------------------------------------------------ exact values
     @cached_property
@@ -218,7 +231,7 @@ class FloatFormat:
     @cached_property
     def max_finite_code(self) -> int:
         """The positive code with the largest finite value."""
-        if self.specials is Specials.NONE:
+        if self.specials in (Specials.NONE, Specials.FNUZ):
             return self.magnitude_mask
         if self.specials is Specials.FN:
             return self.magnitude_mask - 1
@@ -258,7 +271,10 @@ class FloatFormat:
 
     @cached_property
     def nan_code(self) -> int | None:
-        """Canonical positive NaN code written by encoders (all ones below the sign)."""
+        """Canonical NaN code written by encoders: all ones below the sign, or in an FNUZ
+        format its one NaN, the sign bit alone."""
+        if self.specials is Specials.FNUZ:
+            return self.sign_mask
         return self.magnitude_mask if self.has_nan else None
 
     @cached_property
@@ -300,10 +316,15 @@ E5M2 = FloatFormat("e5m2", 5, 2, 15, True, True, Specials.IEEE,
 FP16 = FloatFormat("fp16", 5, 10, 15, True, True, Specials.IEEE, "IEEE 754 binary16")
 BF16 = FloatFormat("bf16", 8, 7, 127, True, True, Specials.IEEE, "bfloat16: the upper half of binary32")
 FP32 = FloatFormat("fp32", 8, 23, 127, True, True, Specials.IEEE, "IEEE 754 binary32")
+E4M3FNUZ = FloatFormat("e4m3fnuz", 4, 3, 8, True, True, Specials.FNUZ,
+                       "FP8 E4M3 FNUZ (AMD CDNA3 'FP8'; LLVM Float8E4M3FNUZ): bias 8, max 240, NaN 0x80, no Inf, no -0")
+E5M2FNUZ = FloatFormat("e5m2fnuz", 5, 2, 16, True, True, Specials.FNUZ,
+                       "FP8 E5M2 FNUZ (AMD CDNA3 'BF8'; LLVM Float8E5M2FNUZ): bias 16, max 57344, NaN 0x80, no Inf, "
+                       "no -0")
 
 #: Every predefined format by CLI name (FPS-FMT-4).
 FORMATS: dict[str, FloatFormat] = {
-    f.name: f for f in (E2M1, E4M3, UE4M3, UE5M3, UE5M3FNU, UE8M0, E5M2, FP16, BF16, FP32)
+    f.name: f for f in (E2M1, E4M3, UE4M3, UE5M3, UE5M3FNU, UE8M0, E5M2, FP16, BF16, FP32, E4M3FNUZ, E5M2FNUZ)
 }
 
 

@@ -57,9 +57,17 @@ One output element ``y[m, n]`` of ``A (M x K) @ BT (N x K)^T`` is computed as
 
 Special values (FPS-GEMM-2): a NaN operand or 0 x Inf makes that output NaN;
 Inf terms propagate (Inf - Inf is NaN); an FP32 rounding that overflows gives
-Inf under RNE and max finite under RTZ.  A zero inside the chain (steps 1-5) is +0;
-steps 6-8 keep IEEE signs (a negative value that snaps, scales or converts to zero
-gives -0).
+Inf under RNE and max finite under RTZ (Inf with ``accumulate_overflow="inf"``).  A
+zero inside the chain (steps 1-5) is +0 (``chain_zero="signed"``: a negative underflow
+gives -0); steps 6-8 keep IEEE signs (a negative value that snaps, scales or converts to
+zero gives -0).  A NaN output has the bits ``nan_encoding`` names.
+
+Instruction-level parameters (FPS-GEMM-16..22, docs/hardware-models.rst) refine steps
+1-4 for single tensor-core / matrix-core instructions: whether zeros take part in the
+alignment (``zero_alignment``), block-scaled values aligned by their scales
+(``block_exponent``, ``block_term_size``), AMD's staged groups (``product_overflow``,
+``window_lanes``, ``join_*``), an FP16 accumulator (``accumulator_format``), the
+instruction's k (``instruction_k``).  Every default keeps the behaviour above.
 
 The presets and their sources are :data:`PRESETS`; ``fpspec models`` lists them.
 """
@@ -80,10 +88,16 @@ __all__ = [
     "Backing",
     "BACKING_KINDS",
     "PRESETS",
+    "INSTRUCTION_PRESETS",
+    "MMASIM",
+    "ZERO_ALIGNMENT_EXPONENT",
+    "ACCUMULATOR_FORMATS",
+    "NAN_BITS",
     "CHOICE_ALIASES",
     "PARAMETER_ALIASES",
     "PARAMETER_HELP",
     "get_model",
+    "arithmetic_summary",
     "parse_overrides",
     "preset_names",
     "presets_json",
@@ -97,7 +111,15 @@ ScalePlacement = Literal["product", "block"]
 OperandDomain = Literal["encoded", "decoded-fp32", "decoded-exact"]
 AlphaSource = Literal["amax", "decode-scales", "none"]
 AlphaRounding = Literal["exact", "once", "twice", "fp32-divide", "fp32-reciprocal"]
-OutputFormat = Literal["fp32", "bf16"]
+OutputFormat = Literal["fp32", "bf16", "fp16"]
+ZeroAlignment = Literal["excluded", "emin"]
+BlockExponent = Literal["value", "scales"]
+ProductOverflow = Literal["none", "inf"]
+JoinBelow = Literal["floor", "truncate"]
+AccumulatorFormat = Literal["fp32", "fp16"]
+AccumulateOverflow = Literal["ieee", "inf"]
+ChainZero = Literal["positive", "signed"]
+NanEncoding = Literal["ieee-quiet", "all-ones"]
 
 _CHOICES: dict[str, tuple[str, ...]] = {
     "below_window": ("truncate", "floor", "exact"),
@@ -109,7 +131,32 @@ _CHOICES: dict[str, tuple[str, ...]] = {
     "operand_domain": ("encoded", "decoded-fp32", "decoded-exact"),
     "alpha_source": ("amax", "decode-scales", "none"),
     "alpha_rounding": ("exact", "once", "twice", "fp32-divide", "fp32-reciprocal"),
-    "output_format": ("fp32", "bf16"),
+    "output_format": ("fp32", "bf16", "fp16"),
+    "zero_alignment": ("excluded", "emin"),
+    "block_exponent": ("value", "scales"),
+    "product_overflow": ("none", "inf"),
+    "join_below": ("floor", "truncate"),
+    "accumulator_format": ("fp32", "fp16"),
+    "accumulate_overflow": ("ieee", "inf"),
+    "chain_zero": ("positive", "signed"),
+    "nan_encoding": ("ieee-quiet", "all-ones"),
+}
+
+#: Alignment exponent of a zero operand, a zero block scale and a zero accumulator under
+#: ``zero_alignment="emin"``: FP32's emin, -126, in every format (MMA-Sim c785138,
+#: ``extract_significand_exponent``; FPS-GEMM-16).
+ZERO_ALIGNMENT_EXPONENT = -126
+
+#: (emin, the binary exponent at which the format overflows, fraction bits) of each
+#: accumulator format (FPS-GEMM-13, FPS-GEMM-19).
+ACCUMULATOR_FORMATS: dict[str, tuple[int, int, int]] = {"fp32": (-126, 128, 23), "fp16": (-14, 16, 10)}
+
+#: Output NaN bits per ``nan_encoding`` and output format (FPS-GEMM-2, FPS-GEMM-17): the
+#: IEEE quiet NaN, or every bit below the sign set (NVIDIA tensor cores, MMA-Sim).  A BF16
+#: output is returned as the float32 of the BF16 value, so its NaN is given as FP32 bits.
+NAN_BITS: dict[tuple[str, str], int] = {
+    ("ieee-quiet", "fp32"): 0x7FC00000, ("ieee-quiet", "bf16"): 0x7FC00000, ("ieee-quiet", "fp16"): 0x7E00,
+    ("all-ones", "fp32"): 0x7FFFFFFF, ("all-ones", "bf16"): 0x7FFF0000, ("all-ones", "fp16"): 0x7FFF,
 }
 
 #: Other spellings accepted for a choice, and the canonical value they stand for:
@@ -146,6 +193,33 @@ PARAMETER_HELP: dict[str, str] = {
                        "exponent range), rounded with accumulate_rounding; 23 = FP32",
     "split_k": "S: K cut into slices of S products, each its own chain, slice results added in order "
                "with FP32 RNE (a library's split-K); None = one chain",
+    "instruction_k": "k of the modelled hardware instruction: K must be a multiple of it (a split instruction "
+                     "has G = k/2); None = any K",
+    "zero_alignment": "zero products and zero blocks, and c = 0, in the alignment: excluded (take no part) or "
+                      "emin (a zero operand, scale or c aligns at -126, as MMA-Sim)",
+    "block_exponent": "alignment exponent of block-scaled values: value (floor(log2) of the scaled value or "
+                      "block term) or scales (payload and scale exponents apart; a block term: the two scale "
+                      "exponents only)",
+    "block_term_size": "products per block term with scale_placement=block (a divisor of the scale block); "
+                       "None = the scale block",
+    "product_overflow": "a product of magnitude >= 2^128: none (an ordinary term) or inf (an Inf term before the "
+                        "window, as AMD CDNA3)",
+    "window_lanes": "products of a group windowed in this many interleaved lanes (k mod lanes), each at its own "
+                    "largest exponent, then cut at the joint one (AMD CDNA3 FP8: 2)",
+    "join_sum_bits": "non-fused join: the group sum cut to 2^(M - bits), M = max(group exponent, c's); None = "
+                     "no join (AMD CDNA3: 31)",
+    "join_c_bits": "non-fused join: c cut to 2^(M - bits) (AMD CDNA3: 24)",
+    "join_drop_bits": "non-fused join: c replaced by 0 when its exponent is below M - bits; None = never "
+                      "(AMD CDNA3 FP8: 25)",
+    "join_below": "how the join (and the lane merge) cuts: floor (toward -inf) or truncate (toward 0)",
+    "accumulator_format": "format of the running accumulator c: fp32, or fp16 (C and D in binary16, emin -14, "
+                          "overflow at 2^16)",
+    "accumulate_overflow": "an accumulator rounding of magnitude >= 2^top: ieee (Inf under RNE, largest finite "
+                           "under RTZ) or inf (Inf always: NVIDIA tensor cores)",
+    "chain_zero": "a zero inside the chain: positive (always +0) or signed (a negative result that underflows "
+                  "gives -0, as AMD CDNA3)",
+    "nan_encoding": "bits of a NaN output: ieee-quiet (0x7FC00000, FP16 0x7E00) or all-ones (0x7FFFFFFF, FP16 "
+                    "0x7FFF: NVIDIA)",
 }
 
 #: Short names accepted by :func:`get_model` / ``--set`` (``neab`` sets window_bits = 23 + neab).
@@ -187,6 +261,20 @@ class GemmModel:
     require_full_groups: bool = False
     accumulate_bits: int = 23
     split_k: int | None = None
+    instruction_k: int | None = None
+    zero_alignment: ZeroAlignment = "excluded"
+    block_exponent: BlockExponent = "value"
+    block_term_size: int | None = None
+    product_overflow: ProductOverflow = "none"
+    window_lanes: int = 1
+    join_sum_bits: int | None = None
+    join_c_bits: int | None = None
+    join_drop_bits: int | None = None
+    join_below: JoinBelow = "floor"
+    accumulator_format: AccumulatorFormat = "fp32"
+    accumulate_overflow: AccumulateOverflow = "ieee"
+    chain_zero: ChainZero = "positive"
+    nan_encoding: NanEncoding = "ieee-quiet"
 
     def __post_init__(self) -> None:
         def bad(name: str, why: str) -> FpspecError:
@@ -202,15 +290,17 @@ class GemmModel:
         for name in ("fused", "require_full_groups"):
             if not isinstance(getattr(self, name), bool):
                 raise bad(name, "must be true or false")
+        required = ("accumulate_bits", "window_lanes")
         for name in ("group_size", "promotion_interval", "split_k", "window_bits", "snap_bits",
-                     "align_exponent_floor", "accumulate_bits"):
+                     "align_exponent_floor", "accumulate_bits", "instruction_k", "block_term_size",
+                     "window_lanes", "join_sum_bits", "join_c_bits", "join_drop_bits"):
             v = getattr(self, name)
-            if v is None and name != "accumulate_bits":
+            if v is None and name not in required:
                 continue
             if isinstance(v, bool) or not isinstance(v, numbers.Integral):
-                raise bad(name, "must be an integer" + ("" if name == "accumulate_bits" else " or None"))
+                raise bad(name, "must be an integer" + ("" if name in required else " or None"))
             object.__setattr__(self, name, int(v))  # numpy integers are accepted, stored as int
-        for name in ("group_size", "promotion_interval", "split_k"):
+        for name in ("group_size", "promotion_interval", "split_k", "instruction_k", "block_term_size"):
             v = getattr(self, name)
             if v is not None and v < 1:
                 raise bad(name, "must be a positive integer or None")
@@ -222,8 +312,10 @@ class GemmModel:
                 and abs(self.align_exponent_floor) > ALIGN_EXPONENT_FLOOR_BOUND):
             raise bad("align_exponent_floor", f"must lie in -{ALIGN_EXPONENT_FLOOR_BOUND}.."
                                               f"{ALIGN_EXPONENT_FLOOR_BOUND}")
-        if not 0 <= self.accumulate_bits <= 23:
-            raise bad("accumulate_bits", "must be an integer in 0..23 (the accumulator is an FP32 value)")
+        acc_bits = ACCUMULATOR_FORMATS[self.accumulator_format][2]
+        if not 0 <= self.accumulate_bits <= acc_bits:
+            raise bad("accumulate_bits", f"must be an integer in 0..{acc_bits} (the accumulator is an "
+                                         f"{self.accumulator_format.upper()} value)")
         if self.split_k is not None and self.group_size is not None and self.split_k % self.group_size:
             raise bad("split_k", f"must be a multiple of group_size={self.group_size} (slices hold whole groups)")
         if (self.window_bits is None) != (self.below_window == "exact"):
@@ -236,6 +328,58 @@ class GemmModel:
                 raise bad("promotion_interval", "needs a group_size")
             if self.promotion_interval % self.group_size:
                 raise bad("promotion_interval", f"must be a multiple of group_size={self.group_size}")
+        self._check_instruction_parameters(bad)
+
+    def _check_instruction_parameters(self, bad) -> None:
+        """The consistency rules of the instruction-level parameters (FPS-GEMM-16..20)."""
+        if self.instruction_k is not None and self.group_size is not None and self.instruction_k % self.group_size:
+            raise bad("instruction_k", f"must be a multiple of group_size={self.group_size} (an instruction "
+                                       "holds whole groups)")
+        if self.zero_alignment == "emin":
+            if self.product_exponent != "operands":
+                raise bad("zero_alignment", "emin needs product_exponent=operands (a zero product has no "
+                                            "floor(log2))")
+            if self.scale_placement == "block" and self.block_exponent != "scales":
+                raise bad("zero_alignment", "emin with scale_placement=block needs block_exponent=scales")
+        if self.block_exponent == "scales":
+            if self.operand_domain != "encoded":
+                raise bad("block_exponent", "scales needs operand_domain=encoded (payloads and block scales apart)")
+            if self.product_exponent != "operands":
+                raise bad("block_exponent", "scales needs product_exponent=operands")
+        if self.block_term_size is not None:
+            if self.scale_placement != "block":
+                raise bad("block_term_size", "is for scale_placement=block")
+            if self.group_size is not None and self.group_size % self.block_term_size:
+                raise bad("block_term_size", f"must divide group_size={self.group_size}")
+        if self.window_lanes < 1:
+            raise bad("window_lanes", "must be a positive integer")
+        if self.window_lanes > 1:
+            if self.window_bits is None or self.group_size is None or self.group_size % self.window_lanes:
+                raise bad("window_lanes", "above 1 needs a window and a group_size that is a multiple of it")
+            if self.fused or self.scale_placement != "product":
+                raise bad("window_lanes", "above 1 needs fused=false and scale_placement=product (c joins after "
+                                          "the lanes merge)")
+        join = (self.join_sum_bits, self.join_c_bits)
+        if (join[0] is None) != (join[1] is None):
+            raise bad("join_sum_bits", "and join_c_bits are given together (or neither)")
+        for name in ("join_sum_bits", "join_c_bits", "join_drop_bits"):
+            v = getattr(self, name)
+            if v is not None and not 0 <= v <= 200:
+                raise bad(name, "must lie in 0..200 or be None")
+        if self.join_sum_bits is not None:
+            if self.fused or self.group_rounding != "none" or self.window_bits is None:
+                raise bad("join_sum_bits", "needs fused=false, group_rounding=none and a window (c joins the "
+                                           "group's exact windowed sum)")
+        elif self.join_drop_bits is not None:
+            raise bad("join_drop_bits", "needs join_sum_bits and join_c_bits")
+        if self.accumulator_format == "fp16":
+            if self.output_format != "fp16":
+                raise bad("accumulator_format", "fp16 needs output_format=fp16 (D is the FP16 accumulator)")
+            if not self.fused or self.promotion_interval is not None or self.split_k is not None:
+                raise bad("accumulator_format", "fp16 needs fused=true, no promotion and no split_k")
+        if self.chain_zero == "signed" and (self.join_sum_bits is None or self.promotion_interval is not None
+                                            or self.split_k is not None):
+            raise bad("chain_zero", "signed needs a join (join_sum_bits), no promotion and no split_k")
 
     # -------------------------------------------------------------- helpers
     @property
@@ -262,8 +406,12 @@ class GemmModel:
         return cls(**d)
 
     def check_k(self, k: int) -> None:
-        """FpspecError when ``require_full_groups`` and K does not fill whole groups
-        (a last partial promotion interval is always allowed: it is promoted at the end)."""
+        """FpspecError when K is not a multiple of ``instruction_k``, or ``require_full_groups``
+        and K does not fill whole groups (a last partial promotion interval is always allowed:
+        it is promoted at the end)."""
+        if self.instruction_k is not None and k % self.instruction_k:
+            raise FpspecError(f"K={k} is not a multiple of the instruction's k={self.instruction_k} "
+                              "(instruction_k)")
         if not self.require_full_groups:
             return
         if self.group_size is not None and k % self.group_size:
@@ -338,6 +486,10 @@ class Preset:
     summary: str
     source: str
     backing: Backing
+    #: The GPU generation an instruction-level preset models (empty for the others).
+    architecture: str = ""
+    #: The PTX / ISA instruction it models (empty for the others).
+    instruction: str = ""
 
 
 _FP32_SEQ = GemmModel(group_size=1, fused=False, group_rounding="rne", accumulate_rounding="rne",
@@ -379,6 +531,173 @@ _H200_OUTPUTS = 114_688
 _H200 = "NVIDIA H200 (cuBLAS 13.0 through torch 2.11)"
 _SEED_PAPER = ("the seed paper's model, probe-matched by its authors on a Blackwell GPU (366 of 512 native "
                "matches on wide-range operands, 512 of 512 on narrow-range ones); not measured by fpspec")
+
+# ------------------------------------------------------- instruction-level presets
+#: MMA-Sim, the hardware-validated reference of the instruction presets (FPS-GEMM-21).
+MMASIM = ("MMA-Sim (github.com/microsoft/MMA-Sim, commit c785138); Xie, Wang, Yang, Yang, 'MMA-Sim: "
+          "Bit-Accurate Reference Model of Tensor Cores and Matrix Cores', arXiv 2511.10909")
+_MMASIM_DETAIL = ("MMA-Sim's model of the instruction, which its authors checked bitwise against the GPU; "
+                  "fpspec reproduces every output of its MMA-Sim sets (vectors/provenance/mmasim)")
+_MMASIM_REF = "vectors/provenance/mmasim; docs/hardware-models.rst"
+
+
+def _nvidia(g: int, window: int, k: int, *, bits: int = 23, acc: str = "fp32", zero: str = "emin",
+            **more: Any) -> GemmModel:
+    """An NVIDIA tensor-core instruction as MMA-Sim models it: fused groups of G products with
+    C, window F, magnitude truncation, RZ (RNE for an FP16 D), Inf on overflow, NaN
+    0x7FFFFFFF (FPS-GEMM-21)."""
+    return GemmModel(group_size=g, window_bits=window, below_window="truncate", product_exponent="operands",
+                     fused=True, group_rounding="none", accumulate_rounding="rne" if acc == "fp16" else "rtz",
+                     operand_domain="encoded", alpha_source="none", require_full_groups=True,
+                     accumulate_bits=bits, instruction_k=k, zero_alignment=zero, accumulator_format=acc,
+                     output_format=acc, accumulate_overflow="inf", nan_encoding="all-ones", **more)
+
+
+def _cdna3(g: int, lanes: int, drop: int | None) -> GemmModel:
+    """An AMD CDNA3 MFMA instruction as MMA-Sim models it: two groups per instruction, products
+    truncated at their own window, the sum and C floored at the joint exponent, RNE32."""
+    return GemmModel(group_size=g, window_bits=24, below_window="truncate", product_exponent="operands",
+                     fused=False, group_rounding="none", accumulate_rounding="rne", operand_domain="encoded",
+                     alpha_source="none", require_full_groups=True, instruction_k=2 * g, zero_alignment="emin",
+                     product_overflow="inf", window_lanes=lanes, join_sum_bits=31, join_c_bits=24,
+                     join_drop_bits=drop, join_below="floor", chain_zero="signed", nan_encoding="ieee-quiet")
+
+
+def _source(instruction: str, call: str) -> str:
+    return f"{instruction}; {MMASIM} ({call})"
+
+
+def _mmasim_backing() -> Backing:
+    return Backing("hardware-validated-model", _MMASIM_DETAIL, _MMASIM_REF)
+
+
+_H200_MMASIM = "NVIDIA H200 (cuBLAS through torch 2.11, nvjet_sm90 wgmma kernels)"
+_H200_MMASIM_REF = "vectors/provenance/h200-mmasim; docs/hardware-models.rst"
+
+_INSTRUCTION_PRESETS = (
+    Preset("sm70-f16", _nvidia(4, 23, 4),
+           "Volta mma m8n8k4 FP16 -> FP32: fused groups of 4 products with C, F = 23, RZ",
+           _source("PTX mma.sync.aligned.m8n8k4.row.col.f32.f16.f16.f32 (sm_70)",
+                   "mma('Volta', 'm8n8k4.f32.f16.f16.f32')"), _mmasim_backing()),
+    Preset("sm75-f16", _nvidia(8, 24, 8),
+           "Turing mma m16n8k8 FP16 -> FP32: fused groups of 8 with C, F = 24, RZ",
+           _source("PTX mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 (sm_75)",
+                   "mma('Turing', 'm16n8k8.f32.f16.f16.f32')"), _mmasim_backing()),
+    Preset("sm80-f16", _nvidia(8, 24, 16),
+           "Ampere mma m16n8k16 FP16/BF16 -> FP32: a split instruction, two fused halves of 8 products, "
+           "each with C, F = 24, RZ to FP32",
+           _source("PTX mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.{f16,bf16}.f32 (sm_80)",
+                   "mma('Ampere', 'm16n8k16.f32.{f16,bf16}...')"), _mmasim_backing()),
+    Preset("sm80-f16-f16acc", _nvidia(8, 24, 16, bits=10, acc="fp16"),
+           "Ampere mma m16n8k16 FP16 -> FP16: two fused halves of 8 with an FP16 C, F = 24, each half "
+           "rounded to FP16 (RNE)",
+           _source("PTX mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16 (sm_80)",
+                   "mma('Ampere', 'm16n8k16.f16.f16.f16.f16')"), _mmasim_backing()),
+    Preset("sm89-fp8", _nvidia(16, 13, 32, bits=13),
+           "Ada mma m16n8k32 FP8 (e4m3/e5m2, mixed) -> FP32: two fused halves of 16, F = 13, each half "
+           "RZ to 13 fraction bits (e8m13)",
+           _source("PTX mma.sync.aligned.m16n8k32.row.col.f32.{e4m3,e5m2}.{e4m3,e5m2}.f32 (sm_89)",
+                   "mma('Ada Lovelace', 'm16n8k32.f32.a.b.f32')"), _mmasim_backing()),
+    Preset("sm90-f16", _nvidia(16, 25, 16, zero="excluded"),
+           "Hopper wgmma m64nNk16 FP16/BF16 -> FP32: fused groups of 16 with C, F = 25, RZ; zero products and "
+           "C = 0 out of the alignment, as the H200 shows",
+           _source("PTX wgmma.mma_async.sync.aligned.m64nNk16.f32.{f16,bf16}.{f16,bf16} (sm_90a)",
+                   "wgmma('Hopper', 'm64n8k16.f32.f16.f16')") + "; the zero rule from the H200",
+           Backing("measured", "cuBLAS FP16 and BF16 GEMMs (FP32 out) of the operands of the 12 FP16/BF16 MMA-Sim "
+                               "sets: every output of one instruction (K = 16) and of the K = 256 chain; MMA-Sim "
+                               "itself differs on BF16 where zero products or C = 0 would set the alignment "
+                               "(zero_alignment=emin reproduces MMA-Sim)",
+                   _H200_MMASIM_REF, device=_H200_MMASIM, outputs=98_304, shapes=((64, 64, 16), (64, 64, 256)))),
+    Preset("sm90-f16-f16acc", _nvidia(16, 25, 16, bits=10, acc="fp16", zero="excluded"),
+           "Hopper wgmma m64nNk16 FP16 -> FP16: fused groups of 16 with an FP16 C, F = 25, RNE to FP16; zero "
+           "rule as sm90-f16",
+           _source("PTX wgmma.mma_async.sync.aligned.m64nNk16.f16.f16.f16 (sm_90a)",
+                   "wgmma('Hopper', 'm64n8k16.f16.f16.f16')"), _mmasim_backing()),
+    Preset("sm90-fp8", _nvidia(32, 13, 32, bits=13, zero="excluded"),
+           "Hopper wgmma m64nNk32 FP8 (e4m3/e5m2, mixed) -> FP32: fused groups of 32 with C, F = 13, RZ to 13 "
+           "fraction bits (= torch._scaled_mm use_fast_accum=True); zero rule as sm90-f16",
+           _source("PTX wgmma.mma_async.sync.aligned.m64nNk32.f32.{e4m3,e5m2}.{e4m3,e5m2} (sm_90a)",
+                   "wgmma('Hopper', 'm64n8k32.f32.a.b')"),
+           Backing("measured", "torch._scaled_mm (e4m3, e4m3 x e5m2; scales 1, FP32 out) of the operands of the 8 "
+                               "such MMA-Sim sets: every output of one instruction (K = 32) and of the K = 256 chain "
+                               "with use_fast_accum=True, and of one instruction without it; without it the chain "
+                               "promotes every 128 products (promotion_interval=128 reproduces those 32,768 "
+                               "outputs too)",
+                   _H200_MMASIM_REF, device=_H200_MMASIM, outputs=98_304, shapes=((64, 64, 32), (64, 64, 256)))),
+    Preset("sm100-f16", _nvidia(16, 25, 16),
+           "Blackwell tcgen05.mma kind::f16 FP16/BF16 -> FP32: fused groups of 16 with C, F = 25, RZ",
+           _source("PTX tcgen05.mma.cta_group::1.kind::f16 (sm_100a, K = 16)",
+                   "tcgen05mma('Blackwell', 'm64n8k16.f32.f16.f16')"), _mmasim_backing()),
+    Preset("sm100-f8f6f4", _nvidia(32, 25, 32),
+           "Blackwell tcgen05.mma kind::f8f6f4 FP8 (e4m3/e5m2, mixed) -> FP32: fused groups of 32 with C, F = 25, "
+           "RZ to FP32 (no 13-bit cut)",
+           _source("PTX tcgen05.mma.cta_group::1.kind::f8f6f4 (sm_100a, K = 32)",
+                   "tcgen05mma('Blackwell', 'm64n8k32.f32.a.b')"), _mmasim_backing()),
+    Preset("sm100-mxf8f6f4", _nvidia(32, 25, 32, block_exponent="scales"),
+           "Blackwell tcgen05.mma kind::mxf8f6f4 (MXFP8: FP8 payloads, UE8M0 block-32 scales) -> FP32: each "
+           "product a b s_a s_b aligned at e(a)+e(b)+e(s_a)+e(s_b), fused groups of 32 with C, F = 25, RZ",
+           _source("PTX tcgen05.mma.cta_group::1.kind::mxf8f6f4.block_scale.scale_vec::1X (sm_100a, K = 32)",
+                   "tcgen05mma_block_scale('Blackwell', 'm128n8k32.block32.f32.a.b.ue8m0')"), _mmasim_backing()),
+    Preset("sm100-mxf4nvf4", _nvidia(64, 35, 64, scale_placement="block", block_exponent="scales",
+                                     block_term_size=16),
+           "Blackwell tcgen05.mma kind::mxf4nvf4 (NVFP4: UE4M3 block-16 scales; MXFP4: UE8M0 block 32 or 16) "
+           "-> FP32: terms = exact sums of 16 E2M1 products times both scales, aligned by the scale exponents, "
+           "fused groups of 64 products with C, F = 35, RZ",
+           _source("PTX tcgen05.mma.cta_group::1.kind::mxf4nvf4.block_scale.scale_vec::{4X,2X} (sm_100a, K = 64)",
+                   "tcgen05mma_block_scale('Blackwell', 'm128n8k64.block{16,32}.f32.e2m1.e2m1.{ue4m3,ue8m0}')"),
+           _mmasim_backing()),
+    Preset("sm120-f8f6f4", _nvidia(32, 25, 32),
+           "RTX Blackwell mma m16n8k32 kind::f8f6f4 FP8 -> FP32: as sm100-f8f6f4 (one fused group of 32, "
+           "F = 25, RZ; not split)",
+           _source("PTX mma.sync.aligned.m16n8k32.row.col.kind::f8f6f4.f32.{e4m3,e5m2}.{e4m3,e5m2}.f32 (sm_120a)",
+                   "mma('RTX Blackwell', 'm16n8k32.f32.a.b.f32')"), _mmasim_backing()),
+    Preset("sm120-mxf8f6f4", _nvidia(32, 25, 32, block_exponent="scales"),
+           "RTX Blackwell mma m16n8k32 kind::mxf8f6f4 (MXFP8) -> FP32: as sm100-mxf8f6f4",
+           _source("PTX mma.sync.aligned.m16n8k32.row.col.kind::mxf8f6f4.block_scale.scale_vec::1X..."
+                   "ue8m0 (sm_120a)", "mma_block_scale('RTX Blackwell', 'm16n8k32.block32.f32.a.b.f32.ue8m0')"),
+           _mmasim_backing()),
+    Preset("sm120-mxf4nvf4", _nvidia(64, 35, 64, scale_placement="block", block_exponent="scales",
+                                     block_term_size=16),
+           "RTX Blackwell mma m16n8k64 kind::mxf4nvf4 (NVFP4, MXFP4) -> FP32: as sm100-mxf4nvf4",
+           _source("PTX mma.sync.aligned.m16n8k64.row.col.kind::mxf4nvf4.block_scale.scale_vec::{4X,2X} (sm_120a)",
+                   "mma_block_scale('RTX Blackwell', 'm16n8k64.block{16,32}.f32.e2m1.e2m1.f32.{ue4m3,ue8m0}')"),
+           _mmasim_backing()),
+    Preset("cdna3-f16", _cdna3(8, 1, None),
+           "AMD CDNA3 MFMA FP16/BF16 -> FP32: groups of 8 products truncated 24 bits below their largest "
+           "exponent (a product >= 2^128 is Inf), the sum floored to 31 bits and C to 24 below the joint "
+           "exponent, one RNE to FP32 per group",
+           _source("AMD CDNA3 ISA v_mfma_f32_16x16x16_{f16,bf16} (also 32x32x8)", "mfma('CDNA3', "
+                   "'f32_16x16x16_f16')"), _mmasim_backing()),
+    Preset("cdna3-fp8", _cdna3(16, 2, 25),
+           "AMD CDNA3 MFMA FP8/BF8 (e4m3fnuz, e5m2fnuz, mixed) -> FP32: groups of 16 in even-k and odd-k "
+           "lanes, each truncated 24 bits below its own largest exponent, then floored at the joint one; C "
+           "dropped below 2^(M-25), sum floored to 31 bits, C to 24; one RNE to FP32 per group",
+           _source("AMD CDNA3 ISA v_mfma_f32_16x16x32_{fp8_fp8,bf8_bf8,fp8_bf8} (also 32x32x16)",
+                   "mfma('CDNA3', 'f32_16x16x32_fp8_fp8')"), _mmasim_backing()),
+)
+
+#: Architecture and instruction of each instruction-level preset (the hardware-models table).
+_INSTRUCTIONS: dict[str, tuple[str, str]] = {
+    "sm70-f16": ("Volta (sm_70)", "mma.sync.aligned.m8n8k4 .f32.f16.f16.f32"),
+    "sm75-f16": ("Turing (sm_75)", "mma.sync.aligned.m16n8k8 .f32.f16.f16.f32"),
+    "sm80-f16": ("Ampere (sm_80)", "mma.sync.aligned.m16n8k16 .f32.{f16,bf16}"),
+    "sm80-f16-f16acc": ("Ampere (sm_80)", "mma.sync.aligned.m16n8k16 .f16.f16.f16.f16"),
+    "sm89-fp8": ("Ada (sm_89)", "mma.sync.aligned.m16n8k32 .f32.{e4m3,e5m2}"),
+    "sm90-f16": ("Hopper (sm_90a)", "wgmma.mma_async m64nNk16 .f32.{f16,bf16}"),
+    "sm90-f16-f16acc": ("Hopper (sm_90a)", "wgmma.mma_async m64nNk16 .f16.f16.f16"),
+    "sm90-fp8": ("Hopper (sm_90a)", "wgmma.mma_async m64nNk32 .f32.{e4m3,e5m2}"),
+    "sm100-f16": ("Blackwell (sm_100a)", "tcgen05.mma kind::f16"),
+    "sm100-f8f6f4": ("Blackwell (sm_100a)", "tcgen05.mma kind::f8f6f4"),
+    "sm100-mxf8f6f4": ("Blackwell (sm_100a)", "tcgen05.mma kind::mxf8f6f4.block_scale (UE8M0, block 32)"),
+    "sm100-mxf4nvf4": ("Blackwell (sm_100a)", "tcgen05.mma kind::mxf4nvf4.block_scale (UE4M3 b16, UE8M0 b32/b16)"),
+    "sm120-f8f6f4": ("RTX Blackwell (sm_120a)", "mma.sync m16n8k32 kind::f8f6f4"),
+    "sm120-mxf8f6f4": ("RTX Blackwell (sm_120a)", "mma.sync m16n8k32 kind::mxf8f6f4.block_scale"),
+    "sm120-mxf4nvf4": ("RTX Blackwell (sm_120a)", "mma.sync m16n8k64 kind::mxf4nvf4.block_scale"),
+    "cdna3-f16": ("AMD CDNA3 (MI300)", "v_mfma_f32_16x16x16_{f16,bf16}"),
+    "cdna3-fp8": ("AMD CDNA3 (MI300)", "v_mfma_f32_16x16x32_{fp8,bf8}_{fp8,bf8}"),
+}
+_INSTRUCTION_PRESETS = tuple(dataclasses.replace(p, architecture=_INSTRUCTIONS[p.name][0],
+                                                 instruction=_INSTRUCTIONS[p.name][1]) for p in _INSTRUCTION_PRESETS)
 
 #: The named presets (FPS-GEMM-3), in the order ``fpspec models`` lists them.
 PRESETS: dict[str, Preset] = {p.name: p for p in (
@@ -445,7 +764,12 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
            _KM_SRC + "; Fasi, Higham, Mikaitis, Pranesh, PeerJ CS 2021",
            Backing("paper", "Khattak & Mikaitis' V100 parameters (Fasi et al. 2021 probed a V100); not measured "
                             "by fpspec", "arXiv 2512.07004; PeerJ CS 2021")),
+    *_INSTRUCTION_PRESETS,
 )}
+
+#: The names of the instruction-level presets, NVIDIA tensor-core and AMD matrix-core
+#: instructions, each the chain of its instruction from C = 0 (FPS-GEMM-21).
+INSTRUCTION_PRESETS: tuple[str, ...] = tuple(p.name for p in _INSTRUCTION_PRESETS)
 
 
 def preset_names() -> list[str]:
@@ -505,7 +829,62 @@ def parse_overrides(items: "list[str] | tuple[str, ...] | None") -> dict[str, An
 
 
 def presets_json() -> str:
-    """JSON of every preset (``fpspec models --json``)."""
-    return json.dumps({name: {"summary": p.summary, "source": p.source, "backing": p.backing.to_dict(),
-                              "parameters": p.model.to_dict()}
-                       for name, p in PRESETS.items()}, indent=2)
+    """JSON of every preset (``fpspec models --json``); instruction-level presets also carry
+    their architecture, instruction and arithmetic (:func:`arithmetic_summary`)."""
+    out = {}
+    for name, p in PRESETS.items():
+        entry = {"summary": p.summary, "source": p.source, "backing": p.backing.to_dict(),
+                 "parameters": p.model.to_dict()}
+        if p.instruction:
+            entry.update(architecture=p.architecture, instruction=p.instruction,
+                         arithmetic=arithmetic_summary(p.model))
+        out[name] = entry
+    return json.dumps(out, indent=2)
+
+
+def arithmetic_summary(model: GemmModel) -> dict[str, str]:
+    """One line per aspect of an instruction-level model, derived from its parameters (the
+    hardware-models table of docs/hardware-models.rst): k, group, window, alignment,
+    rounding, specials, output (FPS-GEMM-21)."""
+    g, k = model.group_size, model.instruction_k
+    halves = f" = {k // g} x {g}" if (g and k and k != g) else ""
+    if model.scale_placement == "block":
+        t = model.block_term_size
+        terms = f"{g // t} block terms of {t} products" if (g and t) else "block terms"
+    else:
+        terms = f"{g} products" if g else "all products"
+    if model.fused:
+        group = f"{terms} + C, fused"
+    elif model.join_sum_bits is not None:
+        group = f"{terms}; C joins after the window"
+    else:
+        group = f"{terms}; C added after rounding"
+    window = "none" if model.window_bits is None else f"F = {model.window_bits}, {model.below_window}"
+    if model.window_lanes > 1:
+        window += f", {model.window_lanes} lanes (k mod {model.window_lanes}) merged by {model.join_below}"
+    if model.join_sum_bits is not None:
+        window += (f"; join: sum {model.join_below} to {model.join_sum_bits} bits, C to {model.join_c_bits}"
+                   + (f", C dropped below M - {model.join_drop_bits}" if model.join_drop_bits is not None else ""))
+    if model.block_exponent == "scales":
+        align = "e(s_a) + e(s_b)" if model.scale_placement == "block" else "e(a) + e(b) + e(s_a) + e(s_b)"
+    else:
+        align = "e(a) + e(b)" if model.product_exponent == "operands" else "floor(log2 |p|)"
+    align += "; zeros and C = 0 at -126" if model.zero_alignment == "emin" else "; zeros and C = 0 excluded"
+    acc_bits = ACCUMULATOR_FORMATS[model.accumulator_format][2]
+    mode = model.accumulate_rounding.upper().replace("RTZ", "RZ")
+    width = {"fp32": "FP32", "fp16": "FP16"}[model.accumulator_format]
+    rounding = f"{mode} to {width}" if model.accumulate_bits == acc_bits else \
+        f"{mode} to {model.accumulate_bits} fraction bits (FP32 range)"
+    rounding += " per group" if not model.fused or (g and k and g < k) else " per instruction"
+    specials = []
+    if model.accumulate_overflow == "inf" or model.accumulate_rounding == "rne":
+        specials.append("overflow -> Inf")
+    else:
+        specials.append("RZ overflow -> max finite")
+    if model.product_overflow == "inf":
+        specials.append("product >= 2^128 -> Inf")
+    specials.append(f"NaN {NAN_BITS[(model.nan_encoding, model.output_format)]:#x}")
+    if model.chain_zero == "signed":
+        specials.append("-0 on negative underflow")
+    return {"k": f"{k}{halves}" if k else "any", "group": group, "window": window, "alignment": align,
+            "rounding": rounding, "specials": ", ".join(specials), "output": model.output_format.upper()}

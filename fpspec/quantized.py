@@ -7,7 +7,8 @@ Block quantization (:mod:`fpspec.quantization`) creates it; the GEMM models read
 
 Layout (row-major, the quantized view is (M, K), blocks run along K):
 
-* ``codes``: uint8 (M, K), one E2M1 code per element, low 4 bits used.
+* ``codes``: uint8 (M, K), one payload code per element: E2M1 (low 4 bits used), or an
+  FP8 code (``payload_format`` e4m3 / e5m2: MXFP8 payloads).
 * ``scales``: uint8, one scale code per block, in row-major block order:
   shape (M, K // B) for ``1xB`` tiles, (M // B, K // B) for ``BxB`` tiles.
 * ``columnwise``: True when the view is the transpose of the original tensor
@@ -18,6 +19,10 @@ Layout (row-major, the quantized view is (M, K), blocks run along K):
 A container read from a file is validated field by field against its scheme and
 profile (:meth:`QuantizedTensor.validate`, FPS-CLI-3): tampered metadata is
 refused with a message that names the file, never computed with.
+
+A tensor that no quantizer produced (a hardware instruction's operands, given as payload
+codes and scale bytes) is built with :meth:`QuantizedTensor.from_codes`: scheme and
+profile :data:`CODES_SCHEME`, encode and decode scale 1, no tensor scale (alpha-free).
 """
 
 from __future__ import annotations
@@ -36,13 +41,17 @@ from .formats import get_format
 from .io import load_npz, save_npz
 from .schemes import get_profile, resolve_spec
 
-__all__ = ["QuantizedTensor", "NPZ_KEYS"]
+__all__ = ["QuantizedTensor", "NPZ_KEYS", "CODES_SCHEME", "CODES_PAYLOAD_FORMATS"]
 
 #: Keys of the .npz written by ``fpspec quantize`` (``dequant`` is optional on load).
 NPZ_KEYS = ("codes", "scales", "encode_scale", "decode_scale", "amax", "dequant", "meta")
 _SCALARS = ("encode_scale", "decode_scale", "amax")
 _PAYLOAD_FORMATS = ("e2m1",)
 _FLT_MAX = Fraction(FLT_MAX)
+#: Scheme and profile name of a tensor built from codes and scale bytes (FPS-GEMM-4).
+CODES_SCHEME = "codes"
+#: Payload formats a tensor built from codes may hold: E2M1 and the MXFP8 payloads.
+CODES_PAYLOAD_FORMATS = ("e2m1", "e4m3", "e5m2")
 
 
 @dataclass(frozen=True)
@@ -118,6 +127,44 @@ class QuantizedTensor:
             d["source_shape"] = list(d["source_shape"])
         return d
 
+    @classmethod
+    def from_codes(cls, codes: np.ndarray, scales: np.ndarray, *, payload_format: str, scale_format: str,
+                   block: int, tile: str = "1xB", columnwise: bool = False) -> "QuantizedTensor":
+        """A tensor built from payload codes (uint8 (M, K): E2M1 one per byte, or FP8) and scale
+        bytes (uint8, row-major block order), as a hardware instruction receives them: no tensor
+        scale (encode and decode scale 1, alpha-free), amax not recorded (0), scheme and profile
+        :data:`CODES_SCHEME`.  NaN scale codes are accepted (they are inputs, the GEMM gives NaN
+        where they apply); everything else is validated (FPS-GEMM-4)."""
+        qt = cls(codes=np.asarray(codes), scales=np.asarray(scales), scale_format=scale_format, block=block,
+                 tile=tile, encode_scale=np.float32(1), decode_scale=np.float32(1), amax=np.float32(0),
+                 scheme=CODES_SCHEME, profile=CODES_SCHEME, columnwise=columnwise, payload_format=payload_format)
+        qt.validate()
+        return qt
+
+    def _validate_codes_tensor(self) -> None:
+        """:meth:`validate` for a tensor built from codes (:meth:`from_codes`)."""
+        if self.profile != CODES_SCHEME:
+            raise FpspecError(f"a tensor of scheme {CODES_SCHEME!r} has profile {CODES_SCHEME!r}, got {self.profile!r}")
+        if self.payload_format not in CODES_PAYLOAD_FORMATS:
+            raise FpspecError(f"payload format {self.payload_format!r} is not one a tensor built from codes holds "
+                              f"({', '.join(CODES_PAYLOAD_FORMATS)})")
+        if not isinstance(self.scale_format, str):
+            raise FpspecError(f"scale_format must be a name, got {self.scale_format!r}")
+        for name in ("encode_scale", "decode_scale"):
+            if np.ndim(getattr(self, name)) != 0 or float(getattr(self, name)) != 1.0:
+                raise FpspecError(f"{name} of a tensor built from codes must be 1 (no tensor scale), "
+                                  f"got {getattr(self, name)!r}")
+        if np.ndim(self.amax) != 0 or float(self.amax) != 0.0:
+            raise FpspecError(f"amax of a tensor built from codes is not recorded (0), got {self.amax!r}")
+        if self.params:
+            raise FpspecError(f"a tensor built from codes has no params, got {sorted(self.params)}")
+        if not isinstance(self.columnwise, bool):
+            raise FpspecError(f"columnwise must be true or false, got {self.columnwise!r}")
+        pf = get_format(self.payload_format)
+        _first_bad(self.codes, self.codes >= pf.num_codes, "payload code {code} out of range for " + pf.name)
+        sf = get_format(self.scale_format)
+        _first_bad(self.scales, self.scales >= sf.num_codes, "block scale code {code} out of range for " + sf.name)
+
     # ------------------------------------------------------------- validation
     def validate(self) -> None:
         """Check every field against its scheme and profile (what ``from_npz`` runs on a file).
@@ -127,8 +174,12 @@ class QuantizedTensor:
         an amax that is not a finite non-negative binary32 value, NaN or negative
         tensor scales, payload codes that are not E2M1 codes, scale codes that are
         NaN or out of the scale format's range, and a source shape that does not
-        match the view.
+        match the view.  A tensor built from codes (scheme :data:`CODES_SCHEME`) is checked
+        as :meth:`from_codes` promises.
         """
+        if self.scheme == CODES_SCHEME:
+            self._validate_codes_tensor()
+            return
         if self.payload_format not in _PAYLOAD_FORMATS:
             raise FpspecError(f"payload format {self.payload_format!r} is not one fpspec writes "
                               f"({', '.join(_PAYLOAD_FORMATS)})")

@@ -39,7 +39,9 @@ def test_every_code_exact_equals_fast(name):
 @pytest.mark.parametrize("name,dtype", [("fp16", np.float16), ("bf16", ml_dtypes.bfloat16),
                                         ("e4m3", ml_dtypes.float8_e4m3fn), ("e5m2", ml_dtypes.float8_e5m2),
                                         ("e2m1", ml_dtypes.float4_e2m1fn),
-                                        ("ue8m0", ml_dtypes.float8_e8m0fnu)])
+                                        ("ue8m0", ml_dtypes.float8_e8m0fnu),
+                                        ("e4m3fnuz", ml_dtypes.float8_e4m3fnuz),
+                                        ("e5m2fnuz", ml_dtypes.float8_e5m2fnuz)])
 def test_decode_matches_the_ieee_or_ml_dtypes_type(name, dtype):
     """FPS-FMT-3: every code decodes as numpy / ml_dtypes reads the same bits."""
     f = get_format(name)
@@ -73,3 +75,24 @@ def test_decode_refuses_out_of_range_codes():
         decode(np.array([[1, 2, 16]], np.uint8), "e2m1")
     with pytest.raises(FpspecError, match="unsigned integer"):
         decode(np.array([1.0]), "e2m1")
+
+
+@pytest.mark.parametrize("name,dtype", [("e4m3fnuz", ml_dtypes.float8_e4m3fnuz),
+                                        ("e5m2fnuz", ml_dtypes.float8_e5m2fnuz)])
+def test_fnuz_encode_matches_ml_dtypes(name, dtype):
+    """FPS-FMT-8: encoding into an FNUZ format never writes 0x80 for a zero (signed zeros and
+    negative underflow give 0x00), NaN and overflow give 0x80; exact == fast == ml_dtypes."""
+    from fpspec.convert import encode
+    from fpspec.exact.rounding import encode_exact
+
+    rng = np.random.default_rng(8)
+    specials = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, -1e-30, 1e-30, 240, -247, 250, -57344, 61440,
+                         -65536, 2.0 ** -11, -(2.0 ** -18)], np.float32)
+    x = np.concatenate([specials, rng.integers(0, 1 << 32, 30000, dtype=np.uint64).astype(np.uint32)
+                        .view(np.float32)])
+    fast = encode(x, name, "rne")
+    with np.errstate(invalid="ignore", over="ignore"):
+        theirs = x.astype(dtype).view(np.uint8)
+    assert np.array_equal(fast, theirs)
+    assert np.array_equal(encode_exact(x[:3000], name, "rne"), fast[:3000])
+    assert fast[1] == 0 and fast[5] == 0 and fast[4] == 0x80 and fast[3] == 0x80

@@ -62,6 +62,7 @@ def test_predefined_table():
         "ue5m3fnu": (8, 5, 3, 15, False, True, "fn"), "ue8m0": (8, 8, 0, 127, False, False, "fn"),
         "e5m2": (8, 5, 2, 15, True, True, "ieee"), "fp16": (16, 5, 10, 15, True, True, "ieee"),
         "bf16": (16, 8, 7, 127, True, True, "ieee"), "fp32": (32, 8, 23, 127, True, True, "ieee"),
+        "e4m3fnuz": (8, 4, 3, 8, True, True, "fnuz"), "e5m2fnuz": (8, 5, 2, 16, True, True, "fnuz"),
     }
     got = {n: (f.bits, f.exp_bits, f.man_bits, f.bias, f.signed, f.subnormals, f.specials.value)
            for n, f in FORMATS.items()}
@@ -126,3 +127,19 @@ def test_default_policy_table_in_docs():
     for name, overflow, nan, negative, zero in rows:
         p = default_policies(name)
         assert (p.overflow.value, p.nan.value, p.negative.value, p.zero.value) == (overflow, nan, negative, zero)
+
+
+@pytest.mark.parametrize("name,max_value,min_sub,emin", [
+    ("e4m3fnuz", 240, Fraction(1, 2**10), -7),
+    ("e5m2fnuz", 57344, Fraction(1, 2**17), -15),
+])
+def test_fnuz_formats(name, max_value, min_sub, emin):
+    """FPS-FMT-8: 0x80 is the one NaN, there is no Inf and no -0; the top binade holds
+    numbers; max finite 0x7F."""
+    f = get_format(name)
+    kinds = [f.kind(c) for c in range(256)]
+    assert kinds.count(CodeKind.NAN) == 1 and f.kind(0x80) is CodeKind.NAN
+    assert CodeKind.INF not in kinds and kinds.count(CodeKind.ZERO) == 1 and f.kind(0) is CodeKind.ZERO
+    assert f.max_finite_code == 0x7F and f.max_finite == max_value and f.decode_exact(0xFF) == -max_value
+    assert f.min_subnormal == min_sub and f.emin == emin and f.nan_code == 0x80
+    assert not f.has_negative_zero and not f.has_inf and get_format("e4m3").has_negative_zero

@@ -18,8 +18,9 @@ from gemm_helpers import random_quantized, wide_codes
 
 
 def _same_bits(x: np.ndarray, y: np.ndarray) -> None:
-    assert x.dtype == np.float32 and y.dtype == np.float32
-    bx, by = x.view(np.uint32), y.view(np.uint32)
+    assert x.dtype == y.dtype and x.dtype in (np.float32, np.float16)
+    view = np.uint16 if x.dtype == np.float16 else np.uint32
+    bx, by = x.view(view), y.view(view)
     bad = np.flatnonzero(bx != by)
     assert bad.size == 0, (f"{bad.size} of {bx.size} differ; first at {np.unravel_index(bad[0], x.shape)}: "
                            f"exact {x.flat[bad[0]]!r} fast {y.flat[bad[0]]!r}")

@@ -12,7 +12,7 @@ import pytest
 from fpspec.cli import main
 from fpspec.errors import FpspecError
 from fpspec.matmul import gemm
-from fpspec.models import BACKING_KINDS, PRESETS, GemmModel, get_model, parse_overrides
+from fpspec.models import BACKING_KINDS, INSTRUCTION_PRESETS, PRESETS, GemmModel, get_model, parse_overrides
 
 from gemm_helpers import wide_codes
 
@@ -93,7 +93,7 @@ _BAD = [
     (dict(split_k=-64), "positive"), (dict(split_k=1.0), "integer"), (dict(accumulate_bits=23.0), "integer"),
     (dict(accumulate_bits=None), "integer"), (dict(accumulate_bits=-1), "0..23"),
     (dict(accumulate_rounding=1), "one of"), (dict(group_rounding=None), "one of"),
-    (dict(alpha_rounding="seed"), "one of"), (dict(output_format="fp16"), "one of"), (dict(fused=1), "true or false"),
+    (dict(alpha_rounding="seed"), "one of"), (dict(output_format="fp64"), "one of"), (dict(fused=1), "true or false"),
     (dict(require_full_groups="yes"), "true or false"), (dict(groupsize=4), "unknown GEMM model parameter"),
 ]
 
@@ -141,7 +141,10 @@ def test_fpsgemm3_every_preset_has_a_structured_backing(capsys):
         b = p.backing
         assert b.kind in BACKING_KINDS and b.detail and b.reference, name
         kinds[name] = b.kind
-        if b.kind == "measured":
+        if b.kind == "measured" and name in INSTRUCTION_PRESETS:
+            # the H200 run of the MMA-Sim operands: one instruction and the K = 256 chain
+            assert "H200" in b.device and b.outputs == 98_304 and b.shapes[-1] == (64, 64, 256)
+        elif b.kind == "measured":
             assert "H200" in b.device and b.outputs >= 114_688
             assert b.shapes == tuple((m, n, k) for m, n, k, _, _ in DEFAULT_SHAPES)
         else:
@@ -149,7 +152,9 @@ def test_fpsgemm3_every_preset_has_a_structured_backing(capsys):
     assert kinds == {"seed-probe-matched": "paper", "seed-probe-matched-nosnap": "paper",
                      "decoded-fp32": "fpspec-choice", "exact": "fpspec-choice", "km-h100-fp8": "measured",
                      "km-h100-fp8-promote128": "measured", "km-b200-fp8": "paper", "km-h100-bf16": "measured",
-                     "km-a100-bf16": "paper", "km-v100-fp16": "paper"}
+                     "km-a100-bf16": "paper", "km-v100-fp16": "paper",
+                     **{n: "measured" if n in ("sm90-f16", "sm90-fp8") else "hardware-validated-model"
+                        for n in INSTRUCTION_PRESETS}}
     assert main(["models", "--json"]) == 0
     listing = json.loads(capsys.readouterr().out)
     assert listing["km-h100-fp8"]["backing"]["kind"] == "measured"

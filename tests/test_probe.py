@@ -117,10 +117,12 @@ def test_fps_prb_16_evaluator_split_k_equals_exact(over):
 
 
 # ------------------------------------------------------------------ self-test
-@pytest.mark.parametrize("name", list(PRESETS))
+@pytest.mark.parametrize("name", [n for n, p in PRESETS.items() if not p.instruction])
 def test_fps_prb_14_probe_recovers_every_preset(name):
     """FPS-PRB-14, and through it FPS-PRB-4, FPS-PRB-5, FPS-PRB-6, FPS-PRB-10, FPS-PRB-11: with fpspec's own preset as the GEMM
-    under test, the probe fits exactly that preset on every probed field."""
+    under test, the probe fits exactly that preset on every probed field.  (The instruction-level
+    presets of docs/hardware-models.rst share their groups and windows with GEMM-level ones and
+    differ in fields the probe does not probe: overflow, NaN bits, the zero rule.)"""
     fmt = PRESET_FORMAT.get(name, "e4m3")
     target = ModelTarget(name, fmt)
     rep = probe_gemm(target, fmt, K=256, scan_k=160, acceptance_shapes=((4, 4, 256, 4, 4),),

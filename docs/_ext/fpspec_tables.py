@@ -312,8 +312,8 @@ class CodebookDirective(GeneratedDirective):
         for c in range(fmt.sign_mask):
             code_p, bits_p, kind, value, exact = self._row(fmt, c)
             code_n, _, kind_n, value_n, _ = self._row(fmt, c | fmt.sign_mask)
-            assert kind_n == kind
-            rows.append([code_p, code_n, bits_p.replace("``0 ", "``", 1), kind, value, value_n, exact])
+            both = kind if kind_n == kind else f"{kind} / {kind_n}"  # FNUZ: 0x80 is the NaN
+            rows.append([code_p, code_n, bits_p.replace("``0 ", "``", 1), both, value, value_n, exact])
         lines = [f"All {fmt.num_codes} codes of ``{fmt.name}`` ({docstring_rst(fmt.description)}), "
                  f"one row per magnitude: the code with sign bit 0 and the code with sign bit 1 "
                  f"(``0x{fmt.sign_mask:X}`` added); bits are the E M fields below the sign, exact "
@@ -371,6 +371,9 @@ def kind_counts(fmt) -> dict:
     for e in range(fmt.exp_max_field + 1):
         for man, mult in classes:
             counts[fmt.kind(fmt.join(0, e, man))] += mult * (2 if fmt.signed else 1)
+    if fmt.signed and fmt.kind(fmt.sign_mask) is not fmt.kind(0):  # FNUZ: the -0 code is the NaN
+        counts[fmt.kind(0)] -= 1
+        counts[fmt.kind(fmt.sign_mask)] += 1
     return counts
 
 
@@ -729,6 +732,8 @@ DIRECTIVES = {
 
 
 def setup(app):
-    for name, cls in DIRECTIVES.items():
+    from fpspec_hardware import DIRECTIVES as HARDWARE_DIRECTIVES  # the hardware-models page's tables
+
+    for name, cls in {**DIRECTIVES, **HARDWARE_DIRECTIVES}.items():
         app.add_directive(name, cls)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

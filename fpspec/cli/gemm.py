@@ -20,6 +20,8 @@ from .options import add_alias
 def _cmd_gemm(args: argparse.Namespace) -> int:
     check_output(args.out, suffix=".npy", inputs=[args.a, args.bt])
     overrides = parse_overrides(args.set)
+    if args.bt_format is not None and args.operand_format is None:
+        raise FpspecError("--bt-format needs --operand-format (A's code format)")
     if args.operand_format is None:
         for path in (args.a, args.bt):
             if not str(path).endswith(".npz"):
@@ -31,11 +33,13 @@ def _cmd_gemm(args: argparse.Namespace) -> int:
     else:
         a = load_npy(args.a)
         bt = load_npy(args.bt)
+        fmt = args.operand_format if args.bt_format is None else (args.operand_format, args.bt_format)
         try:
-            y = gemm(a, bt, args.model, fmt=args.operand_format, impl=args.impl, **overrides)
+            y = gemm(a, bt, args.model, fmt=fmt, impl=args.impl, **overrides)
         except FpspecError as exc:
             raise FpspecError(f"{args.a}, {args.bt}: {exc}") from None
-    save_npy(args.out, y.view(np.uint32) if args.bits else y)
+    bits = np.uint16 if y.dtype == np.float16 else np.uint32
+    save_npy(args.out, y.view(bits) if args.bits else y)
     return 0
 
 
@@ -46,6 +50,8 @@ def _cmd_models(args: argparse.Namespace) -> int:
     for name, p in PRESETS.items():
         print(f"{name}")
         print(f"    {p.summary}")
+        if p.instruction:
+            print(f"    instruction: {p.instruction} ({p.architecture})")
         print(f"    source: {p.source}")
         b = p.backing
         where = f"; {b.device}, {b.outputs:,} outputs at {len(b.shapes)} shapes" if b.kind == "measured" else ""
@@ -61,10 +67,10 @@ def _cmd_models(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "gemm", help="A @ BT^T under a GEMM accumulation model (float32 output)",
-        description="Compute A (M x K) @ BT (N x K)^T -> C (M x N) float32 under an accumulation model. "
-                    "Operands: two .npz from 'fpspec quantize' (BT quantized rowwise from the N x K "
-                    "matrix), or with --operand-format two .npy code arrays (uint8 e4m3/e5m2, uint16 "
-                    "fp16/bf16).")
+        description="Compute A (M x K) @ BT (N x K)^T -> C (M x N) float32 (float16 for an FP16 output) "
+                    "under an accumulation model. Operands: two .npz from 'fpspec quantize' (BT quantized "
+                    "rowwise from the N x K matrix), or with --operand-format two .npy code arrays (uint8 "
+                    "e4m3/e5m2/e4m3fnuz/e5m2fnuz, uint16 fp16/bf16, uint32 tf32).")
     p.add_argument("a", metavar="A", help="A: .npz quantized tensor, or .npy codes with --operand-format")
     p.add_argument("bt", metavar="BT", help="BT (N x K): .npz quantized tensor, or .npy codes with "
                    "--operand-format")
@@ -74,7 +80,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--operand-format", choices=CODE_FORMATS, default=None, metavar="FORMAT",
                    help=f"code format of .npy operands: {', '.join(CODE_FORMATS)}")
     add_alias(p, "--format", "operand_format", choices=CODE_FORMATS, metavar="FORMAT")
-    p.add_argument("--bits", action="store_true", help="write the float32 bit patterns as uint32")
+    p.add_argument("--bt-format", choices=CODE_FORMATS, default=None, metavar="FORMAT",
+                   help="code format of BT when it differs from A's (mixed operands, e.g. e4m3 x e5m2)")
+    p.add_argument("--bits", action="store_true",
+                   help="write the bit patterns (uint32; uint16 for an FP16 output)")
     p.add_argument("--impl", choices=["fast", "exact"], default="fast")
     p.add_argument("--out", required=True, metavar="C.npy", help="output (.npy; written atomically)")
     p.set_defaults(func=_cmd_gemm)

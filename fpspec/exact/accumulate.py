@@ -39,9 +39,9 @@ from typing import Sequence
 import numpy as np
 
 from ..errors import FpspecError
-from ..formats import BF16, FloatFormat, get_format
-from ..gemm_operands import check_operands
-from ..models import GemmModel
+from ..formats import BF16, FP16, FloatFormat, get_format
+from ..gemm_operands import check_operands, code_format, operand_formats, tf32_truncate
+from ..models import ACCUMULATOR_FORMATS, NAN_BITS, ZERO_ALIGNMENT_EXPONENT, GemmModel
 from .binary32 import FP32_EMIN, f32, f32_div, f32_mul, f64, floor_log2, fp32_exponent, round_acc, round_fp32
 from .rounding import round_to_code
 
@@ -55,6 +55,11 @@ __all__ = [
     "block_terms",
     "groups",
     "align_group",
+    "lane_window",
+    "join",
+    "overflowed_products",
+    "round_accumulator",
+    "accumulator_exponent",
     "group_step",
     "promote",
     "chain_slice",
@@ -64,6 +69,7 @@ __all__ = [
     "scale_by_alpha",
     "convert_output",
     "round_bf16",
+    "round_fp16",
     "finish",
     "dot_exact",
     "operand_from_codes",
@@ -73,15 +79,17 @@ __all__ = [
     "to_float32",
     "gemm_exact",
     "rowdot_exact",
+    "canonical_nan",
 ]
 
 Value = Fraction | float  # float only for inf / nan, and -0.0 after step 6
 
 @dataclass(frozen=True)
 class Term:
-    """One term entering a group: its exact value and its alignment exponent
-    (None for zero and for specials).  ``products`` is how many products it stands for
-    (1, or the block size B for ``scale_placement="block"``)."""
+    """One term entering a group: its exact value and its alignment exponent (None for
+    specials, and for a zero that takes no part in the alignment: ``zero_alignment=
+    "excluded"``).  ``products`` is how many products it stands for (1, or the block term
+    size for ``scale_placement="block"``)."""
 
     value: Value
     exponent: int | None
@@ -153,8 +161,8 @@ def _truncate(v: Fraction, quantum: Fraction, rule: str) -> Fraction:
 
 
 def align_group(values: Sequence[Fraction], exponents: Sequence[int], model: GemmModel) -> list[Fraction]:
-    """Step 3 (FPS-GEMM-5): keep each nonzero finite value's multiples of 2^(E - F), E the
-    largest alignment exponent (raised to ``align_exponent_floor``), F = window_bits."""
+    """Step 3 (FPS-GEMM-5): keep each finite value's multiples of 2^(E - F), E the largest
+    alignment exponent (raised to ``align_exponent_floor``), F = window_bits."""
     if model.window_bits is None or not values:
         return list(values)
     e_max = max(exponents)
@@ -164,35 +172,136 @@ def align_group(values: Sequence[Fraction], exponents: Sequence[int], model: Gem
     return [_truncate(v, quantum, model.below_window) for v in values]
 
 
+def _aligned(t: Term) -> bool:
+    """Whether a finite term takes part in the alignment: a nonzero one always, a zero one
+    when it carries an exponent (``zero_alignment="emin"``, FPS-GEMM-16)."""
+    return t.value != 0 or t.exponent is not None
+
+
+def lane_window(terms: Sequence[Term], model: GemmModel) -> tuple[Fraction, int | None]:
+    """Step 3 for a non-fused group (FPS-GEMM-5, FPS-GEMM-18): the exact sum of the kept
+    terms and the group's alignment exponent E (None when no term takes part).
+
+    With ``window_lanes`` L > 1 the term at position i of the group belongs to lane i mod L;
+    each lane is windowed at its own largest exponent E_l, then each lane's kept sum is cut
+    (``join_below``) to a multiple of 2^(E - F) with E = max E_l.  One lane is the plain
+    window; without a window the sum is exact."""
+    lanes = model.window_lanes
+    sums: list[Fraction] = []
+    exps: list[int] = []
+    for lane in range(lanes):
+        live = [t for pos, t in enumerate(terms) if pos % lanes == lane and _aligned(t)]
+        if not live:
+            continue
+        vals = [t.value for t in live]
+        if model.window_bits is None:
+            sums.append(sum(vals, Fraction(0)))  # type: ignore[arg-type]
+            continue
+        e_lane = max(t.exponent for t in live)  # type: ignore[type-var]
+        if model.align_exponent_floor is not None and e_lane < model.align_exponent_floor:
+            e_lane = model.align_exponent_floor
+        exps.append(e_lane)
+        sums.append(sum(align_group(vals, [t.exponent for t in live], model), Fraction(0)))  # type: ignore[arg-type]
+    if model.window_bits is None or not exps:
+        return sum(sums, Fraction(0)), None
+    e = max(exps)
+    if lanes > 1:
+        quantum = Fraction(2) ** (e - model.window_bits)
+        sums = [_truncate(v, quantum, model.join_below) for v in sums]
+    return sum(sums, Fraction(0)), e
+
+
+def accumulator_exponent(c: Fraction, model: GemmModel) -> int | None:
+    """Alignment exponent of the accumulator c: max(floor(log2|c|), emin) of the accumulator
+    format (-126 for FP32, -14 for FP16); for c = 0, -126 under ``zero_alignment="emin"``,
+    else None (no part in the alignment) (FPS-GEMM-16, FPS-GEMM-19)."""
+    if c == 0:
+        return ZERO_ALIGNMENT_EXPONENT if model.zero_alignment == "emin" else None
+    return fp32_exponent(c, ACCUMULATOR_FORMATS[model.accumulator_format][0])
+
+
+def round_accumulator(x: Fraction, model: GemmModel) -> Value:
+    """The accumulator rounding of step 4 (FPS-GEMM-13, FPS-GEMM-17, FPS-GEMM-19):
+    ``accumulate_rounding`` to ``accumulate_bits`` fraction bits in the accumulator format's
+    range, overflow per ``accumulate_overflow``; a zero result is +0, or -0 for a negative
+    x under ``chain_zero="signed"``."""
+    emin, top, _ = ACCUMULATOR_FORMATS[model.accumulator_format]
+    r = round_acc(x, model.accumulate_rounding, model.accumulate_bits, emin=emin, top=top,
+                  overflow_inf=model.accumulate_overflow == "inf")
+    if model.chain_zero == "signed" and not _is_special(r) and r == 0 and x < 0:
+        return -0.0
+    return r
+
+
+def overflowed_products(terms: Sequence[Term], model: GemmModel) -> Value | None:
+    """``product_overflow="inf"`` (FPS-GEMM-18): the finite terms of magnitude >= 2^128 count
+    as infinities of their sign (both signs: NaN); None when there is none (or the rule is
+    off)."""
+    if model.product_overflow != "inf":
+        return None
+    big = [math.inf if t.value > 0 else -math.inf for t in terms
+           if not _is_special(t.value) and abs(t.value) >= Fraction(2) ** 128]
+    return add_specials(big)
+
+
+def join(c: Value, s: Fraction, e: int | None, model: GemmModel) -> Value:
+    """Step 4 with a join (FPS-GEMM-18): c meets the group's kept sum s (alignment exponent e)
+    at M = max(e, e_c); s is cut to 2^(M - join_sum_bits) and c to 2^(M - join_c_bits)
+    (``join_below``), c replaced by 0 when e_c < M - join_drop_bits; the exact sum is
+    rounded once with the accumulator rounding.  An Inf or NaN c stays."""
+    if _is_special(c):
+        return c
+    ec = accumulator_exponent(c, model)  # type: ignore[arg-type]
+    cands = [x for x in (e, ec) if x is not None]
+    if not cands:
+        return round_accumulator(s, model)  # no term and c = 0 take part: s is 0
+    m = max(cands)
+    s2 = _truncate(s, Fraction(2) ** (m - model.join_sum_bits), model.join_below)  # type: ignore[operator]
+    if c != 0 and model.join_drop_bits is not None and ec < m - model.join_drop_bits:  # type: ignore[operator]
+        c2 = Fraction(0)
+    else:
+        c2 = _truncate(c, Fraction(2) ** (m - model.join_c_bits), model.join_below)  # type: ignore[arg-type,operator]
+    return round_accumulator(s2 + c2, model)
+
+
 # ---------------------------------------------- step 4: one group's update
 def group_step(c: Value, terms: Sequence[Term], model: GemmModel) -> Value:
-    """Steps 3-4 for one group: the new FP32 accumulator after adding ``terms`` to ``c``.
+    """Steps 3-4 for one group: the new accumulator after adding ``terms`` to ``c``.
 
     Fused: an Inf or NaN among c and the terms decides alone.  Not fused: the group's
     p is formed first (an Inf term, or a rounding that overflows, makes it Inf), then
-    c + p follows IEEE (Inf + finite = Inf, Inf - Inf = NaN) (FPS-GEMM-2)."""
+    c + p follows IEEE (Inf + finite = Inf, Inf - Inf = NaN) (FPS-GEMM-2).  Then a
+    product of magnitude >= 2^128 under ``product_overflow="inf"`` (FPS-GEMM-18); a join
+    (``join_sum_bits``) takes c after the window."""
+    if isinstance(c, float) and c == 0:
+        c = Fraction(0)  # a signed zero (chain_zero="signed") joins as a zero
     term_special = add_specials([t.value for t in terms])
     if model.fused or term_special is not None:
         special = add_specials([c] + ([] if term_special is None else [term_special]))
         if special is not None:
             return special
-    live = [t for t in terms if t.value != 0]
-    vals = [t.value for t in live]
-    exps = [t.exponent for t in live]
+    overflow = overflowed_products(terms, model)
+    if overflow is not None:
+        return c if _is_special(c) else overflow
     if model.fused:
-        if c != 0:
+        live = [t for t in terms if _aligned(t)]
+        vals = [t.value for t in live]
+        exps = [t.exponent for t in live]
+        ec = accumulator_exponent(c, model)  # type: ignore[arg-type]
+        if ec is not None:
             vals.append(c)  # type: ignore[arg-type]
-            exps.append(fp32_exponent(c))  # type: ignore[arg-type]
+            exps.append(ec)
         if not vals:
             return Fraction(0)
         kept = align_group(vals, exps, model)  # type: ignore[arg-type]
-        return round_acc(sum(kept, Fraction(0)), model.accumulate_rounding, model.accumulate_bits)
-    kept = align_group(vals, exps, model)  # type: ignore[arg-type]
-    s = sum(kept, Fraction(0))
+        return round_accumulator(sum(kept, Fraction(0)), model)
+    s, e = lane_window(terms, model)
+    if model.join_sum_bits is not None:
+        return join(c, s, e, model)
     p = s if model.group_rounding == "none" else round_fp32(s, model.group_rounding)
     if _is_special(p) or _is_special(c):
         return add_specials([c, p])  # type: ignore[return-value]
-    return round_acc(c + p, model.accumulate_rounding, model.accumulate_bits)  # type: ignore[operator]
+    return round_accumulator(c + p, model)  # type: ignore[operator]
 
 
 # ------------------------------------------------ steps 2 and 5: the chain
@@ -266,8 +375,11 @@ def chain(terms: Sequence[Term], model: GemmModel) -> Value:
     """Steps 2-5 over all of K: each K slice is a chain of its own (:func:`chain_slice`)
     and the slice results are added in order with FP32 RNE, from +0 (FPS-GEMM-14; with
     one slice the sum is its result, exactly)."""
+    parts = k_slices(terms, model)
+    if len(parts) == 1:
+        return chain_slice(parts[0], model)  # +0 + r is r (r may be -0 under chain_zero="signed")
     total: Value = Fraction(0)
-    for part in k_slices(terms, model):
+    for part in parts:
         total = _add_round(total, chain_slice(part, model), "rne")
     return total
 
@@ -303,9 +415,23 @@ def round_bf16(x: Value) -> Value:
     return _zero(x < 0) if r == 0 else r
 
 
+def round_fp16(x: Value) -> Value:
+    """RNE to FP16 (binary16), IEEE overflow to Inf; a negative value that rounds to zero
+    gives -0.  An FP16 accumulator's value is returned unchanged (it is an FP16 value)."""
+    if _is_special(x):
+        return x
+    r = FP16.decode_exact(round_to_code(x, FP16, "rne"))
+    return _zero(x < 0) if r == 0 else r
+
+
 def convert_output(y: Value, model: GemmModel) -> Value:
-    """Step 8 (FPS-GEMM-12): ``fp32`` as is, ``bf16`` rounded to BF16 (:func:`round_bf16`)."""
-    return round_bf16(y) if model.output_format == "bf16" else y
+    """Step 8 (FPS-GEMM-12, FPS-GEMM-19): ``fp32`` as is, ``bf16`` rounded to BF16
+    (:func:`round_bf16`), ``fp16`` rounded to FP16 (:func:`round_fp16`)."""
+    if model.output_format == "bf16":
+        return round_bf16(y)
+    if model.output_format == "fp16":
+        return round_fp16(y)
+    return y
 
 
 def finish(y: Value, model: GemmModel, alpha: Fraction | None) -> Value:
@@ -329,9 +455,10 @@ class Operand:
     """One GEMM operand in the model's domain, row-major (rows, K).
 
     ``values[r][k]`` is the operand value (step 1's ``operand_domain``) and
-    ``exponents[r][k]`` its alignment exponent (None for zero / special).  For
-    ``scale_placement="block"`` ``payload`` and ``scales`` hold the payload values and
-    per-(row, block) scale values.  ``amax``, ``target``, ``decode_scale`` and
+    ``exponents[r][k]`` its alignment exponent (None for a special, and for a zero outside
+    the alignment).  For ``scale_placement="block"`` ``payload`` and ``scales`` hold the
+    payload values and per-(row, block) scale values, ``scale_exponents`` the scales'
+    alignment exponents (FPS-GEMM-16).  ``amax``, ``target``, ``decode_scale`` and
     ``payload_max`` are the operand's share of alpha (None for code arrays).
     """
 
@@ -340,6 +467,7 @@ class Operand:
     block: int | None = None
     payload: list[list[Fraction]] | None = None
     scales: list[list[Value]] | None = None
+    scale_exponents: list[list[int | None]] | None = None
     amax: Fraction | None = None
     target: Fraction | None = None
     decode_scale: Fraction | None = None
@@ -350,9 +478,18 @@ class Operand:
         return (len(self.values), len(self.values[0]) if self.values else 0)
 
 
-def _exponent(v: Value, emin: int | None) -> int | None:
-    if _is_special(v) or v == 0:
+def _zero_exponent(model: GemmModel) -> int | None:
+    """Alignment exponent of a zero operand or scale: -126 under ``zero_alignment="emin"``,
+    else None (FPS-GEMM-16)."""
+    return ZERO_ALIGNMENT_EXPONENT if model.zero_alignment == "emin" else None
+
+
+def _exponent(v: Value, emin: int | None, zero: int | None = None) -> int | None:
+    """max(floor(log2|v|), emin); ``zero`` for v = 0; None for a special."""
+    if _is_special(v):
         return None
+    if v == 0:
+        return zero
     e = floor_log2(abs(v))  # type: ignore[arg-type]
     return e if emin is None else max(e, emin)
 
@@ -362,14 +499,19 @@ def _decode_map(codes: np.ndarray, fmt: FloatFormat) -> dict[int, Value]:
 
 
 def operand_from_codes(codes: np.ndarray, fmt: FloatFormat | str, model: GemmModel) -> Operand:
-    """Code array (rows, K) of e4m3 / e5m2 / fp16 / bf16: exact decoded values; alignment
-    exponent max(floor(log2|v|), emin) of the input format (subnormals sit in the lowest
-    binade, Khattak & Mikaitis), or of FP32 for ``operand_domain="decoded-fp32"``."""
-    fmt = get_format(fmt)
-    table = _decode_map(codes, fmt)
-    emin = FP32_EMIN if model.operand_domain == "decoded-fp32" else fmt.emin
-    values = [[table[int(c)] for c in row] for row in np.asarray(codes)]
-    exps = [[_exponent(v, emin) for v in row] for row in values]
+    """Code array (rows, K) of one operand format (:data:`~fpspec.gemm_operands.CODE_FORMATS`):
+    exact decoded values (``tf32``: the FP32 code with its low 13 bits cleared, FPS-GEMM-20);
+    alignment exponent max(floor(log2|v|), emin) of the input format (subnormals sit in the
+    lowest binade, Khattak & Mikaitis), or of FP32 for ``operand_domain="decoded-fp32"``; a
+    zero per ``zero_alignment`` (FPS-GEMM-16)."""
+    name = fmt if isinstance(fmt, str) else fmt.name
+    f = code_format(name)
+    codes = tf32_truncate(codes) if name == "tf32" else np.asarray(codes)
+    table = _decode_map(codes, f)
+    emin = FP32_EMIN if model.operand_domain == "decoded-fp32" else f.emin
+    zero = _zero_exponent(model)
+    values = [[table[int(c)] for c in row] for row in codes]
+    exps = [[_exponent(v, emin, zero) for v in row] for row in values]
     return Operand(values=values, exponents=exps)
 
 
@@ -382,7 +524,8 @@ def operand_from_quantized(qt, model: GemmModel) -> Operand:
     """A :class:`~fpspec.quantized.QuantizedTensor`: operand values per ``operand_domain``.
 
     * ``encoded``: payload x block scale, exact (the tensor scale is left to alpha);
-      alignment exponent floor(log2|v|).
+      alignment exponent floor(log2|v|), or under ``block_exponent="scales"`` e(payload) +
+      e(scale), each max(floor(log2), its format's emin) (FPS-GEMM-16).
     * ``decoded-fp32``: RNE32(payload x block scale x decode_scale), exponent in FP32.
     * ``decoded-exact``: payload x block scale x decode_scale, exact.
     """
@@ -392,25 +535,34 @@ def operand_from_quantized(qt, model: GemmModel) -> Operand:
     smap = _decode_map(qt.scales, scale_fmt)
     scale_el = qt.scale_code_per_element()
     d = Fraction(float(np.float32(qt.decode_scale)))
+    zero = _zero_exponent(model)
+    apart = model.block_exponent == "scales"
     payload = [[pmap[int(c)] for c in row] for row in qt.codes]
     values: list[list[Value]] = []
     exps: list[list[int | None]] = []
     for prow, srow in zip(payload, scale_el):
         vrow: list[Value] = []
+        erow: list[int | None] = []
         for p, s in zip(prow, srow):
-            v = _mul(p, smap[int(s)])
+            sv = smap[int(s)]
+            v = _mul(p, sv)
             if model.operand_domain == "decoded-fp32":
                 v = round_fp32(_mul(v, d), "rne")
             elif model.operand_domain == "decoded-exact":
                 v = _mul(v, d)
             vrow.append(v)
+            if apart:
+                ep, es = _exponent(p, payload_fmt.emin, zero), _exponent(sv, scale_fmt.emin, zero)
+                erow.append(None if _is_special(v) or ep is None or es is None else ep + es)
+            else:
+                erow.append(_exponent(v, FP32_EMIN if model.operand_domain == "decoded-fp32" else None, zero))
         values.append(vrow)
-        exps.append([_exponent(v, FP32_EMIN if model.operand_domain == "decoded-fp32" else None)
-                     for v in vrow])
+        exps.append(erow)
     grid = qt.scales if qt.tile == "1xB" else np.repeat(qt.scales, qt.block, axis=0)
     scales = [[smap[int(s)] for s in row] for row in grid]
+    scale_exps = [[_exponent(v, scale_fmt.emin, zero) for v in row] for row in scales]
     return Operand(values=values, exponents=exps, block=qt.block, payload=payload, scales=scales,
-                   amax=Fraction(float(np.float32(qt.amax))), target=_target(qt),
+                   scale_exponents=scale_exps, amax=Fraction(float(np.float32(qt.amax))), target=_target(qt),
                    decode_scale=d, payload_max=payload_fmt.max_finite)
 
 
@@ -477,12 +629,17 @@ def tensor_alpha(qa, qb, model: GemmModel) -> Fraction | None:
 
 # ------------------------------------------------------------ step 1: terms
 def product_terms(a: Operand, ra: int, b: Operand, rb: int, model: GemmModel) -> list[Term]:
-    """Step 1 with ``scale_placement="product"``: one term per k (FPS-GEMM-4)."""
+    """Step 1 with ``scale_placement="product"``: one term per k (FPS-GEMM-4); a zero product
+    keeps ea + eb under ``zero_alignment="emin"`` (a zero operand's exponent is -126,
+    FPS-GEMM-16)."""
     out = []
     for va, ea, vb, eb in zip(a.values[ra], a.exponents[ra], b.values[rb], b.exponents[rb]):
         p = _mul(va, vb)
-        if _is_special(p) or p == 0:
+        if _is_special(p):
             out.append(Term(p, None))
+        elif p == 0:
+            emin = model.zero_alignment == "emin" and ea is not None and eb is not None
+            out.append(Term(p, ea + eb if emin else None))  # type: ignore[operator]
         elif model.product_exponent == "operands":
             out.append(Term(p, ea + eb))  # type: ignore[operator]
         else:
@@ -491,16 +648,28 @@ def product_terms(a: Operand, ra: int, b: Operand, rb: int, model: GemmModel) ->
 
 
 def block_terms(a: Operand, ra: int, b: Operand, rb: int, model: GemmModel) -> list[Term]:
-    """Step 1 with ``scale_placement="block"``: one term per scale block, the exact sum of
-    the payload products times both block scales; exponent floor(log2|term|)."""
+    """Step 1 with ``scale_placement="block"``: one term per ``block_term_size`` products (the
+    scale block when None), the exact sum of their payload products times both block
+    scales; exponent floor(log2|term|), or under ``block_exponent="scales"`` e(s_a) + e(s_b),
+    the scales' exponents alone, for a zero term too under ``zero_alignment="emin"``
+    (FPS-GEMM-16)."""
     assert a.payload is not None and b.payload is not None and a.scales is not None and b.scales is not None
-    bsz = a.block
+    size = model.block_term_size or a.block
     out = []
     pa, pb = a.payload[ra], b.payload[rb]
-    for j in range(len(pa) // bsz):  # type: ignore[operator]
-        s = sum((pa[k] * pb[k] for k in range(j * bsz, (j + 1) * bsz)), Fraction(0))  # type: ignore[operator]
-        v = _mul(_mul(s, a.scales[ra][j]), b.scales[rb][j])
-        out.append(Term(v, None if _is_special(v) or v == 0 else floor_log2(abs(v)), bsz))  # type: ignore[arg-type]
+    for j in range(len(pa) // size):  # type: ignore[operator]
+        k0 = j * size
+        s = sum((pa[k] * pb[k] for k in range(k0, k0 + size)), Fraction(0))  # type: ignore[operator]
+        ja, jb = k0 // a.block, k0 // b.block  # type: ignore[operator]
+        v = _mul(_mul(s, a.scales[ra][ja]), b.scales[rb][jb])
+        if _is_special(v):
+            e = None
+        elif model.block_exponent == "scales":
+            ea, eb = a.scale_exponents[ra][ja], b.scale_exponents[rb][jb]  # type: ignore[index]
+            e = None if ea is None or eb is None or (v == 0 and model.zero_alignment != "emin") else ea + eb
+        else:
+            e = None if v == 0 else floor_log2(abs(v))  # type: ignore[arg-type]
+        out.append(Term(v, e, size))
     return out
 
 
@@ -512,42 +681,56 @@ def to_float32(v: Value) -> np.float32:
     return np.float32(float(v))  # exact: v is an FP32 (or BF16) value
 
 
-def _operands(a, bt, model: GemmModel, fmt: str | None):
+def _output_dtype(model: GemmModel):
+    return np.float16 if model.output_format == "fp16" else np.float32
+
+
+def _operands(a, bt, model: GemmModel, fmt):
     a, bt, quantized = check_operands(a, bt, model, fmt)
     if quantized:
         opa, opb = operand_from_quantized(a, model), operand_from_quantized(bt, model)
     else:
-        opa, opb = operand_from_codes(a, fmt, model), operand_from_codes(bt, fmt, model)
+        fa, fb = operand_formats(fmt)
+        opa, opb = operand_from_codes(a, fa, model), operand_from_codes(bt, fb, model)
     alpha = alpha_exact(opa, opb, model) if quantized else None
     terms = block_terms if quantized and model.scale_placement == "block" and model.operand_domain == "encoded" \
         else product_terms
     return opa, opb, alpha, terms
 
 
-def gemm_exact(a, bt, model: GemmModel, *, fmt: str | None = None) -> np.ndarray:
-    """The exact reference GEMM ``A (M x K) @ BT (N x K)^T`` -> float32 (M, N) (FPS-GEMM-1).
+def gemm_exact(a, bt, model: GemmModel, *, fmt=None) -> np.ndarray:
+    """The exact reference GEMM ``A (M x K) @ BT (N x K)^T`` -> float32 (M, N), float16 for
+    ``output_format="fp16"`` (FPS-GEMM-1).
 
-    ``a`` and ``bt`` are both code arrays (with ``fmt`` one of :data:`CODE_FORMATS`:
-    uint8 for e4m3/e5m2, uint16 for fp16/bf16) or both QuantizedTensors.  Shape and
-    K checks are done here too, so this function can be called directly.
+    ``a`` and ``bt`` are both code arrays (with ``fmt`` one of :data:`CODE_FORMATS`, or a
+    pair of them: A's, BT's) or both QuantizedTensors.  Shape and K checks are done here
+    too, so this function can be called directly.
     """
     opa, opb, alpha, terms = _operands(a, bt, model, fmt)
-    out = np.empty((opa.shape[0], opb.shape[0]), dtype=np.float32)
+    dtype = _output_dtype(model)
+    out = np.empty((opa.shape[0], opb.shape[0]), dtype=dtype)
     for i in range(out.shape[0]):
         for j in range(out.shape[1]):
-            out[i, j] = to_float32(dot_exact(terms(opa, i, opb, j, model), model, alpha))
-    return _canonical_nan(out)
+            out[i, j] = dtype(float(to_float32(dot_exact(terms(opa, i, opb, j, model), model, alpha))))
+    return canonical_nan(out, model)
 
 
-def rowdot_exact(a, bt, model: GemmModel, *, fmt: str | None = None) -> np.ndarray:
-    """The diagonal of :func:`gemm_exact`: y[i] = A[i] . BT[i] -> float32 (M,)."""
+def rowdot_exact(a, bt, model: GemmModel, *, fmt=None) -> np.ndarray:
+    """The diagonal of :func:`gemm_exact`: y[i] = A[i] . BT[i] -> float32 (M,) (float16 for
+    ``output_format="fp16"``)."""
     opa, opb, alpha, terms = _operands(a, bt, model, fmt)
-    out = np.array([to_float32(dot_exact(terms(opa, i, opb, i, model), model, alpha))
-                    for i in range(min(opa.shape[0], opb.shape[0]))], dtype=np.float32)
-    return _canonical_nan(out)
+    dtype = _output_dtype(model)
+    out = np.array([dtype(float(to_float32(dot_exact(terms(opa, i, opb, i, model), model, alpha))))
+                    for i in range(min(opa.shape[0], opb.shape[0]))], dtype=dtype)
+    return canonical_nan(out, model)
 
 
-def _canonical_nan(y: np.ndarray) -> np.ndarray:
-    """Every NaN as the one output NaN, 0x7FC00000 (FPS-GEMM-2)."""
-    y[np.isnan(y)] = np.uint32(0x7FC00000).view(np.float32)
+def canonical_nan(y: np.ndarray, model: GemmModel) -> np.ndarray:
+    """Every NaN as the one output NaN of ``nan_encoding`` (FPS-GEMM-2, FPS-GEMM-17):
+    0x7FC00000 or 0x7FFFFFFF (FP16 output: 0x7E00 or 0x7FFF)."""
+    nan = np.isnan(y)
+    if nan.any():
+        bits = NAN_BITS[(model.nan_encoding, model.output_format)]
+        view = np.uint16 if y.dtype == np.float16 else np.uint32
+        y.view(view)[nan] = bits
     return y

@@ -116,16 +116,19 @@ def round_fp32(x: Fraction | float, mode: str) -> Fraction | float:
     return FP32.decode_exact(round_to_code(x, FP32, "rne" if mode == "rne" else "rtz"))
 
 
-def round_acc(x: Fraction | float, mode: str, bits: int = 23) -> Fraction | float:
-    """Round an exact value to ``bits`` fraction bits in FP32's exponent range (the GEMM
-    accumulator rounding, FPS-GEMM-13): quantum 2^(max(floor(log2|x|), -126) - bits),
-    ``rne`` (ties to even) or ``rtz``; a result of magnitude >= 2^128 is Inf under RNE
-    and (2 - 2^-bits) 2^127 under RTZ.  With bits = 23 this is :func:`round_fp32`."""
-    if bits == 23 or isinstance(x, float):
+def round_acc(x: Fraction | float, mode: str, bits: int = 23, *, emin: int = FP32_EMIN, top: int = 128,
+              overflow_inf: bool = False) -> Fraction | float:
+    """Round an exact value to ``bits`` fraction bits in an accumulator format's exponent
+    range (the GEMM accumulator rounding, FPS-GEMM-13, FPS-GEMM-19): quantum
+    2^(max(floor(log2|x|), emin) - bits), ``rne`` (ties to even) or ``rtz``; a result of
+    magnitude >= 2^top is Inf under RNE, and under RTZ (2 - 2^-bits) 2^(top-1) (IEEE) or
+    Inf (``overflow_inf``, FPS-GEMM-17).  FP32 is emin -126, top 128 (the defaults); FP16
+    emin -14, top 16.  With bits = 23 in FP32 and IEEE overflow this is :func:`round_fp32`."""
+    if isinstance(x, float) or (bits == 23 and emin == FP32_EMIN and top == 128 and not overflow_inf):
         return round_fp32(x, mode)
     if x == 0:
         return Fraction(0)
-    e = max(floor_log2(abs(x)), FP32_EMIN)
+    e = max(floor_log2(abs(x)), emin)
     quantum = Fraction(2) ** (e - bits)
     q = x / quantum
     if mode == "rne":
@@ -134,15 +137,16 @@ def round_acc(x: Fraction | float, mode: str, bits: int = 23) -> Fraction | floa
         k = abs(q.numerator) // q.denominator
         k = -k if x < 0 else k
     r = k * quantum
-    if abs(r) >= 2 ** 128:
-        big = math.inf if mode == "rne" else (2 - Fraction(1, 2 ** bits)) * Fraction(2) ** 127
+    if abs(r) >= Fraction(2) ** top:
+        big = math.inf if (mode == "rne" or overflow_inf) else (2 - Fraction(1, 2 ** bits)) * Fraction(2) ** (top - 1)
         return big if r > 0 else -big
     return r
 
 
-def fp32_exponent(c: Fraction) -> int:
-    """Alignment exponent of a nonzero FP32 value: max(floor(log2|c|), -126)."""
-    return max(floor_log2(abs(c)), FP32_EMIN)
+def fp32_exponent(c: Fraction, emin: int = FP32_EMIN) -> int:
+    """Alignment exponent of a nonzero FP32 value: max(floor(log2|c|), -126) (of an FP16
+    accumulator value: emin -14)."""
+    return max(floor_log2(abs(c)), emin)
 
 
 def f64(x: Fraction) -> Fraction:

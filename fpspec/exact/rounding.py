@@ -139,6 +139,8 @@ def _nonfinite_code(fmt: FloatFormat) -> int:
 
 
 def _with_sign(fmt: FloatFormat, code: int, negative: bool) -> int:
+    if code == 0 and not fmt.has_negative_zero:
+        return 0  # an FNUZ format's sign-bit-only code is its NaN: every zero is +0 (FPS-FMT-8)
     return code | fmt.sign_mask if (negative and fmt.signed) else code
 
 

@@ -36,14 +36,16 @@ import numpy as np
 
 from ..errors import FpspecError
 from ..exact.binary32 import FP32_EMIN
-from ..formats import FloatFormat, get_format
-from ..models import GemmModel
+from ..formats import get_format
+from ..gemm_operands import code_format, operand_formats, tf32_truncate
+from ..models import NAN_BITS, ZERO_ALIGNMENT_EXPONENT, GemmModel
 from ..quantized import QuantizedTensor
-from .chain import Plan, chain_plan, chain_spec, finish_spec
-from .kernels import (FINITE, NAN, NEG_INF, POS_INF, SPAN_TOO_WIDE, BlockOperand, TermOperand, gemm_block_sums_rows,
-                      gemm_blocks, gemm_fp32_rows, gemm_products, gemm_window_rows)
+from .chain import NO_TERMS, Plan, chain_plan, chain_spec, finish_spec
+from .kernels import (FINITE, NAN, NEG_INF, POS_INF, SPAN_TOO_WIDE, BlockOperand, ScaledBlockOperand, TermOperand,
+                      gemm_block_sums_rows, gemm_blocks, gemm_fp32_rows, gemm_products, gemm_scaled_blocks,
+                      gemm_window_rows)
 from .parallel import run_rows
-from .rounding import decode_table
+from .rounding import decode_fast, decode_table, encode_fast
 
 __all__ = ["gemm_fast", "rowdot_fast", "supports", "FastPathUnsupported", "payload_ints", "round_bf16_bits",
            "LARGEST_INT32_BLOCK", "LOCAL_SCALE_BITS"]
@@ -62,19 +64,40 @@ class FastPathUnsupported(Exception):
 
 def supports(model: GemmModel, k: int) -> bool:
     """Whether the fast path covers this model at this K (else gemm uses the exact path):
-    a window's kept sum must fit int64 (F + 2 + bitlen(G + 1) <= 62, G the largest group),
-    and alpha must be an FP32 value (not ``alpha_rounding="exact"``)."""
+    a window's kept sum must fit int64 (F + 2 + bitlen(G + 1) <= 62, G the largest group;
+    with ``block_exponent="scales"`` a product is below 2^(E + 4) and a block term of T
+    E2M1 products below 144 T 2^E, so F + 4, or F + bitlen(144 T) + bitlen(G/T + 1), in
+    place of F + 2); a join's cut sums must fit too; and alpha must be an FP32 value (not
+    ``alpha_rounding="exact"``)."""
     if model.window_bits is not None:
         g = min(model.group_size or k, model.split_k or k, max(k, 1))
-        if model.window_bits + 2 + (g + 2).bit_length() > 62 or model.window_bits < -60:
+        head = 2
+        width = (g + 2).bit_length()
+        if model.block_exponent == "scales":
+            head = 4
+            if model.scale_placement == "block":
+                t = model.block_term_size or g
+                head = (144 * t).bit_length()
+                width = (g // t + 2).bit_length()
+        if model.window_bits + head + width > 62 or model.window_bits < -60:
             return False
+        if model.join_sum_bits is not None:
+            js, jc = model.join_sum_bits, model.join_c_bits
+            if max(js, jc) + abs(js - jc) + 4 + width > 62 or model.window_bits > js + 20:  # type: ignore[operator]
+                return False
     return model.alpha_rounding != "exact" or model.alpha_source == "none"
 
 
 # =================================================================== operands
-def _split_values(v: np.ndarray, emin: int | None) -> TermOperand:
+def _zero_exponent(model: GemmModel) -> int:
+    """Alignment exponent of a zero operand: -126 under ``zero_alignment="emin"``; else 0,
+    never read (zero products are left out) (FPS-GEMM-16)."""
+    return ZERO_ALIGNMENT_EXPONENT if model.zero_alignment == "emin" else 0
+
+
+def _split_values(v: np.ndarray, emin: int | None, zero: int = 0) -> TermOperand:
     """float64 values -> TermOperand (odd sig, lsb, alignment exponent max(floor(log2|v|),
-    emin), special code)."""
+    emin) (``zero`` for a zero), special code)."""
     v = np.asarray(v, dtype=np.float64)
     special = np.full(v.shape, FINITE, dtype=np.int8)
     special[np.isposinf(v)] = POS_INF
@@ -97,7 +120,7 @@ def _split_values(v: np.ndarray, emin: int | None) -> TermOperand:
     if np.abs(sig).max(initial=0) >= (1 << 31):
         raise FpspecError("operand significand wider than 31 bits (internal)")
     lsb = np.where(nz, lsb, 0)
-    aexp = np.where(nz, aexp, 0)
+    aexp = np.where(nz, aexp, zero)
     return TermOperand(sig.astype(np.int32), lsb.astype(np.int32), aexp.astype(np.int32), special)
 
 
@@ -117,19 +140,24 @@ def _code_values(name: str) -> np.ndarray:
 
 
 @functools.lru_cache(maxsize=None)
-def _code_terms(name: str, emin: int) -> TermOperand:
+def _code_terms(name: str, emin: int, zero: int) -> TermOperand:
     """:func:`_split_values` of every code of a plain format (cached per format)."""
-    op = _split_values(_code_values(name), emin)
+    op = _split_values(_code_values(name), emin, zero)
     for x in op:
         x.setflags(write=False)
     return op
 
 
-def _code_operand(codes: np.ndarray, fmt: FloatFormat, model: GemmModel) -> TermOperand:
-    """Code array (rows, K) -> TermOperand: exact decoded values, alignment exponent with
-    the input format's emin (FP32's for ``decoded-fp32``) (exact: ``operand_from_codes``)."""
+def _code_operand(codes: np.ndarray, name: str, model: GemmModel) -> TermOperand:
+    """Code array (rows, K) of operand format ``name`` -> TermOperand: exact decoded values,
+    alignment exponent with the input format's emin (FP32's for ``decoded-fp32``), a zero's
+    per ``zero_alignment`` (exact: ``operand_from_codes``).  ``tf32``: the FP32 codes with
+    their low 13 bits cleared, split directly (no table of 2^32 codes)."""
+    fmt = code_format(name)
     emin = FP32_EMIN if model.operand_domain == "decoded-fp32" else fmt.emin
-    table = _code_terms(fmt.name, emin)
+    if name == "tf32":
+        return _split_values(decode_fast(tf32_truncate(codes), fmt), emin, _zero_exponent(model))
+    table = _code_terms(fmt.name, emin, _zero_exponent(model))
     idx = codes.astype(np.intp)
     return TermOperand(*(x[idx] for x in table))
 
@@ -172,8 +200,43 @@ def _quantized_values(qt, model: GemmModel) -> np.ndarray:
         return v * d  # exact: < 2^30 significand, exponent >= -149 - 17 - 1
 
 
+def _floor_log2_table(table: np.ndarray, emin: int, zero: int) -> np.ndarray:
+    """max(floor(log2|v|), emin) of every finite nonzero entry of a decode table, ``zero``
+    for a zero, NO_TERMS for a special (float64 frexp: exact)."""
+    fin = np.where(np.isfinite(table), table, 0.0)
+    _, e = np.frexp(fin)
+    out = np.maximum(e.astype(np.int64) - 1, emin)
+    out = np.where(fin == 0.0, zero, out)
+    return np.where(np.isfinite(table), out, NO_TERMS).astype(np.int64)
+
+
 def _quantized_operand(qt, model: GemmModel) -> TermOperand:
-    return _split_values(_quantized_values(qt, model), FP32_EMIN if model.operand_domain == "decoded-fp32" else None)
+    """A QuantizedTensor as a TermOperand of its values in the model's domain; under
+    ``block_exponent="scales"`` the alignment exponent is e(payload) + e(scale), each with
+    its own format's emin (exact: ``operand_from_quantized``)."""
+    zero = _zero_exponent(model)
+    op = _split_values(_quantized_values(qt, model), FP32_EMIN if model.operand_domain == "decoded-fp32" else None,
+                       zero)
+    if model.block_exponent != "scales":
+        return op
+    pf, sf = get_format(qt.payload_format), get_format(qt.scale_format)
+    ep = _floor_log2_table(decode_table(pf), pf.emin, zero)[qt.codes.astype(np.intp)]
+    grid = qt.scales if qt.tile == "1xB" else np.repeat(qt.scales, qt.block, axis=0)
+    es = np.repeat(_floor_log2_table(decode_table(sf), sf.emin, zero)[grid.astype(np.intp)], qt.block, axis=1)
+    aexp = np.where((ep == NO_TERMS) | (es == NO_TERMS), 0, ep + es)
+    return op._replace(aexp=aexp.astype(np.int32))
+
+
+def _scaled_block_operand(qt, model: GemmModel) -> ScaledBlockOperand:
+    """An E2M1 QuantizedTensor as a ScaledBlockOperand (per (row, block) scale: sig, lsb,
+    alignment exponent with the scale format's emin, special code)."""
+    sf = get_format(qt.scale_format)
+    sv = _scale_values(qt)
+    split = _split_values(sv, None)
+    grid = qt.scales if qt.tile == "1xB" else np.repeat(qt.scales, qt.block, axis=0)
+    zero = ZERO_ALIGNMENT_EXPONENT if model.zero_alignment == "emin" else NO_TERMS
+    aexp = _floor_log2_table(decode_table(sf), sf.emin, zero)[grid.astype(np.intp)]
+    return ScaledBlockOperand(payload_ints(qt), split.sig, split.lsb, aexp.astype(np.int32), split.special)
 
 
 def _bitlen_np(x: np.ndarray) -> np.ndarray:
@@ -238,49 +301,88 @@ def _whole_blocks(plan: Plan, a, bt) -> bool:
             and not (plan.start % b).any() and not (plan.stop % b).any())
 
 
+def _row_window(model: GemmModel) -> bool:
+    """Whether the row-vectorised window kernel computes this model's groups: a plain window
+    (no lanes, no join, no product overflow) with ``product_exponent="operands"``."""
+    return (model.window_bits is not None and model.product_exponent == "operands" and model.window_lanes == 1
+            and model.join_sum_bits is None and model.product_overflow == "none")
+
+
 def _product_kernel(opa: TermOperand, opb: TermOperand, model: GemmModel):
     """Product terms: the row-vectorised window kernel where it applies, else the general one."""
     finite = not opa.special.any() and not opb.special.any()
-    if model.window_bits is not None and model.product_exponent == "operands" and finite:
+    if _row_window(model) and finite:
         return gemm_window_rows, (opa, _transposed(opb))
     return gemm_products, (opa, opb, model.product_exponent == "exact")
 
 
-def _terms_kernel(a, bt, model: GemmModel, fmt: str | None, plan: Plan):
+def _whole_terms(plan: Plan, size: int) -> bool:
+    """Every planned group holds whole block terms of ``size`` products."""
+    return plan.start.size > 0 and not (plan.start % size).any() and not (plan.stop % size).any()
+
+
+def _code_values_of(codes: np.ndarray, name: str) -> np.ndarray:
+    """float64 values of a code array of operand format ``name`` (exact)."""
+    if name == "tf32":
+        return decode_fast(tf32_truncate(codes), code_format(name))
+    return _code_values(code_format(name).name)[np.asarray(codes).astype(np.intp)]
+
+
+def _block_kernel(a, bt, model: GemmModel, plan: Plan):
+    """Step 1 for E2M1 QuantizedTensors in the encoded domain where a block kernel applies
+    (None: the product kernels take them)."""
+    e2m1 = a.payload_format == "e2m1" and bt.payload_format == "e2m1"
+    block = model.scale_placement == "block" and model.window_bits is not None
+    if not e2m1:
+        if block:
+            raise FastPathUnsupported()  # FP8 payloads in block terms under a window
+        return None
+    sva, svb = _scale_values(a), _scale_values(bt)
+    finite = bool(np.isfinite(sva).all() and np.isfinite(svb).all())
+    whole = _whole_blocks(plan, a, bt)
+    if finite and whole and model.window_bits is None:
+        return gemm_block_sums_rows, (_block_operand(a, sva, plan, False), _block_operand(bt, svb, plan, True),
+                                      a.block)
+    if not block:
+        return None
+    term = model.block_term_size or a.block
+    if finite and whole and term == a.block and model.block_exponent == "value":
+        return gemm_blocks, (_block_operand(a, sva, None, False), _block_operand(bt, svb, None, False), a.block)
+    if _whole_terms(plan, term) and term <= LARGEST_INT32_BLOCK:
+        return gemm_scaled_blocks, (_scaled_block_operand(a, model), _scaled_block_operand(bt, model), term,
+                                    a.block, bt.block, model.block_exponent == "scales")
+    raise FastPathUnsupported()  # block terms that planned groups cut
+
+
+def _terms_kernel(a, bt, model: GemmModel, fmt, plan: Plan):
     """Step 1: the kernel that forms the terms of each planned group, and its operands."""
     quantized = isinstance(a, QuantizedTensor)
     if _sequential_fp32(model, plan):
         if quantized:
             va, vb = _quantized_values(a, model), _quantized_values(bt, model)
         else:
-            table = _code_values(get_format(fmt).name)
-            va, vb = table[np.asarray(a).astype(np.intp)], table[np.asarray(bt).astype(np.intp)]
+            fa, fb = operand_formats(fmt)
+            va, vb = _code_values_of(a, fa), _code_values_of(bt, fb)
         # every operand value is an FP32 value here (FP8/16 codes, E2M1 x scale with <= 6
         # significant bits and |exponent| < 127 + 17 + 3, FP32-decoded values); checked
         if _fp32_exact(va) and _fp32_exact(vb):
             return gemm_fp32_rows, (va.astype(np.float32), np.ascontiguousarray(vb.astype(np.float32).T))
     if quantized and model.operand_domain == "encoded":
-        sva, svb = _scale_values(a), _scale_values(bt)
-        finite = bool(np.isfinite(sva).all() and np.isfinite(svb).all())
-        whole = _whole_blocks(plan, a, bt)
-        if finite and whole and model.window_bits is None:
-            return gemm_block_sums_rows, (_block_operand(a, sva, plan, False), _block_operand(bt, svb, plan, True),
-                                          a.block)
-        if finite and whole and model.scale_placement == "block":
-            return gemm_blocks, (_block_operand(a, sva, None, False), _block_operand(bt, svb, None, False), a.block)
-        if model.scale_placement == "block" and model.window_bits is not None:
-            raise FastPathUnsupported()  # block terms with NaN scales or blocks that cut groups
+        kernel = _block_kernel(a, bt, model, plan)
+        if kernel is not None:
+            return kernel
     if quantized:
         return _product_kernel(_quantized_operand(a, model), _quantized_operand(bt, model), model)
-    f = get_format(fmt)
-    return _product_kernel(_code_operand(np.asarray(a), f, model), _code_operand(np.asarray(bt), f, model), model)
+    fa, fb = operand_formats(fmt)
+    return _product_kernel(_code_operand(np.asarray(a), fa, model), _code_operand(np.asarray(bt), fb, model), model)
 
 
-def _canonical_nan(y: np.ndarray) -> np.ndarray:
-    """Every NaN as the one output NaN, 0x7FC00000 (FPS-GEMM-2)."""
+def _canonical_nan(y: np.ndarray, model: GemmModel) -> np.ndarray:
+    """Every NaN as the one output NaN of ``nan_encoding`` (FPS-GEMM-2, FPS-GEMM-17)."""
     nan = np.isnan(y)
     if nan.any():
-        y[nan] = np.uint32(OUTPUT_NAN_BITS).view(np.float32)
+        view = np.uint16 if y.dtype == np.float16 else np.uint32
+        y.view(view)[nan] = NAN_BITS[(model.nan_encoding, model.output_format)]
     return y
 
 
@@ -295,7 +397,15 @@ def round_bf16_bits(y: np.ndarray) -> np.ndarray:
     return r.view(np.float32)
 
 
-def gemm_fast(a, bt, model: GemmModel, *, fmt: str | None = None,
+def round_fp16_bits(y: np.ndarray) -> np.ndarray:
+    """Step 8, ``output_format="fp16"`` (FPS-GEMM-19): RNE of FP32 values to FP16 with
+    fpspec's own conversion (:func:`fpspec.fast.rounding.encode_fast`, tested against the
+    exact rounding), signs of zeros kept, IEEE overflow to Inf (exact: ``round_fp16``).  The
+    values of an FP16 accumulator convert exactly."""
+    return encode_fast(y.astype(np.float32), "fp16", "rne").view(np.float16)
+
+
+def gemm_fast(a, bt, model: GemmModel, *, fmt=None,
               alpha: Fraction | None = None) -> np.ndarray:
     """The fast GEMM (bit-equal to :func:`fpspec.exact.accumulate.gemm_exact`).
 
@@ -309,22 +419,26 @@ def gemm_fast(a, bt, model: GemmModel, *, fmt: str | None = None,
     m, n = a.shape[0], bt.shape[0]
     out = np.empty((m, n), dtype=np.float64)
     run_rows(kernel, m, (*operands, plan, chain_spec(model), finish_spec(model, alpha), out), m * n * max(k, 1))
-    y = _canonical_nan(out.astype(np.float32))  # exact: every entry is an FP32 value
-    return round_bf16_bits(y) if model.output_format == "bf16" else y
+    y = out.astype(np.float32)  # exact: every entry is an FP32 value
+    if model.output_format == "bf16":
+        y = round_bf16_bits(y)
+    elif model.output_format == "fp16":
+        y = round_fp16_bits(y)
+    return _canonical_nan(y, model)
 
 
 def _row(x, i: int):
     return np.asarray(x)[i:i + 1]
 
 
-def rowdot_fast(a, bt, model: GemmModel, *, fmt: str | None = None,
+def rowdot_fast(a, bt, model: GemmModel, *, fmt=None,
                 alpha: Fraction | None = None) -> np.ndarray:
     """The diagonal of :func:`gemm_fast`, y[i] = A[i] . BT[i] (M,): one 1 x 1 GEMM per row
     pair for code arrays; for quantized operands (whose 2-D tiles span rows) the diagonal
     of the whole GEMM."""
     if isinstance(a, QuantizedTensor):
         return np.diagonal(gemm_fast(a, bt, model, fmt=fmt, alpha=alpha)).copy()
-    out = np.empty(a.shape[0], dtype=np.float32)
+    out = np.empty(a.shape[0], dtype=np.float16 if model.output_format == "fp16" else np.float32)
     for i in range(a.shape[0]):
         out[i] = gemm_fast(_row(a, i), _row(bt, i), model, fmt=fmt, alpha=alpha)[0, 0]
     return out

@@ -40,15 +40,16 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..models import GemmModel
-from .fp32 import (FP32_BITS, MODE_CODES, RNE, add_round, add_round_int, add_specials, fp32_exponent,
-                   round_acc_int, round_acc_terms, round_fp32_int, split_fp32)
+from ..models import ACCUMULATOR_FORMATS, ZERO_ALIGNMENT_EXPONENT, GemmModel
+from .fp32 import (FP32_LATTICE, MODE_CODES, RNE, Lattice, add_round, add_round_fp32, add_round_int, add_specials,
+                   lattice, round_acc_int, round_acc_terms, round_fp32_int, split_fp32)
 from .jit import gemm_jit
 
 __all__ = ["ChainSpec", "FinishSpec", "Plan", "chain_spec", "finish_spec", "chain_plan", "keep", "align_group",
-           "group_step", "accumulate", "after_group", "after_group_fp32", "after_group_row", "snap", "scale_by_alpha", "finish",
+           "lane_window", "join", "accumulator_exponent", "group_step", "accumulate", "after_group",
+           "after_group_fp32", "after_group_row", "snap", "scale_by_alpha", "finish",
            "NO_ROUNDING", "TRUNCATE", "FLOOR", "NO_WINDOW", "NO_EXPONENT_FLOOR", "NO_TERMS", "NO_SNAP",
-           "NO_SPECIAL", "CONTINUE", "PROMOTE", "END_SLICE"]
+           "NO_SPECIAL", "NO_DROP", "CONTINUE", "PROMOTE", "END_SLICE"]
 
 # ----------------------------------------------------------- named codes
 #: ``group_rounding="none"``: the group's sum joins the accumulator exactly.
@@ -66,6 +67,8 @@ NO_TERMS = -(1 << 30)
 NO_SNAP = -(1 << 30)
 #: The special value of a group whose terms are all finite.
 NO_SPECIAL = 0.0
+#: ``join_drop_bits=None``: the join never drops c.
+NO_DROP = -(1 << 30)
 #: What follows a planned group (step 5): nothing, a promotion, or the end of a K slice
 #: (the pending partial promoted, the slice's result added into the output).
 CONTINUE = 0
@@ -82,9 +85,20 @@ class ChainSpec(NamedTuple):
     exponent_floor: int         # align_exponent_floor, or NO_EXPONENT_FLOOR
     group_rounding: int         # RNE, RTZ or NO_ROUNDING
     accumulate_rounding: int    # RNE or RTZ
-    accumulate_bits: int        # 0..23
+    lattice: Lattice            # accumulate_bits in the accumulator format, accumulate_overflow
     promotes: bool              # promotion_interval is set
     promotion_rounding: int     # RNE or RTZ
+    zero_terms: bool            # zero_alignment="emin": zero terms and c = 0 take part in step 3
+    acc_emin: int               # emin of c's alignment exponent (FP32 -126, FP16 -14)
+    lanes: int                  # window_lanes
+    join: bool                  # join_sum_bits is set
+    join_sum: int               # join_sum_bits
+    join_c: int                 # join_c_bits
+    join_drop: int              # join_drop_bits, or NO_DROP
+    join_below: int             # TRUNCATE or FLOOR
+    product_overflow: bool      # product_overflow="inf"
+    signed_zero: bool           # chain_zero="signed"
+    fp32_lattice: bool          # the lattice is FP32_LATTICE (rounded by round_fp32_int, no lattice call)
 
 
 class FinishSpec(NamedTuple):
@@ -109,6 +123,8 @@ class Plan(NamedTuple):
 
 def chain_spec(model: GemmModel) -> ChainSpec:
     """The compiled form of the model's steps 3-5."""
+    emin, top, _ = ACCUMULATOR_FORMATS[model.accumulator_format]
+    join = model.join_sum_bits is not None
     return ChainSpec(
         fused=model.fused,
         window=NO_WINDOW if model.window_bits is None else model.window_bits,
@@ -116,9 +132,20 @@ def chain_spec(model: GemmModel) -> ChainSpec:
         exponent_floor=NO_EXPONENT_FLOOR if model.align_exponent_floor is None else model.align_exponent_floor,
         group_rounding=NO_ROUNDING if model.group_rounding == "none" else MODE_CODES[model.group_rounding],
         accumulate_rounding=MODE_CODES[model.accumulate_rounding],
-        accumulate_bits=model.accumulate_bits,
+        lattice=lattice(model.accumulate_bits, emin, top, model.accumulate_overflow == "inf"),
         promotes=model.promotion_interval is not None,
-        promotion_rounding=MODE_CODES[model.promotion_rounding])
+        promotion_rounding=MODE_CODES[model.promotion_rounding],
+        zero_terms=model.zero_alignment == "emin",
+        acc_emin=emin,
+        lanes=model.window_lanes,
+        join=join,
+        join_sum=model.join_sum_bits if join else 0,
+        join_c=model.join_c_bits if join else 0,
+        join_drop=NO_DROP if model.join_drop_bits is None else model.join_drop_bits,
+        join_below=FLOOR if model.join_below == "floor" else TRUNCATE,
+        product_overflow=model.product_overflow == "inf",
+        signed_zero=model.chain_zero == "signed",
+        fp32_lattice=lattice(model.accumulate_bits, emin, top, model.accumulate_overflow == "inf") == FP32_LATTICE)
 
 
 def finish_spec(model: GemmModel, alpha: Fraction | None) -> FinishSpec:
@@ -175,18 +202,32 @@ def keep(s, d, below):
 
 
 @gemm_jit(inline=True)
+def accumulator_exponent(c, spec):
+    """Alignment exponent of a finite accumulator c: max(floor(log2|c|), emin of the
+    accumulator format); for c = 0, -126 with ``zero_terms`` (zero_alignment="emin"), else
+    NO_TERMS (no part in the alignment) (exact: ``accumulator_exponent``)."""
+    if c == 0.0:
+        return ZERO_ALIGNMENT_EXPONENT if spec.zero_terms else NO_TERMS
+    m, ex = math.frexp(c)
+    e = ex - 1
+    return e if e > spec.acc_emin else spec.acc_emin
+
+
+@gemm_jit(inline=True)
 def align_group(sigs, lsbs, aexps, n, c, spec):
     """Step 3 (FPS-GEMM-5) on n finite terms ``sigs[i] 2^lsbs[i]`` with alignment
-    exponents ``aexps[i]``: E is the largest exponent of a nonzero term (and of c when
-    fused), raised to ``exponent_floor``; returns (the sum of the terms' kept multiples
-    of 2^(E - F) in those quanta, E - F).  c's own kept part is added by
-    :func:`accumulate`.  With nothing to align the sum is 0."""
+    exponents ``aexps[i]``: E is the largest exponent of a term (and of c when fused),
+    raised to ``exponent_floor``; returns (the sum of the terms' kept multiples of
+    2^(E - F) in those quanta, E - F).  A term takes part through its exponent: a zero
+    term is handed over only where it aligns (``zero_terms``), a term with exponent
+    NO_TERMS takes no part.  c's own kept part is added by :func:`accumulate`.  With
+    nothing to align the sum is 0."""
     e_max = NO_TERMS
     for i in range(n):
-        if sigs[i] != 0 and aexps[i] > e_max:
+        if aexps[i] > e_max:
             e_max = aexps[i]
-    if spec.fused and c != 0.0:
-        ec = fp32_exponent(c)
+    if spec.fused:
+        ec = accumulator_exponent(c, spec)
         if ec > e_max:
             e_max = ec
     if e_max == NO_TERMS:
@@ -200,13 +241,82 @@ def align_group(sigs, lsbs, aexps, n, c, spec):
     return acc, ql
 
 
+@gemm_jit(inline=True)
+def lane_window(sigs, lsbs, aexps, n, spec):
+    """Step 3 of a non-fused group in ``lanes`` interleaved lanes (FPS-GEMM-18; exact:
+    ``lane_window``): term i (one per product of the group, in order) is in lane
+    i mod lanes; each lane keeps its terms' multiples of 2^(E_l - F) at its own largest
+    exponent E_l, and each lane's sum is cut (``join_below``) to multiples of 2^(E - F),
+    E = max E_l.  Returns (the kept sum in quanta 2^(E - F), E - F, E); E = NO_TERMS when
+    no term takes part."""
+    lanes = spec.lanes
+    e_all = NO_TERMS
+    for i in range(n):
+        if aexps[i] > e_all:
+            e_all = aexps[i]
+    if e_all == NO_TERMS:
+        return np.int64(0), 0, NO_TERMS
+    if e_all < spec.exponent_floor:
+        e_all = spec.exponent_floor
+    ql = e_all - spec.window
+    total = np.int64(0)
+    for lane in range(lanes):
+        e_l = NO_TERMS
+        for i in range(lane, n, lanes):
+            if aexps[i] > e_l:
+                e_l = aexps[i]
+        if e_l == NO_TERMS:
+            continue
+        if e_l < spec.exponent_floor:
+            e_l = spec.exponent_floor
+        q_l = e_l - spec.window
+        part = np.int64(0)
+        for i in range(lane, n, lanes):
+            part += keep(sigs[i], lsbs[i] - q_l, spec.below)
+        total += keep(part, q_l - ql, spec.join_below) if lanes > 1 else part
+    return total, ql, e_all
+
+
+@gemm_jit(inline=True)
+def _signed_zero(r, negative, spec):
+    """A zero accumulator result keeps the sign of a negative exact value under
+    ``chain_zero="signed"`` (a join model; exact: ``round_accumulator``)."""
+    if r == 0.0 and negative and spec.signed_zero:
+        return -0.0
+    return r
+
+
+@gemm_jit
+def join(c, acc, ql, e, spec):
+    """Step 4 with a join (FPS-GEMM-18; exact: ``join``): c (finite) meets the group's kept
+    sum acc 2^ql (alignment exponent e) at M = max(e, e_c); the sum is cut to 2^(M -
+    join_sum) and c to 2^(M - join_c) (``join_below``), c dropped when e_c < M - join_drop;
+    the exact sum rounded once to the accumulator lattice.  acc is below 2^(F + 2 +
+    bitlen(G)) and c below 2^(e_c + 1), so both cut values stay far inside int64 for the
+    join widths :func:`fpspec.fast.accumulate.supports` admits."""
+    ec = accumulator_exponent(c, spec)
+    m = e if e > ec else ec
+    if m == NO_TERMS:
+        return 0.0
+    q_s = m - spec.join_sum
+    q_c = m - spec.join_c
+    base = q_s if q_s < q_c else q_c
+    s2 = keep(acc, ql - q_s, spec.join_below)
+    c2 = np.int64(0)
+    if c != 0.0 and not (spec.join_drop != NO_DROP and ec < m - spec.join_drop):
+        sc, lc = split_fp32(c)
+        c2 = keep(sc, lc - q_c, spec.join_below)
+    total = (s2 << (q_s - base)) + (c2 << (q_c - base))
+    return _signed_zero(round_acc_int(total, base, spec.accumulate_rounding, spec.lattice), total < 0, spec)
+
+
 # ================================================================ step 4
 @gemm_jit(inline=True)
 def accumulate(c, acc, e, spec):
     """Step 4 (FPS-GEMM-1, FPS-GEMM-13) given a group's exact sum of (kept) terms
     acc 2^e: the new accumulator.
 
-    Fused: c' = round(c + sum) with ``accumulate_rounding`` to ``accumulate_bits``; with
+    Fused: c' = round(c + sum) with ``accumulate_rounding`` to the accumulator lattice; with
     a window c is in it too (its kept multiples of 2^e, so e = E - F must count c's
     exponent).  Not fused: p = the sum rounded to FP32 with ``group_rounding`` (exact
     for NO_ROUNDING), then c' = round(c + p).  An Inf or NaN c absorbs finite terms
@@ -218,26 +328,40 @@ def accumulate(c, acc, e, spec):
             if c != 0.0:
                 sc, lc = split_fp32(c)
                 acc += keep(sc, lc - e, spec.below)
-            return round_acc_int(acc, e, spec.accumulate_rounding, spec.accumulate_bits)
-        return add_round_int(c, acc, e, spec.accumulate_rounding, spec.accumulate_bits)
+            if spec.fp32_lattice:
+                return round_fp32_int(acc, e, spec.accumulate_rounding)
+            return round_acc_int(acc, e, spec.accumulate_rounding, spec.lattice)
+        return add_round_int(c, acc, e, spec.accumulate_rounding, spec.lattice)
     if acc == 0:
         return c  # p = +0: c is already on the accumulator's lattice
     p = round_fp32_int(acc, e, spec.group_rounding)
-    return add_round(c, p, spec.accumulate_rounding, spec.accumulate_bits)
+    if spec.fp32_lattice:
+        return add_round_fp32(c, p, spec.accumulate_rounding)
+    return add_round(c, p, spec.accumulate_rounding, spec.lattice)
 
 
 @gemm_jit
-def group_step(c, sigs, lsbs, aexps, n, special, spec):
+def group_step(c, sigs, lsbs, aexps, n, special, overflow, spec):
     """Steps 3-4 for one group (FPS-GEMM-5): the new accumulator after its n finite
     terms ``sigs[i] 2^lsbs[i]`` (alignment exponents ``aexps[i]``) and ``special``, the
-    IEEE sum of its non-finite terms (NO_SPECIAL when there are none), join c.  The
-    buffers need room for one more term (c).  Twin of the exact ``group_step``."""
+    IEEE sum of its non-finite terms (NO_SPECIAL when there are none), join c; then
+    ``overflow``, the IEEE sum of the products >= 2^128 under ``product_overflow``
+    (FPS-GEMM-18).  The buffers need room for one more term (c).  Twin of the exact
+    ``group_step``."""
     if special != NO_SPECIAL:
         return add_specials(c, special)
+    if overflow != NO_SPECIAL:
+        return c if not math.isfinite(c) else overflow
     if not math.isfinite(c) and (spec.fused or spec.group_rounding == NO_ROUNDING):
         return c
+    if spec.join:
+        acc, ql, e = lane_window(sigs, lsbs, aexps, n, spec)
+        return join(c, acc, ql, e, spec)
     if spec.window != NO_WINDOW:
-        acc, ql = align_group(sigs, lsbs, aexps, n, c, spec)
+        if spec.lanes > 1:
+            acc, ql, e = lane_window(sigs, lsbs, aexps, n, spec)
+        else:
+            acc, ql = align_group(sigs, lsbs, aexps, n, c, spec)
         return accumulate(c, acc, ql, spec)
     if spec.fused or spec.group_rounding == NO_ROUNDING:
         # the terms and c summed exactly, rounded once
@@ -245,9 +369,9 @@ def group_step(c, sigs, lsbs, aexps, n, special, spec):
         if c != 0.0:
             sigs[m], lsbs[m] = split_fp32(c)
             m += 1
-        return round_acc_terms(sigs, lsbs, m, spec.accumulate_rounding, spec.accumulate_bits)
-    p = round_acc_terms(sigs, lsbs, n, spec.group_rounding, FP32_BITS)
-    return add_round(c, p, spec.accumulate_rounding, spec.accumulate_bits)
+        return round_acc_terms(sigs, lsbs, m, spec.accumulate_rounding, spec.lattice)
+    p = round_acc_terms(sigs, lsbs, n, spec.group_rounding, FP32_LATTICE)
+    return add_round(c, p, spec.accumulate_rounding, spec.lattice)
 
 
 # ================================================================ step 5
@@ -258,11 +382,12 @@ def after_group(c, big, total, action, spec):
     slice's chain (its result: the accumulator with c promoted, or c) and adds it into
     the output's total with FP32 RNE, in order of k.  Returns (c, big, total)."""
     if action == PROMOTE:
-        return 0.0, add_round(big, c, spec.promotion_rounding, FP32_BITS), total
+        return 0.0, add_round(big, c, spec.promotion_rounding, FP32_LATTICE), total
     if action == END_SLICE:
-        r = add_round(big, c, spec.promotion_rounding, FP32_BITS) if spec.promotes else c
-        # +0 + r is r exactly (r, a chain result, is never -0): the first slice skips the add
-        return 0.0, 0.0, (r if total == 0.0 else add_round(total, r, RNE, FP32_BITS))
+        r = add_round(big, c, spec.promotion_rounding, FP32_LATTICE) if spec.promotes else c
+        # +0 + r is r exactly (r, a chain result, is -0 only under chain_zero="signed", which
+        # has one slice): the first slice skips the add
+        return 0.0, 0.0, (r if total == 0.0 else add_round(total, r, RNE, FP32_LATTICE))
     return c, big, total
 
 

@@ -19,8 +19,10 @@ FP32                                       :func:`add_round_int` (x + s 2^e)
 ``fp32_exponent``                          :func:`fp32_exponent`
 =========================================  =============================================
 
-``mode`` is :data:`RNE` or :data:`RTZ`; ``bits`` the kept fraction bits (0..23, in
-FP32's exponent range: quantum 2^(max(e, -126) - bits)).  Results are FP32 values (or
+``mode`` is :data:`RNE` or :data:`RTZ`; ``lat`` the accumulator's :class:`Lattice`: the
+kept fraction bits (0..23) in an exponent range (quantum 2^(max(e, emin) - bits), overflow
+at 2^top, FP32: emin -126, top 128; an FP16 accumulator: -14, 16), and whether an RTZ
+overflow gives Inf (FPS-GEMM-13, FPS-GEMM-17, FPS-GEMM-19).  Results are FP32 values (or
 accumulator values of fewer bits) held in float64, which is exact; a zero result is +0.
 
 Exactness (docs/gemm.rst, "The fast path"):
@@ -42,15 +44,17 @@ Exactness (docs/gemm.rst, "The fast path"):
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
 from ..exact.binary32 import FLT_MAX, FP32_EMIN
 from .jit import gemm_jit
 
-__all__ = ["RNE", "RTZ", "MODE_CODES", "bitlen", "round_fp32_pair", "round_acc_pair", "round_fp32_int",
-           "round_acc_int", "round_acc_terms", "add_round", "add_round_int", "add_specials", "split_fp32",
-           "fp32_exponent", "py_round_acc_int", "py_add_round"]
+__all__ = ["RNE", "RTZ", "MODE_CODES", "Lattice", "FP32_LATTICE", "lattice", "bitlen", "round_fp32_pair",
+           "round_acc_pair", "round_fp32_int", "round_acc_int", "round_acc_terms", "add_round", "add_round_fp32",
+           "add_round_int",
+           "add_specials", "split_fp32", "fp32_exponent", "py_round_acc_int", "py_add_round"]
 
 #: Rounding-mode codes of the compiled functions.
 RNE = 0
@@ -73,6 +77,32 @@ _LIMB = 30
 _LIMB_MASK = (1 << _LIMB) - 1
 #: the top / bottom of an empty sum's span
 _SPAN_NONE = 1 << 30
+
+
+class Lattice(NamedTuple):
+    """The values an accumulator rounding produces (exact spec: ``round_acc``'s arguments):
+    ``bits`` fraction bits at exponent max(e, ``emin``), magnitudes >= 2^``top`` overflow (Inf
+    under RNE; under RTZ Inf when ``overflow_inf``, else the largest lattice value)."""
+
+    bits: int
+    emin: int
+    top: int
+    overflow_inf: bool
+
+
+#: FP32 with IEEE overflow: the rounding of every FP32 step of the chain.
+FP32_LATTICE = Lattice(FP32_BITS, FP32_EMIN, 128, False)
+
+
+def lattice(bits: int = FP32_BITS, emin: int = FP32_EMIN, top: int = 128, overflow_inf: bool = False) -> Lattice:
+    """A :class:`Lattice` (Python side; the compiled functions take the tuple)."""
+    return Lattice(int(bits), int(emin), int(top), bool(overflow_inf))
+
+
+@gemm_jit(inline=True)
+def _is_fp32(lat):
+    """Whether the lattice is FP32 with IEEE overflow (rounded by IEEE conversions)."""
+    return lat.bits == FP32_BITS and lat.emin == FP32_EMIN and lat.top == 128 and not lat.overflow_inf
 
 
 # ===================================================================== integers
@@ -170,23 +200,24 @@ def round_fp32_pair(v, err, mode):
 
 
 @gemm_jit
-def round_acc_pair(v, err, mode, bits):
-    """Rounding of the exact value v + err to ``bits`` fraction bits in FP32's exponent
-    range (FPS-GEMM-13); bits = 23 is :func:`round_fp32_pair`.  Same contract for err.
+def round_acc_pair(v, err, mode, lat):
+    """Rounding of the exact value v + err to the accumulator lattice ``lat`` (FPS-GEMM-13);
+    FP32 with IEEE overflow is :func:`round_fp32_pair`.  Same contract for err.
 
-    For bits < 23 every value and midpoint of the bits-lattice is a float64 too, so the
-    argument of :func:`round_fp32_pair` carries over: r = v / quantum is exact (a
-    power-of-two scaling of a float64 within range), err matters only when r is an
-    integer (RTZ) or an odd multiple of 1/2 (RNE).  Overflow: |result| >= 2^128 is Inf
-    (RNE) or (2 - 2^-bits) 2^127 (RTZ)."""
-    if bits == FP32_BITS:
+    Every value and midpoint of a lattice of at most 24 significant bits in FP32's range is
+    a float64 too, so the argument of :func:`round_fp32_pair` carries over: r = v / quantum
+    is exact (a power-of-two scaling of a float64 within range), err matters only when r is
+    an integer (RTZ) or an odd multiple of 1/2 (RNE).  Overflow: |result| >= 2^top is Inf
+    (RNE, or RTZ with ``overflow_inf``) or (2 - 2^-bits) 2^(top-1) (RTZ)."""
+    if _is_fp32(lat):
         return round_fp32_pair(v, err, mode)
+    bits = lat.bits
     if v == 0.0:
         return 0.0
     m, ex = math.frexp(v)
     e = ex - 1
-    if e < FP32_EMIN:
-        e = FP32_EMIN
+    if e < lat.emin:
+        e = lat.emin
     q = e - bits
     r = math.ldexp(v, -q)
     neg = v < 0.0
@@ -196,14 +227,14 @@ def round_acc_pair(v, err, mode, bits):
         if err != 0.0 and t == a and ((err < 0.0) != neg):
             # the exact value lies just inside |v|: one step toward zero, a half step
             # when |v| is the bottom of its binade (the lattice below is twice as fine)
-            if t == math.ldexp(1.0, bits) and e > FP32_EMIN:
+            if t == math.ldexp(1.0, bits) and e > lat.emin:
                 res = math.ldexp(2.0 * t - 1.0, q - 1)
             else:
                 res = math.ldexp(t - 1.0, q)
         else:
             res = math.ldexp(t, q)
-        if res >= math.ldexp(1.0, 128):
-            res = math.ldexp(math.ldexp(2.0, bits) - 1.0, 127 - bits)
+        if e >= lat.top - 1 and res >= math.ldexp(1.0, lat.top):  # (only the top binade can reach 2^top)
+            res = math.inf if lat.overflow_inf else math.ldexp(math.ldexp(2.0, bits) - 1.0, lat.top - 1 - bits)
     else:
         d = a - t
         if d > 0.5:
@@ -215,7 +246,7 @@ def round_acc_pair(v, err, mode, bits):
             elif (t % 2.0) != 0.0:
                 t += 1.0
         res = math.ldexp(t, q)
-        if res >= math.ldexp(1.0, 128):
+        if e >= lat.top - 1 and res >= math.ldexp(1.0, lat.top):
             res = math.inf
     return (-res if neg else res) + 0.0
 
@@ -267,27 +298,28 @@ def round_fp32_int(s, e, mode):
 
 
 @gemm_jit
-def _round_far_outside(s, e, mode, bits):
+def _round_far_outside(s, e, mode, lat):
     """Far outside FP32's range: Inf / the RTZ clamp, or +0 below the subnormal lattice
     (sticky-safe: every kept bit is far from the rounding point)."""
     if e > 0:
-        big = math.inf if mode == RNE else math.ldexp(math.ldexp(2.0, bits) - 1.0, 127 - bits)
+        big = math.inf if (mode == RNE or lat.overflow_inf) else \
+            math.ldexp(math.ldexp(2.0, lat.bits) - 1.0, lat.top - 1 - lat.bits)
         return -big if s < 0 else big
     return 0.0
 
 
 @gemm_jit
-def round_acc_int(s, e, mode, bits):
-    """s 2^e rounded to ``bits`` fraction bits in FP32's exponent range (FPS-GEMM-13);
-    bits = 23 is :func:`round_fp32_int` (exact spec: ``round_acc``)."""
-    if bits == FP32_BITS:
+def round_acc_int(s, e, mode, lat):
+    """s 2^e rounded to the accumulator lattice ``lat`` (FPS-GEMM-13); FP32 with IEEE
+    overflow is :func:`round_fp32_int` (exact spec: ``round_acc``)."""
+    if _is_fp32(lat):
         return round_fp32_int(s, e, mode)
     if s == 0:
         return 0.0
     neg = s < 0
     mag = -s if neg else s
     if mag < (1 << 53) and _POW2_LO <= e <= _POW2_HI:
-        return round_acc_pair(float(s) * _POW2[e - _POW2_LO], 0.0, mode, bits)
+        return round_acc_pair(float(s) * _POW2[e - _POW2_LO], 0.0, mode, lat)
     # keep the top 54 bits and a sticky bit: an exact float64 pair (head, err) whose
     # rounding to <= 24 significant bits equals that of s 2^e
     nb = bitlen(mag)
@@ -301,7 +333,7 @@ def round_acc_int(s, e, mode, bits):
         head = mag
         ee = e
     if ee > _POW2_HI or ee < _POW2_LO:
-        return _round_far_outside(-head if neg else head, ee, mode, bits)
+        return _round_far_outside(-head if neg else head, ee, mode, lat)
     hb = head >> 2
     lo = head - (hb << 2)
     v = float(hb << 2) * _POW2[ee - _POW2_LO]
@@ -309,14 +341,14 @@ def round_acc_int(s, e, mode, bits):
     if neg:
         v = -v
         err = -err
-    return round_acc_pair(v, err, mode, bits)
+    return round_acc_pair(v, err, mode, lat)
 
 
 # ======================================================================= sums
 @gemm_jit
-def _round_acc_limbs(sigs, lsbs, n, mode, bits):
-    """Exact sum of n terms sig * 2^lsb (any exponent span) in 30-bit limbs, rounded to
-    ``bits`` fraction bits."""
+def _round_acc_limbs(sigs, lsbs, n, mode, lat):
+    """Exact sum of n terms sig * 2^lsb (any exponent span) in 30-bit limbs, rounded to the
+    lattice ``lat``."""
     base = _SPAN_NONE
     top = -_SPAN_NONE
     for i in range(n):
@@ -386,13 +418,13 @@ def _round_acc_limbs(sigs, lsbs, n, mode, bits):
         if sticky:
             head = (head << 1) | 1
             e -= 1
-    return round_acc_int(-head if neg else head, e, mode, bits)
+    return round_acc_int(-head if neg else head, e, mode, lat)
 
 
 @gemm_jit
-def round_acc_terms(sigs, lsbs, n, mode, bits):
-    """The exact sum of n terms sig * 2^lsb rounded to ``bits`` fraction bits (exact spec:
-    ``round_acc(sum(terms), mode, bits)``): one int64 sum when the span allows, else limbs."""
+def round_acc_terms(sigs, lsbs, n, mode, lat):
+    """The exact sum of n terms sig * 2^lsb rounded to the lattice ``lat`` (exact spec:
+    ``round_acc(sum(terms), ...)``): one int64 sum when the span allows, else limbs."""
     base = _SPAN_NONE
     top = -_SPAN_NONE
     for i in range(n):
@@ -410,13 +442,25 @@ def round_acc_terms(sigs, lsbs, n, mode, bits):
         for i in range(n):
             if sigs[i] != 0:
                 acc += sigs[i] << (lsbs[i] - base)
-        return round_acc_int(acc, base, mode, bits)
-    return _round_acc_limbs(sigs, lsbs, n, mode, bits)
+        return round_acc_int(acc, base, mode, lat)
+    return _round_acc_limbs(sigs, lsbs, n, mode, lat)
 
 
 @gemm_jit
-def add_round(x, y, mode, bits):
-    """round(x + y) to ``bits`` fraction bits for two FP32 values held in float64 (the
+def add_round_fp32(x, y, mode):
+    """:func:`add_round` to FP32 with IEEE overflow (the common lattice, without the lattice
+    argument)."""
+    if not (math.isfinite(x) and math.isfinite(y)):
+        return add_specials(x, y)
+    s = x + y
+    bp = s - x
+    err = (x - (s - bp)) + (y - bp)
+    return round_fp32_pair(s, err, mode)
+
+
+@gemm_jit
+def add_round(x, y, mode, lat):
+    """round(x + y) to the lattice ``lat`` for two FP32 values held in float64 (the
     accumulator update, the promotion, the split-K sum).  TwoSum gives s + err = x + y
     exactly (float64, no overflow for FP32 inputs); :func:`round_acc_pair` rounds that
     pair correctly.  Inf and NaN follow IEEE (:func:`add_specials`)."""
@@ -425,37 +469,40 @@ def add_round(x, y, mode, bits):
     s = x + y
     bp = s - x
     err = (x - (s - bp)) + (y - bp)
-    return round_acc_pair(s, err, mode, bits)
+    return round_acc_pair(s, err, mode, lat)
 
 
 @gemm_jit
-def add_round_int(x, s, e, mode, bits):
-    """round(x + s 2^e) to ``bits`` fraction bits, x a finite FP32 value, s an int64 (a
+def add_round_int(x, s, e, mode, lat):
+    """round(x + s 2^e) to the lattice ``lat``, x a finite FP32 value, s an int64 (a
     group's exact sum joining the accumulator).  An x of zero or an s of zero leave one
     addend; otherwise both are aligned in int64, or in limbs when their span is too wide."""
     if s == 0:
-        return round_acc_pair(x, 0.0, mode, bits)
+        return round_acc_pair(x, 0.0, mode, lat)
     if x == 0.0:
-        return round_acc_int(s, e, mode, bits)
+        return round_acc_int(s, e, mode, lat)
     sx, lx = split_fp32(x)
     base = lx if lx < e else e
     top_x = lx + bitlen(sx if sx > 0 else -sx)
     top_s = e + bitlen(s if s > 0 else -s)
     top = top_x if top_x > top_s else top_s
     if top - base + 2 <= 62:
-        return round_acc_int((sx << (lx - base)) + (s << (e - base)), base, mode, bits)
+        return round_acc_int((sx << (lx - base)) + (s << (e - base)), base, mode, lat)
     sigs = np.empty(2, dtype=np.int64)
     lsbs = np.empty(2, dtype=np.int64)
     sigs[0], lsbs[0], sigs[1], lsbs[1] = sx, lx, s, e
-    return _round_acc_limbs(sigs, lsbs, 2, mode, bits)
+    return _round_acc_limbs(sigs, lsbs, 2, mode, lat)
 
 
 # ============================================================ Python test hooks
-def py_round_acc_int(s: int, e: int, mode: str = "rne", bits: int = 23) -> float:
-    """Test hook: :func:`round_acc_int` of the integer s 2^e (``mode`` ``rne`` / ``rtz``)."""
-    return float(round_acc_int(np.int64(s), np.int64(e), MODE_CODES[mode], bits))
+def py_round_acc_int(s: int, e: int, mode: str = "rne", bits: int = 23, emin: int = FP32_EMIN, top: int = 128,
+                     overflow_inf: bool = False) -> float:
+    """Test hook: :func:`round_acc_int` of the integer s 2^e (``mode`` ``rne`` / ``rtz``) to
+    the lattice of ``bits`` fraction bits, ``emin``, ``top``, ``overflow_inf``."""
+    return float(round_acc_int(np.int64(s), np.int64(e), MODE_CODES[mode], lattice(bits, emin, top, overflow_inf)))
 
 
-def py_add_round(x: float, y: float, mode: str = "rne", bits: int = 23) -> float:
+def py_add_round(x: float, y: float, mode: str = "rne", bits: int = 23, emin: int = FP32_EMIN, top: int = 128,
+                 overflow_inf: bool = False) -> float:
     """Test hook: :func:`add_round` of two FP32 values (``mode`` ``rne`` / ``rtz``)."""
-    return float(add_round(float(x), float(y), MODE_CODES[mode], bits))
+    return float(add_round(float(x), float(y), MODE_CODES[mode], lattice(bits, emin, top, overflow_inf)))

@@ -10,6 +10,8 @@ formed:
 * :func:`gemm_products`: one term per product, any operand (specials included), one
   output at a time;
 * :func:`gemm_blocks`: one term per E2M1 scale block (``scale_placement="block"``);
+* :func:`gemm_scaled_blocks`: one term per E2M1 block term (``block_term_size``), any
+  scales (NaN included), exponents from the value or from the scales (``block_exponent``);
 * :func:`gemm_window_rows`: product terms of finite operands under a window with
   ``product_exponent="operands"``, the window's kept sums formed for a whole row of
   outputs at once;
@@ -32,14 +34,15 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .chain import (CONTINUE, NO_SPECIAL, NO_TERMS, accumulate, after_group, after_group_fp32, after_group_row, finish,
-                    group_step, keep)
-from .fp32 import add_specials, bitlen, fp32_exponent
+from .chain import (CONTINUE, NO_SPECIAL, NO_TERMS, accumulate, accumulator_exponent, after_group, after_group_fp32,
+                    after_group_row, finish, group_step, keep)
+from .fp32 import add_specials, bitlen
 from .jit import gemm_jit
 
-__all__ = ["TermOperand", "BlockOperand", "FINITE", "POS_INF", "NEG_INF", "NAN", "E2M1_LSB", "SPAN_TOO_WIDE",
-           "product_terms", "block_terms", "gemm_products", "gemm_blocks", "gemm_window_rows",
-           "gemm_block_sums_rows", "gemm_fp32_rows"]
+__all__ = ["TermOperand", "BlockOperand", "ScaledBlockOperand", "FINITE", "POS_INF", "NEG_INF", "NAN", "E2M1_LSB",
+           "SPAN_TOO_WIDE", "OVERFLOW_EXPONENT", "product_terms", "block_terms", "scaled_block_terms",
+           "gemm_products", "gemm_blocks", "gemm_scaled_blocks", "gemm_window_rows", "gemm_block_sums_rows",
+           "gemm_fp32_rows"]
 
 #: Special-value code of an operand element (:class:`TermOperand` ``special``).
 FINITE = 0
@@ -51,6 +54,8 @@ E2M1_LSB = -1
 #: Width of a group's local block scales that no int64 dot can carry: such groups take
 #: the exact term-by-term path.
 SPAN_TOO_WIDE = 63
+#: A product of magnitude >= 2^128 is an Inf term under ``product_overflow="inf"``.
+OVERFLOW_EXPONENT = 128
 
 
 class TermOperand(NamedTuple):
@@ -79,6 +84,20 @@ class BlockOperand(NamedTuple):
     width: np.ndarray       # int64
 
 
+class ScaledBlockOperand(NamedTuple):
+    """An E2M1 operand for :func:`scaled_block_terms`: ``payload`` 2q per element (rows, K)
+    int8; per (row, scale block): the scale ``scale_sig 2^scale_lsb`` (0 for a zero scale),
+    its alignment exponent ``scale_aexp`` (max(floor(log2 s), emin of the scale format);
+    -126 for a zero scale under zero_alignment="emin", else NO_TERMS) and ``scale_special``
+    (FINITE / POS_INF / NEG_INF / NAN)."""
+
+    payload: np.ndarray         # int8
+    scale_sig: np.ndarray       # int32
+    scale_lsb: np.ndarray       # int32
+    scale_aexp: np.ndarray      # int32
+    scale_special: np.ndarray   # int8
+
+
 # ======================================================================= step 1
 @gemm_jit(inline=True)
 def _special_product(xa, sa, xb, sb):
@@ -93,31 +112,58 @@ def _special_product(xa, sa, xb, sb):
 
 
 @gemm_jit(inline=True)
-def product_terms(a, i, b, j, k0, k1, exact_exponent, sigs, lsbs, aexps):
-    """Step 1 with ``scale_placement="product"`` (FPS-GEMM-4): the finite nonzero products
+def product_terms(a, i, b, j, k0, k1, exact_exponent, spec, sigs, lsbs, aexps):
+    """Step 1 with ``scale_placement="product"`` (FPS-GEMM-4): the finite products
     a[i, k] b[j, k], k0 <= k < k1, into the term buffers (exponent ``ea + eb``, or
-    floor(log2|p|) when ``exact_exponent``).  Returns (n, special): the number of
-    terms and the IEEE sum of the non-finite products (NO_SPECIAL when none)."""
+    floor(log2|p|) when ``exact_exponent``).  A zero product is handed over with ea + eb
+    under ``spec.zero_terms`` (a zero operand's exponent is -126, FPS-GEMM-16) and left out
+    otherwise; with ``spec.lanes`` > 1 every product has a slot (a left-out one with
+    exponent NO_TERMS), so that slot i is product k0 + i.  Returns (n, special, overflow):
+    the number of slots, the IEEE sum of the non-finite products (NO_SPECIAL when none),
+    and under ``spec.product_overflow`` the IEEE sum of the finite products >= 2^128
+    (FPS-GEMM-18), which are left out of the terms."""
     n = 0
     special = NO_SPECIAL
+    overflow = NO_SPECIAL
+    dense = spec.lanes > 1
     for kk in range(k0, k1):
         xa = a.special[i, kk]
         xb = b.special[j, kk]
         if xa != FINITE or xb != FINITE:
             v = _special_product(xa, a.sig[i, kk], xb, b.sig[j, kk])
             special = v if special == NO_SPECIAL else add_specials(special, v)
+            if dense:
+                sigs[n] = 0
+                lsbs[n] = 0
+                aexps[n] = NO_TERMS
+                n += 1
             continue
         s = np.int64(a.sig[i, kk]) * np.int64(b.sig[j, kk])
         if s == 0:
+            if spec.zero_terms or dense:
+                sigs[n] = 0
+                lsbs[n] = 0
+                aexps[n] = (np.int64(a.aexp[i, kk]) + np.int64(b.aexp[j, kk])) if spec.zero_terms else NO_TERMS
+                n += 1
+            continue
+        lsb = np.int64(a.lsb[i, kk]) + np.int64(b.lsb[j, kk])
+        if spec.product_overflow and lsb + bitlen(s if s > 0 else -s) - 1 >= OVERFLOW_EXPONENT:
+            v = -math.inf if s < 0 else math.inf
+            overflow = v if overflow == NO_SPECIAL else add_specials(overflow, v)
+            if dense:
+                sigs[n] = 0
+                lsbs[n] = 0
+                aexps[n] = NO_TERMS
+                n += 1
             continue
         sigs[n] = s
-        lsbs[n] = np.int64(a.lsb[i, kk]) + np.int64(b.lsb[j, kk])
+        lsbs[n] = lsb
         if exact_exponent:
-            aexps[n] = lsbs[n] + bitlen(s if s > 0 else -s) - 1
+            aexps[n] = lsb + bitlen(s if s > 0 else -s) - 1
         else:
             aexps[n] = np.int64(a.aexp[i, kk]) + np.int64(b.aexp[j, kk])
         n += 1
-    return n, special
+    return n, special, overflow
 
 
 @gemm_jit(inline=True)
@@ -146,6 +192,60 @@ def block_terms(a, i, b, j, b0, b1, bsz, sigs, lsbs, aexps):
     return n
 
 
+@gemm_jit(inline=True)
+def scaled_block_terms(a, i, b, j, k0, k1, tsz, bsz_a, bsz_b, scale_exponent, spec, sigs, lsbs, aexps):
+    """Step 1 with ``scale_placement="block"`` for :class:`ScaledBlockOperand` operands: one
+    term per ``tsz`` products k0 <= k < k1 (a block term inside one scale block of each
+    operand, sizes ``bsz_a``, ``bsz_b``), the exact sum of its payload products times both
+    scales.  Exponent: the scales' alignment exponents ea_s + eb_s when ``scale_exponent``
+    (``block_exponent="scales"``; a zero term keeps it under ``spec.zero_terms``), else
+    floor(log2|term|).  A non-finite scale makes the term NaN (or an Inf of the term's sign
+    for a nonzero sum and an infinite scale).  Payload sums are int32 (|2q| <= 12).
+    Returns (n, special) (exact: ``block_terms``)."""
+    n = 0
+    special = NO_SPECIAL
+    arow = a.payload[i]
+    brow = b.payload[j]
+    for t0 in range(k0, k1, tsz):
+        acc = np.int32(0)
+        for kk in range(t0, t0 + tsz):
+            acc += np.int32(arow[kk]) * np.int32(brow[kk])
+        ja = t0 // bsz_a
+        jb = t0 // bsz_b
+        xa = a.scale_special[i, ja]
+        xb = b.scale_special[j, jb]
+        if xa != FINITE or xb != FINITE:
+            # the term is payload sum x s_a x s_b: a NaN, or an Inf scale with a zero among the
+            # finite factors, is NaN; else an Inf with the product's sign
+            if xa == NAN or xb == NAN or acc == 0 or (xa == FINITE and a.scale_sig[i, ja] == 0) \
+                    or (xb == FINITE and b.scale_sig[j, jb] == 0):
+                v = math.nan
+            else:
+                neg = (acc < 0) != (xa == NEG_INF or (xa == FINITE and a.scale_sig[i, ja] < 0)) \
+                    != (xb == NEG_INF or (xb == FINITE and b.scale_sig[j, jb] < 0))
+                v = -math.inf if neg else math.inf
+            special = v if special == NO_SPECIAL else add_specials(special, v)
+            continue
+        s = np.int64(acc) * (np.int64(a.scale_sig[i, ja]) * np.int64(b.scale_sig[j, jb]))
+        lsb = np.int64(a.scale_lsb[i, ja]) + np.int64(b.scale_lsb[j, jb]) + 2 * E2M1_LSB
+        if scale_exponent:
+            ea = np.int64(a.scale_aexp[i, ja])
+            eb = np.int64(b.scale_aexp[j, jb])
+            # a zero scale out of the alignment (NO_TERMS) makes the term zero: left out
+            if ea == NO_TERMS or eb == NO_TERMS or (s == 0 and not spec.zero_terms):
+                continue
+            e = ea + eb
+        else:
+            if s == 0:
+                continue
+            e = lsb + bitlen(s if s > 0 else -s) - 1
+        sigs[n] = s
+        lsbs[n] = lsb
+        aexps[n] = e
+        n += 1
+    return n, special
+
+
 # ============================================================= one output at a time
 @gemm_jit
 def gemm_products(a, b, exact_exponent, plan, spec, fin, out, r0, r1):
@@ -160,9 +260,30 @@ def gemm_products(a, b, exact_exponent, plan, spec, fin, out, r0, r1):
         for j in range(n_rows):
             c = big = total = 0.0
             for g in range(plan.start.size):
-                n, special = product_terms(a, i, b, j, plan.start[g], plan.stop[g], exact_exponent,
-                                           sigs, lsbs, aexps)
-                c = group_step(c, sigs, lsbs, aexps, n, special, spec)
+                n, special, overflow = product_terms(a, i, b, j, plan.start[g], plan.stop[g], exact_exponent,
+                                                     spec, sigs, lsbs, aexps)
+                c = group_step(c, sigs, lsbs, aexps, n, special, overflow, spec)
+                c, big, total = after_group(c, big, total, plan.action[g], spec)
+            out[i, j] = finish(total, fin)
+
+
+@gemm_jit
+def gemm_scaled_blocks(a, b, tsz, bsz_a, bsz_b, scale_exponent, plan, spec, fin, out, r0, r1):
+    """E2M1 operands with one term per block term (:func:`scaled_block_terms`):
+    ScaledBlockOperand a (rows, K), b (N, K), any scales; every planned group holds whole
+    block terms."""
+    n_rows = b.payload.shape[0]
+    room = plan.longest // tsz + 2
+    sigs = np.empty(room, dtype=np.int64)
+    lsbs = np.empty(room, dtype=np.int64)
+    aexps = np.empty(room, dtype=np.int64)
+    for i in range(r0, r1):
+        for j in range(n_rows):
+            c = big = total = 0.0
+            for g in range(plan.start.size):
+                n, special = scaled_block_terms(a, i, b, j, plan.start[g], plan.stop[g], tsz, bsz_a, bsz_b,
+                                                scale_exponent, spec, sigs, lsbs, aexps)
+                c = group_step(c, sigs, lsbs, aexps, n, special, NO_SPECIAL, spec)
                 c, big, total = after_group(c, big, total, plan.action[g], spec)
             out[i, j] = finish(total, fin)
 
@@ -181,7 +302,7 @@ def gemm_blocks(a, b, bsz, plan, spec, fin, out, r0, r1):
             c = big = total = 0.0
             for g in range(plan.start.size):
                 n = block_terms(a, i, b, j, plan.start[g] // bsz, plan.stop[g] // bsz, bsz, sigs, lsbs, aexps)
-                c = group_step(c, sigs, lsbs, aexps, n, NO_SPECIAL, spec)
+                c = group_step(c, sigs, lsbs, aexps, n, NO_SPECIAL, NO_SPECIAL, spec)
                 c, big, total = after_group(c, big, total, plan.action[g], spec)
             out[i, j] = finish(total, fin)
 
@@ -192,8 +313,8 @@ def gemm_window_rows(a, bt, plan, spec, fin, out, r0, r1):
     """Product terms of finite operands under a window with ``product_exponent="operands"``,
     for a whole row of outputs at once (TermOperand a (rows, K), bt transposed (K, N)).
 
-    Per group and output j: E[j] = max(ea + eb) over the nonzero products (and c's FP32
-    exponent when fused), raised to the exponent floor; then every product's kept
+    Per group and output j: E[j] = max(ea + eb) over the nonzero products (every product
+    under ``spec.zero_terms``; and c's exponent when fused), raised to the exponent floor; then every product's kept
     multiples of 2^(E - F) summed in int64 (|sum| < 2^(F + 2 + bitlen(G + 1)) <= 2^62,
     :func:`fpspec.fast.accumulate.supports`); :func:`~fpspec.fast.chain.accumulate`
     takes it from there."""
@@ -214,18 +335,27 @@ def gemm_window_rows(a, bt, plan, spec, fin, out, r0, r1):
             for j in range(n):
                 emax[j] = NO_TERMS
                 acc[j] = 0
-                if spec.fused and c[j] != 0.0 and math.isfinite(c[j]):
-                    emax[j] = fp32_exponent(c[j])
-            for kk in range(k0, k1):
-                if a.sig[i, kk] == 0:
-                    continue
-                e_a = np.int64(a.aexp[i, kk])
-                erow = bt.aexp[kk]
-                srow = bt.sig[kk]
-                for j in range(n):
-                    cand = e_a + np.int64(erow[j]) if srow[j] != 0 else NO_TERMS
-                    if cand > emax[j]:
-                        emax[j] = cand
+                if spec.fused and math.isfinite(c[j]):
+                    emax[j] = accumulator_exponent(c[j], spec)
+            if spec.zero_terms:  # zero products align too (zero operands at -126)
+                for kk in range(k0, k1):
+                    e_a = np.int64(a.aexp[i, kk])
+                    erow = bt.aexp[kk]
+                    for j in range(n):
+                        cand = e_a + np.int64(erow[j])
+                        if cand > emax[j]:
+                            emax[j] = cand
+            else:
+                for kk in range(k0, k1):
+                    if a.sig[i, kk] == 0:
+                        continue
+                    e_a = np.int64(a.aexp[i, kk])
+                    erow = bt.aexp[kk]
+                    srow = bt.sig[kk]
+                    for j in range(n):
+                        cand = e_a + np.int64(erow[j]) if srow[j] != 0 else NO_TERMS
+                        if cand > emax[j]:
+                            emax[j] = cand
             for j in range(n):
                 if emax[j] != NO_TERMS and emax[j] < spec.exponent_floor:
                     emax[j] = spec.exponent_floor
@@ -299,7 +429,7 @@ def gemm_block_sums_rows(a, bt, bsz, plan, spec, fin, out, r0, r1):
                             lsbs[m] = (np.int64(a.scale_lsb[i, b0 + bl]) + np.int64(bt.scale_lsb[b0 + bl, j])
                                        + 2 * E2M1_LSB)
                             m += 1
-                    c[j] = group_step(c[j], sigs, lsbs, lsbs, m, NO_SPECIAL, spec)
+                    c[j] = group_step(c[j], sigs, lsbs, lsbs, m, NO_SPECIAL, NO_SPECIAL, spec)
             after_group_row(c, big, total, plan.action[g], spec)
         for j in range(n):
             out[i, j] = finish(total[j], fin)

@@ -96,7 +96,7 @@ def _encode_one(b, r, in_man, in_exp_mask, in_bias, in_sign_shift,
             return ((nan_in_code | sign_mask) if (negative and signed) else nan_in_code), _OK
         elif nan_pol == 2:
             return nan_in_code, _OK
-        return (0 if negative else sign_mask), _OK
+        return (0 if (negative or nan_code == sign_mask) else sign_mask), _OK
     # 2. sign, unsigned formats
     if negative and not signed:
         if exf == 0 and frac == 0:
@@ -110,6 +110,8 @@ def _encode_one(b, r, in_man, in_exp_mask, in_bias, in_sign_shift,
         else:  # abs: the code of |x|
             negative = False
     sgn = sign_mask if (negative and signed) else 0
+    # an FNUZ format (its NaN is the sign bit alone) has no -0: a zero result is +0 (FPS-FMT-8)
+    zsgn = 0 if nan_code == sign_mask else sgn
     # 3. infinity
     if exf == in_exp_mask:
         if inf_code >= 0:
@@ -120,7 +122,7 @@ def _encode_one(b, r, in_man, in_exp_mask, in_bias, in_sign_shift,
     # 4. zero
     if exf == 0 and frac == 0:
         if subnormals:
-            return sgn, _OK
+            return zsgn, _OK
         if zero_pol == 0:
             return 0, _E_ZERO
         if zero_pol == 1:
@@ -198,7 +200,7 @@ def _encode_one(b, r, in_man, in_exp_mask, in_bias, in_sign_shift,
     ovf_code = _overflow_code(negative, mode, overflow_pol == 0, nonfinite_code, max_code)
     code = ovf_code if code > max_code else code
     # 9. sign
-    return code | sgn, _OK
+    return code | (sgn if code != 0 else zsgn), _OK
 
 
 @numba.njit(cache=True, nogil=True)
@@ -318,7 +320,7 @@ def _rne_f32_args(fmt: FloatFormat, pol: Policies) -> tuple[int, ...] | None:
     """The constants of :func:`_encode_range_rne_f32` for ``fmt`` and ``pol``, or None when
     the case is not the one it handles (the general kernel then runs)."""
     if not (fmt.signed and fmt.subnormals and fmt.bits <= 8 and fmt.man_bits >= 1
-            and fmt.emin - fmt.man_bits >= -124):
+            and fmt.emin - fmt.man_bits >= -124 and fmt.has_negative_zero):
         return None
     if pol.overflow is OverflowPolicy.SAT and not fmt.has_inf:  # (+-Inf must stay Inf where it exists)
         limit = fmt.max_finite_code
@@ -454,8 +456,8 @@ def decode_table(fmt: FloatFormat | str) -> np.ndarray:
     table = _TABLES.get(fmt.name)
     if table is None:
         table = np.array([float(fmt.decode_exact(c)) for c in range(fmt.num_codes)], dtype=np.float64)
-        for c in range(fmt.num_codes):  # negative zeros keep their sign
-            if fmt.signed and c == fmt.sign_mask:
+        for c in range(fmt.num_codes):  # negative zeros keep their sign (FNUZ: that code is NaN)
+            if fmt.signed and c == fmt.sign_mask and fmt.has_negative_zero:
                 table[c] = -0.0
         table.setflags(write=False)
         _TABLES[fmt.name] = table
