@@ -294,9 +294,10 @@ DISAGREEMENTS: tuple[Disagreement, ...] = (
             Behaviour("seed Triton kernel (_rounding.py: exponent = floor(tl.log2(a)))",
                       "the FP32 evaluation, with the binade taken from the GPU's log2",
                       _sel("profile=ue5m3/seed-triton, rounding=sr-midpoint, nbits=8, sr-eval=fp32"),
-                      "not reproduced for payloads within the GPU log2's error of a power of two: tl.log2 runs only "
-                      "on the GPU and is not measured; a binade one off there changes SR decisions only (RNE "
-                      "rounds both binades' candidates to the same power of two)"),
+                      "measured on an H200 (vectors/provenance/h200-refs-cuda): floor(tl.log2 x) is FL(x) "
+                      "(FPS-BLK-22), one above floor(log2 x) just below some powers of two, and at each such x "
+                      "the seed's rounding gives the same value with either binade, so the profile's exact "
+                      "binade reproduces the kernel"),
             Behaviour("TE software fallback, gfloat StochasticFastest", "add r/2^N, truncate; r = 0 is RTZ",
                       _sel("rounding=sr-add, nbits=8")),
             Behaviour("TE CUDA kernels on sm_100+ (PTX cvt.rs.satfinite.e2m1x4.f32)",
@@ -450,11 +451,10 @@ DISAGREEMENTS: tuple[Disagreement, ...] = (
                       _sel("preset=seed-probe-matched")),
             Behaviour("seed Triton GEMM (backends/triton/gemm.py, issue_rz_bf16_gemm)",
                       "per 64 products a tl.dot of BF16 operands on the tensor cores from a zero accumulator, "
-                      "added to the running sum with add.rz.f32", (),
-                      "not reproduced: unmeasured (it runs only on a GPU with Triton); its structure is the "
-                      "km-h100-bf16 tensor-core model with an RZ promotion every 64 products (promotion_interval "
-                      "= 64, promotion_rounding = rtz), a parameter set that no preset names until a GPU run "
-                      "confirms it"),
+                      "added to the running sum with add.rz.f32: on an H200 the Hopper tensor-core chain with "
+                      "an RZ promotion every 64 products, every output reproduced "
+                      "(vectors/provenance/h200-refs-cuda)",
+                      _sel("preset=seed-triton-h200, preset=seed-triton-h200-snap")),
             Behaviour("seed CPU oracle (reproduce/diagnostics/numerics.py, accumulate_issue_terms)",
                       "each 64-product partial is torch's float32 sum(dim=2); partials added with RN, or with an RZ "
                       "emulated by comparing with an FP64 sum", (),

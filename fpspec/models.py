@@ -519,6 +519,12 @@ _SEED = GemmModel(group_size=64, window_bits=None, below_window="exact", fused=F
                   group_rounding="rne", accumulate_rounding="rtz", scale_placement="product",
                   operand_domain="encoded", snap_bits=10, alpha_source="amax", alpha_rounding="fp32-reciprocal")
 
+_H200_TRITON = "NVIDIA H200 (Triton 3.6, torch 2.11, CUDA 13.0)"
+#: Outputs of the committed provenance (all of 64 x 64 x 1024 twice and 96 x 200 x 640; rows 0-31 x
+#: columns 0-127 of 1024 x 1024 x 512); the GPU computed every output of the four GEMMs.
+_SEED_TRITON_SHAPES = ((64, 64, 1024), (96, 200, 640), (1024, 1024, 512))
+_SEED_TRITON_OUTPUTS = 2 * 64 * 64 + 96 * 200 + 32 * 128
+
 _KM_SRC = ("Khattak & Mikaitis, 'Accurate Models of NVIDIA Tensor Cores' (arXiv 2512.07004), "
            "block-FMA model; code north-numerical-computing/MATLAB-tensor-core")
 
@@ -699,6 +705,11 @@ _INSTRUCTIONS: dict[str, tuple[str, str]] = {
 _INSTRUCTION_PRESETS = tuple(dataclasses.replace(p, architecture=_INSTRUCTIONS[p.name][0],
                                                  instruction=_INSTRUCTIONS[p.name][1]) for p in _INSTRUCTION_PRESETS)
 
+#: The seed's Triton GEMM: the Hopper wgmma chain (sm90-f16) restarted every 64 products, each
+#: partial added to the FP32 sum with RZ (a promotion, FPS-GEMM-6).
+_SEED_TRITON = next(p.model for p in _INSTRUCTION_PRESETS if p.name == "sm90-f16").replace(
+    promotion_interval=64, promotion_rounding="rtz")
+
 #: The named presets (FPS-GEMM-3), in the order ``fpspec models`` lists them.
 PRESETS: dict[str, Preset] = {p.name: p for p in (
     Preset("seed-probe-matched", _SEED,
@@ -715,6 +726,22 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
            "arXiv 2609.02846, probe-matched model, snap left out",
            Backing("paper", _SEED_PAPER + "; the paper fits no snap as well as 1/1024",
                    "arXiv 2609.02846; docs/gemm.rst")),
+    Preset("seed-triton-h200", _SEED_TRITON,
+           "The seed's Triton GEMM (issue_rz_bf16_gemm) as it runs on an H200: per 64 products a tl.dot of "
+           "BF16 operands from a zero accumulator (the Hopper tensor-core chain of sm90-f16, = km-h100-bf16 "
+           "on finite operands), added to the running FP32 sum with add.rz.f32",
+           "MrHuff/ue5m3-fp4 src/ue5m3_fp4/backends/triton/gemm.py (_issue_rz_kernel, BLOCK_K = 64); measured "
+           "on an NVIDIA H200 (vectors/provenance/h200-refs-cuda)",
+           Backing("measured", "the seed's issue_rz_bf16_gemm run by Triton 3.6 on BF16 operands (wide and narrow "
+                               "exponent ranges, both of its tile sizes): every output reproduced",
+                   "vectors/provenance/h200-refs-cuda; docs/gemm.rst", device=_H200_TRITON,
+                   outputs=_SEED_TRITON_OUTPUTS, shapes=_SEED_TRITON_SHAPES)),
+    Preset("seed-triton-h200-snap", _SEED_TRITON.replace(snap_bits=10),
+           "seed-triton-h200 with the kernel's optional output snap round(C * 1024) / 1024 (ties to even)",
+           "MrHuff/ue5m3-fp4 issue_rz_bf16_gemm(snap_to_1_over_1024=True); measured on an NVIDIA H200",
+           Backing("measured", "issue_rz_bf16_gemm(..., snap_to_1_over_1024=True) on the same operands: every "
+                               "output reproduced", "vectors/provenance/h200-refs-cuda; docs/gemm.rst",
+                   device=_H200_TRITON, outputs=_SEED_TRITON_OUTPUTS, shapes=_SEED_TRITON_SHAPES)),
     Preset("decoded-fp32", _FP32_SEQ,
            "Decode operands to FP32 (tensor decode scale folded in, RNE), then a sequential "
            "FP32 dot product: each product rounded to FP32 (RNE), then added (RNE); no FMA",

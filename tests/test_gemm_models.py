@@ -144,12 +144,17 @@ def test_fpsgemm3_every_preset_has_a_structured_backing(capsys):
         if b.kind == "measured" and name in INSTRUCTION_PRESETS:
             # the H200 run of the MMA-Sim operands: one instruction and the K = 256 chain
             assert "H200" in b.device and b.outputs == 98_304 and b.shapes[-1] == (64, 64, 256)
+        elif name.startswith("seed-triton-h200"):
+            # the seed's Triton GEMM (vectors/provenance/h200-refs-cuda; tests/test_seed_triton_h200.py)
+            assert "H200" in b.device and "Triton" in b.device and b.outputs == 31_488
+            assert b.shapes == ((64, 64, 1024), (96, 200, 640), (1024, 1024, 512))
         elif b.kind == "measured":
             assert "H200" in b.device and b.outputs >= 114_688
             assert b.shapes == tuple((m, n, k) for m, n, k, _, _ in DEFAULT_SHAPES)
         else:
             assert b.device is None and b.outputs is None and b.shapes == ()
     assert kinds == {"seed-probe-matched": "paper", "seed-probe-matched-nosnap": "paper",
+                     "seed-triton-h200": "measured", "seed-triton-h200-snap": "measured",
                      "decoded-fp32": "fpspec-choice", "exact": "fpspec-choice", "km-h100-fp8": "measured",
                      "km-h100-fp8-promote128": "measured", "km-b200-fp8": "paper", "km-h100-bf16": "measured",
                      "km-a100-bf16": "paper", "km-v100-fp16": "paper",

@@ -21,7 +21,7 @@ from fpspec.probe.targets import CallLog, run_rows
 
 #: operand format each preset is probed with in the self-test
 PRESET_FORMAT = {"km-h100-bf16": "bf16", "km-a100-bf16": "fp16", "km-v100-fp16": "fp16",
-                 "decoded-fp32": "bf16", "exact": "fp16"}
+                 "decoded-fp32": "bf16", "exact": "fp16", "seed-triton-h200": "bf16", "seed-triton-h200-snap": "bf16"}
 
 
 # ------------------------------------------------------------------ operands

@@ -49,6 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pack", help="run on this vector pack's nvfp4 quantize sets instead")
     ap.add_argument("--out", help="with --pack: results folder")
     ap.add_argument("--select", default="quantize-nvfp4-*", help="with --pack: set-name globs")
+    ap.add_argument("--device", default="cpu", help="with --pack: torch device (default cpu; cuda on a GPU)")
     args = ap.parse_args(argv)
     if args.pack:
         if not args.out:
@@ -108,7 +109,7 @@ def run_on_pack(args: argparse.Namespace) -> int:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from refs_pack import run_pack
 
-    print(f"torchao {torchao.__version__}, torch {torch.__version__}")
+    print(f"torchao {torchao.__version__}, torch {torch.__version__}, device {args.device}")
 
     def accept(p: dict) -> str | None:
         if p["scheme"] != "nvfp4":
@@ -122,13 +123,13 @@ def run_on_pack(args: argparse.Namespace) -> int:
         return None
 
     def run_case(c) -> dict:
-        x = torch.from_numpy(c.view.copy())
-        pts = per_tensor_amax_to_scale(torch.tensor(c.given_amax, dtype=torch.float32))
+        x = torch.from_numpy(c.view.copy()).to(args.device)
+        pts = per_tensor_amax_to_scale(torch.tensor(c.given_amax, dtype=torch.float32, device=args.device))
         t = NVFP4Tensor.to_nvfp4(x, 16, per_tensor_scale=pts)
-        return {"codes": _unpack(t.qdata.view(torch.uint8)),
-                "scales": t.scale.view(torch.uint8).numpy().reshape(x.shape[0], -1),
+        return {"codes": _unpack(t.qdata.view(torch.uint8).cpu()),
+                "scales": t.scale.view(torch.uint8).cpu().numpy().reshape(x.shape[0], -1),
                 "decode_scale": np.float32(pts.item()),
-                "dequant": t.dequantize(torch.float32).numpy()}
+                "dequant": t.dequantize(torch.float32).cpu().numpy()}
 
     return run_pack(args, accept, run_case)
 

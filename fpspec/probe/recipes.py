@@ -359,14 +359,27 @@ def recipe_boundaries(ctx: ProbeContext, groups: dict, window: dict, cross: dict
     if not starts:
         return {"boundaries": [], "note": "K holds one group"}
     ulp = pow2(ctx.E - 23)
-    use_u = F is not None and F <= 20 and groups.get("kind") == "fused-truncating"
-    finding: dict[str, Any] = {"signal": "below-window term" if use_u else "round-to-nearest combine"}
+    fused = F is not None and groups.get("kind") == "fused-truncating"
+    use_u = fused and F <= 20
+    # a wider window: g terms t below it (t < 2^(E - F)) whose sum reaches an FP32 ulp of P
+    # (g t >= ulp: F < 23 + log2 g) vanish inside one chain and survive a fresh partial
+    tj = 23 + (g - 1).bit_length()
+    use_sum = fused and not use_u and F < tj and g > 1 and tj <= ctx.jmax
+    signal = "below-window term" if use_u else ("summed below-window terms" if use_sum else "round-to-nearest combine")
+    finding: dict[str, Any] = {"signal": signal}
     if use_u:
         u = ctx.s(F + 2)
         rows = [ProbeRow.of({i - g: ctx.P, i: u}) for i in starts]
         y = ctx.run("boundaries", rows)
         bnd = [i for i, v in zip(starts, y) if v == ctx.P + u]
         odd = [i for i, v in zip(starts, y) if v not in (ctx.P, ctx.P + u)]
+    elif use_sum:
+        t = ctx.s(tj)
+        rows = [ProbeRow.of({i - g: ctx.P, **{i + q: t for q in range(min(g, ctx.K - i))}}) for i in starts]
+        y = ctx.run("boundaries", rows)
+        whole = {i: min(g, ctx.K - i) * t for i in starts}
+        bnd = [i for i, v in zip(starts, y) if v == ctx.P + whole[i] and whole[i] >= ulp]
+        odd = [i for i, v in zip(starts, y) if v not in (ctx.P, ctx.P + whole[i])]
     else:
         t = 3 * ulp / 4
         rows = [ProbeRow.of({i - g: ctx.X, i: t}) for i in starts]

@@ -42,6 +42,7 @@ PRESET_OPERANDS: dict[str, list[str]] = {
     "decoded-fp32": ["ue5m3", "e4m3"], "exact": ["ue5m3", "e4m3", "bf16"],
     "km-h100-fp8": ["e4m3"], "km-h100-fp8-promote128": ["e4m3"], "km-b200-fp8": ["e4m3"],
     "km-h100-bf16": ["bf16"], "km-a100-bf16": ["bf16"], "km-v100-fp16": ["fp16"],
+    "seed-triton-h200": ["bf16"], "seed-triton-h200-snap": ["bf16"],
 }
 #: The operand kinds of each instruction preset's set (coverage model gemm-instruction):
 #: its natural inputs, mixed formats where the instruction takes them.
@@ -285,8 +286,8 @@ def model_gemm_wide(level: int) -> list[SetPlan]:
     codes; BF16 over 2^-20..2^20; FP16 over its normal range; UE5M3 blocks over 2^-12..2^12),
     FP32 outputs that separate the accumulation models."""
     plans, i = [], 0
-    for preset in PRESETS:
-        for kind in PRESET_OPERANDS.get(preset, []):
+    for preset, kinds in PRESET_OPERANDS.items():  # a new preset appends: earlier sets keep their seeds
+        for kind in kinds:
             plans.append(_plan(f"gemm-{preset}-{kind}-wide", preset, kind, level, 5100 + i, False))
             i += 1
     return plans
