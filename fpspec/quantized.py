@@ -94,6 +94,9 @@ class QuantizedTensor:
                     or len(shape) < 2:
                 raise FpspecError(f"source_shape must list at least two sizes, got {shape!r}")
             object.__setattr__(self, "source_shape", tuple(int(d) for d in shape))
+        if not isinstance(self.payload_format, str) or self.payload_format not in CODES_PAYLOAD_FORMATS:
+            raise FpspecError(f"payload format {self.payload_format!r} is not one fpspec writes or reads "
+                              f"({', '.join(CODES_PAYLOAD_FORMATS)})")
         want = self.scale_grid_shape
         if self.scales.shape != want:
             raise FpspecError(f"scales shape {self.scales.shape} does not match codes {self.codes.shape} "
