@@ -350,3 +350,35 @@ def test_construct_refuses_unknown_payload_format():
     """FPS-BLK-26: constructing a tensor with a payload format fpspec does not know is refused."""
     with pytest.raises(FpspecError, match="payload format 'e3m2' is not one fpspec writes or reads"):
         _mx8(np.zeros((1, 32), np.uint8), np.array([[127]], np.uint8), "e3m2")
+
+
+# --------------------------------------------------------------- the level-1 pack
+PACK_SETS = [f"quantize-mxfp8-{mode}-1x32{sfx}" for sfx in ("", "-e5m2") for mode in MODES] + \
+    ["quantize-mxfp8-floor-1x32-rna", "quantize-mxfp8-floor-1x32-e5m2-rna"]
+
+
+@pytest.mark.parametrize("name", PACK_SETS)
+def test_pack_sets_equal_exact_reference(name):
+    """FPS-BLK-27/28: every other case of each level-1 mxfp8 set, recomputed by the exact spec,
+    gives the committed bits (the generator uses the fast path); the sets hold saturated payloads
+    and scale byte 0."""
+    from pathlib import Path
+
+    from fpspec.vectors import blocks  # noqa: F401  (registers the quantize operation)
+    from fpspec.vectors.ops import compute
+    from fpspec.vectors.pack import Pack
+
+    vs = Pack(Path(__file__).resolve().parent.parent / "vectors" / "v1").load(name)
+    pf = "e5m2" if "e5m2" in name else "e4m3"
+    assert vs.meta["params"]["payload_format"] == pf and vs.meta["outputs"]["codes"]["format"] == pf
+    idx = np.arange(0, vs.cases, 2)
+    got = compute(dict(vs.meta, cases=len(idx)), {k: v[idx] for k, v in vs.inputs.items()}, "exact")
+    for k, v in vs.outputs.items():
+        assert np.array_equal(got[k], v[idx]), f"{name}/{k}"
+    fmt = get_format(pf)
+    mags = vs.outputs["codes"] & 0x7F
+    assert (vs.outputs["scales"] == 0).any()
+    if "-ceil-" in name:   # x / 2^e <= 2^emax: the largest code is never reached
+        assert fmt.decode_exact(int(mags.max())) == Fraction(2) ** fmt.emax
+    else:
+        assert (mags == fmt.max_finite_code).any()
