@@ -172,7 +172,7 @@ def quantize(x: np.ndarray, scheme: str = "ue5m3", *, profile: str | None = None
              zero_scale_rule: bool | None = None, sr_eval: str | None = None, rht_output: str | None = None,
              pad: bool = False, impl: Literal["fast", "exact"] = "fast",
              payload_format: str | None = None) -> QuantizedTensor:
-    """Block-quantize a float tensor (FPS-BLK-1..30).
+    """Block-quantize a float tensor (FPS-BLK-1..28).
 
     Args:
         x: float16/bfloat16/float32/float64 array, shape (M, K) (leading dims are flattened to
