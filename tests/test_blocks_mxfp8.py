@@ -382,3 +382,30 @@ def test_pack_sets_equal_exact_reference(name):
         assert fmt.decode_exact(int(mags.max())) == Fraction(2) ** fmt.emax
     else:
         assert (mags == fmt.max_finite_code).any()
+
+
+@pytest.mark.parametrize("pf", FORMATS)
+def test_floor_equals_independent_reference(pf):
+    """FPS-BLK-27/28 against an independent reference: the OCP floor rule from np.frexp (exact
+    exponent extraction) and the element conversion by ml_dtypes (RNE float64 -> float8_e4m3fn /
+    float8_e5m2) after clamping to +-max; codes and scale bytes equal fpspec's fast and exact paths."""
+    import ml_dtypes
+
+    rng = np.random.default_rng(11)
+    x = (rng.standard_normal((32, 64)) * 2.0 ** rng.integers(-60, 60, (32, 2)).repeat(32, axis=1))
+    x[0, :32] = 0.0
+    x[1, 5] = -0.0
+    x = x.astype(np.float32)
+    fmt = get_format(pf)
+    top = float(fmt.max_finite)
+    blocks = x.astype(np.float64).reshape(32, 2, 32)
+    amax = np.abs(blocks).max(axis=2)
+    _, ex = np.frexp(amax)                          # amax = f 2^ex, f in [0.5, 1): floor(log2) = ex - 1
+    e = np.where(amax > 0, np.clip(ex - 1 - fmt.emax, -127, 127), -127)
+    scaled = np.clip(blocks * np.exp2(-e.astype(np.float64))[:, :, None], -top, top).reshape(32, 64)
+    dtype = ml_dtypes.float8_e4m3fn if pf == "e4m3" else ml_dtypes.float8_e5m2
+    want = scaled.astype(dtype).view(np.uint8)
+    for impl in IMPLS:
+        q = quantize(x, "mxfp8", payload_format=pf, impl=impl)
+        assert np.array_equal(q.scales, (e + 127).astype(np.uint8)), impl
+        assert np.array_equal(q.codes, want), impl
