@@ -3,8 +3,8 @@
 ``quantize`` turns a float tensor into a :class:`fpspec.quantized.QuantizedTensor`
 under a named scheme and profile (:mod:`fpspec.schemes`); ``dequantize`` turns
 it back into float32 with the profile's own dequantization formula.  The
-normative steps are in docs/scheme-ue5m3.rst, scheme-nvfp4.rst and
-scheme-mxfp4.rst; in brief, for a tensor X:
+normative steps are in docs/scheme-ue5m3.rst, scheme-nvfp4.rst, scheme-mxfp4.rst
+and scheme-mxfp8.rst; in brief, for a tensor X:
 
 0. Refuse values the scheme cannot take (NaN, Inf, magnitudes beyond binary32)
    (FPS-BLK-1); take the view V = X, or X^T when ``columnwise``; pad with zeros
@@ -38,6 +38,7 @@ from .fast.blocks import (
     scan_values,
 )
 from .fast.rounding import decode_table
+from .formats import get_format
 from .quantized import QuantizedTensor
 from .schemes import BlockResult, BlockSpec, Dequant, RhtOutput, parse_target, get_profile, get_scheme, resolve_spec
 
@@ -169,8 +170,9 @@ def quantize(x: np.ndarray, scheme: str = "ue5m3", *, profile: str | None = None
              rounding: str = "rne", rbits: np.ndarray | None = None, nbits: int = DEFAULT_SR_BITS,
              columnwise: bool = False, rht: bool = False, scale_format: str | None = None,
              zero_scale_rule: bool | None = None, sr_eval: str | None = None, rht_output: str | None = None,
-             pad: bool = False, impl: Literal["fast", "exact"] = "fast") -> QuantizedTensor:
-    """Block-quantize a float tensor (FPS-BLK-1..20).
+             pad: bool = False, impl: Literal["fast", "exact"] = "fast",
+             payload_format: str | None = None) -> QuantizedTensor:
+    """Block-quantize a float tensor (FPS-BLK-1..28).
 
     Args:
         x: float16/bfloat16/float32/float64 array, shape (M, K) (leading dims are flattened to
@@ -179,9 +181,9 @@ def quantize(x: np.ndarray, scheme: str = "ue5m3", *, profile: str | None = None
             (``seed-fp32``, ``seed-portable``, ``te-*``, ``torchao-0.18*``, ``microxcaling``)
             narrow it to binary32 (RNE), as their operation sequences do.  NaN, Inf and magnitudes whose binary32 rounding
             is infinite are refused.
-        scheme: ``ue5m3``, ``nvfp4`` or ``mxfp4`` (:data:`fpspec.schemes.BLOCK_SCHEMES`).
+        scheme: ``ue5m3``, ``nvfp4``, ``mxfp4`` or ``mxfp8`` (:data:`fpspec.schemes.BLOCK_SCHEMES`).
         profile: arithmetic profile name (default per scheme, see :mod:`fpspec.schemes`).
-        block: block length B (default: the scheme's, 16; 32 for mxfp4).
+        block: block length B (default: the scheme's, 16; 32 for mxfp4 and mxfp8).
         tile: ``1xB`` (one scale per B consecutive elements along K) or ``BxB``.
         target: T, the scale the tensor amax maps to (default 448).
         amax: a given (held) tensor amax, >= 0 (delayed scaling); None measures max |V|.
@@ -196,12 +198,14 @@ def quantize(x: np.ndarray, scheme: str = "ue5m3", *, profile: str | None = None
         rht_output: ``fp32`` or ``bf16``: the transformed view rounded to bfloat16 (default: the profile's).
         pad: zero-pad the view to whole blocks instead of refusing.
         impl: ``fast`` (Numba) or ``exact`` (the Fraction spec); bit-equal.
+        payload_format: the element format: ``e2m1`` (ue5m3, nvfp4, mxfp4), or ``e4m3``
+            (default) or ``e5m2`` for mxfp8 (FPS-BLK-26).
     """
     if impl not in ("fast", "exact"):
         raise FpspecError(f"impl must be 'fast' or 'exact', got {impl!r}")
     spec = resolve_spec(scheme, profile, block=block, tile=tile, target=target, scale_format=scale_format,
                         zero_scale_rule=zero_scale_rule, rounding=rounding, nbits=nbits, sr_eval=sr_eval,
-                        rht_output=rht_output)
+                        rht_output=rht_output, payload_format=payload_format)
     v, orig, known = prepare_view(x, spec, columnwise=columnwise, pad=pad, rht=rht, impl=impl)
     if amax is not None:
         g = _given_amax(amax)
@@ -224,7 +228,8 @@ def quantize(x: np.ndarray, scheme: str = "ue5m3", *, profile: str | None = None
                            block=spec.block, tile=tile, encode_scale=np.float32(res.encode_scale),
                            decode_scale=np.float32(res.decode_scale), amax=np.float32(g),
                            scheme=scheme, profile=spec.profile.name, columnwise=bool(columnwise),
-                           params=params, source_shape=tuple(np.shape(x)))
+                           payload_format=spec.payload_format.name, params=params,
+                           source_shape=tuple(np.shape(x)))
 
 
 _OVERFLOW_REASON = {
@@ -263,7 +268,8 @@ def dequantize(qt: QuantizedTensor, *, overflow: Literal["error", "ieee"] = "err
     * ``seed-portable``: fp32(q * fp32(s * decode_scale)) (the seed's portable reference);
     * ``te-fp32`` / ``te-kernel``: fp32(q * fp32(fp32(s * g) * fp32(1 / 6T)));
     * ``torchao-0.18``: fp32(q * fp32(decode_scale * s)), decode_scale = fp32(g / 6T);
-    * ``mxfp4`` (every profile): q 2^(c - 127), exact.
+    * ``mxfp4`` and ``mxfp8`` (every profile): q 2^(c - 127), exact (q the E2M1, E4M3
+      or E5M2 value).
 
     A value that the formula takes past binary32 (+-inf, or NaN for TE's 0 * inf) is
     refused, naming the first such element; ``overflow="ieee"`` returns the formula's
@@ -285,19 +291,36 @@ def _dequantize_view(qt: QuantizedTensor, overflow: str) -> np.ndarray:
     amax = float(qt.amax)
     if not math.isfinite(amax) or amax < 0:
         raise FpspecError(f"quantized tensor has amax {amax!r}; it must be finite and >= 0")
-    if qt.codes.size and int(qt.codes.max()) > 15:
-        idx = tuple(int(i) for i in np.argwhere(qt.codes > 15)[0])
-        raise FpspecError(f"payload code {int(qt.codes[idx])} is not an E2M1 code (0..15)", idx)
+    _check_payload_codes(qt)
     finite_scale = np.isfinite(decode_table(qt.scale_format))[qt.scales]
     if not finite_scale.all():
         idx = tuple(int(i) for i in np.argwhere(~finite_scale)[0])
         raise FpspecError(f"scale code {int(qt.scales[idx])} of block {list(idx)} is not a finite "
                           f"{qt.scale_format} value")
     factors, divisor = dequant_factors(prof.dequant, qt.scales, qt.scale_format, amax, target, qt.decode_scale)
-    out, bad = dequantize_blocks(qt.codes, factors, qt.block, qt.tile, divisor)
+    out, bad = dequantize_blocks(qt.codes, factors, qt.block, qt.tile, divisor, qt.payload_format)
     if bad >= 0 and overflow == "error":
         idx = tuple(int(i) for i in np.unravel_index(bad, qt.codes.shape))
         raise FpspecError(f"the dequantized value of element {list(idx)} is {float(out[idx])!r}: "
                           f"{_OVERFLOW_REASON[prof.dequant]} (g = {float(qt.amax)!r}); "
                           "dequantize(..., overflow='ieee') returns the formula's IEEE values", idx)
     return out
+
+
+def _check_payload_codes(qt: QuantizedTensor) -> None:
+    """Every payload code is a finite code of the tensor's payload format: 0..15 for E2M1; for
+    E4M3 and E5M2 not a NaN or Inf code, which a saturating MX quantizer never writes (FPS-BLK-28)."""
+    if qt.payload_format == "e2m1" or not isinstance(qt.payload_format, str):
+        if qt.codes.size and int(qt.codes.max()) > 15:
+            idx = tuple(int(i) for i in np.argwhere(qt.codes > 15)[0])
+            raise FpspecError(f"payload code {int(qt.codes[idx])} is not an E2M1 code (0..15)", idx)
+        return
+    fmt = get_format(qt.payload_format)
+    finite = np.isfinite(decode_table(fmt))
+    ok = finite[qt.codes]
+    if not ok.all():
+        idx = tuple(int(i) for i in np.argwhere(~ok)[0])
+        code = int(qt.codes[idx])
+        what = "a NaN" if fmt.kind(code).value == "nan" else "an Inf"
+        raise FpspecError(f"payload code 0x{code:02x} is {what} code of {fmt.name}, not a finite value (an MX "
+                          "quantizer saturates and never writes it)", idx)

@@ -39,14 +39,15 @@ from .errors import FpspecError
 from .exact.binary32 import FLT_MAX
 from .formats import get_format
 from .io import load_npz, save_npz
-from .schemes import get_profile, resolve_spec
+from .schemes import BLOCK_SCHEMES, get_profile, resolve_spec
 
 __all__ = ["QuantizedTensor", "NPZ_KEYS", "CODES_SCHEME", "CODES_PAYLOAD_FORMATS"]
 
 #: Keys of the .npz written by ``fpspec quantize`` (``dequant`` is optional on load).
 NPZ_KEYS = ("codes", "scales", "encode_scale", "decode_scale", "amax", "dequant", "meta")
 _SCALARS = ("encode_scale", "decode_scale", "amax")
-_PAYLOAD_FORMATS = ("e2m1",)
+#: Payload formats a quantizer writes, over every scheme (each scheme takes its own subset).
+_PAYLOAD_FORMATS = tuple(dict.fromkeys(pf for s in BLOCK_SCHEMES.values() for pf in s.payload_formats))
 _FLT_MAX = Fraction(FLT_MAX)
 #: Scheme and profile name of a tensor built from codes and scale bytes (FPS-GEMM-4).
 CODES_SCHEME = "codes"
@@ -93,6 +94,9 @@ class QuantizedTensor:
                     or len(shape) < 2:
                 raise FpspecError(f"source_shape must list at least two sizes, got {shape!r}")
             object.__setattr__(self, "source_shape", tuple(int(d) for d in shape))
+        if not isinstance(self.payload_format, str) or self.payload_format not in CODES_PAYLOAD_FORMATS:
+            raise FpspecError(f"payload format {self.payload_format!r} is not one fpspec writes or reads "
+                              f"({', '.join(CODES_PAYLOAD_FORMATS)})")
         want = self.scale_grid_shape
         if self.scales.shape != want:
             raise FpspecError(f"scales shape {self.scales.shape} does not match codes {self.codes.shape} "
@@ -169,20 +173,22 @@ class QuantizedTensor:
     def validate(self) -> None:
         """Check every field against its scheme and profile (what ``from_npz`` runs on a file).
 
-        Refuses an unknown scheme, profile or payload format, a block, tile, scale
-        format, rounding or target T the profile does not take (T missing included),
-        an amax that is not a finite non-negative binary32 value, NaN or negative
-        tensor scales, payload codes that are not E2M1 codes, scale codes that are
-        NaN or out of the scale format's range, and a source shape that does not
-        match the view.  A tensor built from codes (scheme :data:`CODES_SCHEME`) is checked
+        Refuses an unknown scheme, profile or payload format (or one the scheme does not
+        write), a block, tile, scale format, rounding or target T the profile does not
+        take (T missing included), an amax that is not a finite non-negative binary32
+        value, NaN or negative tensor scales, payload codes that are not E2M1 codes or
+        (E4M3, E5M2) are NaN or Inf codes, scale codes that are NaN or out of the scale
+        format's range, and a source shape that does not match the view.  A tensor built from codes (scheme :data:`CODES_SCHEME`) is checked
         as :meth:`from_codes` promises.
         """
         if self.scheme == CODES_SCHEME:
             self._validate_codes_tensor()
             return
-        if self.payload_format not in _PAYLOAD_FORMATS:
-            raise FpspecError(f"payload format {self.payload_format!r} is not one fpspec writes "
-                              f"({', '.join(_PAYLOAD_FORMATS)})")
+        sch = BLOCK_SCHEMES.get(self.scheme) if isinstance(self.scheme, str) else None
+        writes = sch.payload_formats if sch is not None else _PAYLOAD_FORMATS
+        if not isinstance(self.payload_format, str) or self.payload_format not in writes:
+            raise FpspecError(f"payload format {self.payload_format!r} is not one fpspec writes"
+                              + (f" for {self.scheme}" if sch is not None else "") + f" ({', '.join(writes)})")
         for key in ("scheme", "profile", "scale_format"):
             if not isinstance(getattr(self, key), str):
                 raise FpspecError(f"{key} must be a name, got {getattr(self, key)!r}")
@@ -201,7 +207,7 @@ class QuantizedTensor:
                 raise FpspecError(f"target T {self.params['target']} is not exactly a binary32 value")
         resolve_spec(self.scheme, self.profile, block=int(self.block), tile=self.tile, target=target,
                      scale_format=self.scale_format, zero_scale_rule=self.params.get("zero_scale_rule"),
-                     rounding=self.params.get("rounding", "rne"))
+                     rounding=self.params.get("rounding", "rne"), payload_format=self.payload_format)
         if not isinstance(self.columnwise, bool):
             raise FpspecError(f"columnwise must be true or false, got {self.columnwise!r}")
         for key in ("zero_scale_rule", "rht", "padded"):
@@ -216,6 +222,9 @@ class QuantizedTensor:
                 raise FpspecError(f"{name} must be {'finite and ' if name == 'amax' else ''}non-negative, got {f!r}")
         pf = get_format(self.payload_format)
         _first_bad(self.codes, self.codes >= pf.num_codes, "payload code {code} out of range for " + pf.name)
+        special = np.array([c < pf.num_codes and pf.kind(c).value in ("nan", "inf") for c in range(256)])
+        _first_bad(self.codes, special[self.codes], "payload code {code} is a NaN or Inf code of " + pf.name
+                   + " (a saturating quantizer never writes one)")
         sf = get_format(self.scale_format)
         nan = np.array([c >= sf.num_codes or sf.kind(c).value == "nan" for c in range(256)])
         _first_bad(self.scales, nan[self.scales], "block scale code {code} is NaN or out of range for " + sf.name)

@@ -1,12 +1,13 @@
 """Block-scaling schemes and their arithmetic profiles, as named data (FPS-BLK-*).
 
-A *scheme* (:class:`BlockScheme`) fixes what a block quantizer produces: E2M1
-payload codes plus one scale code per block, which block lengths and tile
-shapes exist, whether there is a tensor scale, and the default profile.  A
+A *scheme* (:class:`BlockScheme`) fixes what a block quantizer produces: payload
+codes (E2M1; E4M3 or E5M2 for ``mxfp8``) plus one scale code per block, which
+block lengths and tile shapes exist, whether there is a tensor scale, and the
+default profile.  A
 *profile* (:class:`Profile`) fixes the arithmetic that gets there.  Both are
 frozen objects in :data:`BLOCK_SCHEMES` and :data:`PROFILES`; the normative
 operation order of each profile is in ``docs/scheme-ue5m3.rst``,
-``docs/scheme-nvfp4.rst`` and ``docs/scheme-mxfp4.rst``.  Nothing in the block
+``docs/scheme-nvfp4.rst``, ``docs/scheme-mxfp4.rst`` and ``docs/scheme-mxfp8.rst``.  Nothing in the block
 code reads a flag from anywhere else: the exact and fast paths both take a
 :class:`BlockSpec` (a profile resolved against the caller's settings: T, scale
 format, rounding, ...) and return a :class:`BlockResult`.
@@ -23,7 +24,7 @@ import numpy as np
 
 from .choices import DEFAULT_SR_BITS, RoundingMode
 from .errors import FpspecError
-from .formats import E2M1, FloatFormat, get_format
+from .formats import FloatFormat, get_format
 
 __all__ = [
     "Arithmetic",
@@ -93,39 +94,44 @@ class AmaxZero(enum.Enum):
 
 
 class SignedZero(enum.Enum):
-    """Which E2M1 code a scaled value of -0.0 gets (FPS-BLK-11)."""
+    """Which payload code a scaled value of -0.0 gets (FPS-BLK-11, FPS-BLK-28).
 
-    #: -0.0 keeps its sign: code 0x8 (round_to_code semantics; the seed's portable reference;
-    #: TE's CUDA kernel, whose ``cvt.rn.satfinite.e2m1x2.f32`` copies the sign bit).
+    The sign bit is 0x8 for E2M1 and 0x80 for E4M3 and E5M2."""
+
+    #: -0.0 keeps its sign: code 0x8 (0x80) (round_to_code semantics; the seed's portable
+    #: reference; TE's CUDA kernel, whose ``cvt.rn.satfinite.e2m1x2.f32`` copies the sign bit).
     KEEP = "keep"
     #: A scaled value that *is* -0.0 gets code 0x0, while a negative value that rounds to
-    #: zero keeps code 0x8 (TE's Python ``cast_to_fp4x2``, which tests ``x < -0.0``).
+    #: zero keeps code 0x8 (0x80) (TE's Python ``cast_to_fp4x2``, which tests ``x < -0.0``).
     POSITIVE = "positive"
 
 
 class MxScaleMode(enum.Enum):
-    """How an MX block's E8M0 scale exponent is chosen from the block amax (FPS-BLK-12)."""
+    """How an MX block's E8M0 scale exponent is chosen from the block amax (FPS-BLK-12, FPS-BLK-27).
 
-    #: OCP MX v1.0: floor(log2 amax) - emax(E2M1); torchao FLOOR.
+    emax and max are those of the element (payload) format: 2 and 6 for E2M1, 8 and 448
+    for E4M3, 15 and 57344 for E5M2; m is its mantissa width."""
+
+    #: OCP MX v1.0: floor(log2 amax) - emax; torchao FLOOR.
     FLOOR = "floor"
-    #: ceil(log2 amax) - emax(E2M1); torchao CEIL.
+    #: ceil(log2 amax) - emax; torchao CEIL.
     CEIL = "ceil"
-    #: floor(log2 amax'), amax' = amax rounded to 1 mantissa bit ties-away, minus emax; torchao EVEN.
+    #: floor(log2 amax'), amax' = amax rounded to m mantissa bits ties-away, minus emax; torchao EVEN.
     EVEN = "even"
-    #: ceil(log2(amax / 6)): the smallest power of two >= amax/6; cuBLAS's rule, computed
+    #: ceil(log2(amax / max)): the smallest power of two >= amax/max; cuBLAS's rule, computed
     #: on the exact quotient.
     RCEIL = "rceil"
-    #: CL(fp32(amax / 6)) = ceil(RN32(log2(fp32(amax / 6)))): torchao 0.18 RCEIL on CPU, a
+    #: CL(fp32(amax / max)) = ceil(RN32(log2(fp32(amax / max)))): torchao 0.18 RCEIL on CPU, a
     #: binary32 division and a binary32 log2 (one too small just above a power of two;
     #: FPS-BLK-22, FPS-BLK-23).
     RCEIL_FP32 = "rceil-fp32"
-    #: FL(amax) - emax(E2M1) = floor(RN32(log2 amax)) - 2 (amax 0 read as 2^-126):
+    #: FL(amax) - emax = floor(RN32(log2 amax)) - emax (amax 0 read as 2^-126):
     #: microxcaling's shared exponent "max" (one too high just below a power of two;
     #: FPS-BLK-22, FPS-BLK-24).
     FLOOR_FP32 = "floor-fp32"
 
 
-#: The OCP / exact MX scale rules, one ``mxfp4`` profile each.
+#: The OCP / exact MX scale rules, one ``mxfp4`` and one ``mxfp8`` profile each.
 OCP_MX_MODES = (MxScaleMode.FLOOR, MxScaleMode.CEIL, MxScaleMode.EVEN, MxScaleMode.RCEIL)
 
 
@@ -178,8 +184,9 @@ class BlockScheme:
     """One block-scaling scheme: what its quantized tensors hold (FPS-BLK-1, FPS-BLK-6).
 
     Attributes:
-        name: ``ue5m3``, ``nvfp4`` or ``mxfp4``.
-        payload_format: the element format (E2M1 for every scheme here).
+        name: ``ue5m3``, ``nvfp4``, ``mxfp4`` or ``mxfp8``.
+        payload_formats: the element (payload) formats a caller may choose, the first is the
+            default: ``e2m1``, or ``e4m3`` and ``e5m2`` for mxfp8 (FPS-BLK-26).
         blocks: allowed block lengths B; ``default_block`` is used when none is given.
         tiles: allowed tile shapes (``1xB``, ``BxB``).
         tensor_scale: whether a tensor amax and target T scale the blocks (False for MX).
@@ -188,13 +195,18 @@ class BlockScheme:
     """
 
     name: str
-    payload_format: FloatFormat
+    payload_formats: tuple[str, ...]
     blocks: tuple[int, ...]
     default_block: int
     tiles: tuple[str, ...]
     tensor_scale: bool
     default_profile: str
     source: str = ""
+
+    @property
+    def payload_format(self) -> FloatFormat:
+        """The default payload format."""
+        return get_format(self.payload_formats[0])
 
     def profiles(self) -> list["Profile"]:
         return [p for (s, _), p in PROFILES.items() if s == self.name]
@@ -213,11 +225,11 @@ class Profile:
             a tensor scale.
         zero_scale_rule: default of the zero-scale-to-one rule (FPS-BLK-4).
         amax_zero: encode scale for a zero tensor amax.
-        signed_zero: E2M1 code of a scaled -0.0.
+        signed_zero: payload code of a scaled -0.0.
         cap_multiplier: binary32 profiles: the per-block multiplier is min(., FLT_MAX).
         dequant: the dequantization formula.
-        mx_mode: MX scale rule (mxfp4 only).
-        mx_zero_byte: how a block with scale byte 0 quantizes (mxfp4 only).
+        mx_mode: MX scale rule (mxfp4 and mxfp8 only).
+        mx_zero_byte: how a block with scale byte 0 quantizes (mxfp4 and mxfp8 only).
         roundings: accepted payload rounding modes, the first is the default.
         sr_evaluations: accepted :class:`SrEvaluation` values, the first is the default.
         rht_output: default :class:`RhtOutput` of the Hadamard transform.
@@ -253,15 +265,19 @@ _ALL_ROUNDINGS = ("rne", "sr-midpoint", "rtz", "rna", "sr-add", "sr-unbiased")
 
 #: Scheme name -> scheme (FPS-BLK-1).
 BLOCK_SCHEMES: dict[str, BlockScheme] = {s.name: s for s in (
-    BlockScheme(name="ue5m3", payload_format=E2M1, blocks=(16, 32), default_block=16, tiles=("1xB", "BxB"),
+    BlockScheme(name="ue5m3", payload_formats=("e2m1",), blocks=(16, 32), default_block=16, tiles=("1xB", "BxB"),
                 tensor_scale=True, default_profile="exact",
                 source="Hu, Luschi, Balanca (arXiv 2609.02846): E2M1 payloads, UE5M3 block scales"),
-    BlockScheme(name="nvfp4", payload_format=E2M1, blocks=(16,), default_block=16, tiles=("1xB", "BxB"),
+    BlockScheme(name="nvfp4", payload_formats=("e2m1",), blocks=(16,), default_block=16, tiles=("1xB", "BxB"),
                 tensor_scale=True, default_profile="te-fp32",
                 source="NVIDIA, Pretraining LLMs with NVFP4 (arXiv 2509.25149): 1x16 / 16x16, E4M3 scales"),
-    BlockScheme(name="mxfp4", payload_format=E2M1, blocks=(32,), default_block=32, tiles=("1xB",),
+    BlockScheme(name="mxfp4", payload_formats=("e2m1",), blocks=(32,), default_block=32, tiles=("1xB",),
                 tensor_scale=False, default_profile="floor",
                 source="OCP Microscaling Formats (MX) v1.0: 1x32 blocks, E8M0 scales, no tensor scale"),
+    BlockScheme(name="mxfp8", payload_formats=("e4m3", "e5m2"), blocks=(32,), default_block=32, tiles=("1xB",),
+                tensor_scale=False, default_profile="floor",
+                source="OCP Microscaling Formats (MX) v1.0 sec. 5.2 Table 1 (MXFP8: E5M2 or E4M3 elements, "
+                       "k = 32, E8M0 scales) and sec. 6.3; no tensor scale"),
 )}
 
 PROFILES: dict[tuple[str, str], Profile] = {}
@@ -316,13 +332,19 @@ _add(Profile(scheme="nvfp4", name="exact", arithmetic=Arithmetic.EXACT, scale_fo
              target=Fraction(448), zero_scale_rule=False, amax_zero=AmaxZero.ONE, signed_zero=SignedZero.KEEP,
              cap_multiplier=False, dequant=Dequant.EXACT,
              source="NVFP4 (arXiv 2509.25149) in real arithmetic"))
-for _mode in OCP_MX_MODES:
-    _add(Profile(scheme="mxfp4", name=_mode.value, arithmetic=Arithmetic.MX, scale_formats=("ue8m0",),
-                 target=None, zero_scale_rule=False, amax_zero=AmaxZero.ONE, signed_zero=SignedZero.KEEP,
-                 cap_multiplier=False, dequant=Dequant.MX, mx_mode=_mode, mx_zero_byte=MxZeroByte.EXACT,
-                 roundings=("rne", "rna"),
-                 source="OCP Microscaling Formats v1.0 sec. 6.3" if _mode is MxScaleMode.FLOOR
-                 else "pytorch/ao torchao/prototype/mx_formats ScaleCalculationMode." + _mode.name))
+_OCP_SOURCE = {"mxfp4": "OCP Microscaling Formats v1.0 sec. 6.3",
+               "mxfp8": "OCP Microscaling Formats v1.0 sec. 5.2 (MXFP8) and sec. 6.3; E4M3 / E5M2 elements "
+                        "as OCP 8-bit Floating Point Specification (OFP8) v1.0, saturating conversion"}
+#: The OCP scale rules, one profile each for mxfp4 and mxfp8 (FPS-BLK-12, FPS-BLK-27).
+for _scheme in ("mxfp4", "mxfp8"):
+    for _mode in OCP_MX_MODES:
+        _add(Profile(scheme=_scheme, name=_mode.value, arithmetic=Arithmetic.MX, scale_formats=("ue8m0",),
+                     target=None, zero_scale_rule=False, amax_zero=AmaxZero.ONE, signed_zero=SignedZero.KEEP,
+                     cap_multiplier=False, dequant=Dequant.MX, mx_mode=_mode, mx_zero_byte=MxZeroByte.EXACT,
+                     roundings=("rne", "rna"),
+                     source=_OCP_SOURCE[_scheme] if _mode is MxScaleMode.FLOOR
+                     else "pytorch/ao torchao/prototype/mx_formats ScaleCalculationMode." + _mode.name))
+# Reproductions of public quantizers: mxfp4 only (their FP8 paths are not measured here).
 for _name, _mode, _zero in (("floor", MxScaleMode.FLOOR, MxZeroByte.MIN_NORMAL),
                             ("ceil", MxScaleMode.CEIL, MxZeroByte.MIN_NORMAL),
                             ("even", MxScaleMode.EVEN, MxZeroByte.MIN_NORMAL),
@@ -374,9 +396,9 @@ def get_profile(scheme: str, name: str | None = None) -> Profile:
 class BlockSpec:
     """A profile resolved against one call's settings: everything the block code needs.
 
-    ``target`` is a Fraction (None without a tensor scale); ``scale_format`` the
-    :class:`~fpspec.formats.FloatFormat` object; ``rounding`` a :class:`RoundingMode`
-    with ``nbits`` random bits evaluated as ``sr_eval`` says.
+    ``target`` is a Fraction (None without a tensor scale); ``scale_format`` and
+    ``payload_format`` the :class:`~fpspec.formats.FloatFormat` objects; ``rounding`` a
+    :class:`RoundingMode` with ``nbits`` random bits evaluated as ``sr_eval`` says.
     """
 
     profile: Profile
@@ -389,6 +411,7 @@ class BlockSpec:
     nbits: int = DEFAULT_SR_BITS
     sr_eval: SrEvaluation = SrEvaluation.EXACT
     rht_output: RhtOutput = RhtOutput.FP32
+    payload_format: FloatFormat = field(default_factory=lambda: get_format("e2m1"))
 
     @property
     def scheme(self) -> BlockScheme:
@@ -411,7 +434,7 @@ class BlockSpec:
 class BlockResult:
     """What quantizing one view gives, from either implementation (FPS-BLK-15)."""
 
-    codes: np.ndarray          # uint8 (M, K): one E2M1 code per element
+    codes: np.ndarray          # uint8 (M, K): one payload code per element (E2M1, E4M3 or E5M2)
     scales: np.ndarray         # uint8 scale grid, row-major block order
     encode_scale: np.float32
     decode_scale: np.float32
@@ -439,10 +462,16 @@ def resolve_spec(scheme: str, profile: str | None, *, block: int | None = None, 
                  target: object = None, scale_format: str | FloatFormat | None = None,
                  zero_scale_rule: bool | None = None, rounding: str | RoundingMode = "rne",
                  nbits: int = DEFAULT_SR_BITS, sr_eval: str | SrEvaluation | None = None,
-                 rht_output: str | RhtOutput | None = None) -> BlockSpec:
+                 rht_output: str | RhtOutput | None = None,
+                 payload_format: str | FloatFormat | None = None) -> BlockSpec:
     """Check the settings against the scheme and profile and build the :class:`BlockSpec`."""
     sch = get_scheme(scheme)
     prof = get_profile(scheme, profile)
+    pf_name = payload_format.name if isinstance(payload_format, FloatFormat) else payload_format
+    pf_name = sch.payload_formats[0] if pf_name is None else pf_name
+    if pf_name not in sch.payload_formats:
+        raise FpspecError(f"{scheme} payloads are {' or '.join(sch.payload_formats)}, got payload format "
+                          f"{pf_name!r}")
     block = sch.default_block if block is None else block
     if isinstance(block, bool) or block not in sch.blocks:
         raise FpspecError(f"{scheme} uses blocks of {' or '.join(map(str, sch.blocks))}, got {block!r}")
@@ -481,7 +510,7 @@ def resolve_spec(scheme: str, profile: str | None, *, block: int | None = None, 
     if zr and not sch.tensor_scale:
         raise FpspecError(f"the zero-scale rule does not apply to {scheme} ({sf.name} has no zero)")
     return BlockSpec(profile=prof, block=block, tile=tile, target=t, scale_format=sf, zero_scale_rule=zr,
-                     rounding=mode, nbits=nb, sr_eval=sre, rht_output=rho)
+                     rounding=mode, nbits=nb, sr_eval=sre, rht_output=rho, payload_format=get_format(pf_name))
 
 
 def parse_target(target: object) -> Fraction:

@@ -30,6 +30,11 @@ def tensor(tmp_path):
     (["--scheme", "nvfp4", "--columnwise", "--rht"], {"scheme": "nvfp4", "columnwise": True, "rht": True}),
     (["--scheme", "mxfp4", "--profile", "rceil", "--rounding", "rna"],
      {"scheme": "mxfp4", "profile": "rceil", "rounding": "rna"}),
+    (["--scheme", "mxfp8"], {"scheme": "mxfp8"}),
+    (["--scheme", "mxfp8", "--payload-format", "e5m2", "--profile", "even"],
+     {"scheme": "mxfp8", "payload_format": "e5m2", "profile": "even"}),
+    (["--scheme", "mxfp8", "--payload-format", "e4m3", "--rounding", "rna"],
+     {"scheme": "mxfp8", "payload_format": "e4m3", "rounding": "rna"}),
 ])
 def test_quantize_matches_api(tensor, tmp_path, args, kw):
     """FPS-BLK-1: the CLI writes exactly what the API computes, with the documented keys."""
@@ -46,6 +51,7 @@ def test_quantize_matches_api(tensor, tmp_path, args, kw):
         assert z["encode_scale"].dtype == np.float32 and z["amax"] == q.amax
         assert np.array_equal(z["dequant"].view(np.uint32), dequantize(q).view(np.uint32))
         assert json.loads(str(z["meta"]))["scheme"] == scheme
+        assert json.loads(str(z["meta"]))["payload_format"] == kw.get("payload_format", q.payload_format)
     back = tmp_path / "d.npy"
     assert main(["dequantize", str(out), "--out", str(back)]) == 0
     assert np.array_equal(np.load(back).view(np.uint32), dequantize(q).view(np.uint32))

@@ -89,14 +89,15 @@ class CoverageDirective(GeneratedDirective):
 def declaration_for(scheme: str, profile: str, *, full: bool = False) -> dict:
     """The declaration of an implementation of one profile: RNE payloads and the default scale
     format, or (full) every payload rounding and scale format the profile accepts."""
-    from fpspec.schemes import get_profile
+    from fpspec.schemes import get_profile, get_scheme
 
     prof = get_profile(scheme, profile)
+    payloads = get_scheme(scheme).payload_formats   # e2m1, or e4m3 and e5m2 (mxfp8)
     scale_formats = list(prof.scale_formats if full else prof.scale_formats[:1])
     roundings = [r if not r.startswith("sr") else f"{r}/8" for r in prof.roundings] if full else ["rne"]
     return {"name": f"my-{scheme}-{profile}-kernel", "operations": ["quantize"], "schemes": [scheme],
-            "profiles": [f"{scheme}/{profile}"], "formats": sorted({"e2m1", "fp32", *scale_formats}),
-            "rounding": {"e2m1": roundings}}
+            "profiles": [f"{scheme}/{profile}"], "formats": sorted({*payloads, "fp32", *scale_formats}),
+            "rounding": {pf: roundings for pf in payloads}}
 
 
 def selected(decl: dict) -> dict[str, list[str]]:
@@ -176,7 +177,7 @@ class ImplementerCheckDirective(Directive):
         if extra:
             more = ", ".join(sorted(extra))
             box += nodes.paragraph(text="Declaring every payload rounding and scale format the profile accepts "
-                                        f"({', '.join(full['rounding']['e2m1'])}; "
+                                        f"({', '.join(next(iter(full['rounding'].values())))}; "
                                         f"{', '.join(prof.scale_formats)}) adds: {more}.")
         cmds = ("fpspec vectors verify vectors/v1\n"
                 "# run the kernel on in_x (and in_amax, in_r) of every set listed above and write\n"

@@ -12,6 +12,8 @@ Option names (each meaning has its own name):
   of the codes ``decode`` reads; ``--operand-format FORMAT``: the format of GEMM
   operand codes (``gemm``, ``probe``); ``--scale-format FORMAT``: a block-scale
   format.  The old spelling ``--format`` is still read (hidden).
+* ``--payload-format FORMAT``: the element format of a block-quantized tensor
+  (``quantize``): ``e2m1``, or ``e4m3`` / ``e5m2`` for ``mxfp8`` (FPS-BLK-26).
 * ``--target T``: the tensor-scale target T (``quantize``, ``bounds``);
   ``probe --gemm SPEC`` names the GEMM under test (``--target`` is its hidden
   old spelling there).
@@ -31,7 +33,7 @@ from ..errors import FpspecError
 from ..exact.binary32 import FLT_MAX
 
 __all__ = ["parse_target", "parse_number", "parse_size", "parse_tile", "add_alias", "require",
-           "add_quiet", "progress_stream", "TILES"]
+           "add_quiet", "progress_stream", "add_payload_format", "TILES"]
 
 _FLT_MAX = Fraction(FLT_MAX)
 _POW = re.compile(r"^\s*([+-]?\d+)\s*(?:\^|\*\*)\s*([+-]?\d+)\s*$")
@@ -134,3 +136,13 @@ def progress_stream(args: argparse.Namespace) -> TextIO | None:
         return err if err.isatty() else None
     except (AttributeError, ValueError):
         return None
+
+
+def add_payload_format(p: argparse.ArgumentParser) -> None:
+    """``--payload-format FORMAT``: the element format of the scheme's payloads (checked by the
+    scheme, so an unknown or unsupported one is one FpspecError line naming it)."""
+    from ..schemes import BLOCK_SCHEMES
+
+    per_scheme = "; ".join(f"{name}: {' or '.join(s.payload_formats)}" for name, s in BLOCK_SCHEMES.items())
+    p.add_argument("--payload-format", metavar="FORMAT",
+                   help=f"element (payload) format, the first the default ({per_scheme})")

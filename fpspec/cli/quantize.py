@@ -16,7 +16,7 @@ from ..quantization import dequantize, quantize
 from ..quantized import QuantizedTensor
 from ..schemes import PROFILES, SCHEMES
 from .bench import interleaved_times, register_benchmark, result_row
-from .options import TILES, parse_number, parse_size, parse_target, parse_tile
+from .options import TILES, add_payload_format, parse_number, parse_size, parse_target, parse_tile
 
 
 def _cmd_quantize(args: argparse.Namespace) -> int:
@@ -33,7 +33,7 @@ def _cmd_quantize(args: argparse.Namespace) -> int:
     qt = quantize(x, args.scheme, profile=args.profile, block=block, tile=tile, target=target,
                   amax=amax, rounding=args.rounding, rbits=rbits, nbits=nbits, columnwise=args.columnwise,
                   rht=args.rht, scale_format=args.scale_format, zero_scale_rule=zr, pad=args.pad,
-                  impl=args.impl)
+                  impl=args.impl, payload_format=args.payload_format)
     qt.to_npz(args.out, dequant=dequantize(qt))
     return 0
 
@@ -48,16 +48,17 @@ def _cmd_dequantize(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction) -> None:
     profiles = "; ".join(f"{s}: {', '.join(n for (s2, n) in PROFILES if s2 == s)} (default {d})"
                          for s, d in SCHEMES.items())
-    p = sub.add_parser("quantize", help="block-quantize a float .npy tensor to E2M1 codes and block scales",
+    p = sub.add_parser("quantize", help="block-quantize a float .npy tensor to E2M1 (or MXFP8: FP8) codes and block scales",
                        description="Block-quantize IN.npy (float, shape (M, K); a tensor (..., K) is flattened to "
                                    "(M, K) and dequantize restores its shape) under a scheme and profile. "
-                                   "OUT.npz holds codes (uint8, one E2M1 code per element of the quantized "
-                                   "view), scales (uint8, one per block, row-major block order), "
+                                   "OUT.npz holds codes (uint8, one payload code per element of the quantized "
+                                   "view: E2M1, or E4M3 / E5M2 for mxfp8), scales (uint8, one per block, row-major block order), "
                                    "encode_scale, decode_scale, amax (float32), dequant (float32) and meta.")
     p.add_argument("input", metavar="IN.npy")
     p.add_argument("--scheme", required=True, choices=list(SCHEMES))
     p.add_argument("--profile", metavar="NAME", help=f"arithmetic profile; {profiles}")
-    p.add_argument("--block", type=int, choices=[16, 32], help="block length B (default 16; 32 for mxfp4)")
+    p.add_argument("--block", type=int, choices=[16, 32], help="block length B (default 16; 32 for mxfp4 and mxfp8)")
+    add_payload_format(p)
     p.add_argument("--tile", default="1xB", metavar="TILE",
                    help=f"{', '.join(TILES)}: 1xB blocks along K or BxB tiles; 1x16 is 1xB with "
                         "--block 16 (default 1xB)")

@@ -16,12 +16,15 @@ each profile function here has a namesake there with the same numbered steps:
 * :func:`_exact_profile`   FPS-BLK-2 (ue5m3 and nvfp4 ``exact``)
 * :func:`_fp32_profile`    FPS-BLK-3 (``seed-fp32``), FPS-BLK-8/9 (``te-fp32``, ``te-kernel``)
 * :func:`_torchao_profile` FPS-BLK-18 (``torchao-0.18``)
-* :func:`_mx_profile`      FPS-BLK-12/13 (``mxfp4`` floor, ceil, even, rceil)
+* :func:`_mx_profile`      FPS-BLK-12/13 (``mxfp4`` floor, ceil, even, rceil), FPS-BLK-27/28 (``mxfp8``)
 * :func:`_torchao_mx_profile` FPS-BLK-23 (``mxfp4`` torchao-0.18-floor, -ceil, -even, -rceil)
 * :func:`_microxcaling_profile` FPS-BLK-24 (``mxfp4`` microxcaling)
 
-and every payload goes through the one E2M1 rounding step :func:`e2m1_payload`.
-The three MX profile functions share the per-block steps of :func:`_mx_blocks`.
+and every payload goes through the one payload rounding step :func:`payload_code`
+(E2M1, or the FP8 element format of ``mxfp8``).  The three MX profile functions share
+the per-block steps of :func:`_mx_blocks`; the element format is data
+(``spec.payload_format``: its emax, largest value and mantissa width), never a branch
+on the scheme.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from typing import Callable
 
 import numpy as np
 
+from ..choices import Policies
 from ..errors import FpspecError
 from ..formats import E2M1, FloatFormat
 from ..schemes import (AmaxZero, Arithmetic, BlockResult, BlockSpec, Dequant, MxScaleMode, MxZeroByte, SignedZero,
@@ -40,7 +44,7 @@ from .binary32 import FLT_MAX, ceil_log2, f32, f32_add, f32_div, f32_fma, f32_mu
 from .log2 import float_log2_ceil, float_log2_floor
 from .rounding import round_to_code
 
-__all__ = ["quantize_view_exact", "block_amax_grid_exact", "rht16_exact", "round_bf16_exact", "e2m1_payload",
+__all__ = ["quantize_view_exact", "block_amax_grid_exact", "rht16_exact", "round_bf16_exact", "payload_code",
            "RHT_SIGNS"]
 
 #: TransformerEngine's wgrad sign vector for the 16-point random Hadamard transform.
@@ -125,35 +129,44 @@ def _fmt_value(fmt: FloatFormat, code: int) -> Fraction:
     return v
 
 
-def _e2m1_signed_value(code: int) -> float:
-    """The E2M1 value of a code as a float, negative zero kept."""
-    v = float(_fmt_value(E2M1, code))
-    return -0.0 if (code & 0x8 and v == 0) else v
+def _signed_value(fmt: FloatFormat, code: int) -> float:
+    """The value of a payload code as a float, negative zero kept."""
+    v = float(_fmt_value(fmt, code))
+    return -0.0 if (code & fmt.sign_mask and v == 0) else v
 
 
-# ------------------------------------------------- the E2M1 payload rounding
-def e2m1_payload(v: float | Fraction, spec: BlockSpec, r: int | None) -> int:
-    """The E2M1 code of one scaled value ``v`` (FPS-BLK-7, FPS-BLK-11, FPS-BLK-19).
+#: Payload conversions saturate at the element format's largest finite value (FPS-BLK-7,
+#: FPS-BLK-28); a NaN never reaches them (FPS-BLK-1).
+_SATURATE = Policies(overflow="sat", nan="error")
+
+
+# ------------------------------------------------- the payload rounding
+def payload_code(v: float | Fraction, spec: BlockSpec, r: int | None) -> int:
+    """The payload code of one scaled value ``v`` (FPS-BLK-7, FPS-BLK-11, FPS-BLK-19, FPS-BLK-28).
+
+    f is ``spec.payload_format`` (E2M1; E4M3 or E5M2 for mxfp8), with mantissa width m,
+    smallest normal exponent emin and largest finite value max (6, 448, 57344).
 
     1. A scaled value that is -0.0 gets code 0x0 under ``signed_zero = positive``.
     2. ``sr_eval = fp32`` (the seed's FP32 evaluation of sr-midpoint, v a binary32
-       value): a = abs(v); the binade exponent q = max(floor(log2 a), 0) - 1;
+       value; E2M1 only): a = abs(v); the binade exponent q = max(floor(log2 a), 0) - 1;
        sig = fp32(a * 2^-q), lower = floor(sig), delta = fp32(sig - lower) (both
        exact), m = fp32((2r+1) * 2^-(N+1)) (exact); up iff fp32(delta + m) >= 1;
        the magnitude is min((lower + up) 2^q, 6).
-    3. ``microxcaling`` (v the binary32 quotient A = fp32(x / 2^e), FPS-BLK-24): with
-       a = abs(A), pe = max(FL(a), 0) (0 for a = 0) and t = a 2^(1 - pe) (exact), the
-       integer r = floor(t) (rtz), floor(fp32(t + 1/2)) (rna), or that minus one when
-       m = fp32(t - 1/2) is an even integer >= 0 (rne); the magnitude is
-       min(r 2^(pe - 1), 6) (step 1 has made A = -0.0 positive).
-    4. Otherwise: :func:`round_to_code` of v to E2M1 with the payload rounding,
-       saturating at +-6.
+    3. ``microxcaling`` (v the binary32 quotient A = fp32(x / 2^e), FPS-BLK-24):
+       with a = abs(A), pe = max(FL(a), emin) (emin for a = 0) and
+       t = a 2^(m - pe) (exact), the integer r = floor(t) (rtz), floor(fp32(t + 1/2))
+       (rna), or that minus one when fp32(t - 1/2) is an even integer >= 0 (rne); the
+       magnitude is min(r 2^(pe - m), max) (step 1 has made A = -0.0 positive).
+    4. Otherwise: :func:`round_to_code` of v to f with the payload rounding,
+       saturating at +-max.
     """
+    fmt = spec.payload_format
     if spec.profile.signed_zero is SignedZero.POSITIVE and v == 0:
         v = 0.0
     if spec.arithmetic is Arithmetic.MICROXCALING:
         assert isinstance(v, float)
-        return _e2m1_microxcaling(v, spec.rounding.value)
+        return _microxcaling_code(v, fmt, spec.rounding.value)
     if spec.sr_eval is SrEvaluation.FP32:
         assert r is not None and isinstance(v, float)
         a = abs(v)
@@ -171,23 +184,26 @@ def e2m1_payload(v: float | Fraction, spec: BlockSpec, r: int | None) -> int:
             mag = min((lower + int(up)) * Fraction(2) ** q, Fraction(6))
         code = round_to_code(mag, E2M1, "rne")
         return code | (0x8 if math.copysign(1.0, v) < 0 else 0)
-    return round_to_code(v, E2M1, spec.rounding, r=r, nbits=spec.nbits)
+    return round_to_code(v, fmt, spec.rounding, r=r, nbits=spec.nbits, policies=_SATURATE)
 
 
-def _e2m1_microxcaling(v: float, rounding: str) -> int:
-    """Step 3 of :func:`e2m1_payload`: microxcaling's ``_quantize_elemwise_core`` on a binary32 A."""
+def _microxcaling_code(v: float, fmt: FloatFormat, rounding: str) -> int:
+    """Step 3 of :func:`payload_code`: microxcaling's ``_quantize_elemwise_core`` on a binary32 A."""
     a = abs(v)
-    pe = max(float_log2_floor(a), 0) if a != 0 else 0   # floor(log2(|A| + (A == 0))), clipped at 0
-    t = Fraction(a) * Fraction(2) ** (1 - pe)          # _safe_lshift: exact
+    m = fmt.man_bits
+    # floor(log2(|A| + (A == 0))), clipped at the element's smallest normal exponent
+    pe = max(float_log2_floor(a) if a != 0 else 0, fmt.emin)
+    t = Fraction(a) * Fraction(2) ** (m - pe)          # _safe_lshift: exact
     if rounding == "rtz":
         r = math.floor(t)
     else:
         r = math.floor(f32_add(float(t), 0.5))
-        m = f32_add(float(t), -0.5)
-        if rounding == "rne" and m >= 0 and m == math.floor(m) and int(m) % 2 == 0:
+        half_below = f32_add(float(t), -0.5)
+        if rounding == "rne" and half_below >= 0 and half_below == math.floor(half_below) \
+                and int(half_below) % 2 == 0:
             r -= 1
-    mag = min(r * Fraction(2) ** (pe - 1), Fraction(6))
-    return round_to_code(mag, E2M1, "rne") | (0x8 if v < 0 else 0)
+    mag = min(r * Fraction(2) ** (pe - m), fmt.max_finite)
+    return round_to_code(mag, fmt, "rne") | (fmt.sign_mask if v < 0 else 0)
 
 
 # ----------------------------------------------------------- the quantizer
@@ -256,8 +272,8 @@ def _exact_profile(spec: BlockSpec, amax: float) -> tuple[float, float, BlockFn]
                 v = xv  # keeps the sign of zero
             else:
                 v = Fraction(xv) * big_g / s
-            q = e2m1_payload(v, spec, r)
-            qv = _e2m1_signed_value(q)                                  # 5
+            q = payload_code(v, spec, r)
+            qv = _signed_value(spec.payload_format, q)                      # 5
             return q, math.copysign(f32(abs(Fraction(qv)) * s / big_g), qv)
         return code, elem
 
@@ -308,8 +324,8 @@ def _fp32_profile(spec: BlockSpec, amax: float) -> tuple[float, float, BlockFn]:
 
         def elem(xv: float, r: int | None) -> tuple[int, float]:
             y = f32_mul(xv, mult)                                       # 6
-            q = e2m1_payload(y, spec, r)
-            qv = _e2m1_signed_value(q)                                  # 7
+            q = payload_code(y, spec, r)
+            qv = _signed_value(spec.payload_format, q)                      # 7
             if prof.dequant is Dequant.TE:
                 return q, f32_mul(qv, dscale)
             if prof.dequant is Dequant.SEED_PORTABLE:
@@ -351,33 +367,38 @@ def _torchao_profile(spec: BlockSpec, amax: float) -> tuple[float, float, BlockF
         dscale = f32_mul(pts, s)
 
         def elem(xv: float, r: int | None) -> tuple[int, float]:
-            q = e2m1_payload(f32_mul(xv, recip), spec, r)
-            return q, f32_mul(_e2m1_signed_value(q), dscale)            # 4
+            q = payload_code(f32_mul(xv, recip), spec, r)
+            return q, f32_mul(_signed_value(spec.payload_format, q), dscale)  # 4
         return code, elem
 
     return inv_pts, pts, block_fn
 
 
-def _mx_exponent(a_b: Fraction, mode: MxScaleMode) -> int:
-    """Unbiased E8M0 scale exponent of a block with amax a_b (FPS-BLK-12, FPS-BLK-22), clamped to
-    [-127, 127]; a zero block gets -127."""
+def _mx_exponent(a_b: Fraction, mode: MxScaleMode, elem: FloatFormat) -> int:
+    """Unbiased E8M0 scale exponent of a block with amax a_b (FPS-BLK-12, FPS-BLK-22, FPS-BLK-27),
+    clamped to [-127, 127]; a zero block gets -127.  ``elem`` is the payload format: its emax
+    (2, 8, 15), largest value (6, 448, 57344) and mantissa width m (1, 3, 2)."""
     if a_b == 0:
         return -127
-    emax_e2m1 = E2M1.emax
+    emax = elem.emax
+    top = elem.max_finite
     if mode is MxScaleMode.FLOOR:
-        e = floor_log2(a_b) - emax_e2m1
+        e = floor_log2(a_b) - emax
     elif mode is MxScaleMode.CEIL:
-        e = ceil_log2(a_b) - emax_e2m1
+        e = ceil_log2(a_b) - emax
     elif mode is MxScaleMode.EVEN:
+        # a_b rounded to m mantissa bits, ties away, reaches the next binade iff
+        # a_b >= (2 - 2^-(m+1)) 2^fl  (7/4 for E2M1, 31/16 for E4M3, 15/8 for E5M2)
         fl = floor_log2(a_b)
-        e = fl + (1 if a_b >= Fraction(7, 4) * Fraction(2) ** fl else 0) - emax_e2m1
+        up = a_b >= (2 - Fraction(1, 2 ** (elem.man_bits + 1))) * Fraction(2) ** fl
+        e = fl + (1 if up else 0) - emax
     elif mode is MxScaleMode.RCEIL:
-        e = ceil_log2(a_b / 6)
+        e = ceil_log2(a_b / top)
     elif mode is MxScaleMode.RCEIL_FP32:
-        d = f32_div(float(a_b), 6.0)                 # a binary32 a_b (the profile reads binary32)
+        d = f32_div(float(a_b), float(top))          # a binary32 a_b (the profile reads binary32)
         e = float_log2_ceil(d) if d > 0 else -127    # log2(0) = -inf
     else:  # FLOOR_FP32
-        e = float_log2_floor(a_b) - emax_e2m1
+        e = float_log2_floor(a_b) - emax
     return max(-127, min(127, e))
 
 
@@ -391,11 +412,13 @@ def _mx_divisor(e: int, zero_byte: MxZeroByte) -> Fraction:
 
 
 def _mx_blocks(spec: BlockSpec) -> BlockFn:
-    """The per-block steps every MX profile shares (FPS-BLK-12, FPS-BLK-13):
+    """The per-block steps every MX profile shares (FPS-BLK-12, FPS-BLK-13, FPS-BLK-27, FPS-BLK-28):
 
-    2. e = the profile's exponent of a_B (:func:`_mx_exponent`); c_B = e + 127.
-    3. q = E2M1 of x / d, d = the profile's divisor (:func:`_mx_divisor`; 2^e unless
-       c_B = 0): the exact quotient, or for ``microxcaling`` the binary32 one.
+    2. e = the profile's exponent of a_B for the payload format (:func:`_mx_exponent`);
+       c_B = e + 127.
+    3. q = the payload code (:func:`payload_code`) of x / d, d = the profile's divisor
+       (:func:`_mx_divisor`; 2^e unless c_B = 0): the exact quotient, or for
+       ``microxcaling`` the binary32 one.
     4. Dequantized: q 2^e, exact (+-inf beyond binary32).
     """
     prof = spec.profile
@@ -403,7 +426,7 @@ def _mx_blocks(spec: BlockSpec) -> BlockFn:
     fp32_quotient = spec.arithmetic is Arithmetic.MICROXCALING
 
     def block_fn(a_b: Fraction):
-        e = _mx_exponent(a_b, prof.mx_mode)                             # 2
+        e = _mx_exponent(a_b, prof.mx_mode, spec.payload_format)        # 2
         d = _mx_divisor(e, prof.mx_zero_byte)
         scale = Fraction(2) ** e
 
@@ -412,8 +435,8 @@ def _mx_blocks(spec: BlockSpec) -> BlockFn:
                 v: float | Fraction = f32_div(xv, float(d))
             else:
                 v = xv if xv == 0 else Fraction(xv) / d
-            q = e2m1_payload(v, spec, r)
-            qv = _e2m1_signed_value(q)                                  # 4
+            q = payload_code(v, spec, r)
+            qv = _signed_value(spec.payload_format, q)                  # 4
             val = abs(Fraction(qv)) * scale
             return q, math.copysign(math.inf if val > FLT_MAX else f32(val), qv)
         return e + 127, elem
@@ -422,12 +445,12 @@ def _mx_blocks(spec: BlockSpec) -> BlockFn:
 
 
 def _mx_profile(spec: BlockSpec, amax: float) -> tuple[float, float, BlockFn]:
-    """OCP MX (FPS-BLK-12, FPS-BLK-13).
+    """OCP MX (FPS-BLK-12, FPS-BLK-13; mxfp8: FPS-BLK-27, FPS-BLK-28).
 
     1. No tensor scale: encode and decode scales are 1.
     2. e = the profile's exponent of a_B from the exact value (floor, ceil, even, rceil),
        clamped to [-127, 127]; c_B = e + 127.
-    3. q = E2M1(x / 2^e) (exact division).
+    3. q = the payload code of x / 2^e (exact division), saturating.
     4. Dequantized: q 2^e, exact (+-inf beyond binary32).
     """
     return 1.0, 1.0, _mx_blocks(spec)
@@ -437,10 +460,11 @@ def _torchao_mx_profile(spec: BlockSpec, amax: float) -> tuple[float, float, Blo
     """torchao 0.18's ``to_mx`` on binary32 input (FPS-BLK-23).
 
     1. No tensor scale: encode and decode scales are 1 (the view is binary32).
-    2. e: floor, ceil, even from the bits of a_B (as ``mxfp4`` floor, ceil, even);
-       rceil: CL(fp32(a_B / 6)), -127 for a zero quotient; clamped to [-127, 127].
-    3. q = E2M1(x / d) with RNE, d = 2^e, except for c_B = 0: d = 2^-126 (floor, ceil,
-       even) or 1 (rceil).  x / d is exact, or below 2^-126 where every code is a zero.
+    2. e: floor, ceil, even from the bits of a_B (as the OCP floor, ceil, even);
+       rceil: CL(fp32(a_B / max)), -127 for a zero quotient; clamped to [-127, 127].
+    3. q = payload code of x / d with RNE, saturating, d = 2^e, except for c_B = 0:
+       d = 2^-126 (floor, ceil, even) or 1 (rceil).  x / d is exact, or below 2^-126
+       where every code is a zero.
     4. Dequantized: q 2^e (2^-127 for c_B = 0).
     """
     return 1.0, 1.0, _mx_blocks(spec)
@@ -450,8 +474,8 @@ def _microxcaling_profile(spec: BlockSpec, amax: float) -> tuple[float, float, B
     """microxcaling's ``_quantize_mx`` with shared_exp_method "max" (FPS-BLK-24).
 
     1. No tensor scale: encode and decode scales are 1 (the view is binary32).
-    2. e = max(FL(a_B) - 2, -127) (a zero block read as 2^-126); c_B = e + 127.
-    3. A = fp32(x / 2^e); q = microxcaling's E2M1 rounding of A (:func:`e2m1_payload`
+    2. e = max(FL(a_B) - emax, -127) (a zero block read as 2^-126); c_B = e + 127.
+    3. A = fp32(x / 2^e); q = microxcaling's rounding of A (:func:`payload_code`
        step 3), A = -0.0 giving +0.
     4. Dequantized: q 2^e.
     """

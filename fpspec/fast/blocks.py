@@ -6,17 +6,20 @@ numbered steps (docs/scheme-*.rst):
 * :func:`_exact_profile`   FPS-BLK-2 (ue5m3 and nvfp4 ``exact``)
 * :func:`_fp32_profile`    FPS-BLK-3 (``seed-fp32``), FPS-BLK-8/9 (``te-fp32``, ``te-kernel``)
 * :func:`_torchao_profile` FPS-BLK-18 (``torchao-0.18``)
-* :func:`_mx_profile`      FPS-BLK-12/13 (``mxfp4`` floor, ceil, even, rceil)
+* :func:`_mx_profile`      FPS-BLK-12/13 (``mxfp4`` floor, ceil, even, rceil), FPS-BLK-27/28 (``mxfp8``)
 * :func:`_torchao_mx_profile` FPS-BLK-23 (``mxfp4`` torchao-0.18-floor, -ceil, -even, -rceil)
 * :func:`_microxcaling_profile` FPS-BLK-24 (``mxfp4`` microxcaling)
 
 Each computes the tensor-level step 1 in Python and runs one Numba kernel
 (``_<name>_blocks``; the three MX profiles share :func:`_mx_blocks`, as they share
 the exact spec's ``_mx_blocks``), parallel over chunks of blocks, that does the
-per-block steps: block amax, scale code, payload codes.  Every payload goes through the
-one E2M1 rounding helper :func:`e2m1_magnitude` (the twin of
-:func:`fpspec.exact.blocks.e2m1_payload`), every UE5M3/UE4M3 scale through
-:func:`scale_code_rne`.  Dequantization is one kernel for every profile
+per-block steps: block amax, scale code, payload codes.  Every payload goes through one
+rounding helper, the twin of :func:`fpspec.exact.blocks.payload_code`: E2M1 payloads
+through :func:`e2m1_magnitude` (comparisons with the decision points), the FP8 payloads
+of ``mxfp8`` through :func:`minifloat_magnitude` (the exact binary64 quotient x / 2^e
+split into binade, integer part and fraction); every UE5M3/UE4M3 scale through
+:func:`scale_code_rne`.  The element format reaches the MX kernel as data
+(:class:`ElemArgs`).  Dequantization is one kernel for every profile
 (:func:`dequantize_blocks`): each profile's formula is a per-block factor F and
 a divisor D with value = fp32(q F / D) (docs/scheme-ue5m3.rst, FPS-BLK-14).
 
@@ -43,13 +46,15 @@ from numba.extending import intrinsic
 
 from ..choices import RoundingMode
 from ..errors import FpspecError
+from ..formats import E2M1, FloatFormat, get_format
 from ..schemes import (AmaxZero, Arithmetic, BlockResult, BlockSpec, Dequant, MxScaleMode, MxZeroByte, SignedZero,
                        SrEvaluation)
 from .log2 import float_log2_ceil_of, float_log2_floor_of
 from .rounding import decode_table
 
 __all__ = ["quantize_view_fast", "block_amax_grid_fast", "rht16_fast", "round_bf16_fast", "scan_values",
-           "dequantize_blocks", "e2m1_magnitude", "scale_code_rne", "ScanResult"]
+           "dequantize_blocks", "e2m1_magnitude", "minifloat_magnitude", "scale_code_rne", "ScanResult",
+           "ElemArgs", "elem_args"]
 
 _MODE_IDS = {m: i for i, m in enumerate(RoundingMode)}
 _RNE, _RTZ, _RNA, _UP, _DOWN, _SRM, _SRA, _SRU = (_MODE_IDS[RoundingMode(v)] for v in (
@@ -203,21 +208,51 @@ def _e2m1_sr_fp32(y, r, nbits):
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _e2m1_microxcaling(v, mode):
-    """microxcaling's E2M1 rounding of a binary32 A (twin of step 3 of
-    :func:`fpspec.exact.blocks.e2m1_payload`): the magnitude code; binary32 adds."""
+def minifloat_magnitude(y, m, emin, max_code, mode):
+    """Magnitude code of the exact binary64 value y >= 0 in a signed minifloat with subnormals
+    (m mantissa bits, smallest normal exponent emin, largest finite magnitude code max_code),
+    rounded RNE, RNA or RTZ and saturating (twin of step 4 of
+    :func:`fpspec.exact.blocks.payload_code` for FP8 payloads).
+
+    The binade e = floor(log2 y) comes from the exponent bits; q = y 2^(m - max(e, emin)) is
+    exact (a power-of-two scaling, q < 2^(m+1)), its integer part k and fraction f = q - k
+    are exact; the code is (max(e, emin) - emin) 2^m + k, plus one when f rounds up.  A y
+    below 2^-1000 (far below half of every format's smallest code) gives 0."""
+    if y < 2.0 ** -1000:
+        return np.int64(0)
+    eb = max(_floor_log2(y), emin)
+    q = y * _pow2(m - eb)
+    k = np.floor(q)
+    f = q - k
+    if mode == _RNE:
+        up = (f > 0.5) | ((f == 0.5) & (np.int64(k) % 2 == 1))
+    elif mode == _RNA:
+        up = f >= 0.5
+    else:  # rtz
+        up = False
+    code = (eb - emin) * (np.int64(1) << m) + np.int64(k) + np.int64(up)
+    return code if code < max_code else np.int64(max_code)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _microxcaling_code(v, mode, m, emin, top, e2m1, max_code):
+    """microxcaling's rounding of a binary32 A (twin of
+    :func:`fpspec.exact.blocks._microxcaling_code`, step 3 of ``payload_code``): the
+    magnitude code; binary32 adds."""
     a = abs(np.float32(v))
-    pe = max(float_log2_floor_of(a), np.int64(0)) if a != 0 else np.int64(0)
-    t = np.float32(np.float64(a) * _pow2(1 - pe))     # exact
+    pe = max(float_log2_floor_of(a) if a != 0 else np.int64(0), np.int64(emin))
+    t = np.float32(np.float64(a) * _pow2(m - pe))     # exact
     if mode == _RTZ:
         r = np.floor(np.float64(t))
     else:
         r = np.floor(np.float64(t + np.float32(0.5)))  # one binary32 addition
-        m = np.float64(t - np.float32(0.5))
-        if mode == _RNE and m >= 0.0 and m == np.floor(m) and np.int64(m) % 2 == 0:
+        hb = np.float64(t - np.float32(0.5))
+        if mode == _RNE and hb >= 0.0 and hb == np.floor(hb) and np.int64(hb) % 2 == 0:
             r -= 1.0
-    mag = min(r * _pow2(pe - 1), 6.0)
-    return e2m1_magnitude(mag, 0.0, 1.0, _RNE, 0, 0)
+    mag = min(r * _pow2(pe - m), top)
+    if e2m1:
+        return e2m1_magnitude(mag, 0.0, 1.0, _RNE, 0, 0)
+    return minifloat_magnitude(mag, m, emin, max_code, _RNE)
 
 
 # ------------------------------------------------------- scale rounding
@@ -262,27 +297,51 @@ def scale_code_rne(a, t, d, wide, m, emin, max_code, stable):
     return c
 
 
+class ElemArgs(NamedTuple):
+    """The payload format as the MX kernel reads it (the data behind ``spec.payload_format``)."""
+
+    e2m1: bool          # E2M1 payloads: the threshold helper e2m1_magnitude; else minifloat_magnitude
+    m: int              # mantissa width
+    emin: int           # smallest normal exponent
+    emax: int           # exponent of the largest binade (2, 8, 15)
+    max_code: int       # largest finite magnitude code
+    sign_mask: int      # 0x8 or 0x80
+    top: float          # largest finite value (6, 448, 57344)
+    even_field: int     # binary64 mantissa field of 2 - 2^-(m+1) (the EVEN rounding point)
+    top_field: int      # binary64 mantissa field of top / 2^emax (RCEIL)
+
+
+def elem_args(fmt: FloatFormat) -> ElemArgs:
+    """:class:`ElemArgs` of a payload format (E2M1, E4M3, E5M2)."""
+    top = float(fmt.max_finite)
+    even = 2.0 - 2.0 ** -(fmt.man_bits + 1)
+    field = lambda v: int(np.array([v], np.float64).view(np.uint64)[0] & np.uint64(0xFFFFFFFFFFFFF))  # noqa: E731
+    return ElemArgs(fmt.name == E2M1.name, fmt.man_bits, fmt.emin, fmt.emax, fmt.max_finite_code,
+                    fmt.sign_mask, top, field(even), field(top / 2.0 ** fmt.emax))
+
+
 @numba.njit(cache=True, nogil=True, inline="always")
-def _mx_exponent(a, mode):
+def _mx_exponent(a, mode, emax, top, even_field, top_field):
     """Unbiased E8M0 exponent of a block amax a >= 0 from its bits (twin of
-    :func:`fpspec.exact.blocks._mx_exponent`), clamped to [-127, 127]."""
+    :func:`fpspec.exact.blocks._mx_exponent`), clamped to [-127, 127]; emax, top (the largest
+    value), even_field and top_field describe the payload format (:class:`ElemArgs`)."""
     if a == 0.0:
         return np.int64(-127)
     fl = _floor_log2(a)
     man = _mantissa(a)
-    if mode == 0:      # floor(log2 a) - 2
-        e = fl - 2
-    elif mode == 1:    # ceil(log2 a) - 2
-        e = fl + (1 if man != 0 else 0) - 2
-    elif mode == 2:    # a >= 1.75 2^fl rounds up
-        e = fl + (1 if man >= np.uint64(0xC000000000000) else 0) - 2
-    elif mode == 3:    # ceil(log2(a / 6)): a <= 1.5 2^fl gives fl - 2, else fl - 1
-        e = fl - 2 if man <= np.uint64(0x8000000000000) else fl - 1
-    elif mode == 4:    # CL(fp32(a / 6)), a binary32
-        d = np.float32(a) / np.float32(6.0)
+    if mode == 0:      # floor(log2 a) - emax
+        e = fl - emax
+    elif mode == 1:    # ceil(log2 a) - emax
+        e = fl + (1 if man != 0 else 0) - emax
+    elif mode == 2:    # a >= (2 - 2^-(m+1)) 2^fl rounds up
+        e = fl + (1 if man >= np.uint64(even_field) else 0) - emax
+    elif mode == 3:    # ceil(log2(a / top)): a <= (top / 2^emax) 2^fl gives fl - emax, else one more
+        e = fl - emax if man <= np.uint64(top_field) else fl - emax + 1
+    elif mode == 4:    # CL(fp32(a / top)), a binary32
+        d = np.float32(a) / np.float32(top)
         e = float_log2_ceil_of(d) if d > 0 else np.int64(-127)
-    else:              # FL(a) - 2, a binary32
-        e = float_log2_floor_of(np.float32(a)) - 2
+    else:              # FL(a) - emax, a binary32
+        e = float_log2_floor_of(np.float32(a)) - emax
     return max(np.int64(-127), min(np.int64(127), e))
 
 
@@ -530,32 +589,50 @@ def _torchao_profile_blocks(x, nbr, block, tile2d, tile_amax, pts, ipts, smin32,
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _payload_microxcaling(x, codes, base, block, d32, mode):
+def _payload_microxcaling(x, codes, base, block, d32, mode, m, emin, top, e2m1, max_code, sign_mask):
     """Codes of A = fp32(x / 2^e) under microxcaling's rounding; A = -0.0 gives code 0x0."""
     for h in range(base, base + block, 16):
         xs = x[h:h + 16]
         out = codes[h:h + 16]
         for j in range(16):
             a = xs[j] / d32                                  # one binary32 division
-            out[j] = _e2m1_microxcaling(a, mode) | (8 if a < 0 else 0)
+            out[j] = _microxcaling_code(a, mode, m, emin, top, e2m1, max_code) | (sign_mask if a < 0 else 0)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _payload_minifloat(x, codes, base, block, d, mode, m, emin, max_code, sign_mask):
+    """FP8 codes of the exact quotients |x| / d (d a power of two: the binary64 quotient is exact,
+    or far below the smallest code where it underflows), the sign bit copied."""
+    for h in range(base, base + block, 16):
+        xs = x[h:h + 16]
+        out = codes[h:h + 16]
+        for j in range(16):
+            y = abs(np.float64(xs[j])) / d
+            out[j] = minifloat_magnitude(y, m, emin, max_code, mode) | (sign_mask if np.signbit(xs[j]) else 0)
 
 
 @numba.njit(cache=True, parallel=True, error_model="numpy")
-def _mx_blocks(x, block, mx_mode, zero_byte, fp32_quotient, mode, rbits, use_r, nbits, codes, scales):
+def _mx_blocks(x, block, mx_mode, zero_byte, fp32_quotient, mode, rbits, use_r, nbits, codes, scales,
+               e2m1, m, emin, emax, max_code, sign_mask, top, even_field, top_field):
     """Steps 2-3 of :func:`fpspec.exact.blocks._mx_blocks` (FPS-BLK-12, FPS-BLK-13, FPS-BLK-23,
-    FPS-BLK-24) for every block."""
+    FPS-BLK-24, FPS-BLK-27, FPS-BLK-28) for every block; the payload format as :class:`ElemArgs`."""
     nblocks = x.shape[0] // block
     for c in numba.prange((nblocks + _CHUNK - 1) // _CHUNK):
         b0 = c * _CHUNK
         b1 = min(nblocks, b0 + _CHUNK)
         for bn in range(b0, b1):
             # 2. e from the bits of a_B (or its binary32 log2); c_B = e + 127
-            scales[bn] = _mx_exponent(_block_amax(x, bn * block, block), mx_mode) + 127
+            scales[bn] = _mx_exponent(_block_amax(x, bn * block, block), mx_mode, emax, top, even_field,
+                                      top_field) + 127
         for bn in range(b0, b1):
-            # 3. q = E2M1(x / d): |x| against t d (exact), or microxcaling's binary32 steps
+            # 3. q = payload(x / d): E2M1: |x| against t d (exact); FP8: the exact quotient's
+            #    binade and fraction; or microxcaling's binary32 steps
             d = _mx_divisor(np.int64(scales[bn]) - 127, zero_byte)
             if fp32_quotient:
-                _payload_microxcaling(x, codes, bn * block, block, np.float32(d), mode)
+                _payload_microxcaling(x, codes, bn * block, block, np.float32(d), mode, m, emin, top, e2m1,
+                                      max_code, sign_mask)
+            elif not e2m1:
+                _payload_minifloat(x, codes, bn * block, block, d, mode, m, emin, max_code, sign_mask)
             elif mode == _RNE:
                 _payload_ratio_rne(x, codes, bn * block, block, 1.0, d)
             else:
@@ -645,14 +722,17 @@ def _torchao_profile(spec: BlockSpec, amax: float) -> _Run:
 
 
 def _mx_run(spec: BlockSpec) -> _Run:
-    """Steps 2-3 of every MX profile: the shared kernel :func:`_mx_blocks`."""
+    """Steps 2-3 of every MX profile: the shared kernel :func:`_mx_blocks`, the payload format
+    passed as :class:`ElemArgs`."""
     prof = spec.profile
     assert prof.mx_mode is not None and prof.mx_zero_byte is not None
     mxc = spec.arithmetic is Arithmetic.MICROXCALING
 
+    ea = elem_args(spec.payload_format)
+
     def run(x, tile_amax, m, k, rbits, use_r, codes, scales):
         _mx_blocks(x, spec.block, _MX_IDS[prof.mx_mode], _ZERO_BYTE_IDS[prof.mx_zero_byte], mxc,
-                   _MODE_IDS[spec.rounding], rbits, use_r, spec.nbits, codes, scales)
+                   _MODE_IDS[spec.rounding], rbits, use_r, spec.nbits, codes, scales, *ea)
     return np.float32(1.0), np.float32(1.0), run
 
 
@@ -717,17 +797,19 @@ def quantize_view_fast(x: np.ndarray, spec: BlockSpec, amax: float, rbits: np.nd
     if want_dequant:
         factors, divisor = dequant_factors(spec.profile.dequant, res.scales, spec.scale_format,
                                            amax, spec.target, res.decode_scale)
-        res.dequant, _ = dequantize_blocks(res.codes, factors, b, spec.tile, divisor)
+        res.dequant, _ = dequantize_blocks(res.codes, factors, b, spec.tile, divisor, spec.payload_format.name)
     return res
 
 
 # ------------------------------------------------------------ dequantization
 @numba.njit(cache=True, parallel=True, error_model="numpy")
-def _dequant_kernel(codes, factors, nbr, block, tile2d, divisor, out, first_bad):
-    """out = fp32((q F) / D) per element, q F exact in binary64 (FPS-BLK-14)."""
+def _dequant_kernel(codes, factors, nbr, block, tile2d, divisor, mags, sign_mask, out, first_bad):
+    """out = fp32((q F) / D) per element, q F exact in binary64 (FPS-BLK-14); ``mags`` holds the
+    magnitude of each payload code below the sign bit ``sign_mask``."""
     n = codes.shape[0]
     nblocks = n // block
     nch = (nblocks + _CHUNK - 1) // _CHUNK
+    mag_mask = sign_mask - 1
     for c in numba.prange(nch):
         bad = -1
         for bn in range(c * _CHUNK, min(nblocks, (c + 1) * _CHUNK)):
@@ -735,8 +817,8 @@ def _dequant_kernel(codes, factors, nbr, block, tile2d, divisor, out, first_bad)
             f = factors[(i // block) * nbr + (bn - i * nbr) if tile2d else bn]
             for j in range(bn * block, (bn + 1) * block):
                 q = codes[j]
-                v = np.float32((_E2M1_MAG[q & 7] * f) / divisor)
-                out[j] = -v if q & 8 else v
+                v = np.float32((mags[q & mag_mask] * f) / divisor)
+                out[j] = -v if q & sign_mask else v
                 if bad < 0 and not np.isfinite(v):
                     bad = j
         first_bad[c] = bad
@@ -774,18 +856,29 @@ def dequant_factors(formula: Dequant, scales: np.ndarray, scale_format, amax: fl
     raise FpspecError(f"no dequantization formula {formula!r}")
 
 
+def _magnitudes(payload_format: str) -> tuple[np.ndarray, int]:
+    """The magnitude of each payload code below the sign bit, and the sign bit."""
+    fmt = get_format(payload_format)
+    if fmt.name == E2M1.name:
+        return _E2M1_MAG, 8
+    with np.errstate(invalid="ignore"):
+        mags = np.abs(decode_table(fmt)[:fmt.sign_mask]).astype(np.float64)
+    return mags, fmt.sign_mask
+
+
 def dequantize_blocks(codes: np.ndarray, factors: np.ndarray, block: int, tile: str,
-                      divisor: float) -> tuple[np.ndarray, int]:
-    """float32 values of (M, K) E2M1 codes under per-block factors; and the flat index of the
-    first non-finite value (-1 when all are finite)."""
+                      divisor: float, payload_format: str = "e2m1") -> tuple[np.ndarray, int]:
+    """float32 values of (M, K) payload codes (E2M1, or the FP8 codes of mxfp8) under per-block
+    factors; and the flat index of the first non-finite value (-1 when all are finite)."""
     m, k = codes.shape
     flat = np.ascontiguousarray(codes).reshape(-1)
     out = np.empty(m * k, dtype=np.float32)
     nblocks = flat.shape[0] // block
     first_bad = np.empty(max(1, (nblocks + _CHUNK - 1) // _CHUNK), dtype=np.int64)
     first_bad[:] = -1
+    mags, sign_mask = _magnitudes(payload_format)
     _dequant_kernel(flat, np.ascontiguousarray(factors, dtype=np.float64), k // block, block, tile == "BxB",
-                    float(divisor), out, first_bad)
+                    float(divisor), mags, sign_mask, out, first_bad)
     bad = first_bad[first_bad >= 0]
     return out.reshape(m, k), int(bad.min()) if bad.size else -1
 

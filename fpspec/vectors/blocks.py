@@ -4,7 +4,7 @@ Operation ``quantize``: inputs ``x`` (FP32 bits, (C, M, K)), ``amax`` (FP32 bits
 the tensor amax g handed to the quantizer; +0 only for an all-zero tensor, where
 the quantizer measures it) and, for stochastic payload rounding, ``r`` (uint8,
 one random value per element of the quantized view).  Outputs: ``codes``
-(E2M1 codes one per byte, the quantized view (M', K')), ``scales`` (one scale
+(payload codes one per byte: E2M1, or E4M3 / E5M2 for mxfp8; the quantized view (M', K')), ``scales`` (one scale
 code per block, row-major block order), ``decode_scale`` (FP32 bits) and
 ``dequant`` (FP32 bits of the profile's dequantization).  Expected outputs come
 from :func:`fpspec.quantization.quantize` with ``impl="exact"`` (FPS-BLK-*).
@@ -33,7 +33,7 @@ M, K = 16, 32
 
 def _cfg(scheme: str, profile: str, tile: str = "1xB", block: int | None = None, target: float | None = 448.0,
          scale_format: str | None = None, rounding: str = "rne", columnwise: bool = False, rht: bool = False,
-         zero_scale_rule: bool | None = None) -> dict[str, Any]:
+         zero_scale_rule: bool | None = None, payload_format: str | None = None) -> dict[str, Any]:
     sch = get_scheme(scheme)
     block = block or sch.default_block
     prof = get_profile(scheme, profile)
@@ -41,7 +41,8 @@ def _cfg(scheme: str, profile: str, tile: str = "1xB", block: int | None = None,
             "target": target if sch.tensor_scale else None,
             "scale_format": scale_format or prof.scale_formats[0], "rounding": rounding,
             "columnwise": columnwise, "rht": rht,
-            "zero_scale_rule": prof.zero_scale_rule if zero_scale_rule is None else zero_scale_rule}
+            "zero_scale_rule": prof.zero_scale_rule if zero_scale_rule is None else zero_scale_rule,
+            "payload_format": payload_format or sch.payload_formats[0]}
 
 
 #: The level-1 block configurations: every scheme and profile, both tile shapes, both T,
@@ -79,6 +80,10 @@ BLOCK_CONFIGS: list[dict[str, Any]] = [
     _cfg("mxfp4", "microxcaling"),
     _cfg("mxfp4", "microxcaling", rounding="rna"),
     _cfg("mxfp4", "microxcaling", rounding="rtz"),
+    # mxfp8 (issue 15): every OCP scale rule with each FP8 payload, and ties away
+    *[_cfg("mxfp8", mode, payload_format=pf) for pf in ("e4m3", "e5m2") for mode in ("floor", "ceil", "even", "rceil")],
+    _cfg("mxfp8", "floor", rounding="rna"),
+    _cfg("mxfp8", "floor", rounding="rna", payload_format="e5m2"),
 ]
 
 
@@ -95,6 +100,8 @@ def set_name(c: dict[str, Any], prefix: str = "quantize") -> str:
         parts.append(c["scale_format"])
     if c["zero_scale_rule"] != prof.zero_scale_rule:
         parts.append("nozsr" if prof.zero_scale_rule else "zsr")
+    if c["payload_format"] != get_scheme(c["scheme"]).payload_formats[0]:
+        parts.append(c["payload_format"])
     if c["rounding"] != "rne":
         parts.append(c["rounding"])
     if c["columnwise"]:
@@ -182,6 +189,8 @@ def _cases(c: dict[str, Any], rng: np.random.Generator, level: int) -> list[tupl
         cases.append((x, g, tag_mask("tie")))
     if c["scheme"] == "mxfp4":
         cases += _mx_cases(rng)
+    if c["scheme"] == "mxfp8":
+        cases += _mx8_cases(rng, c["payload_format"])
     return cases
 
 
@@ -280,6 +289,60 @@ def _mx_cases(rng: np.random.Generator) -> list[tuple[np.ndarray, float, int]]:
     return [(x, float(np.max(np.abs(x))), t) for x, _, t in out]
 
 
+def _mx8_cases(rng: np.random.Generator, pf: str) -> list[tuple[np.ndarray, float, int]]:
+    """mxfp8 cases (FPS-BLK-27, FPS-BLK-28): every finite code and every midpoint of neighbouring
+    codes of the payload format, both signs, in blocks whose amax is max 2^e (so the element is
+    the code's value times 2^e) for e from -127 (byte 0) up; values past max (saturation); block
+    amaxes at and one ulp around max 2^e, the EVEN point (2 - 2^-(m+1)) 2^k and powers of two
+    (where the four scale rules part); subnormal and byte-0 blocks."""
+    fmt = get_format(pf)
+    top = float(fmt.max_finite)
+    codes = [c for c in range(fmt.sign_mask) if fmt.kind(c).value not in ("nan", "inf")]
+    vals = [float(fmt.decode_exact(c)) for c in codes]
+    vals += [float((fmt.decode_exact(c) + fmt.decode_exact(c + 1)) / 2) for c in codes[:-1]]
+    vals += [top * 1.0625, top * 1.125, top * 1.5]
+    vals = vals + [-v for v in vals]
+    vals[len(vals) // 2] = -0.0
+    out = []
+    dep = tag_mask("profile_dependent")
+    max_e = 127 - fmt.emax - 1
+    for e in (0, -127, -(fmt.emax + fmt.man_bits + 1), max_e // 2, max_e):
+        per = K - 1
+        rows = []
+        for i in range(0, len(vals), per):
+            row = np.zeros(K, np.float64)
+            chunk = vals[i:i + per]
+            row[0] = top
+            row[1:1 + len(chunk)] = chunk
+            rows.append((row * 2.0 ** e).astype(np.float32))
+        while len(rows) % M:
+            rows.append(rows[len(rows) % 3].copy())
+        for j in range(0, len(rows), M):
+            out.append((np.stack(rows[j:j + M]), 0, dep | tag_mask("tie", "negative_zero")))
+    # block amaxes where the scale rules part, one ulp either side
+    even = 2 - 2.0 ** -(fmt.man_bits + 1)
+    rows = []
+    for k in (0, 9, -20, 100, -126, 120):
+        for base in (top * 2.0 ** (k - fmt.emax), even * 2.0 ** k, 2.0 ** k):
+            if base >= 3.4e38:
+                continue
+            b = np.float32(base)
+            for a in (np.nextafter(b, np.float32(0)), b, np.nextafter(b, np.float32(np.inf))):
+                rows.append(_mx_row(rng, a, [a / np.float32(3), -a * np.float32(0.75), a * np.float32(2.0 ** -12)]))
+    while len(rows) % M:
+        rows.append(_mx_row(rng, 1.0, [0.5]))
+    for j in range(0, len(rows), M):
+        out.append((np.stack(rows[j:j + M]), 0, dep))
+    # subnormal blocks and scale byte 0
+    rows = [np.zeros(K, np.float32)]
+    for a in (2.0 ** -149, 3 * 2.0 ** -149, 2.0 ** -140, 2.0 ** -127, 2.0 ** -126, top * 2.0 ** -127,
+              top * 2.0 ** -126, 2.0 ** -118, 1.5 * 2.0 ** -110, 2.0 ** -100, 2.0 ** -130, 7 * 2.0 ** -135,
+              2.0 ** -145, 2.0 ** -120, 3.0 * 2.0 ** -125):
+        rows.append(_mx_row(rng, a, [a / 2, a * 0.75, -a / 4, 2.0 ** -149, -(2.0 ** -149), -0.0, a * 0.375]))
+    out.append((np.stack(rows), 0, dep | tag_mask("zero_block", "subnormal_input", "negative_zero")))
+    return [(x, float(np.max(np.abs(x))), t) for x, _, t in out]
+
+
 def _amax_bits(v: float) -> int:
     return int(np.array([v], dtype=np.float32).view(np.uint32)[0])
 
@@ -321,7 +384,8 @@ def _quantize_case(meta: dict[str, Any], x: np.ndarray, g: float, r: np.ndarray 
     q = quantize(x, p["scheme"], profile=p["profile"], block=p["block"], tile=p["tile"],
                  target=p["target"], amax=None if (g == 0 or not get_scheme(p["scheme"]).tensor_scale) else g,
                  rounding=p["rounding"], rbits=r, columnwise=p["columnwise"], rht=p["rht"],
-                 scale_format=p["scale_format"], zero_scale_rule=p["zero_scale_rule"], impl=impl)
+                 scale_format=p["scale_format"], zero_scale_rule=p["zero_scale_rule"], impl=impl,
+                 payload_format=p.get("payload_format"))
     deq = dequantize(q)
     return q, deq
 
@@ -371,30 +435,37 @@ def _plan(c: dict[str, Any], level: int, seed: int, model: str, name: str,
         depends.append(f"target:{c['target']:g}")
     if sr:
         depends.append("sr:sr-midpoint/8")
-    common = {"rounding": c["rounding"], "rounding_format": "e2m1", "depends_on": sorted(depends)}
+    pf = c["payload_format"]
+    common = {"rounding": c["rounding"], "rounding_format": pf, "depends_on": sorted(depends)}
     if sr:
         common.update(sr_variant="sr-midpoint", sr_bits=8, random_input="r")
     outputs = {
-        "codes": {"format": "e2m1", "dtype": "uint8", "shape": list(view),
-                  "layout": "one E2M1 code per byte (low nibble), the quantized view row-major", **common},
+        "codes": {"format": pf, "dtype": "uint8", "shape": list(view),
+                  "layout": ("one E2M1 code per byte (low nibble)" if pf == "e2m1" else f"one {pf.upper()} code "
+                             "per byte") + ", the quantized view row-major", **common},
         "scales": {"format": c["scale_format"], "dtype": "uint8", "shape": list(sgrid),
                    "layout": "one scale code per block, row-major block order", **common},
         "decode_scale": {"format": "fp32", "dtype": "uint32", "shape": [],
-                         "layout": "FP32 bits of the tensor decode scale (1 for mxfp4)", **common},
+                         "layout": "FP32 bits of the tensor decode scale (1 for "
+                         + ("mxfp4)" if pf == "e2m1" else "mxfp8)"), **common},
         "dequant": {"format": "fp32", "dtype": "uint32", "shape": list(view),
                     "layout": "FP32 bits of the profile's dequantized view", **common},
     }
-    params = {k: c[k] for k in ("scheme", "profile", "tile", "block", "target", "scale_format", "rounding",
-                                "columnwise", "rht", "zero_scale_rule")}
+    keys = ["scheme", "profile", "tile", "block", "target", "scale_format", "rounding", "columnwise", "rht",
+            "zero_scale_rule"]
+    if pf != "e2m1":  # (E2M1 sets keep their earlier params, so their pack entries stay)
+        keys.append("payload_format")
+    params = {k: c[k] for k in keys}
     meta = make_meta(name, "quantize", model, description, reqs, seed, level, n, in_meta, outputs,
                      key="array", scheme=c["scheme"], profile=f"{c['scheme']}/{c['profile']}", params=params,
-                     formats_used=sorted({"e2m1", c["scale_format"], "fp32"}))
+                     formats_used=sorted({pf, c["scale_format"], "fp32"}))
     tags = np.array([cs[2] for cs in cases], dtype=np.uint32)
 
     def finish(plan: SetPlan, outs: dict[str, np.ndarray]) -> None:
         for i in range(n):
             plan.tags[i] |= np.uint32(_case_tags(c, xs[i], float(g[i]), outs["scales"][i], int(plan.tags[i])))
-            if (outs["codes"][i] & 0x7 == 0x7).any():
+            fmt = get_format(pf)
+            if ((outs["codes"][i] & (fmt.sign_mask - 1)) == fmt.max_finite_code).any():
                 plan.tags[i] |= np.uint32(1 << TAGS["saturated_payload"])
         plan.tags[plan.tags & np.uint32(tag_mask("zero_scale", "saturated_scale", "stale_amax")) != 0] |= \
             np.uint32(1 << TAGS["profile_dependent"])
@@ -402,7 +473,8 @@ def _plan(c: dict[str, Any], level: int, seed: int, model: str, name: str,
     return SetPlan(name, meta, inputs, tags, key=np.arange(n, dtype=np.uint64), impl="fast", finish=finish)
 
 
-_REQ = {"ue5m3": ["FPS-BLK-2", "FPS-BLK-3"], "nvfp4": ["FPS-BLK-3"], "mxfp4": ["FPS-BLK-12", "FPS-BLK-22"]}
+_REQ = {"ue5m3": ["FPS-BLK-2", "FPS-BLK-3"], "nvfp4": ["FPS-BLK-3"], "mxfp4": ["FPS-BLK-12", "FPS-BLK-22"],
+        "mxfp8": ["FPS-BLK-26", "FPS-BLK-27", "FPS-BLK-28"]}
 #: Profiles with a requirement of their own (the other sets cite their scheme's).
 _PROFILE_REQ = {("nvfp4", "torchao-0.18"): ["FPS-BLK-18"], ("ue5m3", "seed-portable"): ["FPS-BLK-3", "FPS-BLK-25"],
                 ("mxfp4", "microxcaling"): ["FPS-BLK-12", "FPS-BLK-22", "FPS-BLK-24"]}
@@ -421,7 +493,9 @@ def model_block_quantize(level: int) -> list[SetPlan]:
     the smallest subnormal scale), stale tensor amax (held g below and above the current amax,
     up to and past the saturation bound), and payload ties at every E2M1 midpoint; mxfp4 sets
     add block amaxes where a binary32 log2 rounds across an integer (B[k], A[k] of FPS-BLK-22),
-    elements that microxcaling's binary32 steps round differently, and scale-byte-0 blocks."""
+    elements that microxcaling's binary32 steps round differently, and scale-byte-0 blocks;
+    mxfp8 sets (E4M3 and E5M2) add every FP8 code and midpoint at scale bytes from 0 up,
+    saturating values, the amaxes where the scale rules part, and byte-0 blocks."""
     plans = []
     for i, c in enumerate(BLOCK_CONFIGS):
         seed = 3000 + i
