@@ -367,9 +367,8 @@ DISAGREEMENTS: tuple[Disagreement, ...] = (
             Behaviour("torchao 0.18 (CPU)", "clamps block scales at 2^-6 (E4M3_EPS) and divides in two steps, "
                       "fp32(fp32(a_B / 6) / fp32(g / 2688))", _sel("profile=nvfp4/torchao-0.18")),
             Behaviour("torchao 0.18 on CUDA", "the same steps, but torch's CUDA division by a Python scalar "
-                      "multiplies by its binary32 reciprocal: a_B * fp32(1/6), g * fp32(1/2688)", (),
-                      "not reproduced: unmeasured; it needs a CUDA run of tools/compare_torchao_nvfp4.py, "
-                      "which runs on CPU only today"),
+                      "multiplies by its binary32 reciprocal: a_B * fp32(1/6), g * fp32(1/2688) (measured on an "
+                      "H200)", _sel("profile=nvfp4/torchao-0.18-cuda")),
             Behaviour("TE, torchao main", "no lower clamp (a tiny block gets scale 0x00)",
                       _sel("profile=nvfp4/te-fp32")),
         ),
@@ -403,9 +402,8 @@ DISAGREEMENTS: tuple[Disagreement, ...] = (
             Behaviour("microxcaling (_shared_exponents, method max)", "floor(torch.log2(amax)) - 2: one too high when "
                       "amax lies in [B[k], 2^k)", _sel("profile=mxfp4/microxcaling")),
             Behaviour("torchao 0.18 RCEIL on CUDA", "amax * fp32(1/6) (torch's CUDA division by a Python scalar) and "
-                      "CUDA's log2", (),
-                      "not reproduced: unmeasured; tools/compare_torchao_mx.py --device cuda on a GPU would measure "
-                      "it (CUDA's log2 is not the CPU's, so FPS-BLK-22 may not hold there)"),
+                      "CUDA's log2, whose floor and ceiling are FL / CL but at four subnormal powers of two "
+                      "(measured on an H200, FPS-BLK-29)", _sel("profile=mxfp4/torchao-0.18-rceil-cuda")),
         ),
         "floor(log2 amax) - 2 computed exactly (OCP); the binary32-log2 rules of torchao and microxcaling are "
         "exact too, as integer comparisons with generated tables (FPS-BLK-22).", ("FPS-BLK-12", "FPS-BLK-22"),

@@ -32,6 +32,7 @@ __all__ = [
     "SignedZero",
     "MxScaleMode",
     "MxZeroByte",
+    "TorchDevice",
     "OCP_MX_MODES",
     "SrEvaluation",
     "RhtOutput",
@@ -149,6 +150,24 @@ class MxZeroByte(enum.Enum):
     ONE = "one"
 
 
+class TorchDevice(enum.Enum):
+    """The device a torch-based reference quantizer runs on, where its binary32 results depend
+    on it (FPS-BLK-29).  Two differences were measured on an NVIDIA H200 with torch 2.11
+    (vectors/provenance/h200-refs-cuda):
+
+    * a tensor divided by a Python number: on the CPU one binary32 division; on CUDA a
+      multiplication by the number's binary32 reciprocal (ATen's true-division kernel with a
+      CPU scalar), so ``a / 6`` is fp32(a fp32(1/6));
+    * floor and ceiling of ``torch.log2``: FL / CL (FPS-BLK-22) on both, except that on CUDA
+      both are one higher at 2^-146, 2^-143, 2^-137 and 2^-136, where every MX rule clamps the
+      exponent to -127 anyway (so no profile output depends on it)."""
+
+    #: torch on the CPU.
+    CPU = "cpu"
+    #: torch on an NVIDIA GPU (CUDA).
+    CUDA = "cuda"
+
+
 class SrEvaluation(enum.Enum):
     """How the comparison of a stochastic payload rounding is evaluated (FPS-BLK-19)."""
 
@@ -234,6 +253,8 @@ class Profile:
         sr_evaluations: accepted :class:`SrEvaluation` values, the first is the default.
         rht_output: default :class:`RhtOutput` of the Hadamard transform.
         amax_zero_note: with ``amax_zero = refuse``, what the source computes instead (said in the error).
+        torch_device: for reproductions of torch code, the device whose binary32 arithmetic
+            they follow (:class:`TorchDevice`); CPU for every other profile.
         source: where the definition comes from (rendered in the docs).
     """
 
@@ -253,6 +274,7 @@ class Profile:
     sr_evaluations: tuple[SrEvaluation, ...] = (SrEvaluation.EXACT,)
     rht_output: RhtOutput = RhtOutput.FP32
     amax_zero_note: str = ""
+    torch_device: TorchDevice = TorchDevice.CPU
     source: str = ""
 
     def zero_amax_refusal(self) -> str:
@@ -328,6 +350,11 @@ _add(Profile(scheme="nvfp4", name="torchao-0.18", arithmetic=Arithmetic.TORCHAO,
                             "values there, which fpspec does not reproduce",
              source="pytorch/ao 0.18.0 torchao/prototype/mx_formats/nvfp4_tensor.py, two-level scaling "
                     "(nvfp4_quantize with per_tensor_amax_to_scale)"))
+_add(replace(
+    PROFILES[("nvfp4", "torchao-0.18")], name="torchao-0.18-cuda", torch_device=TorchDevice.CUDA,
+    source="pytorch/ao 0.18.0 torchao/prototype/mx_formats/nvfp4_tensor.py as torchao-0.18, run by torch on "
+           "CUDA: amax / 2688 and a_B / 6 are multiplications by binary32 reciprocals (measured on an H200, "
+           "vectors/provenance/h200-refs-cuda)"))
 _add(Profile(scheme="nvfp4", name="exact", arithmetic=Arithmetic.EXACT, scale_formats=("ue4m3",),
              target=Fraction(448), zero_scale_rule=False, amax_zero=AmaxZero.ONE, signed_zero=SignedZero.KEEP,
              cap_multiplier=False, dequant=Dequant.EXACT,
@@ -356,6 +383,12 @@ for _name, _mode, _zero in (("floor", MxScaleMode.FLOOR, MxZeroByte.MIN_NORMAL),
                  source="pytorch/ao 0.18.0 torchao/prototype/mx_formats/mx_tensor.py to_mx (ScaleCalculationMode."
                         + _name.upper() + ("; _to_mx_rceil" if _name == "rceil" else "") + ") and to_dtype, "
                         "CPU torch"))
+_add(replace(
+    PROFILES[("mxfp4", "torchao-0.18-rceil")], name="torchao-0.18-rceil-cuda", torch_device=TorchDevice.CUDA,
+    source="pytorch/ao 0.18.0 to_mx (ScaleCalculationMode.RCEIL; _to_mx_rceil's eager fallback) run by torch "
+           "on CUDA: amax / 6 is amax * fp32(1/6), then CUDA's log2 (measured on an H200, "
+           "vectors/provenance/h200-refs-cuda); FLOOR / CEIL / EVEN divide by no Python number and take "
+           "no log2, so torchao-0.18-floor, -ceil, -even hold on CUDA too (measured)"))
 _add(Profile(scheme="mxfp4", name="microxcaling", arithmetic=Arithmetic.MICROXCALING, scale_formats=("ue8m0",),
              target=None, zero_scale_rule=False, amax_zero=AmaxZero.ONE, signed_zero=SignedZero.POSITIVE,
              cap_multiplier=False, dequant=Dequant.MX, mx_mode=MxScaleMode.FLOOR_FP32,

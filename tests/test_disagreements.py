@@ -227,8 +227,6 @@ def test_fps_doc_5_gemm_presets_carry_the_stated_parameters():
 #: The behaviours no fpspec name reproduces, each because its source cannot run here or is unmeasured.
 NOT_REPRODUCED = {
     ("sr-variant", "TE CUDA kernels on sm_100+ (PTX cvt.rs.satfinite.e2m1x4.f32)"),
-    ("e4m3-lower-clamp", "torchao 0.18 on CUDA"),
-    ("mx-scale", "torchao 0.18 RCEIL on CUDA"),
     ("gemm-group", "seed CPU oracle (reproduce/diagnostics/numerics.py, accumulate_issue_terms)"),
 }
 

@@ -43,6 +43,8 @@ def mode_of(profile: str) -> str | None:
     name = profile.split("/")[-1]
     if name.startswith("torchao-0.18-"):
         name = name[len("torchao-0.18-"):]
+    if name.endswith("-cuda"):  # the same call; the profile says which device's arithmetic
+        name = name[:-len("-cuda")]
     return name if name in MODES else None
 
 

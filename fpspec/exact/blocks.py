@@ -39,7 +39,7 @@ from ..choices import Policies
 from ..errors import FpspecError
 from ..formats import E2M1, FloatFormat
 from ..schemes import (AmaxZero, Arithmetic, BlockResult, BlockSpec, Dequant, MxScaleMode, MxZeroByte, SignedZero,
-                       SrEvaluation)
+                       SrEvaluation, TorchDevice)
 from .binary32 import FLT_MAX, ceil_log2, f32, f32_add, f32_div, f32_fma, f32_mul, floor_log2
 from .log2 import float_log2_ceil, float_log2_floor
 from .rounding import round_to_code
@@ -341,6 +341,8 @@ def _torchao_profile(spec: BlockSpec, amax: float) -> tuple[float, float, BlockF
 
     1. pts = fp32(g / fp32(6 T)); ipts = fp32(1 / pts) (refused when g = 0 or ipts overflows).
     2. sbs = fp32(fp32(a_B / 6) / pts), clamped to [2^-6, 448]; c_B = RNE(sbs).
+       (On CUDA, ``torchao-0.18-cuda``, g / fp32(6 T) and a_B / 6 are products with the
+       binary32 reciprocals, FPS-BLK-29.)
     3. recip = fp32(ipts / s_B); q = E2M1(fp32(x * recip)).
     4. Dequantized: fp32(q * fp32(pts * s_B)).
     """
@@ -352,13 +354,14 @@ def _torchao_profile(spec: BlockSpec, amax: float) -> tuple[float, float, BlockF
     six_t = f32_mul(6.0, f32(t))
     if amax == 0:                                                       # 1
         _zero_amax(spec)
-    pts = f32_div(amax, six_t)
+    device = spec.profile.torch_device
+    pts = _scalar_quotient(amax, six_t, device)
     inv_pts = f32_div(1.0, pts)
     if math.isinf(inv_pts):
-        raise FpspecError(f"profile torchao-0.18 overflows 1/per_tensor_scale for amax {amax!r}")
+        raise FpspecError(f"profile {spec.profile.name} overflows 1/per_tensor_scale for amax {amax!r}")
 
     def block_fn(a_b: Fraction):
-        bs = f32_div(float(a_b), 6.0)                                   # 2
+        bs = _scalar_quotient(float(a_b), 6.0, device)                  # 2
         sbs = f32_div(bs, pts)
         sbs = min(max(sbs, smin), smax)
         code = round_to_code(sbs, sf, "rne")
@@ -374,10 +377,18 @@ def _torchao_profile(spec: BlockSpec, amax: float) -> tuple[float, float, BlockF
     return inv_pts, pts, block_fn
 
 
-def _mx_exponent(a_b: Fraction, mode: MxScaleMode, elem: FloatFormat) -> int:
+def _scalar_quotient(a: float, c: float, device: TorchDevice) -> float:
+    """torch's binary32 a / c for a Python number c (FPS-BLK-29): one division on the CPU, a
+    multiplication by fp32(1 / c) on CUDA."""
+    return f32_div(a, c) if device is TorchDevice.CPU else f32_mul(a, f32_div(1.0, c))
+
+
+def _mx_exponent(a_b: Fraction, mode: MxScaleMode, elem: FloatFormat,
+                 device: TorchDevice = TorchDevice.CPU) -> int:
     """Unbiased E8M0 scale exponent of a block with amax a_b (FPS-BLK-12, FPS-BLK-22, FPS-BLK-27),
     clamped to [-127, 127]; a zero block gets -127.  ``elem`` is the payload format: its emax
-    (2, 8, 15), largest value (6, 448, 57344) and mantissa width m (1, 3, 2)."""
+    (2, 8, 15), largest value (6, 448, 57344) and mantissa width m (1, 3, 2); ``device`` the torch
+    device of a binary32 rule (FPS-BLK-29: its log2 differs from FL / CL only where e is clamped)."""
     if a_b == 0:
         return -127
     emax = elem.emax
@@ -395,8 +406,8 @@ def _mx_exponent(a_b: Fraction, mode: MxScaleMode, elem: FloatFormat) -> int:
     elif mode is MxScaleMode.RCEIL:
         e = ceil_log2(a_b / top)
     elif mode is MxScaleMode.RCEIL_FP32:
-        d = f32_div(float(a_b), float(top))          # a binary32 a_b (the profile reads binary32)
-        e = float_log2_ceil(d) if d > 0 else -127    # log2(0) = -inf
+        d = _scalar_quotient(float(a_b), float(top), device)   # a binary32 a_b (the profile reads binary32)
+        e = float_log2_ceil(d) if d > 0 else -127             # log2(0) = -inf
     else:  # FLOOR_FP32
         e = float_log2_floor(a_b) - emax
     return max(-127, min(127, e))
@@ -426,7 +437,7 @@ def _mx_blocks(spec: BlockSpec) -> BlockFn:
     fp32_quotient = spec.arithmetic is Arithmetic.MICROXCALING
 
     def block_fn(a_b: Fraction):
-        e = _mx_exponent(a_b, prof.mx_mode, spec.payload_format)        # 2
+        e = _mx_exponent(a_b, prof.mx_mode, spec.payload_format, prof.torch_device)  # 2
         d = _mx_divisor(e, prof.mx_zero_byte)
         scale = Fraction(2) ** e
 

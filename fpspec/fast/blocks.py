@@ -48,7 +48,7 @@ from ..choices import RoundingMode
 from ..errors import FpspecError
 from ..formats import E2M1, FloatFormat, get_format
 from ..schemes import (AmaxZero, Arithmetic, BlockResult, BlockSpec, Dequant, MxScaleMode, MxZeroByte, SignedZero,
-                       SrEvaluation)
+                       SrEvaluation, TorchDevice)
 from .log2 import float_log2_ceil_of, float_log2_floor_of
 from .rounding import decode_table
 
@@ -321,10 +321,20 @@ def elem_args(fmt: FloatFormat) -> ElemArgs:
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _mx_exponent(a, mode, emax, top, even_field, top_field):
+def _scalar_quotient(a, c, cuda):
+    """torch's binary32 a / c for a Python number c (twin of
+    :func:`fpspec.exact.blocks._scalar_quotient`): a division on the CPU, a * fp32(1 / c) on CUDA."""
+    a32 = np.float32(a)
+    c32 = np.float32(c)
+    return a32 * (np.float32(1.0) / c32) if cuda else a32 / c32
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _mx_exponent(a, mode, emax, top, even_field, top_field, cuda):
     """Unbiased E8M0 exponent of a block amax a >= 0 from its bits (twin of
     :func:`fpspec.exact.blocks._mx_exponent`), clamped to [-127, 127]; emax, top (the largest
-    value), even_field and top_field describe the payload format (:class:`ElemArgs`)."""
+    value), even_field and top_field describe the payload format (:class:`ElemArgs`); ``cuda``:
+    torch's CUDA arithmetic for the binary32 rules (FPS-BLK-29)."""
     if a == 0.0:
         return np.int64(-127)
     fl = _floor_log2(a)
@@ -338,7 +348,7 @@ def _mx_exponent(a, mode, emax, top, even_field, top_field):
     elif mode == 3:    # ceil(log2(a / top)): a <= (top / 2^emax) 2^fl gives fl - emax, else one more
         e = fl - emax if man <= np.uint64(top_field) else fl - emax + 1
     elif mode == 4:    # CL(fp32(a / top)), a binary32
-        d = np.float32(a) / np.float32(top)
+        d = _scalar_quotient(a, top, cuda)
         e = float_log2_ceil_of(d) if d > 0 else np.int64(-127)
     else:              # FL(a) - emax, a binary32
         e = float_log2_floor_of(np.float32(a)) - emax
@@ -563,8 +573,8 @@ def _fp32_profile_blocks(x, nbr, block, tile2d, tile_amax, mulf, gd, cap, smax32
 
 
 @numba.njit(cache=True, parallel=True, error_model="numpy")
-def _torchao_profile_blocks(x, nbr, block, tile2d, tile_amax, pts, ipts, smin32, smax32, sm, semin, smax_code,
-                            stable, mode, rbits, use_r, nbits, codes, scales):
+def _torchao_profile_blocks(x, nbr, block, tile2d, tile_amax, pts, ipts, cuda, smin32, smax32, sm, semin,
+                            smax_code, stable, mode, rbits, use_r, nbits, codes, scales):
     """Steps 2-3 of :func:`fpspec.exact.blocks._torchao_profile` (FPS-BLK-18) for every block."""
     nblocks = x.shape[0] // block
     for c in numba.prange((nblocks + _CHUNK - 1) // _CHUNK):
@@ -574,8 +584,8 @@ def _torchao_profile_blocks(x, nbr, block, tile2d, tile_amax, pts, ipts, smin32,
         for bn in range(b0, b1):
             sidx = _block_slot(bn, nbr, block, tile2d)
             a_b = np.float32(tile_amax[sidx]) if tile2d else np.float32(_block_amax(x, bn * block, block))
-            # 2. sbs = fp32(fp32(a_B / 6) / pts), clamped to [2^-6, 448], RNE
-            sbs = (a_b / np.float32(6.0)) / pts
+            # 2. sbs = fp32(fp32(a_B / 6) / pts), clamped to [2^-6, 448], RNE (a_B / 6 as on the device)
+            sbs = _scalar_quotient(a_b, 6.0, cuda) / pts
             sbs = sbs if sbs > smin32 else smin32
             sbs = sbs if sbs < smax32 else smax32
             code = _round_scale_candidate(np.float64(sbs), sm, semin, smax_code)
@@ -612,7 +622,7 @@ def _payload_minifloat(x, codes, base, block, d, mode, m, emin, max_code, sign_m
 
 
 @numba.njit(cache=True, parallel=True, error_model="numpy")
-def _mx_blocks(x, block, mx_mode, zero_byte, fp32_quotient, mode, rbits, use_r, nbits, codes, scales,
+def _mx_blocks(x, block, mx_mode, zero_byte, fp32_quotient, cuda, mode, rbits, use_r, nbits, codes, scales,
                e2m1, m, emin, emax, max_code, sign_mask, top, even_field, top_field):
     """Steps 2-3 of :func:`fpspec.exact.blocks._mx_blocks` (FPS-BLK-12, FPS-BLK-13, FPS-BLK-23,
     FPS-BLK-24, FPS-BLK-27, FPS-BLK-28) for every block; the payload format as :class:`ElemArgs`."""
@@ -623,7 +633,7 @@ def _mx_blocks(x, block, mx_mode, zero_byte, fp32_quotient, mode, rbits, use_r, 
         for bn in range(b0, b1):
             # 2. e from the bits of a_B (or its binary32 log2); c_B = e + 127
             scales[bn] = _mx_exponent(_block_amax(x, bn * block, block), mx_mode, emax, top, even_field,
-                                      top_field) + 127
+                                      top_field, cuda) + 127
         for bn in range(b0, b1):
             # 3. q = payload(x / d): E2M1: |x| against t d (exact); FP8: the exact quotient's
             #    binade and fraction; or microxcaling's binary32 steps
@@ -705,17 +715,18 @@ def _torchao_profile(spec: BlockSpec, amax: float) -> _Run:
     f32 = np.float32
     if amax == 0:
         _zero_amax(spec)
+    cuda = spec.profile.torch_device is TorchDevice.CUDA
     with np.errstate(divide="ignore", over="ignore", under="ignore"):
         six_t = f32(6.0) * f32(float(spec.target))
-        pts = f32(amax) / six_t
+        pts = f32(amax) * (f32(1.0) / six_t) if cuda else f32(amax) / six_t
         ipts = f32(1.0) / pts
     if not np.isfinite(ipts):
-        raise FpspecError(f"profile torchao-0.18 overflows 1/per_tensor_scale for amax {amax!r}")
+        raise FpspecError(f"profile {spec.profile.name} overflows 1/per_tensor_scale for amax {amax!r}")
     sm, semin, smax_code, stable = _scale_args(spec)
     sf = spec.scale_format
 
     def run(x, tile_amax, m, k, rbits, use_r, codes, scales):
-        _torchao_profile_blocks(x, k // spec.block, spec.block, spec.tile == "BxB", tile_amax, pts, ipts,
+        _torchao_profile_blocks(x, k // spec.block, spec.block, spec.tile == "BxB", tile_amax, pts, ipts, cuda,
                                 f32(float(sf.min_normal)), f32(float(sf.max_finite)), sm, semin, smax_code,
                                 stable, _MODE_IDS[spec.rounding], rbits, use_r, spec.nbits, codes, scales)
     return ipts, pts, run
@@ -732,7 +743,8 @@ def _mx_run(spec: BlockSpec) -> _Run:
 
     def run(x, tile_amax, m, k, rbits, use_r, codes, scales):
         _mx_blocks(x, spec.block, _MX_IDS[prof.mx_mode], _ZERO_BYTE_IDS[prof.mx_zero_byte], mxc,
-                   _MODE_IDS[spec.rounding], rbits, use_r, spec.nbits, codes, scales, *ea)
+                   prof.torch_device is TorchDevice.CUDA, _MODE_IDS[spec.rounding], rbits, use_r, spec.nbits,
+                   codes, scales, *ea)
     return np.float32(1.0), np.float32(1.0), run
 
 

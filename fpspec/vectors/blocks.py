@@ -84,6 +84,9 @@ BLOCK_CONFIGS: list[dict[str, Any]] = [
     *[_cfg("mxfp8", mode, payload_format=pf) for pf in ("e4m3", "e5m2") for mode in ("floor", "ceil", "even", "rceil")],
     _cfg("mxfp8", "floor", rounding="rna"),
     _cfg("mxfp8", "floor", rounding="rna", payload_format="e5m2"),
+    # torchao 0.18 as torch computes it on CUDA (FPS-BLK-29)
+    _cfg("nvfp4", "torchao-0.18-cuda"),
+    _cfg("mxfp4", "torchao-0.18-rceil-cuda"),
 ]
 
 
@@ -477,13 +480,18 @@ _REQ = {"ue5m3": ["FPS-BLK-2", "FPS-BLK-3"], "nvfp4": ["FPS-BLK-3"], "mxfp4": ["
         "mxfp8": ["FPS-BLK-26", "FPS-BLK-27", "FPS-BLK-28"]}
 #: Profiles with a requirement of their own (the other sets cite their scheme's).
 _PROFILE_REQ = {("nvfp4", "torchao-0.18"): ["FPS-BLK-18"], ("ue5m3", "seed-portable"): ["FPS-BLK-3", "FPS-BLK-25"],
-                ("mxfp4", "microxcaling"): ["FPS-BLK-12", "FPS-BLK-22", "FPS-BLK-24"]}
+                ("mxfp4", "microxcaling"): ["FPS-BLK-12", "FPS-BLK-22", "FPS-BLK-24"],
+                ("nvfp4", "torchao-0.18-cuda"): ["FPS-BLK-18", "FPS-BLK-29"],
+                ("mxfp4", "torchao-0.18-rceil-cuda"): ["FPS-BLK-12", "FPS-BLK-22", "FPS-BLK-23", "FPS-BLK-29"]}
 
 
 def _reqs(c: dict[str, Any]) -> list[str]:
+    key = (c["scheme"], c["profile"])
+    if key in _PROFILE_REQ:
+        return _PROFILE_REQ[key]
     if c["profile"].startswith("torchao-0.18-"):
         return ["FPS-BLK-12", "FPS-BLK-22", "FPS-BLK-23"]
-    return _PROFILE_REQ.get((c["scheme"], c["profile"]), _REQ[c["scheme"]])
+    return _REQ[c["scheme"]]
 
 
 def model_block_quantize(level: int) -> list[SetPlan]:
