@@ -576,3 +576,126 @@ def predict(target: str, m: int, n: int, k: int) -> KernelChoice:
     (``"nearest"``), S = :func:`slice_length` (K, kt, P).
     """
     return default_predictor().predict(target, m, n, k)
+
+
+# ================================================================== models (FPS-CUB-6..8)
+#: The library presets (fpspec.models) and the torch call of each: ``resolve`` turns one
+#: into the concrete model cuBLAS runs at a shape (FPS-CUB-6).
+LIBRARY_PRESETS: dict[str, str] = {
+    "cublas-h200-bf16": "torch-bf16",
+    "cublas-h200-fp16": "torch-fp16",
+    "cublas-h200-fp8": "torch-scaled-mm",
+    "cublas-h200-fp8-fast": "torch-scaled-mm-fast",
+}
+
+#: Group size of the H200's ``mma.sync`` m16n8k8 instruction (cutlass ``s1688gemm``
+#: kernels): one fused group per instruction, the ``nvjet`` chain otherwise (FPS-CUB-7;
+#: issue 14 and the sweep's fit: every BF16 ``s1688`` call matches G = 8).
+S1688_GROUP = 8
+#: The K tile of an ``s1688gemm`` kernel, whose name gives none (FPS-CUB-7): residue-first
+#: slices of this tile reproduce the sweep's calls (docs/cublas-h200.rst).
+S1688_K_TILE = 32
+
+
+def _target_of(name: str) -> Target:
+    """A target by its name or by its library preset's name."""
+    return _check_target(LIBRARY_PRESETS.get(name, name))
+
+
+def _chain_model(target: Target):
+    """The target's ``nvjet`` instruction chain as a model for any K: its preset without
+    ``require_full_groups`` (a partial last K tile is zero-filled: a shorter group)."""
+    from .models import get_model
+
+    return get_model(target.preset, require_full_groups=False)
+
+
+def kernel_model(choice: KernelChoice):
+    """The :class:`~fpspec.models.GemmModel` of one call whose kernel is known (FPS-CUB-7):
+
+    * ``nvjet``: the target's preset (``km-h100-bf16``, ``km-h100-fp8-promote128``,
+      ``km-h100-fp8``) with ``split_k = S`` (FPS-CUB-3), partial K tile last;
+    * cutlass ``mma.sync`` / ``wmma`` kernels (``sm80``, ``sm75``; BF16 and FP16): the
+      same fused chain (G = 16, F = 25, RZ; G = :data:`S1688_GROUP` for ``s1688gemm``)
+      in P = grid z slices of S = ceil(K / (8 P)) 8 products, each slice in K tiles of
+      the kernel's K tile (:data:`S1688_K_TILE` for ``s1688gemm``) with the partial
+      tile first (``slice_residue="first"``), slice results added in order (FP32 RNE);
+    * anything else (SIMT ``gemmSN`` / ``dot_kernel``, a kernel of unknown S):
+      FpspecError: not modelled.
+    """
+    tg = _check_target(choice.target)
+    k = choice.shape[2]
+    where = f"{tg.name} at {'x'.join(map(str, choice.shape))}"
+    if choice.confidence == "unknown":
+        raise FpspecError(f"{where}: the {choice.kclass} kernel {choice.kernel or '(unknown)'} is not modelled "
+                          f"by fpspec ({choice.note or 'its reduction over K is unknown'})")
+    base = _chain_model(tg)
+    if choice.kclass == "nvjet":
+        return base.replace(split_k=choice.s)
+    if choice.kclass in ("sm75", "sm80") and tg.fmt in ("bf16", "fp16"):
+        s1688 = choice.instr_k == 8
+        kt = choice.kt or (S1688_K_TILE if s1688 else None)
+        if kt is None:
+            raise FpspecError(f"{where}: the cutlass kernel {choice.kernel} names no K tile; not modelled")
+        model = base.replace(group_size=S1688_GROUP) if s1688 else base
+        plan = _cutlass_slices(k, choice.p or 1)
+        return model.replace(slice_plan=plan, k_tile=kt, slice_residue="first")
+    raise FpspecError(f"{where}: the {choice.kclass} kernel {choice.kernel or '(unknown)'} is not modelled by "
+                      "fpspec (no tensor-core chain reproduces it)")
+
+
+def _cutlass_slices(k: int, p: int) -> tuple[int, ...] | None:
+    """The slice lengths of a cutlass split over grid z = p: ceil(K / (8 p)) 8 each, the
+    last one shorter (FPS-CUB-3); None for one slice."""
+    s = slice_length(k, CUTLASS_SLICE_UNIT, p)
+    if s is None:
+        return None
+    return tuple(min(s, k - s0) for s0 in range(0, k, s))
+
+
+def model_for_kernel(name: str, shape: Sequence[int], kernel_name: str, grid: Sequence[int]):
+    """The model of one call from the kernel that ran and its launch grid (what the torch
+    profiler shows; FPS-CUB-8): :func:`plan_from_kernel` then :func:`kernel_model`.
+    ``name`` is a library preset (``cublas-h200-bf16``, ...) or a target
+    (``torch-bf16``, ...)."""
+    tg = _target_of(name)
+    m, n, k = _shape3(shape)
+    return kernel_model(plan_from_kernel(tg.name, m, n, k, kernel_name, grid))
+
+
+def _shape3(shape: Sequence[int]) -> tuple[int, int, int]:
+    try:
+        m, n, k = shape  # type: ignore[misc]
+    except (TypeError, ValueError):
+        raise FpspecError(f"shape must be (M, N, K), got {shape!r}") from None
+    return m, n, k
+
+
+def resolve_choice(name: str, shape: Sequence[int]) -> KernelChoice:
+    """The offline :func:`predict` for a library preset or target at (M, N, K)."""
+    tg = _target_of(name)
+    m, n, k = _shape3(shape)
+    return predict(tg.name, m, n, k)
+
+
+def model_for_shape(name: str, shape: Sequence[int]):
+    """The model cuBLAS on the H200 runs at (M, N, K), offline (FPS-CUB-6):
+    :func:`kernel_model` of :func:`predict`'s choice; FpspecError where the predicted
+    kernel is not modelled (SIMT) or its slices are not known."""
+    return kernel_model(resolve_choice(name, shape))
+
+
+def kernel_family(kernel_name: str) -> str:
+    """The family a kernel's arithmetic is modelled by (FPS-CUB-7): ``nvjet``,
+    ``cutlass-s16816`` (mma.sync m16n8k16), ``cutlass-wmma`` (wmma 16x16x16),
+    ``cutlass-s1688`` (mma.sync m16n8k8), ``simt`` (not modelled) or ``other``."""
+    info = parse_kernel_name(kernel_name)
+    if info.kclass in ("sm75", "sm80"):
+        if "wmma" in info.flags:
+            return "cutlass-wmma"
+        if info.instr_k == 8:
+            return "cutlass-s1688"
+        if info.instr_k == 16:
+            return "cutlass-s16816"
+        return "other"
+    return info.kclass if info.kclass in ("nvjet", "simt") else "other"
