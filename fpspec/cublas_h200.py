@@ -508,10 +508,16 @@ class Predictor:
         kclass = kernel_class(target, m, n, k)
         if kclass != "nvjet":
             near = self._nearest_any(target, m, n, k, kclass)
-            return KernelChoice(target, shape, near.kclass if near else kclass, "unknown",
-                                kernel=near.kernel if near else None, tile=near.tile if near else None,
-                                source=near.shape if near else None,
-                                note="not an nvjet kernel: its reduction over K is not modelled")
+            if near is None or near.kclass not in ("sm75", "sm80") or near.confidence == "unknown":
+                return KernelChoice(target, shape, near.kclass if near else kclass, "unknown",
+                                    kernel=near.kernel if near else None, tile=near.tile if near else None,
+                                    source=near.shape if near else None,
+                                    note=f"a {kclass} kernel is not modelled" if near is None or near.kclass == kclass
+                                    else f"the nearest swept kernel is {near.kclass}: not modelled")
+            # the nearest swept cutlass call's kernel, with about its slice length (FPS-CUB-5)
+            p = 1 if not near.s else max(1, round(k / near.s))
+            return _replace(near, shape=shape, confidence="nearest", p=p, s=slice_length(k, CUTLASS_SLICE_UNIT, p),
+                            source=near.shape, note="cutlass kernel and slices of the nearest swept call")
         cap = slice_cap(k, tg.kt)
         if cap <= 1:
             return KernelChoice(target, shape, "nvjet", "rule", p=1, s=None, kt=tg.kt,
@@ -617,7 +623,7 @@ def kernel_model(choice: KernelChoice):
       ``km-h100-fp8``) with ``split_k = S`` (FPS-CUB-3), partial K tile last;
     * cutlass ``mma.sync`` / ``wmma`` kernels (``sm80``, ``sm75``; BF16 and FP16): the
       same fused chain (G = 16, F = 25, RZ; G = :data:`S1688_GROUP` for ``s1688gemm``)
-      in P = grid z slices of S = ceil(K / (8 P)) 8 products, each slice in K tiles of
+      in P = grid z slices (:func:`cutlass_slices`), each slice in K tiles of
       the kernel's K tile (:data:`S1688_K_TILE` for ``s1688gemm``) with the partial
       tile first (``slice_residue="first"``), slice results added in order (FP32 RNE);
     * anything else (SIMT ``gemmSN`` / ``dot_kernel``, a kernel of unknown S):
@@ -638,17 +644,33 @@ def kernel_model(choice: KernelChoice):
         if kt is None:
             raise FpspecError(f"{where}: the cutlass kernel {choice.kernel} names no K tile; not modelled")
         model = base.replace(group_size=S1688_GROUP) if s1688 else base
-        plan = _cutlass_slices(k, choice.p or 1)
+        plan = cutlass_slices(k, choice.p or 1, S1688_SLICE_UNITS if s1688 else (CUTLASS_SLICE_UNIT,))
         return model.replace(slice_plan=plan, k_tile=kt, slice_residue="first")
     raise FpspecError(f"{where}: the {choice.kclass} kernel {choice.kernel or '(unknown)'} is not modelled by "
                       "fpspec (no tensor-core chain reproduces it)")
 
 
-def _cutlass_slices(k: int, p: int) -> tuple[int, ...] | None:
-    """The slice lengths of a cutlass split over grid z = p: ceil(K / (8 p)) 8 each, the
-    last one shorter (FPS-CUB-3); None for one slice."""
-    s = slice_length(k, CUTLASS_SLICE_UNIT, p)
-    if s is None:
+#: Slice units of an ``s1688gemm`` split, largest first: its slices are ceil(K / (P u)) u
+#: long for the first u that gives exactly P = grid z slices (FPS-CUB-7; 64 reproduces the
+#: sweep's z = 6 BF16 calls at 4096 x 33, 8 its z = 313 call at 7 x 7 x 5000).  The
+#: ``s16816`` and ``wmma`` kernels use u = 8 (:data:`CUTLASS_SLICE_UNIT`) at every swept call.
+S1688_SLICE_UNITS = (64, 32, 16, CUTLASS_SLICE_UNIT)
+
+
+def cutlass_slices(k: int, p: int, units: Sequence[int] = (CUTLASS_SLICE_UNIT,)) -> tuple[int, ...] | None:
+    """The slice lengths of a cutlass split into grid z = p slices (FPS-CUB-7): S =
+    ceil(K / (p u)) u for the first u of ``units`` with exactly p slices (else u = 8),
+    the last slice shorter; None for one slice."""
+    if p <= 1:
+        return None
+    s = None
+    for u in units:
+        s = -(-k // (p * u)) * u
+        if -(-k // s) == p:
+            break
+    else:
+        s = slice_length(k, CUTLASS_SLICE_UNIT, p)
+    if s is None or s >= k:
         return None
     return tuple(min(s, k - s0) for s0 in range(0, k, s))
 
