@@ -515,7 +515,7 @@ class Predictor:
                                     note=f"a {kclass} kernel is not modelled" if near is None or near.kclass == kclass
                                     else f"the nearest swept kernel is {near.kclass}: not modelled")
             # the nearest swept cutlass call's kernel, with about its slice length (FPS-CUB-5)
-            p = 1 if not near.s else max(1, round(k / near.s))
+            p = 1 if not near.s or not near.p else max(1, int(near.p * k / near.shape[2] + 0.5))
             return _replace(near, shape=shape, confidence="nearest", p=p, s=slice_length(k, CUTLASS_SLICE_UNIT, p),
                             source=near.shape, note="cutlass kernel and slices of the nearest swept call")
         cap = slice_cap(k, tg.kt)

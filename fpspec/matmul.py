@@ -85,13 +85,10 @@ def _library_model(model, a, bt, fmt, shape) -> "str | GemmModel":
         return model
     from .cublas_h200 import LIBRARY_PRESETS as TARGET_OF, TARGETS
 
-    want = TARGETS[TARGET_OF[model]].fmt
-    if isinstance(a, QuantizedTensor) or fmt != want:
-        raise FpspecError(f"{model} models {want} code operands (fmt={want!r}), got "
-                          f"{'quantized tensors' if isinstance(a, QuantizedTensor) else f'fmt={fmt!r}'}")
-    if np.ndim(a) != 2 or np.ndim(bt) != 2:
+    if not isinstance(a, QuantizedTensor) and (np.ndim(a) != 2 or np.ndim(bt) != 2):
         raise FpspecError(f"A and BT must be 2-D code arrays, got {np.ndim(a)}-D and {np.ndim(bt)}-D")
-    rows = (np.shape(a)[0], np.shape(bt)[0], np.shape(a)[1])
+    rows = (a.shape[0], bt.shape[0], a.shape[1]) if isinstance(a, QuantizedTensor) else \
+        (np.shape(a)[0], np.shape(bt)[0], np.shape(a)[1])
     if shape is None:
         shape = rows
     try:
@@ -101,6 +98,9 @@ def _library_model(model, a, bt, fmt, shape) -> "str | GemmModel":
     if kk != rows[2] or mm < rows[0] or nn < rows[1]:
         raise FpspecError(f"shape {mm}x{nn}x{kk} does not hold the operands ({rows[0]} rows of A, {rows[1]} of BT, "
                           f"K = {rows[2]}): K must be equal, M and N at least the rows given")
+    if TARGETS[TARGET_OF[model]].n_multiple > 1:
+        # torch._scaled_mm runs N and K padded to multiples of 16 (zero products change nothing)
+        nn, kk = -(-nn // 16) * 16, -(-kk // 16) * 16
     return resolve(model, (mm, nn, kk))
 
 

@@ -103,6 +103,7 @@ __all__ = [
     "PARAMETER_HELP",
     "get_model",
     "resolve",
+    "LIBRARY",
     "LIBRARY_PRESETS",
     "arithmetic_summary",
     "parse_overrides",
@@ -768,7 +769,7 @@ def _library(name: str, target: str, chain: str, summary: str, call: str) -> Pre
     from .cublas_h200 import observations_from_table
 
     shapes = tuple(sorted({(o.m, o.n, o.k) for o in observations_from_table()[target]}))
-    return Preset(name, PRESETS_BASE[chain].model.replace(require_full_groups=False),
+    return Preset(name, PRESETS[chain].model.replace(require_full_groups=False),
                   summary + "; the kernel and its K slices follow from the shape (fpspec.models.resolve)",
                   f"{call} on an NVIDIA H200, swept over 455 shapes (docs/cublas-h200.rst); the chain: "
                   f"{chain}, " + _KM_SRC,
@@ -780,7 +781,7 @@ def _library(name: str, target: str, chain: str, summary: str, call: str) -> Pre
 
 
 #: The named presets (FPS-GEMM-3), in the order ``fpspec models`` lists them.
-PRESETS_BASE: dict[str, Preset] = {p.name: p for p in (
+PRESETS: dict[str, Preset] = {p.name: p for p in (
     Preset("seed-probe-matched", _SEED,
            "Seed paper's probe-matched Blackwell NVFP4 model: encoded operands, G = 64, exact group "
            "sum RNE to FP32, RTZ across groups in order, snap to 1/1024 (ties to even), then alpha "
@@ -847,9 +848,10 @@ PRESETS_BASE: dict[str, Preset] = {p.name: p for p in (
     *_INSTRUCTION_PRESETS,
 )}
 
-#: The named presets (FPS-GEMM-3, FPS-CUB-6), in the order ``fpspec models`` lists them: the
-#: fixed models, then the library presets whose model depends on the shape (:func:`resolve`).
-PRESETS: dict[str, Preset] = {**PRESETS_BASE, **{p.name: p for p in (
+#: The library presets (FPS-CUB-6), listed by ``fpspec models`` after :data:`PRESETS`: a
+#: library's GEMM whose model depends on the shape; :func:`resolve` gives it (their
+#: ``model`` is the chain of the library's main kernels without a K split).
+LIBRARY: dict[str, Preset] = {p.name: p for p in (
     _library("cublas-h200-bf16", "torch-bf16", "km-h100-bf16",
              "cuBLAS BF16 GEMM with FP32 output on the H200 (torch.mm)",
              "torch.mm(A, BT.t(), out_dtype=torch.float32), BF16"),
@@ -863,10 +865,10 @@ PRESETS: dict[str, Preset] = {**PRESETS_BASE, **{p.name: p for p in (
     _library("cublas-h200-fp8-fast", "torch-scaled-mm-fast", "km-h100-fp8",
              "cuBLAS FP8 (e4m3) GEMM with FP32 output on the H200, use_fast_accum=True",
              "torch._scaled_mm(A, BT.t(), scale_a=1, scale_b=1, out_dtype=torch.float32, use_fast_accum=True)"),
-)}}
+)}
 
-#: The library presets (FPS-CUB-6): their model depends on the GEMM's shape.
-LIBRARY_PRESETS: tuple[str, ...] = tuple(n for n, p in PRESETS.items() if p.library)
+#: The names of the library presets (FPS-CUB-6).
+LIBRARY_PRESETS: tuple[str, ...] = tuple(LIBRARY)
 
 #: The names of the instruction-level presets, NVIDIA tensor-core and AMD matrix-core
 #: instructions, each the chain of its instruction from C = 0 (FPS-GEMM-21).
@@ -886,9 +888,9 @@ def resolve(name: "str | GemmModel", shape: "tuple[int, int, int] | None" = None
     modelled (SIMT kernels).  Any other preset, or a GemmModel, is returned unchanged."""
     if isinstance(name, GemmModel):
         return name
-    p = PRESETS.get(name)
+    p = PRESETS.get(name) or LIBRARY.get(name)
     if p is None:
-        raise FpspecError(f"unknown GEMM model preset {name!r}; known: {', '.join(PRESETS)}")
+        raise FpspecError(f"unknown GEMM model preset {name!r}; known: {', '.join([*PRESETS, *LIBRARY])}")
     if not p.library:
         return p.model
     if shape is None:
@@ -907,10 +909,14 @@ def get_model(model: "str | GemmModel", **overrides: Any) -> GemmModel:
     if isinstance(model, GemmModel):
         base = model
     else:
+        if model in LIBRARY:
+            raise FpspecError(f"{model} is a library preset: its model depends on the GEMM's shape; use "
+                              f"fpspec.models.resolve({model!r}, (M, N, K)), or gemm(..., shape=(M, N, K))")
         try:
             base = PRESETS[model].model
         except KeyError:
-            raise FpspecError(f"unknown GEMM model preset {model!r}; known: {', '.join(PRESETS)}") from None
+            raise FpspecError(f"unknown GEMM model preset {model!r}; known: {', '.join(PRESETS)}, "
+                              f"{', '.join(LIBRARY)}") from None
     if not overrides:
         return base
     try:
@@ -959,9 +965,11 @@ def presets_json() -> str:
     """JSON of every preset (``fpspec models --json``); instruction-level presets also carry
     their architecture, instruction and arithmetic (:func:`arithmetic_summary`)."""
     out = {}
-    for name, p in PRESETS.items():
+    for name, p in {**PRESETS, **LIBRARY}.items():
         entry = {"summary": p.summary, "source": p.source, "backing": p.backing.to_dict(),
                  "parameters": p.model.to_dict()}
+        if p.library:
+            entry["library"] = p.library
         if p.instruction:
             entry.update(architecture=p.architecture, instruction=p.instruction,
                          arithmetic=arithmetic_summary(p.model))

@@ -16,7 +16,7 @@ from fpspec.adapters.torch_gemm import OBSERVE_TAG, observation_from_trace
 from fpspec.cli import main
 from fpspec.errors import FpspecError
 from fpspec.matmul import gemm
-from fpspec.models import LIBRARY_PRESETS, PRESETS, get_model, resolve
+from fpspec.models import LIBRARY_PRESETS, PRESETS, get_model, presets_json, resolve
 
 ROOT = Path(__file__).resolve().parents[1]
 SWEEP = ROOT / "vectors" / "provenance" / "h200-cublas" / "sweep.jsonl"
@@ -76,20 +76,21 @@ def test_fps_cub_6_library_presets_resolve_per_shape(picked):
 
 def test_fps_cub_6_errors_simt_and_shapes(picked):
     """FPS-CUB-6: a SIMT shape is a clear error (not modelled), as are a missing or
-    inconsistent shape and a wrong operand format."""
+    inconsistent shape and a shape given with a fixed preset."""
     with pytest.raises(FpspecError, match="simt kernel .* not modelled"):
         resolve("cublas-h200-bf16", (7, 7, 1024))
     with pytest.raises(FpspecError, match="not modelled"):
         resolve("cublas-h200-bf16", (1, 1, 100))
     with pytest.raises(FpspecError, match="give shape"):
         resolve("cublas-h200-bf16")
+    with pytest.raises(FpspecError, match="library preset: its model depends"):
+        get_model("cublas-h200-fp8")
+    assert json.loads(presets_json())["cublas-h200-fp8"]["library"] == "torch-scaled-mm"
     a = np.full((4, 64), 0x3F80, np.uint16)
     with pytest.raises(FpspecError, match="K must be equal"):
         gemm(a, a, "cublas-h200-bf16", fmt="bf16", shape=(64, 64, 128))
     with pytest.raises(FpspecError, match="at least the rows"):
         gemm(a, a, "cublas-h200-bf16", fmt="bf16", shape=(2, 64, 64))
-    with pytest.raises(FpspecError, match="models bf16"):
-        gemm(a, a, "cublas-h200-bf16", fmt="fp16")
     with pytest.raises(FpspecError, match="library presets"):
         gemm(a, a, "km-h100-bf16", fmt="bf16", shape=(64, 64, 64))
 

@@ -10,7 +10,7 @@ import numpy as np
 from ..errors import FpspecError
 from ..io import check_output, load_npy, save_npy
 from ..matmul import CODE_FORMATS, gemm
-from ..models import PARAMETER_HELP, PRESETS, parse_overrides, presets_json
+from ..models import LIBRARY, PARAMETER_HELP, PRESETS, parse_overrides, presets_json
 from ..quantization import quantize
 from ..quantized import QuantizedTensor
 from .bench import best_time, register_benchmark, result_row
@@ -58,7 +58,7 @@ def _cmd_models(args: argparse.Namespace) -> int:
     if args.json:
         print(presets_json())
         return 0
-    for name, p in PRESETS.items():
+    for name, p in {**PRESETS, **LIBRARY}.items():
         print(f"{name}")
         print(f"    {p.summary}")
         if p.instruction:
@@ -88,7 +88,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("a", metavar="A", help="A: .npz quantized tensor, or .npy codes with --operand-format")
     p.add_argument("bt", metavar="BT", help="BT (N x K): .npz quantized tensor, or .npy codes with "
                    "--operand-format")
-    p.add_argument("--model", required=True, help=f"preset: {', '.join(PRESETS)}")
+    p.add_argument("--model", required=True, help=f"preset: {', '.join(PRESETS)}; library presets (resolved at "
+                   f"--shape): {', '.join(LIBRARY)}")
     p.add_argument("--set", action="append", default=[], metavar="PARAM=VALUE",
                    help="override a model parameter (repeatable; see 'fpspec models')")
     p.add_argument("--operand-format", choices=CODE_FORMATS, default=None, metavar="FORMAT",
