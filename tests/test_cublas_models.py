@@ -204,7 +204,7 @@ def test_fps_cub_9_accept_tool_on_sweep_subset(tmp_path, picked):
     assert "``torch-bf16`` (``cublas-h200-bf16``)" in (tmp_path / "r.rst").read_text()
     rendered = ROOT / "docs" / "cublas-reports"
     assert accept_tool.main(["--render", str(rendered / "accept-sweep.json"), "--rst",
-                             str(rendered / "accept-sweep.rst"), "--check"]) == 0
+                             str(rendered / "accept-sweep.inc"), "--check"]) == 0
 
 
 def test_fps_cub_8_observe_tool_on_cpu(tmp_path):
