@@ -106,3 +106,24 @@ def test_fpsgemm23_bad_slice_plans():
     assert parse_overrides(["slice_plan=152,152,96", "k_tile=64", "slice_residue=first"]) == {
         "slice_plan": (152, 152, 96), "k_tile": 64, "slice_residue": "first"}
     assert GemmModel.from_dict(base.replace(slice_plan=[60, 40]).to_dict()).slice_plan == (60, 40)
+
+
+def test_fpsgemm23_quantized_slice_plans():
+    """FPS-GEMM-23, FPS-GEMM-10: slice plans of whole scale blocks on E2M1 operands (terms
+    per product and per block) agree bit for bit; a slice or K tile that cuts a scale block
+    is an FpspecError."""
+    from gemm_helpers import random_quantized
+
+    rng = np.random.default_rng(23)
+    a = random_quantized(rng, 3, 256, "ue5m3", 16, "1xB")
+    bt = random_quantized(rng, 2, 256, "ue5m3", 16, "1xB", amax=5.0)
+    for name, over in (("seed-probe-matched", dict(slice_plan=(48, 208), k_tile=64, slice_residue="first")),
+                       ("km-h100-fp8-promote128", dict(slice_plan=(96, 160), k_tile=64, slice_residue="first",
+                                                       require_full_groups=False)),
+                       ("seed-probe-matched", dict(slice_plan=(112, 144), k_tile=64, slice_residue="first",
+                                                   scale_placement="block", window_bits=13, fused=True))):
+        m = get_model(name, **over)
+        ye, yf = gemm(a, bt, m, impl="exact"), gemm(a, bt, m)
+        assert np.array_equal(ye.view(np.uint32), yf.view(np.uint32)), (name, over)
+    with pytest.raises(FpspecError, match="block size"):
+        gemm(a, bt, "seed-probe-matched", slice_plan=(40, 216), group_size=8)
