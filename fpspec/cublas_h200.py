@@ -43,6 +43,7 @@ __all__ = [
     "NEAREST_AREA_FLOOR",
     "NEAREST_K_WEIGHT",
     "NEAREST_VOTES",
+    "NEAREST_CUTLASS_K_WEIGHT",
     "parse_kernel_name",
     "short_kernel_name",
     "pick_gemm_kernel",
@@ -105,6 +106,10 @@ CUTLASS_SLICE_UNIT = 8
 NEAREST_AREA_FLOOR = 64
 #: weight of |log2 K - log2 K'| against |log2 area - log2 area'| in the shape distance
 NEAREST_K_WEIGHT = 1.0
+#: Weight of |log2 K - log2 K'| against those of M and N when a cutlass or SIMT shape takes
+#: the nearest swept call's kernel (FPS-CUB-4; leave-one-shape-out on the sweep: 2 beats
+#: 0.5, 1 and 4 on the cutlass calls' outputs, docs/cublas-h200.rst).
+NEAREST_CUTLASS_K_WEIGHT = 2.0
 #: the estimate is the weighted vote of this many informative neighbours
 NEAREST_VOTES = 5
 
@@ -486,12 +491,14 @@ class Predictor:
         return best, first
 
     def _nearest_any(self, target: str, m: int, n: int, k: int, kclass: str) -> KernelChoice | None:
-        """The swept call of the same kernel class nearest in (log2 M, log2 N, log2 K)."""
+        """The swept call of the same kernel class nearest in (log2 M, log2 N, log2 K), K
+        weighted by :data:`NEAREST_CUTLASS_K_WEIGHT`."""
         best = None
         for s, pl in self._plans.get(target, {}).items():
             if pl.kclass != kclass and not (kclass == "sm75" and pl.kclass == "simt"):
                 continue
-            d = sum(abs(math.log2(a) - math.log2(b)) for a, b in zip(s, (m, n, k)))
+            weights = (1.0, 1.0, NEAREST_CUTLASS_K_WEIGHT)
+            d = sum(w * abs(math.log2(a) - math.log2(b)) for w, a, b in zip(weights, s, (m, n, k)))
             if best is None or (d, s) < best[0]:
                 best = ((d, s), pl)
         return best[1] if best else None
