@@ -43,6 +43,7 @@ __all__ = [
     "NEAREST_AREA_FLOOR",
     "NEAREST_K_WEIGHT",
     "NEAREST_VOTES",
+    "NEAREST_CUTLASS_K_WEIGHT",
     "parse_kernel_name",
     "short_kernel_name",
     "pick_gemm_kernel",
@@ -105,6 +106,10 @@ CUTLASS_SLICE_UNIT = 8
 NEAREST_AREA_FLOOR = 64
 #: weight of |log2 K - log2 K'| against |log2 area - log2 area'| in the shape distance
 NEAREST_K_WEIGHT = 1.0
+#: Weight of |log2 K - log2 K'| against those of M and N when a cutlass or SIMT shape takes
+#: the nearest swept call's kernel (FPS-CUB-4; leave-one-shape-out on the sweep: 2 beats
+#: 0.5, 1 and 4 on the cutlass calls' outputs, docs/cublas-h200.rst).
+NEAREST_CUTLASS_K_WEIGHT = 2.0
 #: the estimate is the weighted vote of this many informative neighbours
 NEAREST_VOTES = 5
 
@@ -486,12 +491,14 @@ class Predictor:
         return best, first
 
     def _nearest_any(self, target: str, m: int, n: int, k: int, kclass: str) -> KernelChoice | None:
-        """The swept call of the same kernel class nearest in (log2 M, log2 N, log2 K)."""
+        """The swept call of the same kernel class nearest in (log2 M, log2 N, log2 K), K
+        weighted by :data:`NEAREST_CUTLASS_K_WEIGHT`."""
         best = None
         for s, pl in self._plans.get(target, {}).items():
             if pl.kclass != kclass and not (kclass == "sm75" and pl.kclass == "simt"):
                 continue
-            d = sum(abs(math.log2(a) - math.log2(b)) for a, b in zip(s, (m, n, k)))
+            weights = (1.0, 1.0, NEAREST_CUTLASS_K_WEIGHT)
+            d = sum(w * abs(math.log2(a) - math.log2(b)) for w, a, b in zip(weights, s, (m, n, k)))
             if best is None or (d, s) < best[0]:
                 best = ((d, s), pl)
         return best[1] if best else None
@@ -508,10 +515,16 @@ class Predictor:
         kclass = kernel_class(target, m, n, k)
         if kclass != "nvjet":
             near = self._nearest_any(target, m, n, k, kclass)
-            return KernelChoice(target, shape, near.kclass if near else kclass, "unknown",
-                                kernel=near.kernel if near else None, tile=near.tile if near else None,
-                                source=near.shape if near else None,
-                                note="not an nvjet kernel: its reduction over K is not modelled")
+            if near is None or near.kclass not in ("sm75", "sm80") or near.confidence == "unknown":
+                return KernelChoice(target, shape, near.kclass if near else kclass, "unknown",
+                                    kernel=near.kernel if near else None, tile=near.tile if near else None,
+                                    source=near.shape if near else None,
+                                    note=f"a {kclass} kernel is not modelled" if near is None or near.kclass == kclass
+                                    else f"the nearest swept kernel is {near.kclass}: not modelled")
+            # the nearest swept cutlass call's kernel, with about its slice length (FPS-CUB-5)
+            p = 1 if not near.s or not near.p else max(1, int(near.p * k / near.shape[2] + 0.5))
+            return _replace(near, shape=shape, confidence="nearest", p=p, s=slice_length(k, CUTLASS_SLICE_UNIT, p),
+                            source=near.shape, note="cutlass kernel and slices of the nearest swept call")
         cap = slice_cap(k, tg.kt)
         if cap <= 1:
             return KernelChoice(target, shape, "nvjet", "rule", p=1, s=None, kt=tg.kt,
@@ -576,3 +589,142 @@ def predict(target: str, m: int, n: int, k: int) -> KernelChoice:
     (``"nearest"``), S = :func:`slice_length` (K, kt, P).
     """
     return default_predictor().predict(target, m, n, k)
+
+
+# ================================================================== models (FPS-CUB-6..8)
+#: The library presets (fpspec.models) and the torch call of each: ``resolve`` turns one
+#: into the concrete model cuBLAS runs at a shape (FPS-CUB-6).
+LIBRARY_PRESETS: dict[str, str] = {
+    "cublas-h200-bf16": "torch-bf16",
+    "cublas-h200-fp16": "torch-fp16",
+    "cublas-h200-fp8": "torch-scaled-mm",
+    "cublas-h200-fp8-fast": "torch-scaled-mm-fast",
+}
+
+#: Group size of the H200's ``mma.sync`` m16n8k8 instruction (cutlass ``s1688gemm``
+#: kernels): one fused group per instruction, the ``nvjet`` chain otherwise (FPS-CUB-7;
+#: issue 14 and the sweep's fit: every BF16 ``s1688`` call matches G = 8).
+S1688_GROUP = 8
+#: The K tile of an ``s1688gemm`` kernel, whose name gives none (FPS-CUB-7): residue-first
+#: slices of this tile reproduce the sweep's calls (docs/cublas-h200.rst).
+S1688_K_TILE = 32
+
+
+def _target_of(name: str) -> Target:
+    """A target by its name or by its library preset's name."""
+    return _check_target(LIBRARY_PRESETS.get(name, name))
+
+
+def _chain_model(target: Target):
+    """The target's ``nvjet`` instruction chain as a model for any K: its preset without
+    ``require_full_groups`` (a partial last K tile is zero-filled: a shorter group)."""
+    from .models import get_model
+
+    return get_model(target.preset, require_full_groups=False)
+
+
+def kernel_model(choice: KernelChoice):
+    """The :class:`~fpspec.models.GemmModel` of one call whose kernel is known (FPS-CUB-7):
+
+    * ``nvjet``: the target's preset (``km-h100-bf16``, ``km-h100-fp8-promote128``,
+      ``km-h100-fp8``) with ``split_k = S`` (FPS-CUB-3), partial K tile last;
+    * cutlass ``mma.sync`` / ``wmma`` kernels (``sm80``, ``sm75``; BF16 and FP16): the
+      same fused chain (G = 16, F = 25, RZ; G = :data:`S1688_GROUP` for ``s1688gemm``)
+      in P = grid z slices (:func:`cutlass_slices`), each slice in K tiles of
+      the kernel's K tile (:data:`S1688_K_TILE` for ``s1688gemm``) with the partial
+      tile first (``slice_residue="first"``), slice results added in order (FP32 RNE);
+    * anything else (SIMT ``gemmSN`` / ``dot_kernel``, a kernel of unknown S):
+      FpspecError: not modelled.
+    """
+    tg = _check_target(choice.target)
+    k = choice.shape[2]
+    where = f"{tg.name} at {'x'.join(map(str, choice.shape))}"
+    if choice.confidence == "unknown":
+        raise FpspecError(f"{where}: the {choice.kclass} kernel {choice.kernel or '(unknown)'} is not modelled "
+                          f"by fpspec ({choice.note or 'its reduction over K is unknown'})")
+    base = _chain_model(tg)
+    if choice.kclass == "nvjet":
+        return base.replace(split_k=choice.s)
+    if choice.kclass in ("sm75", "sm80") and tg.fmt in ("bf16", "fp16"):
+        s1688 = choice.instr_k == 8
+        kt = choice.kt or (S1688_K_TILE if s1688 else None)
+        if kt is None:
+            raise FpspecError(f"{where}: the cutlass kernel {choice.kernel} names no K tile; not modelled")
+        model = base.replace(group_size=S1688_GROUP) if s1688 else base
+        plan = cutlass_slices(k, choice.p or 1, S1688_SLICE_UNITS if s1688 else (CUTLASS_SLICE_UNIT,))
+        return model.replace(slice_plan=plan, k_tile=kt, slice_residue="first")
+    raise FpspecError(f"{where}: the {choice.kclass} kernel {choice.kernel or '(unknown)'} is not modelled by "
+                      "fpspec (no tensor-core chain reproduces it)")
+
+
+#: Slice units of an ``s1688gemm`` split, largest first: its slices are ceil(K / (P u)) u
+#: long for the first u that gives exactly P = grid z slices (FPS-CUB-7; 64 reproduces the
+#: sweep's z = 6 BF16 calls at 4096 x 33, 8 its z = 313 call at 7 x 7 x 5000).  The
+#: ``s16816`` and ``wmma`` kernels use u = 8 (:data:`CUTLASS_SLICE_UNIT`) at every swept call.
+S1688_SLICE_UNITS = (64, 32, 16, CUTLASS_SLICE_UNIT)
+
+
+def cutlass_slices(k: int, p: int, units: Sequence[int] = (CUTLASS_SLICE_UNIT,)) -> tuple[int, ...] | None:
+    """The slice lengths of a cutlass split into grid z = p slices (FPS-CUB-7): S =
+    ceil(K / (p u)) u for the first u of ``units`` with exactly p slices (else u = 8),
+    the last slice shorter; None for one slice."""
+    if p <= 1:
+        return None
+    s = None
+    for u in units:
+        s = -(-k // (p * u)) * u
+        if -(-k // s) == p:
+            break
+    else:
+        s = slice_length(k, CUTLASS_SLICE_UNIT, p)
+    if s is None or s >= k:
+        return None
+    return tuple(min(s, k - s0) for s0 in range(0, k, s))
+
+
+def model_for_kernel(name: str, shape: Sequence[int], kernel_name: str, grid: Sequence[int]):
+    """The model of one call from the kernel that ran and its launch grid (what the torch
+    profiler shows; FPS-CUB-8): :func:`plan_from_kernel` then :func:`kernel_model`.
+    ``name`` is a library preset (``cublas-h200-bf16``, ...) or a target
+    (``torch-bf16``, ...)."""
+    tg = _target_of(name)
+    m, n, k = _shape3(shape)
+    return kernel_model(plan_from_kernel(tg.name, m, n, k, kernel_name, grid))
+
+
+def _shape3(shape: Sequence[int]) -> tuple[int, int, int]:
+    try:
+        m, n, k = shape  # type: ignore[misc]
+    except (TypeError, ValueError):
+        raise FpspecError(f"shape must be (M, N, K), got {shape!r}") from None
+    return m, n, k
+
+
+def resolve_choice(name: str, shape: Sequence[int]) -> KernelChoice:
+    """The offline :func:`predict` for a library preset or target at (M, N, K)."""
+    tg = _target_of(name)
+    m, n, k = _shape3(shape)
+    return predict(tg.name, m, n, k)
+
+
+def model_for_shape(name: str, shape: Sequence[int]):
+    """The model cuBLAS on the H200 runs at (M, N, K), offline (FPS-CUB-6):
+    :func:`kernel_model` of :func:`predict`'s choice; FpspecError where the predicted
+    kernel is not modelled (SIMT) or its slices are not known."""
+    return kernel_model(resolve_choice(name, shape))
+
+
+def kernel_family(kernel_name: str) -> str:
+    """The family a kernel's arithmetic is modelled by (FPS-CUB-7): ``nvjet``,
+    ``cutlass-s16816`` (mma.sync m16n8k16), ``cutlass-wmma`` (wmma 16x16x16),
+    ``cutlass-s1688`` (mma.sync m16n8k8), ``simt`` (not modelled) or ``other``."""
+    info = parse_kernel_name(kernel_name)
+    if info.kclass in ("sm75", "sm80"):
+        if "wmma" in info.flags:
+            return "cutlass-wmma"
+        if info.instr_k == 8:
+            return "cutlass-s1688"
+        if info.instr_k == 16:
+            return "cutlass-s16816"
+        return "other"
+    return info.kclass if info.kclass in ("nvjet", "simt") else "other"

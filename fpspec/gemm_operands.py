@@ -102,6 +102,11 @@ def check_quantized_pair(a, bt, model: GemmModel) -> None:
             if model.split_k % q.block:
                 raise FpspecError(f"split_k={model.split_k} must be a multiple of {name}'s block size {q.block} "
                                   "(slices hold whole scale blocks)")
+    for name, q in (("A", a), ("BT", bt)):
+        for what, sizes in (("slice_plan", model.slice_plan or ()), ("k_tile", (model.k_tile,) if model.k_tile else ())):
+            if any(v % q.block for v in sizes):
+                raise FpspecError(f"{what}={sizes if what == 'slice_plan' else sizes[0]} must hold multiples of "
+                                  f"{name}'s block size {q.block} (slices and tiles hold whole scale blocks)")
     if model.scale_placement == "block" and model.operand_domain == "encoded":
         for name, q in (("A", a), ("BT", bt)):
             if model.block_term_size is not None and q.block % model.block_term_size:

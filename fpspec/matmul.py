@@ -22,14 +22,14 @@ from .errors import FpspecError
 from .exact.accumulate import gemm_exact, rowdot_exact, tensor_alpha
 from .fast.accumulate import FastPathUnsupported, gemm_fast, rowdot_fast, supports
 from .gemm_operands import CODE_FORMATS, check_codes_in_range, check_operands
-from .models import GemmModel, get_model
+from .models import LIBRARY_PRESETS, GemmModel, get_model, resolve
 from .quantized import QuantizedTensor
 
 __all__ = ["gemm", "rowdot", "CODE_FORMATS"]
 
 
 def gemm(a: Any, bt: Any, model: "str | GemmModel", *, fmt: str | None = None, impl: str = "fast",
-         **overrides: Any) -> np.ndarray:
+         shape: "tuple[int, int, int] | None" = None, **overrides: Any) -> np.ndarray:
     """``A @ BT^T`` under an accumulation model, float32 (M, N) (FPS-GEMM-1).
 
     Args:
@@ -38,13 +38,16 @@ def gemm(a: Any, bt: Any, model: "str | GemmModel", *, fmt: str | None = None, i
         model: a preset name (:data:`fpspec.models.PRESETS`) or a GemmModel.
         fmt: the code format of code-array operands: e4m3, e5m2, fp16, bf16.
         impl: "fast" (Numba, default) or "exact" (the executable spec).
+        shape: (M, N, K) of the GEMM a library preset (``cublas-h200-*``) is resolved at
+            (FPS-CUB-6): the operands may be sampled rows of A and of BT of a larger GEMM
+            (K equal, M and N at least the rows given); default: the operands' shape.
         **overrides: model parameters to change (names or aliases G, F, N_C, L, neab).
 
     Raises:
         FpspecError: shape or dtype mismatch, K not a multiple of G where the model
             requires whole groups, unknown preset or parameter, out-of-range codes.
     """
-    m, a, bt, quantized = _checked(a, bt, model, fmt, impl, overrides)
+    m, a, bt, quantized = _checked(a, bt, model, fmt, impl, overrides, shape)
     if impl == "exact" or not supports(m, a.shape[1]):
         return gemm_exact(a, bt, m, fmt=fmt)
     alpha = tensor_alpha(a, bt, m) if quantized else None
@@ -55,13 +58,13 @@ def gemm(a: Any, bt: Any, model: "str | GemmModel", *, fmt: str | None = None, i
 
 
 def rowdot(a: Any, bt: Any, model: "str | GemmModel", *, fmt: str | None = None, impl: str = "fast",
-           **overrides: Any) -> np.ndarray:
+           shape: "tuple[int, int, int] | None" = None, **overrides: Any) -> np.ndarray:
     """The diagonal of :func:`gemm`: ``y[i] = A[i] . BT[i]``, float32 (M,), for A and BT of
     the same shape (M x K) (FPS-GEMM-1).  Arguments as for :func:`gemm`.
 
     This is what a probe needs (one dot product per probe row): M outputs instead of M^2.
     """
-    m, a, bt, quantized = _checked(a, bt, model, fmt, impl, overrides)
+    m, a, bt, quantized = _checked(a, bt, model, fmt, impl, overrides, shape)
     if a.shape != bt.shape:
         raise FpspecError(f"rowdot needs A and BT of one shape, got {a.shape[0]}x{a.shape[1]} and "
                           f"{bt.shape[0]}x{bt.shape[1]}")
@@ -74,9 +77,37 @@ def rowdot(a: Any, bt: Any, model: "str | GemmModel", *, fmt: str | None = None,
         return rowdot_exact(a, bt, m, fmt=fmt)
 
 
-def _checked(a, bt, model, fmt, impl, overrides):
-    """The model (with overrides) and the validated operands (FPS-GEMM-9)."""
-    m = get_model(model, **overrides)
+def _library_model(model, a, bt, fmt, shape) -> "str | GemmModel":
+    """A library preset resolved at the GEMM's shape (FPS-CUB-6); any other model as is."""
+    if not isinstance(model, str) or model not in LIBRARY_PRESETS:
+        if shape is not None:
+            raise FpspecError("shape is for library presets (cublas-h200-*), whose model depends on it")
+        return model
+    from .cublas_h200 import LIBRARY_PRESETS as TARGET_OF, TARGETS
+
+    if not isinstance(a, QuantizedTensor) and (np.ndim(a) != 2 or np.ndim(bt) != 2):
+        raise FpspecError(f"A and BT must be 2-D code arrays, got {np.ndim(a)}-D and {np.ndim(bt)}-D")
+    rows = (a.shape[0], bt.shape[0], a.shape[1]) if isinstance(a, QuantizedTensor) else \
+        (np.shape(a)[0], np.shape(bt)[0], np.shape(a)[1])
+    if shape is None:
+        shape = rows
+    try:
+        mm, nn, kk = (int(v) for v in shape)
+    except (TypeError, ValueError):
+        raise FpspecError(f"shape must be (M, N, K), got {shape!r}") from None
+    if kk != rows[2] or mm < rows[0] or nn < rows[1]:
+        raise FpspecError(f"shape {mm}x{nn}x{kk} does not hold the operands ({rows[0]} rows of A, {rows[1]} of BT, "
+                          f"K = {rows[2]}): K must be equal, M and N at least the rows given")
+    if TARGETS[TARGET_OF[model]].n_multiple > 1:
+        # torch._scaled_mm runs N and K padded to multiples of 16 (zero products change nothing)
+        nn, kk = -(-nn // 16) * 16, -(-kk // 16) * 16
+    return resolve(model, (mm, nn, kk))
+
+
+def _checked(a, bt, model, fmt, impl, overrides, shape=None):
+    """The model (with overrides) and the validated operands (FPS-GEMM-9); a library
+    preset resolved at the shape (FPS-CUB-6)."""
+    m = get_model(_library_model(model, a, bt, fmt, shape), **overrides)
     if impl not in ("fast", "exact"):
         raise FpspecError(f"impl must be 'fast' or 'exact', got {impl!r}")
     if fmt is not None and isinstance(a, QuantizedTensor):

@@ -43,6 +43,11 @@ One output element ``y[m, n]`` of ``A (M x K) @ BT (N x K)^T`` is computed as
    run on each slice as its own chain (groups and promotion counted from the slice
    start), and the slice results ``r_0, r_1, ...`` are added in order with FP32
    RNE: ``y <- RNE32(...RNE32(r_0 + r_1) ... + r_last)`` (FPS-GEMM-14).
+   **Slice plans** (FPS-GEMM-23): ``slice_plan = (L_0, L_1, ...)`` gives the slice
+   lengths outright (any lengths, summing to K); ``k_tile = T`` cuts each slice into K
+   tiles of T products and counts the groups from each tile's start;
+   ``slice_residue="first"`` puts a slice's partial K tile (of L mod T products) first,
+   as cutlass's residue-first main loop does, ``"last"`` (default) at its end.
 6. **Snap.**  With ``snap_bits = L``: ``y <- round_half_even(y * 2^L) / 2^L``.
 7. **Alpha.**  ``y <- alpha * y`` (for quantized operands only): alpha from the
    amaxes and targets, ``amax_a amax_b / ((6 T_a)(6 T_b))``, or from the
@@ -97,6 +102,9 @@ __all__ = [
     "PARAMETER_ALIASES",
     "PARAMETER_HELP",
     "get_model",
+    "resolve",
+    "LIBRARY",
+    "LIBRARY_PRESETS",
     "arithmetic_summary",
     "parse_overrides",
     "preset_names",
@@ -119,6 +127,7 @@ JoinBelow = Literal["floor", "truncate"]
 AccumulatorFormat = Literal["fp32", "fp16"]
 AccumulateOverflow = Literal["ieee", "inf"]
 ChainZero = Literal["positive", "signed"]
+SliceResidue = Literal["last", "first"]
 NanEncoding = Literal["ieee-quiet", "all-ones"]
 
 _CHOICES: dict[str, tuple[str, ...]] = {
@@ -140,6 +149,7 @@ _CHOICES: dict[str, tuple[str, ...]] = {
     "accumulate_overflow": ("ieee", "inf"),
     "chain_zero": ("positive", "signed"),
     "nan_encoding": ("ieee-quiet", "all-ones"),
+    "slice_residue": ("last", "first"),
 }
 
 #: Alignment exponent of a zero operand, a zero block scale and a zero accumulator under
@@ -193,6 +203,12 @@ PARAMETER_HELP: dict[str, str] = {
                        "exponent range), rounded with accumulate_rounding; 23 = FP32",
     "split_k": "S: K cut into slices of S products, each its own chain, slice results added in order "
                "with FP32 RNE (a library's split-K); None = one chain",
+    "slice_plan": "the K slices' lengths in order of k (any lengths, summing to K; each slice its own chain, "
+                  "results added in order with FP32 RNE), instead of split_k; None = split_k's slices",
+    "k_tile": "T: each K slice cut into K tiles of T products, groups counted from each tile's start "
+              "(a multiple of group_size); None = groups counted from the slice start",
+    "slice_residue": "where a slice's partial K tile (L mod T products; without k_tile its partial group) "
+                     "lies: last, or first (cutlass's residue-first main loop)",
     "instruction_k": "k of the modelled hardware instruction: K must be a multiple of it (a split instruction "
                      "has G = k/2); None = any K",
     "zero_alignment": "zero products and zero blocks, and c = 0, in the alignment: excluded (take no part) or "
@@ -275,6 +291,9 @@ class GemmModel:
     accumulate_overflow: AccumulateOverflow = "ieee"
     chain_zero: ChainZero = "positive"
     nan_encoding: NanEncoding = "ieee-quiet"
+    slice_plan: tuple[int, ...] | None = None
+    k_tile: int | None = None
+    slice_residue: SliceResidue = "last"
 
     def __post_init__(self) -> None:
         def bad(name: str, why: str) -> FpspecError:
@@ -329,6 +348,38 @@ class GemmModel:
             if self.promotion_interval % self.group_size:
                 raise bad("promotion_interval", f"must be a multiple of group_size={self.group_size}")
         self._check_instruction_parameters(bad)
+        self._check_slice_plan(bad)
+
+    def _check_slice_plan(self, bad) -> None:
+        """The rules of the slice-plan parameters (FPS-GEMM-23)."""
+        if self.slice_plan is not None:
+            plan = self.slice_plan
+            if isinstance(plan, (str, bytes)) or not isinstance(plan, (tuple, list)) or not plan:
+                raise bad("slice_plan", "must be a non-empty sequence of positive integers or None")
+            if any(isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1 for v in plan):
+                raise bad("slice_plan", "must hold positive integers (slice lengths)")
+            object.__setattr__(self, "slice_plan", tuple(int(v) for v in plan))
+            if self.split_k is not None:
+                raise bad("slice_plan", "and split_k are exclusive (a plan gives every slice's length)")
+        if self.k_tile is not None:
+            if isinstance(self.k_tile, bool) or not isinstance(self.k_tile, numbers.Integral) or self.k_tile < 1:
+                raise bad("k_tile", "must be a positive integer or None")
+            object.__setattr__(self, "k_tile", int(self.k_tile))
+            if self.group_size is not None and self.k_tile % self.group_size:
+                raise bad("k_tile", f"must be a multiple of group_size={self.group_size} (a tile holds whole groups)")
+        if (self.slice_plan is not None or self.k_tile is not None or self.slice_residue != "last") and \
+                (self.accumulator_format != "fp32" or self.chain_zero != "positive"):
+            raise bad("slice_plan", "slice plans need accumulator_format=fp32 and chain_zero=positive")
+
+    def slice_lengths(self, k: int) -> list[int]:
+        """The K slices' lengths (FPS-GEMM-14, FPS-GEMM-23): ``slice_plan``, or slices of
+        ``split_k`` (the last shorter), or one slice of K; none for K = 0."""
+        if self.slice_plan is not None:
+            return list(self.slice_plan)
+        if k <= 0:
+            return []
+        s = self.split_k or k
+        return [min(s, k - s0) for s0 in range(0, k, s)]
 
     def _check_instruction_parameters(self, bad) -> None:
         """The consistency rules of the instruction-level parameters (FPS-GEMM-16..20)."""
@@ -412,6 +463,8 @@ class GemmModel:
         if self.instruction_k is not None and k % self.instruction_k:
             raise FpspecError(f"K={k} is not a multiple of the instruction's k={self.instruction_k} "
                               "(instruction_k)")
+        if self.slice_plan is not None and sum(self.slice_plan) != k:
+            raise FpspecError(f"slice_plan sums to {sum(self.slice_plan)} products, K is {k} (slice_plan)")
         if not self.require_full_groups:
             return
         if self.group_size is not None and k % self.group_size:
@@ -490,6 +543,9 @@ class Preset:
     architecture: str = ""
     #: The PTX / ISA instruction it models (empty for the others).
     instruction: str = ""
+    #: A library preset's call (a :data:`fpspec.cublas_h200.TARGETS` name): the model
+    #: depends on the GEMM's shape, :func:`resolve` gives it (empty for the others).
+    library: str = ""
 
 
 _FP32_SEQ = GemmModel(group_size=1, fused=False, group_rounding="rne", accumulate_rounding="rne",
@@ -710,6 +766,31 @@ _INSTRUCTION_PRESETS = tuple(dataclasses.replace(p, architecture=_INSTRUCTIONS[p
 _SEED_TRITON = next(p.model for p in _INSTRUCTION_PRESETS if p.name == "sm90-f16").replace(
     promotion_interval=64, promotion_rounding="rtz")
 
+# ------------------------------------------------------------ library presets
+#: The H200 cuBLAS sweep (vectors/provenance/h200-cublas): device and sampled outputs per call.
+_H200_CUBLAS = "NVIDIA H200 (cuBLAS 13.1 through torch 2.11; vectors/provenance/h200-cublas/sweep.jsonl)"
+_H200_CUBLAS_OUTPUTS = {"torch-bf16": 27_243, "torch-fp16": 27_243, "torch-scaled-mm": 28_527,
+                        "torch-scaled-mm-fast": 28_527}
+_CUBLAS_REF = "docs/cublas-h200.rst; vectors/provenance/h200-cublas"
+
+
+def _library(name: str, target: str, chain: str, summary: str, call: str) -> Preset:
+    """A library preset (FPS-CUB-6): the chain of the target's Hopper kernels for any K;
+    :func:`resolve` adds the kernel and K slices cuBLAS uses at a shape."""
+    from .cublas_h200 import observations_from_table
+
+    shapes = tuple(sorted({(o.m, o.n, o.k) for o in observations_from_table()[target]}))
+    return Preset(name, PRESETS[chain].model.replace(require_full_groups=False),
+                  summary + "; the kernel and its K slices follow from the shape (fpspec.models.resolve)",
+                  f"{call} on an NVIDIA H200, swept over 455 shapes (docs/cublas-h200.rst); the chain: "
+                  f"{chain}, " + _KM_SRC,
+                  Backing("measured", f"{call}: the sweep's calls, modelled from each call's kernel and grid "
+                                      "(the observer) and from the shape alone (resolve); rates in "
+                                      "docs/cublas-h200.rst", _CUBLAS_REF, device=_H200_CUBLAS,
+                          outputs=_H200_CUBLAS_OUTPUTS[target], shapes=shapes),
+                  library=target)
+
+
 #: The named presets (FPS-GEMM-3), in the order ``fpspec models`` lists them.
 PRESETS: dict[str, Preset] = {p.name: p for p in (
     Preset("seed-probe-matched", _SEED,
@@ -794,6 +875,28 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
     *_INSTRUCTION_PRESETS,
 )}
 
+#: The library presets (FPS-CUB-6), listed by ``fpspec models`` after :data:`PRESETS`: a
+#: library's GEMM whose model depends on the shape; :func:`resolve` gives it (their
+#: ``model`` is the chain of the library's main kernels without a K split).
+LIBRARY: dict[str, Preset] = {p.name: p for p in (
+    _library("cublas-h200-bf16", "torch-bf16", "km-h100-bf16",
+             "cuBLAS BF16 GEMM with FP32 output on the H200 (torch.mm)",
+             "torch.mm(A, BT.t(), out_dtype=torch.float32), BF16"),
+    _library("cublas-h200-fp16", "torch-fp16", "km-h100-bf16",
+             "cuBLAS FP16 GEMM with FP32 output on the H200 (torch.mm)",
+             "torch.mm(A, BT.t(), out_dtype=torch.float32), FP16"),
+    _library("cublas-h200-fp8", "torch-scaled-mm", "km-h100-fp8-promote128",
+             "cuBLAS FP8 (e4m3) GEMM with FP32 output on the H200, use_fast_accum=False (promotion every "
+             "128 products)",
+             "torch._scaled_mm(A, BT.t(), scale_a=1, scale_b=1, out_dtype=torch.float32, use_fast_accum=False)"),
+    _library("cublas-h200-fp8-fast", "torch-scaled-mm-fast", "km-h100-fp8",
+             "cuBLAS FP8 (e4m3) GEMM with FP32 output on the H200, use_fast_accum=True",
+             "torch._scaled_mm(A, BT.t(), scale_a=1, scale_b=1, out_dtype=torch.float32, use_fast_accum=True)"),
+)}
+
+#: The names of the library presets (FPS-CUB-6).
+LIBRARY_PRESETS: tuple[str, ...] = tuple(LIBRARY)
+
 #: The names of the instruction-level presets, NVIDIA tensor-core and AMD matrix-core
 #: instructions, each the chain of its instruction from C = 0 (FPS-GEMM-21).
 INSTRUCTION_PRESETS: tuple[str, ...] = tuple(p.name for p in _INSTRUCTION_PRESETS)
@@ -801,6 +904,27 @@ INSTRUCTION_PRESETS: tuple[str, ...] = tuple(p.name for p in _INSTRUCTION_PRESET
 
 def preset_names() -> list[str]:
     return list(PRESETS)
+
+
+def resolve(name: "str | GemmModel", shape: "tuple[int, int, int] | None" = None) -> GemmModel:
+    """The concrete model of a preset at a GEMM shape (M, N, K) (FPS-CUB-6).
+
+    A library preset (:data:`LIBRARY_PRESETS`) resolves to the model cuBLAS runs at that
+    shape: the instruction chain of the kernel class the shape runs on and its K slices
+    (:func:`fpspec.cublas_h200.model_for_shape`); FpspecError where that kernel is not
+    modelled (SIMT kernels).  Any other preset, or a GemmModel, is returned unchanged."""
+    if isinstance(name, GemmModel):
+        return name
+    p = PRESETS.get(name) or LIBRARY.get(name)
+    if p is None:
+        raise FpspecError(f"unknown GEMM model preset {name!r}; known: {', '.join([*PRESETS, *LIBRARY])}")
+    if not p.library:
+        return p.model
+    if shape is None:
+        raise FpspecError(f"{name} is a library preset: its model depends on the GEMM's shape; give shape=(M, N, K)")
+    from .cublas_h200 import model_for_shape
+
+    return model_for_shape(name, shape)
 
 
 def get_model(model: "str | GemmModel", **overrides: Any) -> GemmModel:
@@ -812,10 +936,14 @@ def get_model(model: "str | GemmModel", **overrides: Any) -> GemmModel:
     if isinstance(model, GemmModel):
         base = model
     else:
+        if model in LIBRARY:
+            raise FpspecError(f"{model} is a library preset: its model depends on the GEMM's shape; use "
+                              f"fpspec.models.resolve({model!r}, (M, N, K)), or gemm(..., shape=(M, N, K))")
         try:
             base = PRESETS[model].model
         except KeyError:
-            raise FpspecError(f"unknown GEMM model preset {model!r}; known: {', '.join(PRESETS)}") from None
+            raise FpspecError(f"unknown GEMM model preset {model!r}; known: {', '.join(PRESETS)}, "
+                              f"{', '.join(LIBRARY)}") from None
     if not overrides:
         return base
     try:
@@ -830,6 +958,11 @@ def _parse_value(name: str, text: str) -> Any:
     t = text.strip()
     low = t.lower()
     field = PARAMETER_ALIASES.get(name, name)
+    if field == "slice_plan" and low not in ("none", "null", "off"):
+        try:
+            return tuple(int(v, 0) for v in t.replace(" ", "").split(","))
+        except ValueError:
+            raise FpspecError(f"--set slice_plan expects comma-separated slice lengths, got {text!r}") from None
     if field in _CHOICES and (low in _CHOICES[field] or (field in _ALIASED_FIELDS and low in CHOICE_ALIASES)):
         return low
     if low in ("none", "null", "off"):
@@ -859,9 +992,11 @@ def presets_json() -> str:
     """JSON of every preset (``fpspec models --json``); instruction-level presets also carry
     their architecture, instruction and arithmetic (:func:`arithmetic_summary`)."""
     out = {}
-    for name, p in PRESETS.items():
+    for name, p in {**PRESETS, **LIBRARY}.items():
         entry = {"summary": p.summary, "source": p.source, "backing": p.backing.to_dict(),
                  "parameters": p.model.to_dict()}
+        if p.library:
+            entry["library"] = p.library
         if p.instruction:
             entry.update(architecture=p.architecture, instruction=p.instruction,
                          arithmetic=arithmetic_summary(p.model))

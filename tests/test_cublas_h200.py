@@ -250,14 +250,16 @@ def test_fps_cub_5_nearest_estimates():
     assert (c.confidence, c.p, c.s) == ("nearest", 4, 4096)
     # a 4096 x 4096 output is too large to split at any K that was swept
     assert ch.predict("torch-fp16", 4096, 4096, 24000).s is None
-    # not nvjet: class from the alignment rule, kernel of the nearest swept shape, S unknown
+    # SIMT: class from the alignment rule, kernel of the nearest swept shape, S unknown
     # (issue 14 measured 7 x 9 x 1024 BF16 on the SIMT gemmSN kernel, as at 7 x 7 x 1024)
     c = ch.predict("torch-bf16", 7, 9, 1024)
     assert (c.kclass, c.confidence, c.s, c.modelled) == ("simt", "unknown", None, False)
     assert c.kernel.startswith("gemmSN_TN_kernel") and c.source == (7, 7, 1024)
     assert ch.kernel_class("torch-bf16", 7, 9, 1024) == "sm75"
+    # a cutlass class (FPS-CUB-7): the nearest swept call's kernel, its z scaled by K
     c = ch.predict("torch-bf16", 33, 65, 5000)
-    assert c.kclass == "sm75" and c.kernel.startswith("cutlass_75") and c.confidence == "unknown"
+    assert c.kclass == "sm75" and c.kernel.startswith("cutlass_75") and c.confidence == "nearest"
+    assert (c.source, c.p) == ((33, 33, 5000), 63)
 
 
 LOO_NVJET_S = {"torch-bf16": (323, 342), "torch-fp16": (307, 342), "torch-scaled-mm": (435, 452),

@@ -12,7 +12,7 @@ import pytest
 from fpspec.cli import main
 from fpspec.errors import FpspecError
 from fpspec.matmul import gemm
-from fpspec.models import PRESETS, GemmModel, get_model, parse_overrides
+from fpspec.models import LIBRARY, PRESETS, GemmModel, get_model, parse_overrides
 from fpspec.quantization import quantize
 from fpspec.quantized import QuantizedTensor
 
@@ -297,7 +297,7 @@ def test_fpsgemm11_cli_quantized_codes_bits_and_errors(tmp_path, capsys):
     assert "K mismatch" in capsys.readouterr().err
     assert main(["models", "--json"]) == 0
     listing = json.loads(capsys.readouterr().out)
-    assert set(listing) == set(PRESETS)
+    assert set(listing) == set(PRESETS) | set(LIBRARY)  # LIBRARY: FPS-CUB-6
     assert listing["km-b200-fp8"]["parameters"]["window_bits"] == 25
 
 

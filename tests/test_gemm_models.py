@@ -12,7 +12,7 @@ import pytest
 from fpspec.cli import main
 from fpspec.errors import FpspecError
 from fpspec.matmul import gemm
-from fpspec.models import BACKING_KINDS, INSTRUCTION_PRESETS, PRESETS, GemmModel, get_model, parse_overrides
+from fpspec.models import BACKING_KINDS, INSTRUCTION_PRESETS, LIBRARY, LIBRARY_PRESETS, PRESETS, GemmModel, get_model, parse_overrides
 
 from gemm_helpers import wide_codes
 
@@ -160,6 +160,11 @@ def test_fpsgemm3_every_preset_has_a_structured_backing(capsys):
                      "km-a100-bf16": "paper", "km-v100-fp16": "paper",
                      **{n: "measured" if n in ("sm90-f16", "sm90-fp8") else "hardware-validated-model"
                         for n in INSTRUCTION_PRESETS}}
+    for name, p in LIBRARY.items():
+        # the library presets: the committed H200 cuBLAS sweep, its sampled outputs and shapes (FPS-CUB-6)
+        b = p.backing
+        assert b.kind == "measured" and p.library and name in LIBRARY_PRESETS
+        assert "H200" in b.device and b.outputs in (27_243, 28_527) and len(b.shapes) in (452, 455)
     assert main(["models", "--json"]) == 0
     listing = json.loads(capsys.readouterr().out)
     assert listing["km-h100-fp8"]["backing"]["kind"] == "measured"

@@ -10,13 +10,15 @@ tests of this module; those kernels are not what the probe is after).
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from ..errors import FpspecError
 
-__all__ = ["require_torch", "TorchScaledMMTarget", "TorchMatmulTarget", "torch_info"]
+__all__ = ["require_torch", "TorchScaledMMTarget", "TorchMatmulTarget", "torch_info", "Observation",
+           "observe_call", "observation", "observation_from_trace", "observe", "target_call", "OBSERVE_TAG"]
 
 
 def require_torch(device: str = "cuda") -> Any:
@@ -141,3 +143,165 @@ class TorchMatmulTarget:
     def info(self) -> dict:
         return {"target": self.name, "call": "torch.mm(A, BT.t(), out_dtype=torch.float32)",
                 "reduced_precision_reduction": self.reduced, **torch_info(self.torch, self.device)}
+
+
+# ================================================================== the observer (FPS-CUB-8)
+#: The ``record_function`` name the observed call runs under.
+OBSERVE_TAG = "fpspec-observe:"
+#: torch's CPU GEMM ops, the stand-ins for kernels when no CUDA kernel ran.
+_CPU_GEMM_OPS = ("aten::_scaled_mm", "aten::mm", "aten::addmm", "aten::bmm", "aten::matmul")
+
+
+@dataclass(frozen=True)
+class Observation:
+    """One observed GEMM call: the target (a :data:`fpspec.cublas_h200.TARGETS` name), the
+    shape (M, N, K), the kernels it launched (name, grid; in launch order), the GEMM kernel
+    among them, how they were attributed, the call's result, and the model
+    (:func:`fpspec.cublas_h200.model_for_kernel`) or why there is none."""
+
+    target: str
+    shape: tuple[int, int, int]
+    kernels: tuple[tuple[str, tuple[int, ...] | None], ...]
+    kernel: str | None
+    grid: tuple[int, ...] | None
+    method: str | None
+    model: Any = None
+    error: str | None = None
+    result: Any = field(default=None, repr=False, compare=False)
+
+    def to_dict(self) -> dict:
+        return {"target": self.target, "shape": list(self.shape), "kernel": self.kernel,
+                "grid": list(self.grid) if self.grid else None, "method": self.method,
+                "kernels": [[n, list(g) if g else None] for n, g in self.kernels],
+                "model": self.model.to_dict() if self.model is not None else None, "error": self.error}
+
+
+def target_call(torch: Any, target: str, a: Any, bt: Any) -> Any:
+    """The torch call of a cuBLAS target on tensors a (M x K) and bt (N x K) of its dtype:
+    ``torch.mm(a, bt.t(), out_dtype=float32)`` (BF16, FP16; on the CPU, which has no
+    ``out_dtype`` mm, the FP32 product of the upcast operands stands in) or
+    ``torch._scaled_mm(a, bt.t(), scale_a=1, scale_b=1, out_dtype=float32, use_fast_accum=...)``."""
+    from ..cublas_h200 import TARGETS
+
+    tg = TARGETS[target]
+    if tg.fmt == "e4m3":
+        one = torch.tensor(1.0, dtype=torch.float32, device=a.device)
+        return torch._scaled_mm(a, bt.t(), scale_a=one, scale_b=one, out_dtype=torch.float32,
+                                use_fast_accum=target.endswith("-fast"))
+    if a.device.type == "cpu":
+        return torch.mm(a.float(), bt.float().t())
+    return torch.mm(a, bt.t(), out_dtype=torch.float32)
+
+
+def observe_call(call: Any, target: str, shape: Any, *, torch: Any = None) -> Observation:
+    """Run ``call()`` (a GEMM of the target at ``shape``) once under the torch profiler and
+    read the kernel it launched and that kernel's grid (FPS-CUB-8): the kernels inside
+    ``record_function(OBSERVE_TAG)`` (:func:`fpspec.adapters.kernel_trace.attribute_kernels`;
+    on the CPU, torch's CPU ops stand in for kernels), the GEMM kernel among them
+    (:func:`fpspec.cublas_h200.pick_gemm_kernel`), then
+    :func:`fpspec.cublas_h200.model_for_kernel`.  An unmodelled kernel (SIMT, a CPU op)
+    gives an Observation with ``model`` None and the reason in ``error``."""
+    import json
+    import tempfile
+    from pathlib import Path
+
+    from ..cublas_h200 import LIBRARY_PRESETS, TARGETS
+
+    target = LIBRARY_PRESETS.get(target, target)
+    if target not in TARGETS:
+        raise FpspecError(f"unknown cuBLAS target {target!r}; expected one of {', '.join(TARGETS)} "
+                          f"or a library preset ({', '.join(LIBRARY_PRESETS)})")
+    t = torch or require_torch("cpu")
+    from torch.profiler import ProfilerActivity, profile, record_function
+
+    cuda = t.cuda.is_available()
+    acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+    with profile(activities=acts) as prof:
+        with record_function(OBSERVE_TAG):
+            y = call()
+        if cuda:
+            t.cuda.synchronize()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "trace.json"
+        prof.export_chrome_trace(str(path))
+        trace = json.loads(path.read_text())
+    return observation_from_trace(trace, target, shape, result=y)
+
+
+def observation_from_trace(trace: dict, target: str, shape: Any, *, result: Any = None) -> Observation:
+    """The :class:`Observation` of a kineto trace (Chrome JSON) in which the call ran inside
+    ``record_function(OBSERVE_TAG)`` (FPS-CUB-8); pure Python.  Without CUDA kernel events
+    torch's CPU GEMM ops stand in (no grid: no model)."""
+    from ..cublas_h200 import LIBRARY_PRESETS, model_for_kernel, pick_gemm_kernel
+    from .kernel_trace import attribute_kernels
+
+    target = LIBRARY_PRESETS.get(target, target)
+    has_kernels = any(isinstance(e, dict) and str(e.get("cat", "")).lower() == "kernel"
+                      for e in trace.get("traceEvents", []))
+    owners = attribute_kernels(trace, OBSERVE_TAG, ("kernel",) if has_kernels else ("cpu_op",))
+    slot = owners.get(OBSERVE_TAG, {"kernels": [], "method": None})
+    kernels = tuple((k["name"], tuple(k["grid"]) if k.get("grid") else None) for k in slot["kernels"])
+    if not has_kernels:  # CPU ops stand in: the GEMM op itself (no grid)
+        gemm_ops = tuple((n, g) for n, g in kernels if n in _CPU_GEMM_OPS)
+        kernels = gemm_ops or tuple((n, g) for n, g in kernels if n != OBSERVE_TAG)
+    m, n, k = (int(v) for v in shape)
+    picked = pick_gemm_kernel([(nm, g or (1, 1, 1)) for nm, g in kernels])
+    base = dict(target=target, shape=(m, n, k), kernels=kernels, method=slot["method"], result=result)
+    if picked is None:
+        return Observation(**base, kernel=None, grid=None, error="no kernel attributed to the call")
+    name, grid = picked
+    grid_seen = dict(kernels).get(name)
+    try:
+        if grid_seen is None:
+            raise FpspecError(f"{name}: the profiler gave no launch grid (a CPU op, or no CUDA activity)")
+        model = model_for_kernel(target, (m, n, k), name, grid)
+    except FpspecError as exc:
+        return Observation(**base, kernel=name, grid=tuple(grid_seen) if grid_seen else None, error=str(exc))
+    return Observation(**base, kernel=name, grid=tuple(grid), model=model)
+
+
+def observation(a: Any, bt: Any, target: str, *, device: str | None = None) -> Observation:
+    """:func:`observe_call` of the target's torch call on operands a (M x K) and bt (N x K):
+    numpy code arrays (uint16 BF16 / FP16, uint8 e4m3; moved to ``device``, default
+    "cuda" when torch sees a GPU, else "cpu") or torch tensors of the target's dtype.
+    One unprofiled call first (cuBLAS handles, workspaces), then the observed one."""
+    from ..cublas_h200 import LIBRARY_PRESETS, TARGETS
+
+    target = LIBRARY_PRESETS.get(target, target)
+    if target not in TARGETS:
+        raise FpspecError(f"unknown cuBLAS target {target!r}; expected one of {', '.join(TARGETS)} "
+                          f"or a library preset ({', '.join(LIBRARY_PRESETS)})")
+    t = require_torch(device or "cpu")
+    dev = device or ("cuda" if t.cuda.is_available() else "cpu")
+    ta, tb = (_as_tensor(t, x, TARGETS[target].fmt, dev) for x in (a, bt))
+    if ta.ndim != 2 or tb.ndim != 2 or ta.shape[1] != tb.shape[1]:
+        raise FpspecError(f"observe: A (M x K) and BT (N x K) must be 2-D with one K, got {tuple(ta.shape)} and "
+                          f"{tuple(tb.shape)}")
+    shape = (int(ta.shape[0]), int(tb.shape[0]), int(ta.shape[1]))
+    try:
+        target_call(t, target, ta, tb)
+    except RuntimeError as exc:
+        raise FpspecError(f"{target} at {'x'.join(map(str, shape))}: torch refused the call: {exc}") from None
+    return observe_call(lambda: target_call(t, target, ta, tb), target, shape, torch=t)
+
+
+def observe(a: Any, bt: Any, target: str, *, device: str | None = None) -> Any:
+    """The exact :class:`~fpspec.models.GemmModel` of one torch GEMM call, read from the
+    kernel cuBLAS launched for it (FPS-CUB-8; :func:`observation`); FpspecError when that
+    kernel is not modelled."""
+    obs = observation(a, bt, target, device=device)
+    if obs.model is None:
+        raise FpspecError(f"{obs.target} at {'x'.join(map(str, obs.shape))}: {obs.error}")
+    return obs.model
+
+
+def _as_tensor(t: Any, x: Any, fmt: str, device: str) -> Any:
+    """A code array as a tensor of the format's dtype on ``device`` (bit patterns kept)."""
+    if isinstance(x, np.ndarray):
+        want = np.uint8 if fmt == "e4m3" else np.uint16
+        if x.dtype != want:
+            raise FpspecError(f"observe: {fmt} operands must be {np.dtype(want).name} codes, got {x.dtype}")
+        dt = {"bf16": t.bfloat16, "fp16": t.float16, "e4m3": t.float8_e4m3fn}[fmt]
+        raw = np.ascontiguousarray(x).view(np.int16) if fmt != "e4m3" else np.ascontiguousarray(x)
+        return t.from_numpy(raw).to(device).view(dt)
+    return x.to(device)

@@ -10,7 +10,7 @@ import numpy as np
 from ..errors import FpspecError
 from ..io import check_output, load_npy, save_npy
 from ..matmul import CODE_FORMATS, gemm
-from ..models import PARAMETER_HELP, PRESETS, parse_overrides, presets_json
+from ..models import LIBRARY, PARAMETER_HELP, PRESETS, parse_overrides, presets_json
 from ..quantization import quantize
 from ..quantized import QuantizedTensor
 from .bench import best_time, register_benchmark, result_row
@@ -35,7 +35,7 @@ def _cmd_gemm(args: argparse.Namespace) -> int:
         bt = load_npy(args.bt)
         fmt = args.operand_format if args.bt_format is None else (args.operand_format, args.bt_format)
         try:
-            y = gemm(a, bt, args.model, fmt=fmt, impl=args.impl, **overrides)
+            y = gemm(a, bt, args.model, fmt=fmt, impl=args.impl, shape=_shape(args.shape), **overrides)
         except FpspecError as exc:
             raise FpspecError(f"{args.a}, {args.bt}: {exc}") from None
     bits = np.uint16 if y.dtype == np.float16 else np.uint32
@@ -43,11 +43,22 @@ def _cmd_gemm(args: argparse.Namespace) -> int:
     return 0
 
 
+def _shape(text: str | None) -> tuple[int, int, int] | None:
+    """``--shape M,N,K`` (FPS-CUB-6)."""
+    if text is None:
+        return None
+    try:
+        m, n, k = (int(v) for v in text.replace("x", ",").split(","))
+    except ValueError:
+        raise FpspecError(f"--shape expects M,N,K (three integers), got {text!r}") from None
+    return m, n, k
+
+
 def _cmd_models(args: argparse.Namespace) -> int:
     if args.json:
         print(presets_json())
         return 0
-    for name, p in PRESETS.items():
+    for name, p in {**PRESETS, **LIBRARY}.items():
         print(f"{name}")
         print(f"    {p.summary}")
         if p.instruction:
@@ -56,6 +67,9 @@ def _cmd_models(args: argparse.Namespace) -> int:
         b = p.backing
         where = f"; {b.device}, {b.outputs:,} outputs at {len(b.shapes)} shapes" if b.kind == "measured" else ""
         print(f"    backed by: {b.kind} ({b.detail}{where}; {b.reference})")
+        if p.library:
+            print(f"    library preset: resolved per shape (fpspec.models.resolve; gemm --shape M,N,K); "
+                  f"the chain below is that of its Hopper kernels without a K split")
         d = p.model.to_dict()
         print("    " + ", ".join(f"{k}={v}" for k, v in d.items()))
     print("\nparameters (--set PARAM=VALUE; aliases G, F, N_C, L, neab; the value rz is read as rtz):")
@@ -74,7 +88,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("a", metavar="A", help="A: .npz quantized tensor, or .npy codes with --operand-format")
     p.add_argument("bt", metavar="BT", help="BT (N x K): .npz quantized tensor, or .npy codes with "
                    "--operand-format")
-    p.add_argument("--model", required=True, help=f"preset: {', '.join(PRESETS)}")
+    p.add_argument("--model", required=True, help=f"preset: {', '.join(PRESETS)}; library presets (resolved at "
+                   f"--shape): {', '.join(LIBRARY)}")
     p.add_argument("--set", action="append", default=[], metavar="PARAM=VALUE",
                    help="override a model parameter (repeatable; see 'fpspec models')")
     p.add_argument("--operand-format", choices=CODE_FORMATS, default=None, metavar="FORMAT",
@@ -85,6 +100,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--bits", action="store_true",
                    help="write the bit patterns (uint32; uint16 for an FP16 output)")
     p.add_argument("--impl", choices=["fast", "exact"], default="fast")
+    p.add_argument("--shape", default=None, metavar="M,N,K",
+                   help="the GEMM shape a library preset (cublas-h200-*) is resolved at: the operands may be "
+                        "sampled rows of A and BT of a larger GEMM (K equal); default: the operands' shape")
     p.add_argument("--out", required=True, metavar="C.npy", help="output (.npy; written atomically)")
     p.set_defaults(func=_cmd_gemm)
 

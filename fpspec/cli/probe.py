@@ -96,7 +96,53 @@ class _CountingTarget:
             self._stream.flush()
 
 
+#: Operand codes of ``--observe`` (values in [1, 2) of each format: cuBLAS picks its kernel from
+#: the shape and types, never the values).
+_OBSERVE_ONE = {"bf16": (0x3F80, 0x80, np.uint16), "fp16": (0x3C00, 0x400, np.uint16), "e4m3": (0x38, 8, np.uint8)}
+
+
+def _cmd_observe(args: argparse.Namespace) -> int:
+    """``fpspec probe --observe``: the model of one torch call at one shape (FPS-CUB-8)."""
+    import json
+
+    from ..adapters.torch_gemm import observation
+    from ..cublas_h200 import LIBRARY_PRESETS, TARGETS
+
+    spec = require(args, "gemm", "--gemm")
+    target = LIBRARY_PRESETS.get(spec, spec)
+    if target not in TARGETS:
+        raise FpspecError(f"--observe needs a cuBLAS target: {', '.join(TARGETS)} (or {', '.join(LIBRARY_PRESETS)})")
+    if not args.shape:
+        raise FpspecError("--observe needs --shape MxN (and --k)")
+    try:
+        m, n = (int(x) for x in args.shape.lower().split("x"))
+    except ValueError:
+        raise FpspecError(f"--shape expects MxN, got {args.shape!r}") from None
+    k = parse_size(args.k, "--k", 1, MAX_K)
+    check_gemm_size(m, n, k, "--shape and --k give")
+    base, span, dtype = _OBSERVE_ONE[TARGETS[target].fmt]
+    rng = np.random.default_rng(0)
+    a = (base + rng.integers(0, span, (m, k))).astype(dtype)
+    bt = (base + rng.integers(0, span, (n, k))).astype(dtype)
+    obs = observation(a, bt, target)
+    if args.json:
+        print(json.dumps(obs.to_dict(), indent=2))
+    else:
+        print(f"{target} at {m}x{n}x{k}: kernel {obs.kernel} grid {list(obs.grid) if obs.grid else None} "
+              f"(attributed by {obs.method})")
+        if obs.model is None:
+            print(f"not modelled: {obs.error}")
+        else:
+            d = obs.model.to_dict()
+            print("model: " + ", ".join(f"{key}={v}" for key, v in d.items() if key != "slice_plan")
+                  + (f", slice_plan=({len(d['slice_plan'])} slices: {d['slice_plan'][0]} ... "
+                     f"{d['slice_plan'][-1]})" if d["slice_plan"] else ""))
+    return 0 if obs.model is not None else 1
+
+
 def _cmd_probe(args: argparse.Namespace) -> int:
+    if args.observe:
+        return _cmd_observe(args)
     spec = require(args, "gemm", "--gemm")
     if args.report:
         check_output(args.report, flag="--report")
@@ -164,6 +210,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--accept-shapes", metavar="MxNxK[:RxC],...", help="explicit acceptance shapes "
                    "(R x C outputs sampled per shape)")
     p.add_argument("--no-accept", action="store_true", help="probe and fit only")
+    p.add_argument("--observe", action="store_true",
+                   help="no probe: run the cuBLAS target (torch-bf16, torch-fp16, torch-scaled-mm[-fast] or a "
+                        "cublas-h200-* preset) once at --shape and --k under the torch profiler and print the "
+                        "fpspec model of the kernel it launched (exit 1 when that kernel is not modelled)")
     p.add_argument("--seed", default="2026", help="acceptance operand seed (default 2026)")
     p.add_argument("--json", action="store_true", help="print the whole report as JSON")
     p.add_argument("--raw", action="store_true", help="include every probe output (hex) in the JSON")

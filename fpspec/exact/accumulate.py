@@ -63,6 +63,7 @@ __all__ = [
     "group_step",
     "promote",
     "chain_slice",
+    "tile_groups",
     "k_slices",
     "chain",
     "snap",
@@ -330,16 +331,53 @@ def promote(big: Value, c: Value, model: GemmModel) -> Value:
     return _add_round(big, c, model.promotion_rounding)
 
 
+def tile_groups(terms: Sequence[Term], model: GemmModel) -> list[list[Term]]:
+    """Step 2 within one K slice (FPS-GEMM-6, FPS-GEMM-23): the slice's L products cut into
+    K tiles of ``k_tile`` products (without it: of ``group_size``, or the whole slice
+    without that), the partial tile of L mod T products last or, with
+    ``slice_residue="first"``, first; each tile cut into groups of ``group_size`` from its
+    start (:func:`groups`)."""
+    n = sum(t.products for t in terms)
+    unit = model.k_tile or model.group_size or max(n, 1)
+    size = model.group_size or unit
+    lengths = [unit] * (n // unit)
+    if n % unit:
+        lengths = [n % unit] + lengths if model.slice_residue == "first" else lengths + [n % unit]
+    out: list[list[Term]] = []
+    for part in _cut(terms, lengths, "K tile"):
+        out.extend(groups(part, size))
+    return out
+
+
+def _cut(terms: Sequence[Term], lengths: Sequence[int], what: str) -> list[list[Term]]:
+    """The terms cut into consecutive runs of ``lengths`` products (a term stands for
+    ``term.products``); FpspecError where a term straddles two runs."""
+    out: list[list[Term]] = []
+    it = iter(terms)
+    for length in lengths:
+        part: list[Term] = []
+        n = 0
+        while n < length:
+            t = next(it, None)
+            if t is None:
+                raise FpspecError(f"the {what}s hold {sum(lengths)} products, more than the terms")
+            part.append(t)
+            n += t.products
+        if n != length:
+            raise FpspecError(f"a term of {part[-1].products} products straddles a {what} of {length} products")
+        out.append(part)
+    return out
+
+
 def chain_slice(terms: Sequence[Term], model: GemmModel) -> Value:
-    """Steps 2-5 for one K slice: groups in order of k, the running accumulator, the
-    partial promoted after every ``promotion_interval`` products of the slice and at its
-    end (FPS-GEMM-6); the slice's result is C (or c without promotion)."""
-    size = model.group_size or max(sum(t.products for t in terms), 1)
+    """Steps 2-5 for one K slice: groups in order of k (:func:`tile_groups`), the running
+    accumulator, the partial promoted after every ``promotion_interval`` products of the
+    slice and at its end (FPS-GEMM-6); the slice's result is C (or c without promotion)."""
     c: Value = Fraction(0)
     big: Value = Fraction(0)
     pending = False  # c holds products not yet promoted
     done = 0
-    for group in groups(terms, size):
+    for group in tile_groups(terms, model):
         c = group_step(c, group, model)
         done += sum(t.products for t in group)
         pending = True
@@ -351,24 +389,14 @@ def chain_slice(terms: Sequence[Term], model: GemmModel) -> Value:
 
 
 def k_slices(terms: Sequence[Term], model: GemmModel) -> list[list[Term]]:
-    """Step 5's cut of K (FPS-GEMM-14): contiguous slices of ``split_k`` products (the
-    last may be shorter); without ``split_k`` one slice holding all of K."""
-    if model.split_k is None:
+    """Step 5's cut of K (FPS-GEMM-14, FPS-GEMM-23): the slices of
+    :meth:`~fpspec.models.GemmModel.slice_lengths` - ``slice_plan``'s lengths, or
+    contiguous slices of ``split_k`` products (the last may be shorter), or one slice
+    holding all of K."""
+    k = sum(t.products for t in terms)
+    if model.split_k is None and model.slice_plan is None:
         return [list(terms)] if terms else []
-    out: list[list[Term]] = []
-    part: list[Term] = []
-    n = 0
-    for t in terms:
-        part.append(t)
-        n += t.products
-        if n > model.split_k:
-            raise FpspecError(f"a term of {t.products} products straddles a split_k={model.split_k} slice")
-        if n == model.split_k:
-            out.append(part)
-            part, n = [], 0
-    if part:
-        out.append(part)
-    return out
+    return _cut(terms, model.slice_lengths(k), "K slice")
 
 
 def chain(terms: Sequence[Term], model: GemmModel) -> Value:

@@ -70,7 +70,7 @@ def supports(model: GemmModel, k: int) -> bool:
     place of F + 2); a join's cut sums must fit too; and alpha must be an FP32 value (not
     ``alpha_rounding="exact"``)."""
     if model.window_bits is not None:
-        g = min(model.group_size or k, model.split_k or k, max(k, 1))
+        g = min(model.group_size or k, model.k_tile or k, max(model.slice_lengths(k) or [1]), max(k, 1))
         head = 2
         width = (g + 2).bit_length()
         if model.block_exponent == "scales":

@@ -154,28 +154,47 @@ def finish_spec(model: GemmModel, alpha: Fraction | None) -> FinishSpec:
                       scaled=alpha is not None, alpha=0.0 if alpha is None else float(alpha))
 
 
+def _tile_bounds(s0: int, s1: int, model: GemmModel) -> np.ndarray:
+    """The K tiles of one slice as their start positions plus the slice end (exact:
+    ``tile_groups``): tiles of ``k_tile`` (else ``group_size``, else the slice), the
+    partial one last or, with ``slice_residue="first"``, first (FPS-GEMM-23)."""
+    n = s1 - s0
+    unit = model.k_tile or model.group_size or max(n, 1)
+    r = n % unit
+    head = r if (r and model.slice_residue == "first") else 0
+    cuts = np.arange(s0 + head, s1, unit, dtype=np.int64)
+    if head:
+        cuts = np.concatenate([np.array([s0], dtype=np.int64), cuts])
+    return np.concatenate([cuts, np.array([s1], dtype=np.int64)])
+
+
 def chain_plan(k: int, model: GemmModel) -> Plan:
-    """Step 2 and the K slices of step 5 (FPS-GEMM-1, FPS-GEMM-6, FPS-GEMM-14) for K
-    products: K is cut into slices of ``split_k`` products (one slice without it); each
-    slice into groups of ``group_size`` counted from the slice start (one group without
-    it), the last ones possibly shorter; a group after which the slice has done a
-    multiple of ``promotion_interval`` products is followed by a promotion, the last
-    group of a slice by the end of the slice."""
+    """Step 2 and the K slices of step 5 (FPS-GEMM-1, FPS-GEMM-6, FPS-GEMM-14,
+    FPS-GEMM-23) for K products: K is cut into the slices of
+    :meth:`~fpspec.models.GemmModel.slice_lengths` (``slice_plan``, or slices of
+    ``split_k``, or one slice); each slice into K tiles (:func:`_tile_bounds`), each tile
+    into groups of ``group_size`` counted from the tile start (one group without it), the
+    last ones possibly shorter; a group after which the slice has done a multiple of
+    ``promotion_interval`` products is followed by a promotion, the last group of a
+    slice by the end of the slice."""
     starts, stops, actions = [], [], []
-    slice_len = model.split_k or max(k, 1)
-    for s0 in range(0, k, slice_len):
-        s1 = min(s0 + slice_len, k)
-        g = min(model.group_size or (s1 - s0), s1 - s0)
-        start = np.arange(s0, s1, g, dtype=np.int64)
-        stop = np.minimum(start + g, s1)
+    s0 = 0
+    for length in model.slice_lengths(k):
+        s1 = s0 + length
+        bounds = _tile_bounds(s0, s1, model)
+        for t0, t1 in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+            g = model.group_size or (t1 - t0)
+            start = np.arange(t0, t1, g, dtype=np.int64)
+            starts.append(start)
+            stops.append(np.minimum(start + g, t1))
+        start, stop = np.concatenate(starts[-(len(bounds) - 1):]), np.concatenate(stops[-(len(bounds) - 1):])
         action = np.full(start.size, CONTINUE, dtype=np.int8)
         if model.promotion_interval is not None:
-            interval = min(model.promotion_interval, s1 - s0 + 1)  # longer: only the slice end
+            interval = min(model.promotion_interval, length + 1)  # longer: only the slice end
             action[(stop - s0) % interval == 0] = PROMOTE
         action[-1] = END_SLICE
-        starts.append(start)
-        stops.append(stop)
         actions.append(action)
+        s0 = s1
     if not starts:
         return Plan(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int8), 0)
     start, stop = np.concatenate(starts), np.concatenate(stops)

@@ -1,0 +1,227 @@
+"""Library presets, resolve, kernel models and the observer (FPS-CUB-6..9,
+docs/cublas-h200.rst): the models reproduce hand-picked calls of the committed H200 sweep
+bit for bit, SIMT kernels are a clear error, and the acceptance and observer tools run."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fpspec import cublas_h200 as ch
+from fpspec.adapters.torch_gemm import OBSERVE_TAG, observation_from_trace
+from fpspec.cli import main
+from fpspec.errors import FpspecError
+from fpspec.matmul import gemm
+from fpspec.models import LIBRARY_PRESETS, PRESETS, get_model, presets_json, resolve
+
+ROOT = Path(__file__).resolve().parents[1]
+SWEEP = ROOT / "vectors" / "provenance" / "h200-cublas" / "sweep.jsonl"
+sys.path.insert(0, str(ROOT / "tools"))
+
+import h200_cublas_accept as accept_tool  # noqa: E402
+from h200_cublas_common import bits_from_hex, codes_numpy, read_records  # noqa: E402
+
+#: (target, shape) -> family, one or two calls of every modelled family of the sweep
+PICKED = {
+    ("torch-bf16", (128, 128, 16384)): "nvjet",            # BF16 S = 1536 (issue 14)
+    ("torch-fp16", (128, 128, 16384)): "nvjet",            # FP16 S = 1408 on the same kernel
+    ("torch-scaled-mm", (384, 128, 16384)): "nvjet",       # promotion inside slices
+    ("torch-bf16", (100, 100, 5000)): "cutlass-s16816",    # slices of 152, residue first (issue 14)
+    ("torch-fp16", (128, 128, 1300)): "cutlass-wmma",
+    ("torch-bf16", (4096, 33, 4096)): "cutlass-s1688",     # G = 8, z = 6: slices of 704
+    ("torch-bf16", (7, 7, 5000)): "cutlass-s1688",         # z = 313: slices of 16
+    ("torch-bf16", (7, 7, 1024)): "simt",                  # gemmSN: not modelled
+}
+
+
+@pytest.fixture(scope="module")
+def picked() -> dict:
+    out = {}
+    for rec in read_records([SWEEP]):
+        key = (rec.get("target"), tuple(rec.get("shape") or ()))
+        if rec.get("kind") == "call" and key in PICKED:
+            out[key] = rec
+    assert len(out) == len(PICKED)
+    return out
+
+
+def _operands(rec: dict):
+    dt = np.uint8 if rec["fmt"] == "e4m3" else np.uint16
+    k = rec["shape"][2]
+    return (codes_numpy(rec["fmt"], rec["seed_a"], rec["rows"], k).astype(dt),
+            codes_numpy(rec["fmt"], rec["seed_b"], rec["cols"], k).astype(dt))
+
+
+def test_fps_cub_6_library_presets_resolve_per_shape(picked):
+    """FPS-CUB-6: the four library presets exist and resolve per shape; gemm with a
+    library preset and ``shape`` reproduces every sampled output of the picked swept calls
+    (sampled rows of the larger GEMM); a non-library preset resolves to itself."""
+    assert LIBRARY_PRESETS == ("cublas-h200-bf16", "cublas-h200-fp16", "cublas-h200-fp8", "cublas-h200-fp8-fast")
+    assert resolve("cublas-h200-bf16", (128, 128, 16384)).split_k == 1536
+    assert resolve("cublas-h200-fp16", (128, 128, 16384)).split_k == 1408
+    assert resolve("km-h100-bf16", (1, 2, 3)) is PRESETS["km-h100-bf16"].model
+    assert resolve("cublas-h200-fp8", (64, 64, 256)) == get_model("km-h100-fp8-promote128", require_full_groups=False)
+    for (target, shape), rec in picked.items():
+        if PICKED[(target, shape)] == "simt":
+            continue
+        a, bt = _operands(rec)
+        preset = accept_tool.PRESET_OF[target]
+        y = gemm(a, bt, preset, fmt=rec["fmt"], shape=shape)
+        assert np.array_equal(y.reshape(-1).view(np.uint32), bits_from_hex(rec["bits"])), (target, shape)
+
+
+def test_fps_cub_6_errors_simt_and_shapes(picked):
+    """FPS-CUB-6: a SIMT shape is a clear error (not modelled), as are a missing or
+    inconsistent shape and a shape given with a fixed preset."""
+    with pytest.raises(FpspecError, match="simt kernel .* not modelled"):
+        resolve("cublas-h200-bf16", (7, 7, 1024))
+    with pytest.raises(FpspecError, match="not modelled"):
+        resolve("cublas-h200-bf16", (1, 1, 100))
+    with pytest.raises(FpspecError, match="give shape"):
+        resolve("cublas-h200-bf16")
+    with pytest.raises(FpspecError, match="library preset: its model depends"):
+        get_model("cublas-h200-fp8")
+    assert json.loads(presets_json())["cublas-h200-fp8"]["library"] == "torch-scaled-mm"
+    a = np.full((4, 64), 0x3F80, np.uint16)
+    with pytest.raises(FpspecError, match="K must be equal"):
+        gemm(a, a, "cublas-h200-bf16", fmt="bf16", shape=(64, 64, 128))
+    with pytest.raises(FpspecError, match="at least the rows"):
+        gemm(a, a, "cublas-h200-bf16", fmt="bf16", shape=(2, 64, 64))
+    with pytest.raises(FpspecError, match="library presets"):
+        gemm(a, a, "km-h100-bf16", fmt="bf16", shape=(64, 64, 64))
+
+
+def test_fps_cub_6_cli_shape_and_models(tmp_path, capsys, picked):
+    """FPS-CUB-6: ``fpspec gemm --shape M,N,K`` checks sampled rows of a bigger GEMM;
+    ``fpspec models`` lists the library presets with their sources."""
+    rec = picked[("torch-bf16", (100, 100, 5000))]
+    a, bt = _operands(rec)
+    np.save(tmp_path / "a.npy", a)
+    np.save(tmp_path / "bt.npy", bt)
+    assert main(["gemm", str(tmp_path / "a.npy"), str(tmp_path / "bt.npy"), "--model", "cublas-h200-bf16",
+                 "--format", "bf16", "--shape", "100,100,5000", "--bits", "--out", str(tmp_path / "y.npy")]) == 0
+    assert np.array_equal(np.load(tmp_path / "y.npy").reshape(-1), bits_from_hex(rec["bits"]))
+    assert main(["models"]) == 0
+    out = capsys.readouterr().out
+    assert "cublas-h200-fp8-fast" in out and "library preset: resolved per shape" in out
+    assert main(["models", "--json"]) == 0
+    js = json.loads(capsys.readouterr().out)
+    assert js["cublas-h200-bf16"]["backing"]["device"].startswith("NVIDIA H200")
+
+
+def test_fps_cub_7_kernel_families_and_slices():
+    """FPS-CUB-7: the family of each kernel and its model: cutlass slices of 152 at
+    100 x 100 x 5000 over z = 33 (issue 14), 704 for s1688 at K = 4096 over z = 6, 16 over
+    z = 313 at K = 5000; K tiles of the kernel's K tile, residue first; G = 8 for s1688."""
+    assert ch.cutlass_slices(5000, 33)[:2] == (152, 152) and sum(ch.cutlass_slices(5000, 33)) == 5000
+    assert len(ch.cutlass_slices(5000, 33)) == 33
+    assert ch.cutlass_slices(4096, 6, ch.S1688_SLICE_UNITS) == (704,) * 5 + (576,)
+    assert ch.cutlass_slices(5000, 313, ch.S1688_SLICE_UNITS)[:1] == (16,)
+    assert ch.cutlass_slices(1000, 1) is None
+    names = {"nvjet_sm90_tss_64x32_64x16_2x4_h_bz_splitK_TNT": "nvjet",
+             "cutlass_80_tensorop_s16816gemm_bf16_64x64_64x6_tn_align2": "cutlass-s16816",
+             "cutlass_75_wmma_tensorop_s161616gemm_f16_16x16_128x2_tn_align1": "cutlass-wmma",
+             "cutlass_75_tensorop_s1688gemm_bf16_64x64_tn_align1": "cutlass-s1688",
+             "void gemmSN_TN_kernel<float, 128, 16, 2, 4, 8, 9, false>(int)": "simt"}
+    for name, fam in names.items():
+        assert ch.kernel_family(name) == fam
+    m = ch.model_for_kernel("torch-bf16", (100, 100, 5000), "cutlass_80_tensorop_s16816gemm_bf16_64x64_64x6_tn_align2",
+                            (4, 1, 33))
+    assert (m.group_size, m.k_tile, m.slice_residue, m.slice_plan[0], m.window_bits) == (16, 64, "first", 152, 25)
+    m = ch.model_for_kernel("cublas-h200-bf16", (31, 31, 1000), "cutlass_75_tensorop_s1688gemm_bf16_64x64_tn_align1",
+                            (1, 1, 16))
+    assert (m.group_size, m.k_tile, m.slice_plan[:2]) == (8, ch.S1688_K_TILE, (64, 64))
+    with pytest.raises(FpspecError, match="not modelled"):
+        ch.model_for_kernel("torch-bf16", (7, 7, 64), "void gemmSN_TN_kernel<float, 128>(int)", (1, 1, 1))
+
+
+def _trace(kernels: list[tuple[str, list[int]]]) -> dict:
+    """A kineto trace: the observed call's annotation, its launches and kernels."""
+    ev = [{"ph": "X", "cat": "user_annotation", "name": OBSERVE_TAG, "ts": 0, "dur": 100, "pid": 1, "tid": 1}]
+    for i, (name, grid) in enumerate(kernels):
+        ev.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": 10 + i, "dur": 1, "pid": 1,
+                   "tid": 1, "args": {"correlation": 100 + i}})
+        ev.append({"ph": "X", "cat": "kernel", "name": name, "ts": 200 + i, "dur": 5, "pid": 0, "tid": 7,
+                   "args": {"correlation": 100 + i, "grid": grid, "block": [128, 1, 1]}})
+    return {"traceEvents": ev}
+
+
+def test_fps_cub_8_observer_reads_kernel_and_grid():
+    """FPS-CUB-8: the observer's model from a profiler trace: a splitK nvjet launch of
+    64 CTAs over T = 1 x 2 output tiles (64 x 32 tiles in 1 x 2 clusters, 64 x 64 output)
+    is P = 32 slices, S = ceil(16384 / (32 64)) 64 = 512;
+    the reduction kernel after it is skipped; a SIMT kernel gives no model and its reason;
+    torch's CPU ops (no grid) give none either."""
+    obs = observation_from_trace(_trace([("nvjet_sm90_tss_64x32_64x16_1x2_h_bz_splitK_TNT", [1, 2, 32]),
+                                         ("void splitKreduce_kernel<32, 16>(int)", [4, 1, 1])]),
+                                 "cublas-h200-bf16", (64, 64, 16384))
+    assert obs.target == "torch-bf16" and obs.grid == (1, 2, 32) and obs.method == "correlation"
+    assert obs.model == get_model("km-h100-bf16", require_full_groups=False, split_k=512)
+    obs = observation_from_trace(_trace([("void gemmSN_TN_kernel<float, 128>(int)", [1, 1, 1])]), "torch-bf16",
+                                 (7, 7, 64))
+    assert obs.model is None and "not modelled" in obs.error
+    cpu = {"traceEvents": [{"ph": "X", "cat": "user_annotation", "name": OBSERVE_TAG, "ts": 0, "dur": 50, "pid": 1,
+                            "tid": 1},
+                           {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 5, "dur": 5, "pid": 1, "tid": 1}]}
+    obs = observation_from_trace(cpu, "torch-fp16", (8, 8, 64))
+    assert obs.kernel == "aten::mm" and obs.model is None and "no launch grid" in obs.error
+
+
+def test_fps_cub_8_observe_on_cpu_torch():
+    """FPS-CUB-8: observe() runs the torch call under the profiler; on the CPU the op has no
+    grid, so no model: a one-line FpspecError (probe --observe exits 1)."""
+    pytest.importorskip("torch")
+    from fpspec.adapters.torch_gemm import observation, observe
+
+    a = np.full((16, 64), 0x3C00, np.uint16)
+    obs = observation(a, a, "torch-fp16", device="cpu")
+    assert obs.kernel == "aten::mm" and obs.model is None and obs.result.shape == (16, 16)
+    with pytest.raises(FpspecError, match="no launch grid"):
+        observe(a, a, "cublas-h200-fp16", device="cpu")
+    assert main(["probe", "--observe", "--gemm", "torch-fp16", "--shape", "16x16", "--k", "64"]) == 1
+
+
+def test_fps_cub_9_accept_tool_on_sweep_subset(tmp_path, picked):
+    """FPS-CUB-9: the acceptance tool on picked sweep calls: every tensor-core call
+    reproduced offline and by the observer, the SIMT call counted as not modelled; the
+    committed docs fragment is the render of the committed report."""
+    run = tmp_path / "run.jsonl"
+    run.write_text("".join(json.dumps(r) + "\n" for r in picked.values()))
+    assert accept_tool.main([str(run), "--json", str(tmp_path / "r.json"), "--rst", str(tmp_path / "r.rst")]) == 0
+    rep = json.loads((tmp_path / "r.json").read_text())
+    assert rep["calls"] == len(PICKED) and rep["operand_mismatches"] == 0
+    bf16 = rep["targets"]["torch-bf16"]
+    assert bf16["families"]["simt"]["not_modelled_observer"] == 49 and bf16["families"]["simt"]["observer"] == 0
+    for t, d in rep["targets"].items():
+        for fam, f in d["families"].items():
+            if fam != "simt":
+                assert f["offline"] == f["observer"] == f["outputs"], (t, fam)
+    assert [f["family"] for f in rep["failures"]] == ["simt"]
+    assert "``torch-bf16`` (``cublas-h200-bf16``)" in (tmp_path / "r.rst").read_text()
+    rendered = ROOT / "docs" / "cublas-reports"
+    assert accept_tool.main(["--render", str(rendered / "accept-sweep.json"), "--rst",
+                             str(rendered / "accept-sweep.inc"), "--check"]) == 0
+
+
+def test_fps_cub_8_observe_tool_on_cpu(tmp_path):
+    """FPS-CUB-8: tools/h200_cublas_observe.py runs end to end on torch's CPU ops (no
+    kernels there: nothing modelled by the observer, the offline model compared)."""
+    pytest.importorskip("torch")
+    import h200_cublas_observe as obs_tool
+
+    shapes = tmp_path / "shapes.txt"
+    shapes.write_text("16 32 64\n")
+    assert obs_tool.main(["--device", "cpu", "--out", str(tmp_path), "--shapes", str(shapes),
+                          "--targets", "torch-bf16,torch-scaled-mm"]) == 0
+    lines = [json.loads(x) for x in (tmp_path / "observe.jsonl").read_text().splitlines()]
+    calls = [x for x in lines if x["kind"] == "observe"]
+    assert [c["target"] for c in calls] == ["torch-scaled-mm", "torch-bf16"] or len(calls) == 2
+    for c in calls:
+        assert c["operands_ok"] and c["outputs"] == 64 and c["observer_matched"] is None
+        assert c["offline_matched"] is not None and "no launch grid" in c["observer_error"]
+    summ = json.loads((tmp_path / "observe_summary.json").read_text())
+    assert summ["torch-bf16"]["all"]["not_modelled"] == 1

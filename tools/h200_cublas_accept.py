@@ -1,0 +1,208 @@
+"""Acceptance of the cuBLAS-on-H200 models against a sweep-format run (FPS-CUB-9).
+
+    python3 tools/h200_cublas_accept.py RUN.jsonl [--json REPORT.json] [--rst FRAGMENT.rst]
+    python3 tools/h200_cublas_accept.py --render REPORT.json --rst FRAGMENT.rst [--check]
+
+RUN.jsonl is what ``tools/h200_cublas_sweep.py`` writes (``sweep.jsonl``, or the
+held-out ``heldout.jsonl``).  For every call it regenerates the sampled rows of A and
+columns of BT (tools/h200_cublas_common.py, checked against the recorded checksums) and
+compares the recorded FP32 output bits with two fpspec models:
+
+* **offline**: ``fpspec.models.resolve(preset, shape)``, the library preset of the call's
+  target resolved from the shape alone (FPS-CUB-6);
+* **observer**: ``fpspec.cublas_h200.model_for_kernel`` from the recorded kernel name and
+  launch grid (FPS-CUB-8), what ``fpspec.adapters.torch_gemm.observe`` does live.
+
+A call whose kernel is not modelled (SIMT) counts its outputs as not reproduced.  The
+report gives per target the two match rates over sampled outputs, and per kernel family
+(:func:`fpspec.cublas_h200.kernel_family` of the kernel that ran) the same; ``--rst``
+writes the reStructuredText fragment that docs/cublas-h200.rst includes (generated from
+the JSON, so the page cannot drift from it; ``--check`` exits 1 when it is stale).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from h200_cublas_common import bits_from_hex, code_checksum, codes_numpy, read_records  # noqa: E402
+
+from fpspec.cublas_h200 import LIBRARY_PRESETS, kernel_family, model_for_kernel, pick_gemm_kernel  # noqa: E402
+from fpspec.errors import FpspecError  # noqa: E402
+from fpspec.matmul import gemm  # noqa: E402
+from fpspec.models import resolve  # noqa: E402
+
+PRESET_OF = {t: p for p, t in LIBRARY_PRESETS.items()}
+_DTYPE = {"bf16": np.uint16, "fp16": np.uint16, "e4m3": np.uint8}
+ORDER = ["torch-bf16", "torch-fp16", "torch-scaled-mm", "torch-scaled-mm-fast"]
+FAMILIES = ["nvjet", "cutlass-s16816", "cutlass-wmma", "cutlass-s1688", "simt", "other", "none"]
+
+
+def _bits(model, a: np.ndarray, bt: np.ndarray, fmt: str) -> np.ndarray:
+    return gemm(a, bt, model, fmt=fmt).astype(np.float32).reshape(-1).view(np.uint32)
+
+
+def check_call(rec: dict) -> dict:
+    """One call: outputs, and how many of them the offline and the observer model reproduce
+    (None where the model is not available: the reason in ``*_error``)."""
+    fmt, (m, n, k) = rec["fmt"], rec["shape"]
+    a = codes_numpy(fmt, rec["seed_a"], rec["rows"], k).astype(_DTYPE[fmt])
+    bt = codes_numpy(fmt, rec["seed_b"], rec["cols"], k).astype(_DTYPE[fmt])
+    ok = (list(code_checksum(a)) == list(rec.get("checksum_a", code_checksum(a)))
+          and list(code_checksum(bt)) == list(rec.get("checksum_b", code_checksum(bt))))
+    want = bits_from_hex(rec["bits"])
+    picked = pick_gemm_kernel([(x["name"], x.get("grid") or [1, 1, 1]) for x in rec.get("kernels") or []])
+    out = {"id": rec.get("id"), "target": rec["target"], "shape": [m, n, k], "outputs": int(want.size),
+           "operands_ok": ok, "kernel": picked[0] if picked else None, "grid": picked[1] if picked else None,
+           "family": kernel_family(picked[0]) if picked else "none"}
+    preset = PRESET_OF[rec["target"]]
+    models = {}
+    try:
+        models["offline"] = resolve(preset, (m, n, k))
+    except FpspecError as exc:
+        out["offline_error"] = str(exc)
+    if picked:
+        try:
+            models["observer"] = model_for_kernel(preset, (m, n, k), picked[0], picked[1])
+        except FpspecError as exc:
+            out["observer_error"] = str(exc)
+    else:
+        out["observer_error"] = "no kernel recorded"
+    done: dict = {}
+    for which in ("offline", "observer"):
+        model = models.get(which)
+        if model is None:
+            out[which] = None
+            continue
+        if model not in done:
+            done[model] = int((_bits(model, a, bt, fmt) == want).sum())
+        out[which] = done[model]
+    return out
+
+
+def _rate() -> dict:
+    return {"calls": 0, "outputs": 0, "offline": 0, "observer": 0, "offline_calls": 0, "observer_calls": 0,
+            "not_modelled_offline": 0, "not_modelled_observer": 0}
+
+
+def _add(acc: dict, r: dict) -> None:
+    acc["calls"] += 1
+    acc["outputs"] += r["outputs"]
+    for which in ("offline", "observer"):
+        got = r[which]
+        if got is None:
+            acc[f"not_modelled_{which}"] += r["outputs"]
+            continue
+        acc[which] += got
+        acc[f"{which}_calls"] += int(got == r["outputs"])
+
+
+def accept(paths: list[str], limit: int | None = None, progress: bool = False) -> dict:
+    """The acceptance report of one or more sweep-format files."""
+    records = [r for r in read_records(paths) if r.get("kind") == "call" and r.get("bits") and not r.get("error")]
+    if limit:
+        records = records[:limit]
+    digest = hashlib.sha256()
+    for p in paths:
+        digest.update(Path(p).read_bytes())
+    results = []
+    for i, rec in enumerate(records):
+        results.append(check_call(rec))
+        if progress and i % 50 == 0:
+            print(f"  {i}/{len(records)}", file=sys.stderr, flush=True)
+    targets: dict = {}
+    for r in results:
+        t = targets.setdefault(r["target"], {"all": _rate(), "families": {}})
+        _add(t["all"], r)
+        _add(t["families"].setdefault(r["family"], _rate()), r)
+    failures = [{k: r[k] for k in ("target", "shape", "family", "kernel", "grid", "outputs", "offline", "observer")
+                 if k in r} | {k: r[k] for k in ("offline_error", "observer_error") if k in r}
+                for r in results if r["offline"] != r["outputs"] or r["observer"] != r["outputs"]]
+    return {"schema": "fpspec-cublas-accept/1", "source": [Path(p).name for p in paths],
+            "sha256": digest.hexdigest(), "calls": len(results),
+            "operand_mismatches": sum(not r["operands_ok"] for r in results),
+            "targets": {t: targets[t] for t in ORDER if t in targets}, "failures": failures}
+
+
+def pct(m: int, n: int) -> str:
+    return f"{m:,}/{n:,} ({100 * m / n:.2f} %)" if n else "-"
+
+
+def text_report(rep: dict) -> str:
+    lines = [f"acceptance of {', '.join(rep['source'])} ({rep['calls']} calls; operand checksum mismatches "
+             f"{rep['operand_mismatches']})"]
+    for t, d in rep["targets"].items():
+        a = d["all"]
+        lines.append(f"== {t} ({PRESET_OF[t]}): offline {pct(a['offline'], a['outputs'])}, observer "
+                     f"{pct(a['observer'], a['outputs'])}; calls fully reproduced offline {a['offline_calls']}/"
+                     f"{a['calls']}, observer {a['observer_calls']}/{a['calls']}")
+        for fam in FAMILIES:
+            f = d["families"].get(fam)
+            if f:
+                lines.append(f"   {fam:16} calls {f['calls']:4}  offline {pct(f['offline'], f['outputs']):>28}  "
+                             f"observer {pct(f['observer'], f['outputs']):>28}")
+    lines.append(f"calls not fully reproduced by one of the two: {len(rep['failures'])}")
+    for f in rep["failures"][:60]:
+        lines.append(f"   {f['target']} {'x'.join(map(str, f['shape']))} {f['family']} offline {f['offline']} "
+                     f"observer {f['observer']} of {f['outputs']}  {(f.get('kernel') or '')[:70]}")
+    return "\n".join(lines)
+
+
+def rst_fragment(rep: dict) -> str:
+    """The reStructuredText fragment of a report (included by docs/cublas-h200.rst)."""
+    out = [f".. Generated by tools/h200_cublas_accept.py from {', '.join(rep['source'])} "
+           f"(sha256 {rep['sha256'][:16]}); do not edit.", "",
+           ".. list-table::", "   :header-rows: 1", "",
+           "   * - target (preset)", "     - kernel family", "     - calls",
+           "     - offline (``resolve``)", "     - observer (``model_for_kernel``)"]
+    for t, d in rep["targets"].items():
+        rows = [("all", d["all"])] + [(fam, d["families"][fam]) for fam in FAMILIES if fam in d["families"]]
+        for fam, f in rows:
+            out += [f"   * - ``{t}`` (``{PRESET_OF[t]}``)" if fam == "all" else "   * - ",
+                    f"     - {'**all**' if fam == 'all' else fam}", f"     - {f['calls']}",
+                    f"     - {pct(f['offline'], f['outputs'])}", f"     - {pct(f['observer'], f['outputs'])}"]
+    out += ["", f"{rep['calls']} calls; operand checksum mismatches: {rep['operand_mismatches']}; calls not fully "
+            f"reproduced by one of the two models: {len(rep['failures'])}.", ""]
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("runs", nargs="*", help="sweep-format .jsonl files (or directories of them)")
+    ap.add_argument("--json", help="write the report as JSON")
+    ap.add_argument("--rst", help="write the reStructuredText fragment")
+    ap.add_argument("--render", help="read a JSON report (no evaluation) instead of runs")
+    ap.add_argument("--check", action="store_true", help="with --render and --rst: exit 1 when the fragment is stale")
+    ap.add_argument("--limit", type=int, default=None, help="only the first N calls")
+    ap.add_argument("--progress", action="store_true")
+    args = ap.parse_args(argv)
+    if args.render:
+        rep = json.loads(Path(args.render).read_text())
+    elif args.runs:
+        rep = accept(args.runs, args.limit, args.progress)
+        print(text_report(rep))
+    else:
+        ap.error("give runs or --render")
+    if args.json and not args.render:
+        Path(args.json).write_text(json.dumps(rep, indent=1) + "\n")
+    if args.rst:
+        text = rst_fragment(rep)
+        if args.check:
+            if not Path(args.rst).exists() or Path(args.rst).read_text() != text:
+                print(f"{args.rst} is stale: rerun with --render {args.render} --rst {args.rst}", file=sys.stderr)
+                return 1
+            return 0
+        Path(args.rst).write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
