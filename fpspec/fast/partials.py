@@ -49,7 +49,7 @@ from ..gemm_operands import code_format, operand_formats
 from ..formats import get_format
 from ..models import ZERO_ALIGNMENT_EXPONENT, GemmModel
 from ..quantized import QuantizedTensor
-from .chain import (NO_ROUNDING, NO_TERMS, NO_WINDOW, Plan, accumulate, accumulator_exponent, after_group,
+from .chain import (CONTINUE, NO_ROUNDING, NO_TERMS, NO_WINDOW, Plan, accumulate, accumulator_exponent, after_group,
                     chain_spec, finish, finish_spec, group_step)
 from .fp32 import add_round, add_round_fp32, round_fp32_pair
 from .jit import gemm_jit
@@ -58,7 +58,7 @@ from .parallel import _pool, threads
 from .rounding import decode_table
 
 __all__ = ["PartialStats", "applies", "gemm_partials", "group_spans", "blas_partials", "last_stats",
-           "estimated_share", "accumulate_exact64", "chain_partials", "FLOAT64_BITS", "BLAS_MIN_WORK",
+           "estimated_share", "accumulate_exact64", "chain_partials", "fallback_group", "FLOAT64_BITS", "BLAS_MIN_WORK",
            "BLAS_MIN_GROUP", "MAX_FALLBACK_SHARE", "SAMPLE_OUTPUTS", "ROW_BLOCK", "PARTIAL_BYTES", "blas_threads", "NO_VALUES"]
 
 #: Significand bits of float64: a multiple of 2^L below 2^(L + 53) is a float64 number.
@@ -331,14 +331,23 @@ def accumulate_exact64(c, x, low, spec):
 
 
 @gemm_jit
-def chain_partials(p, g0, ng, plan, logn, sa, sb, ta, tb, exact_exponent, spec, fin, c, big, total, last, out,
+def fallback_group(c, ta, i, tb, j, k0, k1, exact_exponent, spec, sigs, lsbs, aexps):
+    """The fallback of one (output, group): its product terms (``product_terms``) through
+    ``group_step``, as the term kernels compute it (kept out of line: it is the rare case)."""
+    n, special, overflow = product_terms(ta, i, tb, j, k0, k1, exact_exponent, spec, sigs, lsbs, aexps)
+    return group_step(c, sigs, lsbs, aexps, n, special, overflow, spec)
+
+
+@gemm_jit
+def chain_partials(p, g0, ng, plan, logn, sa, sbt, ta, tb, exact_exponent, spec, fin, c, big, total, last, out,
                    fallback, r0, r1):
     """Steps 3-7 for rows r0 .. r1 - 1 over the partials ``p[gl, i - r0, j]`` of planned
     groups g0 .. g0 + ng - 1 (gl = g - g0), continuing the chain state c, big, total (rows
     r0 .. r1 - 1, local index i - r0, as p); ``last``: the chunk ends K, so the outputs are
     finished into ``out`` (M, N).
 
-    ``sa = (TA, LA, AEA)`` (M, groups), ``sb`` likewise (N, groups) (:func:`group_spans`);
+    ``sa = (TA, LA, AEA)`` (M, groups) (:func:`group_spans`), ``sbt`` B's, transposed
+    (groups, N);
     ``logn[g]`` = ceil(log2(products of group g)); ``ta``, ``tb``: the operands' product
     terms for the fallback.  ``fallback[i]`` counts row i's (output, group) pairs that
     failed the guard."""
@@ -348,23 +357,27 @@ def chain_partials(p, g0, ng, plan, logn, sa, sb, ta, tb, exact_exponent, spec, 
     lsbs = np.empty(room, dtype=np.int64)
     aexps = np.empty(room, dtype=np.int64)
     top_a, low_a, ae_a = sa
-    top_b, low_b, ae_b = sb
+    top_b, low_b, ae_b = sbt
     windowed = spec.window != NO_WINDOW
     for i in range(r0, r1):
         nfall = 0
         li = i - r0
-        for j in range(n_cols):
-            ci = c[li, j]
-            bi = big[li, j]
-            to = total[li, j]
-            for gl in range(ng):
-                g = g0 + gl
-                low = np.int64(low_a[i, g]) + np.int64(low_b[j, g])
-                ok = np.int64(top_a[i, g]) + np.int64(top_b[j, g]) + logn[g] - low <= FLOAT64_BITS
+        # group outer, output inner: the outputs' chains are independent, so their steps
+        # overlap in the CPU instead of waiting on one chain's latency
+        for gl in range(ng):
+            g = g0 + gl
+            top_i = np.int64(top_a[i, g]) + logn[g]
+            low_i = np.int64(low_a[i, g])
+            ae_i = np.int64(ae_a[i, g])
+            action = plan.action[g]
+            for j in range(n_cols):
+                ci = c[li, j]
+                low = low_i + np.int64(low_b[g, j])
+                ok = top_i + np.int64(top_b[g, j]) - low <= FLOAT64_BITS
                 x = p[gl, li, j]
                 if ok and windowed:
-                    eb = np.int64(ae_a[i, g]) + np.int64(ae_b[j, g])
-                    if ae_a[i, g] == NO_TERMS or ae_b[j, g] == NO_TERMS:
+                    eb = ae_i + np.int64(ae_b[g, j])
+                    if ae_i == NO_TERMS or ae_b[g, j] == NO_TERMS:
                         eb = NO_TERMS
                     if spec.fused and math.isfinite(ci):
                         ec = accumulator_exponent(ci, spec)
@@ -391,16 +404,15 @@ def chain_partials(p, g0, ng, plan, logn, sa, sb, ta, tb, exact_exponent, spec, 
                     ok = False
                 if not ok:
                     nfall += 1
-                    n, special, overflow = product_terms(ta, i, tb, j, plan.start[g], plan.stop[g], exact_exponent,
-                                                         spec, sigs, lsbs, aexps)
-                    ci = group_step(ci, sigs, lsbs, aexps, n, special, overflow, spec)
-                ci, bi, to = after_group(ci, bi, to, plan.action[g], spec)
-            if last:
-                out[i, j] = finish(to, fin)
-            else:
-                c[li, j] = ci
-                big[li, j] = bi
-                total[li, j] = to
+                    ci = fallback_group(ci, ta, i, tb, j, plan.start[g], plan.stop[g], exact_exponent, spec, sigs,
+                                        lsbs, aexps)
+                if action == CONTINUE:
+                    c[li, j] = ci
+                else:
+                    c[li, j], big[li, j], total[li, j] = after_group(ci, big[li, j], total[li, j], action, spec)
+        if last:
+            for j in range(n_cols):
+                out[i, j] = finish(total[li, j], fin)
         fallback[i] += nfall
 
 
@@ -535,6 +547,7 @@ def gemm_partials(a, bt, model: GemmModel, fmt, plan: Plan, alpha: Fraction | No
     if _may_fail(sa, sb, logn, model.window_bits is not None, model.fused):
         ta, tb = _fallback_terms(a, bt, model, fmt)
     ngroups = plan.start.size
+    sbt = tuple(np.ascontiguousarray(x.T) for x in sb)
     out = np.empty((m, n), dtype=np.float64)
     fallback = np.zeros(m, dtype=np.int64)
     exact_exponent = model.product_exponent == "exact"
@@ -549,7 +562,7 @@ def gemm_partials(a, bt, model: GemmModel, fmt, plan: Plan, alpha: Fraction | No
             for gl in range(ng):
                 s0, s1 = int(plan.start[g0 + gl]), int(plan.stop[g0 + gl])
                 np.matmul(va[r0:r1, s0:s1], vb[:, s0:s1].T, out=p[gl])  # exact under the guard (docstring)
-            chain_partials(p, g0, ng, plan, logn, sa, sb, ta, tb, exact_exponent, spec, fin, c, big, total,
+            chain_partials(p, g0, ng, plan, logn, sa, sbt, ta, tb, exact_exponent, spec, fin, c, big, total,
                            g0 + ng == ngroups, out, fallback, r0, r1)
 
     blocks = [(r, min(r + ROW_BLOCK, m)) for r in range(0, m, ROW_BLOCK)]
