@@ -265,3 +265,17 @@ def test_fpsgemm23_row_blocks_on_workers():
         assert counts[:2] == counts[2:] and counts[0].pairs == 130 * 3 * 2
     finally:
         set_threads(before)
+
+
+def test_fpsgemm23_window_cuts_the_accumulator():
+    """FPS-GEMM-23: under a fused window c takes part in the alignment.  Group 1 leaves
+    c = 2 + 2^-13 (24 significant bits kept, accumulate_bits=23); group 2 has no product, so
+    E = e(c) = 1 and F = 13 cuts c to 2: the guard sees c's bit below 2^(1 - 13) and falls
+    back (a BLAS partial of 0 added to c would keep 2 + 2^-13)."""
+    model = get_model("km-h100-fp8", accumulate_bits=23)
+    a = np.zeros((1, 64))
+    b = np.zeros((1, 64))
+    a[0, :3] = (1.0, 1.0, 2.0 ** -9)
+    b[0, :3] = (1.0, 1.0, 2.0 ** -4)
+    ye, _, st = _blas(codes_of(a, "e4m3"), codes_of(b, "e4m3"), model, fmt="e4m3")
+    assert ye[0, 0] == np.float32(2.0) and st.fallback == 1 and st.pairs == 2

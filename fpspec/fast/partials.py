@@ -83,6 +83,9 @@ PARTIAL_BYTES = 1 << 23
 MAX_FALLBACK_SHARE = 0.25
 #: Rows and columns sampled for that estimate (at most SAMPLE_OUTPUTS^2 outputs).
 SAMPLE_OUTPUTS = 64
+#: Fraction bits of the widest accumulator value (FP32): a nonzero accumulator c is a
+#: multiple of 2^(e(c) - ACC_BITS), e(c) its alignment exponent.
+ACC_BITS = 23
 #: Span value of a (row, group) with no nonzero value: T = -NO_VALUES, L = +NO_VALUES,
 #: so every sum with it passes the guard (its products are all zero).
 NO_VALUES = 1 << 20
@@ -379,6 +382,7 @@ def chain_partials(p, g0, ng, plan, logn, sa, sbt, ta, tb, exact_exponent, spec,
                     eb = ae_i + np.int64(ae_b[g, j])
                     if ae_i == NO_TERMS or ae_b[g, j] == NO_TERMS:
                         eb = NO_TERMS
+                    ec = NO_TERMS
                     if spec.fused and math.isfinite(ci):
                         ec = accumulator_exponent(ci, spec)
                         if ec > eb:
@@ -391,7 +395,10 @@ def chain_partials(p, g0, ng, plan, logn, sa, sbt, ta, tb, exact_exponent, spec,
                         q = eb - spec.window
                         if low < q:  # a nonzero product has bits below the window (cancelling ones too)
                             ok = False
-                        if spec.fused and ci != 0.0 and math.isfinite(ci) and _lsb_of(ci) < q:
+                        # c's lsb is at least ec - 23 (an accumulator value has <= 24 significant
+                        # bits, and both accumulator formats' subnormal quantum is >= emin - 23)
+                        if spec.fused and ci != 0.0 and math.isfinite(ci) and ec - ACC_BITS < q \
+                                and _lsb_of(ci) < q:
                             ok = False
                     if ok and -_POW2_HI <= q <= -_POW2_LO:
                         # exact: x is a multiple of 2^q below 2^(q + 62) (supports())
