@@ -57,9 +57,10 @@ from .kernels import TermOperand, product_terms
 from .parallel import _pool, threads
 from .rounding import decode_table
 
-__all__ = ["PartialStats", "applies", "gemm_partials", "group_spans", "blas_partials", "last_stats",
-           "estimated_share", "accumulate_exact64", "chain_partials", "fallback_group", "FLOAT64_BITS", "BLAS_MIN_WORK",
-           "BLAS_MIN_GROUP", "MAX_FALLBACK_SHARE", "SAMPLE_OUTPUTS", "ROW_BLOCK", "PARTIAL_BYTES", "blas_threads", "NO_VALUES"]
+__all__ = ["PartialStats", "applies", "gemm_partials", "group_spans", "values_and_spans", "blas_partials",
+           "blas_threads", "last_stats", "estimated_share", "accumulate_exact64", "chain_partials", "fallback_group",
+           "FLOAT64_BITS", "ACC_BITS", "BLAS_MIN_WORK", "BLAS_MIN_GROUP", "MAX_FALLBACK_SHARE", "SAMPLE_OUTPUTS",
+           "ROW_BLOCK", "PARTIAL_BYTES", "NO_VALUES"]
 
 #: Significand bits of float64: a multiple of 2^L below 2^(L + 53) is a float64 number.
 FLOAT64_BITS = 53
@@ -342,15 +343,15 @@ def fallback_group(c, ta, i, tb, j, k0, k1, exact_exponent, spec, sigs, lsbs, ae
 
 
 @gemm_jit
-def chain_partials(p, g0, ng, plan, logn, sa, sbt, ta, tb, exact_exponent, spec, fin, c, big, total, last, out,
-                   fallback, r0, r1):
+def chain_partials(p, g0, ng, plan, logn, sa, sbt, widest_b, ta, tb, exact_exponent, spec, fin, c, big, total,
+                   last, out, fallback, r0, r1):
     """Steps 3-7 for rows r0 .. r1 - 1 over the partials ``p[gl, i - r0, j]`` of planned
     groups g0 .. g0 + ng - 1 (gl = g - g0), continuing the chain state c, big, total (rows
     r0 .. r1 - 1, local index i - r0, as p); ``last``: the chunk ends K, so the outputs are
     finished into ``out`` (M, N).
 
     ``sa = (TA, LA, AEA)`` (M, groups) (:func:`group_spans`), ``sbt`` B's, transposed
-    (groups, N);
+    (groups, N), ``widest_b[g]`` the largest T - L of B's columns in group g;
     ``logn[g]`` = ceil(log2(products of group g)); ``ta``, ``tb``: the operands' product
     terms for the fallback.  ``fallback[i]`` counts row i's (output, group) pairs that
     failed the guard."""
@@ -370,13 +371,15 @@ def chain_partials(p, g0, ng, plan, logn, sa, sbt, ta, tb, exact_exponent, spec,
         for gl in range(ng):
             g = g0 + gl
             top_i = np.int64(top_a[i, g]) + logn[g]
+            # the float64 half of the guard for the whole row at once: A's span plus B's widest
+            row_ok = top_i - np.int64(low_a[i, g]) + widest_b[g] <= FLOAT64_BITS
             low_i = np.int64(low_a[i, g])
             ae_i = np.int64(ae_a[i, g])
             action = plan.action[g]
             for j in range(n_cols):
                 ci = c[li, j]
                 low = low_i + np.int64(low_b[g, j])
-                ok = top_i + np.int64(top_b[g, j]) - low <= FLOAT64_BITS
+                ok = row_ok or top_i + np.int64(top_b[g, j]) - low <= FLOAT64_BITS
                 x = p[gl, li, j]
                 if ok and windowed:
                     eb = ae_i + np.int64(ae_b[g, j])
@@ -555,6 +558,7 @@ def gemm_partials(a, bt, model: GemmModel, fmt, plan: Plan, alpha: Fraction | No
         ta, tb = _fallback_terms(a, bt, model, fmt)
     ngroups = plan.start.size
     sbt = tuple(np.ascontiguousarray(x.T) for x in sb)
+    widest_b = (sbt[0].astype(np.int64) - sbt[1]).max(axis=1, initial=-2 * NO_VALUES)
     out = np.empty((m, n), dtype=np.float64)
     fallback = np.zeros(m, dtype=np.int64)
     exact_exponent = model.product_exponent == "exact"
@@ -569,15 +573,17 @@ def gemm_partials(a, bt, model: GemmModel, fmt, plan: Plan, alpha: Fraction | No
             for gl in range(ng):
                 s0, s1 = int(plan.start[g0 + gl]), int(plan.stop[g0 + gl])
                 np.matmul(va[r0:r1, s0:s1], vb[:, s0:s1].T, out=p[gl])  # exact under the guard (docstring)
-            chain_partials(p, g0, ng, plan, logn, sa, sbt, ta, tb, exact_exponent, spec, fin, c, big, total,
-                           g0 + ng == ngroups, out, fallback, r0, r1)
+            chain_partials(p, g0, ng, plan, logn, sa, sbt, widest_b, ta, tb, exact_exponent, spec, fin, c, big,
+                           total, g0 + ng == ngroups, out, fallback, r0, r1)
 
     blocks = [(r, min(r + ROW_BLOCK, m)) for r in range(0, m, ROW_BLOCK)]
     nt = min(threads(), len(blocks))
-    with blas_threads(1 if nt > 1 else None) as single:
-        if nt > 1 and single:
+    # several workers: one BLAS thread each; one worker (one row block, or set_threads(1)):
+    # BLAS on the fpspec thread count
+    with blas_threads(1 if nt > 1 else threads()) as told:
+        if nt > 1 and told:
             list(_pool(nt).map(lambda rr: rows(*rr), blocks))
-        else:
+        else:  # (a BLAS that cannot be told keeps its own threads: the blocks run in turn)
             for rr in blocks:
                 rows(*rr)
     _LAST[0] = PartialStats(m * n * ngroups, int(fallback.sum()))
