@@ -279,3 +279,53 @@ def test_fpsgemm23_window_cuts_the_accumulator():
     b[0, :3] = (1.0, 1.0, 2.0 ** -4)
     ye, _, st = _blas(codes_of(a, "e4m3"), codes_of(b, "e4m3"), model, fmt="e4m3")
     assert ye[0, 0] == np.float32(2.0) and st.fallback == 1 and st.pairs == 2
+
+
+def _fp32_values(rng, n: int) -> np.ndarray:
+    """Finite FP32 values from random bit patterns (every exponent, subnormals, both signs),
+    with zeros and the largest finite values mixed in."""
+    bits = rng.integers(0, 1 << 32, n, dtype=np.uint64).astype(np.uint32)
+    with np.errstate(invalid="ignore"):
+        v = bits.view(np.float32).astype(np.float64)
+    v = np.where(np.isfinite(v), v, 0.0)
+    v[::17] = 0.0
+    v[1::19] = np.float32(3.4028234663852886e38)
+    v[2::23] = -np.float32(3.4028234663852886e38)
+    return v
+
+
+def test_fpsgemm23_row_rounding_equals_accumulate():
+    """FPS-GEMM-23: the branch-free row step of the seed rounding pair (group RNE, accumulator
+    RTZ) equals the chain's ``accumulate`` on every pair tried: random FP32 accumulators
+    against exact float64 group sums of 1 to 53 bits over the whole FP32 range and beyond
+    (Inf after RNE, RTZ overflow to the largest finite value), sums equal to -c or to -c
+    plus a few quanta (cancellation, subnormal results), FP32 midpoints and zero."""
+    import math
+
+    from fpspec.fast.chain import accumulate, chain_spec
+
+    rng = np.random.default_rng(237)
+    n = 6000
+    c = _fp32_values(rng, n)
+    sig = rng.integers(1, 1 << 53, n, dtype=np.int64) >> rng.integers(0, 53, n)
+    x = np.ldexp(sig.astype(np.float64) * rng.choice([-1.0, 1.0], n), rng.integers(-200, 140, n))
+    x[::7] = -c[::7]                                       # exact cancellation to zero
+    x[1::11] = -c[1::11] + np.ldexp(1.0, -149) * rng.integers(-3, 4, c[1::11].size)  # near-cancellation
+    mid = np.float32(1.0) + np.float32(2.0 ** -23)
+    x[2::13] = (float(mid) + 2.0 ** -24) * np.ldexp(1.0, rng.integers(-140, 120, x[2::13].size))  # RNE ties
+    x[3::29] = 0.0
+    spec = chain_spec(get_model("seed-probe-matched"))
+    row = c.copy()
+    f32 = np.empty(n, dtype=np.float32)
+    partials.accumulate_row_rne_rtz(row, x, f32, f32.view(np.int32))
+    want = np.empty(n)
+    for k in range(n):
+        if x[k] == 0.0:
+            s, e = 0, 0
+        else:
+            m, ex = math.frexp(float(x[k]))
+            s, e = int(math.ldexp(m, 53)), ex - 53
+        want[k] = accumulate(float(c[k]), s, e, spec)
+    assert np.array_equal(row.view(np.int64), want.view(np.int64))
+    assert (row == np.float32(3.4028234663852886e38)).any() and np.isinf(row).any()  # both overflow outcomes
+    assert ((np.abs(row) < 2.0 ** -126) & (row != 0)).any()  # subnormal results

@@ -51,14 +51,14 @@ from ..models import ZERO_ALIGNMENT_EXPONENT, GemmModel
 from ..quantized import QuantizedTensor
 from .chain import (CONTINUE, NO_ROUNDING, NO_TERMS, NO_WINDOW, Plan, accumulate, accumulator_exponent, after_group,
                     chain_spec, finish, finish_spec, group_step)
-from .fp32 import add_round, add_round_fp32, round_fp32_pair
+from .fp32 import RNE, RTZ, add_round, add_round_fp32, round_fp32_pair
 from .jit import gemm_jit
 from .kernels import TermOperand, product_terms
 from .parallel import _pool, threads
 from .rounding import decode_table
 
 __all__ = ["PartialStats", "applies", "gemm_partials", "group_spans", "values_and_spans", "blas_partials",
-           "blas_threads", "last_stats", "estimated_share", "accumulate_exact64", "chain_partials", "fallback_group",
+           "blas_threads", "last_stats", "estimated_share", "accumulate_exact64", "accumulate_row_rne_rtz", "chain_partials", "fallback_group",
            "FLOAT64_BITS", "ACC_BITS", "BLAS_MIN_WORK", "BLAS_MIN_GROUP", "MAX_FALLBACK_SHARE", "SAMPLE_OUTPUTS",
            "ROW_BLOCK", "PARTIAL_BYTES", "NO_VALUES"]
 
@@ -334,6 +334,37 @@ def accumulate_exact64(c, x, low, spec):
     return accumulate(c, np.int64(x * _POW2[-low - _POW2_LO]), low, spec)
 
 
+@gemm_jit(inline=True)
+def accumulate_row_rne_rtz(c, x, f32, bits):
+    """:func:`accumulate_exact64` for a row of outputs under the seed models' rounding pair
+    (not fused, group RNE to FP32, accumulator RTZ to FP32 with IEEE overflow): c[j] =
+    RTZ32(c[j] + RNE32(x[j])), each x[j] an exact float64, written without branches so
+    that the row's outputs go through together.  ``f32`` (float32) and ``bits`` (its int32
+    view) are scratch of the row's length.
+
+    p = RNE32(x) is the IEEE conversion (``round_fp32_pair`` of an exact value); s + err =
+    c + p exactly (TwoSum); f = RNE32(s) by conversion is either RTZ32(s + err) or the
+    FP32 value one step farther from zero, the latter exactly when |f| > |s| (f rounded
+    outward; f = Inf past the largest finite value) or f = s with err of the other sign
+    than s (the exact value lies just inside f).  One step toward zero is the magnitude bit
+    pattern minus one (sign-magnitude; Inf - 1 is the largest finite value, as RTZ's
+    overflow).  An overflowed p (Inf) gives t = Inf and a NaN err: both tests are false
+    and the Inf stands, as IEEE addition gives it.  Equal to ``accumulate`` by test
+    (``tests/test_gemm_partials.py``)."""
+    for j in range(c.size):
+        p = np.float64(np.float32(x[j]))
+        cj = c[j]
+        t = cj + p
+        bp = t - cj
+        err = (cj - (t - bp)) + (p - bp)
+        f = np.float32(t)
+        fv = np.float64(f)
+        away = (abs(fv) > abs(t)) | ((fv == t) & (((err < 0.0) & (t > 0.0)) | ((err > 0.0) & (t < 0.0))))
+        f32[j] = f
+        bits[j] -= np.int32(away)
+        c[j] = np.float64(f32[j]) + 0.0
+
+
 @gemm_jit
 def fallback_group(c, ta, i, tb, j, k0, k1, exact_exponent, spec, sigs, lsbs, aexps):
     """The fallback of one (output, group): its product terms (``product_terms``) through
@@ -363,6 +394,10 @@ def chain_partials(p, g0, ng, plan, logn, sa, sbt, widest_b, ta, tb, exact_expon
     top_a, low_a, ae_a = sa
     top_b, low_b, ae_b = sbt
     windowed = spec.window != NO_WINDOW
+    seed_pair = (not windowed and not spec.fused and spec.group_rounding == RNE and spec.accumulate_rounding == RTZ
+                 and spec.fp32_lattice)
+    f32 = np.empty(n_cols, dtype=np.float32)
+    bits = f32.view(np.int32)
     for i in range(r0, r1):
         nfall = 0
         li = i - r0
@@ -376,6 +411,13 @@ def chain_partials(p, g0, ng, plan, logn, sa, sbt, widest_b, ta, tb, exact_expon
             low_i = np.int64(low_a[i, g])
             ae_i = np.int64(ae_a[i, g])
             action = plan.action[g]
+            if row_ok and seed_pair:
+                accumulate_row_rne_rtz(c[li], p[gl, li], f32, bits)
+                if action != CONTINUE:
+                    for j in range(n_cols):
+                        c[li, j], big[li, j], total[li, j] = after_group(c[li, j], big[li, j], total[li, j], action,
+                                                                         spec)
+                continue
             for j in range(n_cols):
                 ci = c[li, j]
                 low = low_i + np.int64(low_b[g, j])
