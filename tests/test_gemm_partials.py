@@ -246,7 +246,7 @@ def test_fpsgemm23_decline_when_mostly_fallback():
 
 
 def test_fpsgemm23_row_blocks_on_workers():
-    """FPS-GEMM-23: M = 130 spans three row blocks (ROW_BLOCK = 64), run on two workers with
+    """FPS-GEMM-23: M = 130 spans three row blocks (ROW_BLOCK_MIN = 64), run on two workers with
     one BLAS thread each; the results and the fallback count do not depend on the threads."""
     from fpspec.fast import parallel
     from fpspec.fast.parallel import set_threads
