@@ -13,7 +13,7 @@ from ..matmul import CODE_FORMATS, gemm
 from ..models import PARAMETER_HELP, PRESETS, parse_overrides, presets_json
 from ..quantization import quantize
 from ..quantized import QuantizedTensor
-from .bench import interleaved_times, register_benchmark, result_row
+from .bench import best_time, register_benchmark, result_row
 from .options import add_alias
 
 
@@ -119,9 +119,10 @@ def _bench_operands(kind: str, x: np.ndarray, w: np.ndarray):
 
 def bench_gemm(args: argparse.Namespace) -> list[dict]:
     """The GEMM cases of issue 11 at every ``--size`` against numpy float32 matmul of the same
-    shape, timed alternately with it (same machine load); each row says which path ran
-    (``blas``: BLAS partial sums, fpspec/fast/partials.py; ``terms``: the term kernels) and
-    the share of (output, group) pairs that fell back from BLAS to the product terms."""
+    shape, each the best of ``--repeat`` calls, one right after the other; each row says
+    which path ran (``blas``: BLAS partial sums, fpspec/fast/partials.py; ``terms``: the
+    term kernels) and the share of (output, group) pairs that fell back from BLAS to the
+    product terms."""
     from ..fast import partials
     from ..fast.parallel import threads
 
@@ -136,9 +137,11 @@ def bench_gemm(args: argparse.Namespace) -> list[dict]:
                 continue
             run = _bench_operands(kind, x, w)
             partials._LAST[0] = None
-            first, ours, base = interleaved_times(lambda run=run, model=model: run(model), lambda: x @ w.T,
-                                                  args.repeat)
+            # best of --repeat for each side, one after the other (not interleaved: numpy's BLAS
+            # threads keep spinning for a while after each call and would slow the next fpspec call)
+            first, ours = best_time(lambda run=run, model=model: run(model), args.repeat)
             stats = partials.last_stats()
+            _, base = best_time(lambda: x @ w.T, args.repeat)
             goal_text = "-" if goal is None else f">= 1/{round(1 / goal)}"
             rows.append(result_row(
                 f"{case} {size}^3", macs, ours, "numpy f32 matmul", base, first, size=size, preset=model,

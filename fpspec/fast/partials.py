@@ -58,9 +58,9 @@ from .parallel import _pool, threads
 from .rounding import decode_table
 
 __all__ = ["PartialStats", "applies", "gemm_partials", "group_spans", "values_and_spans", "blas_partials",
-           "blas_threads", "last_stats", "estimated_share", "accumulate_exact64", "accumulate_row_rne_rtz", "chain_partials", "fallback_group",
-           "FLOAT64_BITS", "ACC_BITS", "BLAS_MIN_WORK", "BLAS_MIN_GROUP", "MAX_FALLBACK_SHARE", "SAMPLE_OUTPUTS",
-           "ROW_BLOCK", "ROW_BLOCK_MIN", "PARTIAL_BYTES", "NO_VALUES"]
+           "blas_threads", "last_stats", "estimated_share", "accumulate_exact64", "accumulate_row_rne_rtz",
+           "chain_partials", "fallback_group", "FLOAT64_BITS", "ACC_BITS", "BLAS_MIN_WORK", "BLAS_MIN_GROUP",
+           "MAX_FALLBACK_SHARE", "SAMPLE_OUTPUTS", "ROW_BLOCK", "ROW_BLOCK_MIN", "PARTIAL_BYTES", "NO_VALUES"]
 
 #: Significand bits of float64: a multiple of 2^L below 2^(L + 53) is a float64 number.
 FLOAT64_BITS = 53
@@ -586,11 +586,14 @@ def gemm_partials(a, bt, model: GemmModel, fmt, plan: Plan, alpha: Fraction | No
         return None
     spec, fin = chain_spec(model), finish_spec(model, alpha)
     zero = ZERO_ALIGNMENT_EXPONENT if spec.zero_terms else 0
-    va, sa, bad_a = _operand(a, fmt, 0, model, plan, zero, spec.zero_terms)
-    if bad_a:
-        return None
-    vb, sb, bad_b = _operand(bt, fmt, 1, model, plan, zero, spec.zero_terms)
-    if bad_b:
+    sides = ((a, 0), (bt, 1))
+    if threads() > 1:  # the two operands' passes release the GIL: one per worker
+        ops = list(_pool(threads()).map(lambda xs: _operand(xs[0], fmt, xs[1], model, plan, zero, spec.zero_terms),
+                                        sides))
+    else:
+        ops = [_operand(x, fmt, side, model, plan, zero, spec.zero_terms) for x, side in sides]
+    (va, sa, bad_a), (vb, sb, bad_b) = ops
+    if bad_a or bad_b:
         return None
     m, n = va.shape[0], vb.shape[0]
     sizes = plan.stop - plan.start
