@@ -329,3 +329,13 @@ def test_fpsgemm23_row_rounding_equals_accumulate():
     assert np.array_equal(row.view(np.int64), want.view(np.int64))
     assert (row == np.float32(3.4028234663852886e38)).any() and np.isinf(row).any()  # both overflow outcomes
     assert ((np.abs(row) < 2.0 ** -126) & (row != 0)).any()  # subnormal results
+
+
+def test_fpsgemm23_square_tiles():
+    """FPS-GEMM-23: 16 x 16 scale tiles (tile="BxB", one scale per tile, shared by 16 rows)
+    reach every element's scale through the repeated grid."""
+    rng = np.random.default_rng(238)
+    qa = random_quantized(rng, 32, 64, "e4m3", tile="BxB", span=4)
+    qb = random_quantized(rng, 16, 64, "e4m3", tile="BxB", span=4)
+    _, _, st = _blas(qa, qb, "seed-probe-matched")
+    assert st is not None and st.pairs == 32 * 16 and st.fallback == 0
