@@ -145,13 +145,25 @@ def _ratio_text(ratio: float) -> str:
     return f"{ratio:.2f}" if ratio >= 1 else f"1/{1 / ratio:.0f}"
 
 
-def _print_rows(rows: list[dict]) -> None:
+#: Optional row keys printed after the fixed columns, as ``key=value`` (a benchmark's extras).
+NOTE_KEYS = ("path", "fallback_share", "goal")
+
+
+def _note(key: str, value: object) -> str:
+    if isinstance(value, float):
+        return f"{key}={value:.3g}"
+    return f"{key}={value}"
+
+
+def _print_rows(rows: list[dict], nthreads: int) -> None:
+    print(f"threads: {nthreads}")
     print(f"{'case':28} {'elements':>10} {'fpspec Melem/s':>15} {'baseline':>18} "
           f"{'Melem/s':>9} {'ratio':>7} {'first call s':>12}")
     for r in rows:
+        notes = " ".join(_note(k, r[k]) for k in NOTE_KEYS if k in r)
         print(f"{r['case']:28} {r['elements']:>10} {r['fpspec_elem_per_s'] / 1e6:>15.1f} "
               f"{r['baseline']:>18} {r['baseline_elem_per_s'] / 1e6:>9.1f} {_ratio_text(r['ratio']):>7} "
-              f"{r['first_call_s']:>12.3f}")
+              f"{r['first_call_s']:>12.3f}  {notes}".rstrip())
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
@@ -160,7 +172,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"benchmark": args.bench_name, "threads": nthreads, "results": rows}, indent=2))
     else:
-        _print_rows(rows)
+        _print_rows(rows, nthreads)
     return 0
 
 

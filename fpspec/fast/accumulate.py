@@ -45,6 +45,7 @@ from .kernels import (FINITE, NAN, NEG_INF, POS_INF, SPAN_TOO_WIDE, BlockOperand
                       gemm_block_sums_rows, gemm_blocks, gemm_fp32_rows, gemm_products, gemm_scaled_blocks,
                       gemm_window_rows)
 from .parallel import run_rows
+from .partials import gemm_partials
 from .rounding import decode_fast, decode_table, encode_fast
 
 __all__ = ["gemm_fast", "rowdot_fast", "supports", "FastPathUnsupported", "payload_ints", "round_bf16_bits",
@@ -415,10 +416,13 @@ def gemm_fast(a, bt, model: GemmModel, *, fmt=None,
     """
     k = a.shape[1]
     plan = chain_plan(k, model)
-    kernel, operands = _terms_kernel(a, bt, model, fmt, plan)
-    m, n = a.shape[0], bt.shape[0]
-    out = np.empty((m, n), dtype=np.float64)
-    run_rows(kernel, m, (*operands, plan, chain_spec(model), finish_spec(model, alpha), out), m * n * max(k, 1))
+    out = gemm_partials(a, bt, model, fmt, plan, alpha)  # BLAS partial sums (fast/partials.py); None: not there
+    if out is None:
+        kernel, operands = _terms_kernel(a, bt, model, fmt, plan)
+        m, n = a.shape[0], bt.shape[0]
+        out = np.empty((m, n), dtype=np.float64)
+        run_rows(kernel, m, (*operands, plan, chain_spec(model), finish_spec(model, alpha), out),
+                 m * n * max(k, 1))
     y = out.astype(np.float32)  # exact: every entry is an FP32 value
     if model.output_format == "bf16":
         y = round_bf16_bits(y)

@@ -31,7 +31,8 @@ __all__ = ["gemm_jit", "GEMM_SOURCES"]
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
 #: The modules of the fast GEMM path whose compiled functions call each other.
-GEMM_SOURCES: tuple[str, ...] = tuple(os.path.join(_HERE, name) for name in ("fp32.py", "chain.py", "kernels.py"))
+GEMM_SOURCES: tuple[str, ...] = tuple(os.path.join(_HERE, name)
+                                      for name in ("fp32.py", "chain.py", "kernels.py", "partials.py"))
 
 
 @functools.lru_cache(maxsize=None)

@@ -1,0 +1,640 @@
+"""Exact group partial sums through BLAS, behind an exactness guard (FPS-GEMM-23,
+docs/gemm.rst "BLAS partial sums").
+
+Step 1 and the group sum of step 3-4 of FPS-GEMM-1 for product-placed models, computed
+as float64 matrix products of K slices: for every planned group g (products
+``plan.start[g] .. plan.stop[g] - 1``) one BLAS call gives ``P[i, j] = sum_k a[i, k]
+b[j, k]`` for all outputs at once.  The per-output chain (steps 3-7) then runs over
+these partials with :mod:`fpspec.fast.chain`'s own step functions (``accumulate``,
+``after_group``, ``finish``); nothing of the chain is written here.
+
+Why a partial is exact, and when it is not trusted (the guard):
+
+* every operand value is ``odd 2^L`` and below ``2^T`` in magnitude (T = floor(log2|v|)
+  + 1); per (row, group) :func:`group_spans` records the smallest L and the largest T of
+  the nonzero values;
+* a product of the group is then a multiple of ``2^(LA + LB)`` below ``2^(TA + TB)``, so
+  every partial sum BLAS forms (in any order, with or without FMA) is a multiple of
+  ``2^(LA + LB)`` below ``n 2^(TA + TB)``; it is a float64 number, hence computed exactly,
+  when ``TA + TB + ceil(log2 n) - (LA + LB) <= 53`` (:data:`FLOAT64_BITS`);
+* with a window (step 3) the sum of the kept terms equals the exact sum when no term
+  has a bit below the window's quantum ``2^(E - F)``.  E is at most the bound
+  ``max(AEA + AEB, e(c) when fused, align_exponent_floor)`` (AE: the largest alignment
+  exponent of the row's group), so ``LA + LB >= bound - F`` (and, fused, c a multiple of
+  ``2^(bound - F)``) proves it; the rounding after the window depends only on the value
+  of the kept sum plus kept c, so the chain continues from the exact sum in quanta of
+  ``2^(bound - F)``.
+
+An (output, group) that fails the guard is recomputed from its product terms with the
+exact twin's step functions (:func:`fpspec.fast.kernels.product_terms`,
+:func:`fpspec.fast.chain.group_step`): the fallback.  :func:`gemm_partials` reports the
+share of (output, group) pairs that fell back.
+
+Specials (NaN, Inf operands or scales) never reach BLAS: such GEMMs take the term
+kernels (:func:`applies` says no).  Memory: the group partials are produced a chunk of
+groups at a time (:data:`PARTIAL_BYTES`), so no M x N x K temporary exists.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from fractions import Fraction
+from typing import Iterator, NamedTuple
+
+import numpy as np
+
+from ..exact.binary32 import FP32_EMIN
+from ..gemm_operands import code_format, operand_formats
+from ..formats import get_format
+from ..models import ZERO_ALIGNMENT_EXPONENT, GemmModel
+from ..quantized import QuantizedTensor
+from .chain import (CONTINUE, NO_ROUNDING, NO_TERMS, NO_WINDOW, Plan, accumulate, accumulator_exponent, after_group,
+                    chain_spec, finish, finish_spec, group_step)
+from .fp32 import RNE, RTZ, add_round, add_round_fp32, round_fp32_pair
+from .jit import gemm_jit
+from .kernels import TermOperand, product_terms
+from .parallel import _pool, threads
+from .rounding import decode_table
+
+__all__ = ["PartialStats", "applies", "gemm_partials", "group_spans", "values_and_spans", "blas_partials",
+           "blas_threads", "last_stats", "estimated_share", "accumulate_exact64", "accumulate_row_rne_rtz",
+           "chain_partials", "fallback_group", "FLOAT64_BITS", "ACC_BITS", "BLAS_MIN_WORK", "BLAS_MIN_GROUP",
+           "MAX_FALLBACK_SHARE", "SAMPLE_OUTPUTS", "ROW_BLOCK", "ROW_BLOCK_MIN", "PARTIAL_BYTES", "NO_VALUES"]
+
+#: Significand bits of float64: a multiple of 2^L below 2^(L + 53) is a float64 number.
+FLOAT64_BITS = 53
+#: GEMMs with fewer products (M N K) take the term kernels: the BLAS path's set-up (operand
+#: values, spans, one BLAS call per group) does not pay off below this, and the term
+#: kernels stay exercised by the small GEMMs of the test suite.
+BLAS_MIN_WORK = 1 << 22
+#: Groups shorter than this take the term kernels: the partials array would be written
+#: and read once per G products, more memory traffic than the products themselves.
+BLAS_MIN_GROUP = 16
+#: Rows of outputs a worker takes at a time: all of K for them (BLAS partials of a chunk of
+#: groups, then the chain), so that the chain state and the partials stay per block.  A
+#: GEMM's block is M / (2 x threads), clamped to [ROW_BLOCK_MIN, ROW_BLOCK] (two blocks
+#: per worker at least; tall blocks make the BLAS calls of 64-wide K slices efficient:
+#: 256 rows ran 1.4x the products/s of 64 on one thread at 1024^3).
+ROW_BLOCK = 256
+ROW_BLOCK_MIN = 64
+#: Bytes of group partials a worker holds at once (a chunk of groups of row block x N
+#: float64): bounds the path's memory whatever K is.
+PARTIAL_BYTES = 1 << 23
+#: The BLAS path declines a GEMM (the term kernels take it) when more than this share of
+#: (output, group) pairs is estimated to fail the guard (:func:`estimated_share`): a fallback
+#: pair costs about as much as the term kernels' whole group, so past this share the BLAS
+#: calls no longer pay for themselves.
+MAX_FALLBACK_SHARE = 0.25
+#: Rows and columns sampled for that estimate (at most SAMPLE_OUTPUTS^2 outputs).
+SAMPLE_OUTPUTS = 64
+#: Fraction bits of the widest accumulator value (FP32): a nonzero accumulator c is a
+#: multiple of 2^(e(c) - ACC_BITS), e(c) its alignment exponent.
+ACC_BITS = 23
+#: Span value of a (row, group) with no nonzero value: T = -NO_VALUES, L = +NO_VALUES,
+#: so every sum with it passes the guard (its products are all zero).
+NO_VALUES = 1 << 20
+
+#: 2^e for e in [_POW2_LO, _POW2_HI] (scaling an exact partial to its integer multiple of
+#: the quantum by a product with a power of two, exact).
+_POW2_LO, _POW2_HI = -1000, 1000
+_POW2 = np.array([math.ldexp(1.0, e) for e in range(_POW2_LO, _POW2_HI + 1)], dtype=np.float64)
+
+_FORCED: bool | None = None  # blas_partials(): None = the size rules decide
+
+
+@contextlib.contextmanager
+def blas_partials(enabled: bool | None) -> Iterator[None]:
+    """Force the BLAS path on (True: wherever :func:`applies` allows it, any size) or off
+    (False), or leave it to the size rules (None), inside the ``with`` block (tests and
+    benchmarks)."""
+    global _FORCED
+    before = _FORCED
+    _FORCED = enabled
+    try:
+        yield
+    finally:
+        _FORCED = before
+
+
+def _openblas():
+    """(get, set) of the thread count of the OpenBLAS that numpy bundles, or None (another
+    BLAS, or not found): ctypes on numpy's own library, as threadpoolctl would."""
+    import ctypes
+    import glob
+    import os
+
+    here = os.path.dirname(np.__file__)
+    for path in sorted(glob.glob(os.path.join(here, "..", "numpy.libs", "*openblas*"))
+                       + glob.glob(os.path.join(here, ".libs", "*openblas*"))):
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for prefix, suffix in (("scipy_openblas", "64_"), ("openblas", "64_"), ("scipy_openblas", ""),
+                               ("openblas", "")):
+            get = getattr(lib, f"{prefix}_get_num_threads{suffix}", None)
+            put = getattr(lib, f"{prefix}_set_num_threads{suffix}", None)
+            if get is not None and put is not None:
+                return get, put
+    return None
+
+
+_OPENBLAS: list = []
+
+
+@contextlib.contextmanager
+def blas_threads(n: int | None) -> Iterator[bool]:
+    """Run BLAS on ``n`` threads inside the block (None: leave it), restoring the count after;
+    yields whether the count is now ``n`` (False where numpy's BLAS cannot be told).  The
+    BLAS path sets 1 and runs its row blocks on fpspec's own workers: one BLAS thread per
+    worker, no nested thread pools (BLAS threads spinning beside fpspec's run far slower on
+    a loaded machine)."""
+    if n is None:
+        yield False
+        return
+    if not _OPENBLAS:
+        _OPENBLAS.append(_openblas())
+    fns = _OPENBLAS[0]
+    if fns is None:
+        yield False
+        return
+    get, put = fns
+    before = int(get())
+    put(n)
+    try:
+        yield True
+    finally:
+        put(before)
+
+
+class PartialStats(NamedTuple):
+    """What the last :func:`gemm_partials` call did."""
+
+    pairs: int       # (output, group) pairs
+    fallback: int    # pairs recomputed from product terms (failed the guard)
+
+    @property
+    def share(self) -> float:
+        """Fraction of pairs that fell back."""
+        return self.fallback / self.pairs if self.pairs else 0.0
+
+
+_LAST: list[PartialStats | None] = [None]
+
+
+def last_stats() -> PartialStats | None:
+    """Statistics of the last GEMM that took the BLAS path (None: none did)."""
+    return _LAST[0]
+
+
+# ======================================================================== applies
+def _window_ok(model: GemmModel) -> bool:
+    """Window models the guard covers: one lane, no join, products aligned at ea + eb, no
+    product overflow rule (FPS-GEMM-18 joins and lanes keep the term kernels)."""
+    return (model.window_lanes == 1 and model.join_sum_bits is None and model.product_exponent == "operands"
+            and model.product_overflow == "none")
+
+
+def applies(a, bt, model: GemmModel, plan: Plan) -> bool:
+    """Whether :func:`gemm_partials` computes this GEMM: product-placed terms in the encoded
+    domain, groups of at least :data:`BLAS_MIN_GROUP` products, a supported window (or
+    none), and at least :data:`BLAS_MIN_WORK` products (unless forced by
+    :func:`blas_partials`).  Windows only for code operands (a block-scaled value's
+    alignment exponent may come from its scales, FPS-GEMM-22)."""
+    if _FORCED is False:
+        return False
+    if model.operand_domain != "encoded" or model.scale_placement != "product" or plan.longest < BLAS_MIN_GROUP:
+        return False
+    quantized = isinstance(a, QuantizedTensor)
+    if model.window_bits is not None and (quantized or not _window_ok(model)):
+        return False
+    if quantized and (a.payload_format != "e2m1" or bt.payload_format != "e2m1"):
+        return False
+    if _FORCED is None and a.shape[0] * bt.shape[0] * a.shape[1] < BLAS_MIN_WORK:
+        return False
+    return True
+
+
+# ======================================================================== spans
+@gemm_jit
+def group_spans(v, start, stop, emin, zero_aexp, zero_terms):
+    """Per (row, group) of the float64 values v (rows, K): (T, L, AE) as int32 arrays
+    (rows, groups): the largest floor(log2|v|) + 1 and the smallest lsb exponent of the
+    nonzero values (-NO_VALUES / NO_VALUES when none), and the largest alignment
+    exponent max(floor(log2|v|), emin) (a zero's ``zero_aexp`` under ``zero_terms``;
+    NO_TERMS when none takes part).  The lsb of v = m 2^(e - 53) (m an integer) is that of
+    its lowest set bit, m & -m, a power of two whose float64 frexp is exact."""
+    rows = v.shape[0]
+    ng = start.size
+    top = np.empty((rows, ng), dtype=np.int32)
+    low = np.empty((rows, ng), dtype=np.int32)
+    ae = np.empty((rows, ng), dtype=np.int32)
+    for i in range(rows):
+        for g in range(ng):
+            t = -NO_VALUES
+            lo = NO_VALUES
+            e_al = NO_TERMS
+            for k in range(start[g], stop[g]):
+                x = v[i, k]
+                if x == 0.0:
+                    if zero_terms and zero_aexp > e_al:
+                        e_al = zero_aexp
+                    continue
+                m, ex = math.frexp(x)
+                if ex > t:
+                    t = ex
+                mi = np.int64(math.ldexp(abs(m), 53))
+                _, lx = math.frexp(float(mi & -mi))
+                lsb = ex - 53 + lx - 1
+                if lsb < lo:
+                    lo = lsb
+                al = ex - 1 if ex - 1 > emin else emin
+                if al > e_al:
+                    e_al = al
+            top[i, g] = t
+            low[i, g] = lo
+            ae[i, g] = e_al
+    return top, low, ae
+
+
+@gemm_jit
+def values_and_spans(codes, scales, block, nscale, vlut, tlut, llut, aelut, start, stop):
+    """One pass over an operand's codes (rows, K): its float64 values ``vlut[index]`` and the
+    :func:`group_spans` of them from per-index tables (``index`` = code, or with block scales
+    (``nscale`` > 0) code x nscale + the element's scale code ``scales[i, k // block]``);
+    also the number of non-finite values.  The tables are :func:`group_spans` of every
+    index's value (:func:`_tables`), so the result is group_spans of the values."""
+    rows, kk = codes.shape
+    ng = start.size
+    values = np.empty((rows, kk), dtype=np.float64)
+    top = np.empty((rows, ng), dtype=np.int32)
+    low = np.empty((rows, ng), dtype=np.int32)
+    ae = np.empty((rows, ng), dtype=np.int32)
+    bad = 0
+    for i in range(rows):
+        for g in range(ng):
+            t = -NO_VALUES
+            lo = NO_VALUES
+            e_al = NO_TERMS
+            for k in range(start[g], stop[g]):
+                x = np.int64(codes[i, k])
+                if nscale > 0:
+                    x = x * nscale + np.int64(scales[i, k // block])
+                v = vlut[x]
+                values[i, k] = v
+                if not math.isfinite(v):
+                    bad += 1
+                if tlut[x] > t:
+                    t = tlut[x]
+                if llut[x] < lo:
+                    lo = llut[x]
+                if aelut[x] > e_al:
+                    e_al = aelut[x]
+            top[i, g] = t
+            low[i, g] = lo
+            ae[i, g] = e_al
+    return values, (top, low, ae), bad
+
+
+def _tables(vlut: np.ndarray, emin: int, zero_aexp: int, zero_terms: bool):
+    """Per-index (value, T, L, AE) tables of :func:`values_and_spans`: group_spans of each
+    finite value on its own (a non-finite one gets the spans of a zero; it never reaches
+    BLAS)."""
+    n = vlut.size
+    fin = np.where(np.isfinite(vlut), vlut, 0.0).reshape(1, n)
+    idx = np.arange(n, dtype=np.int64)
+    top, low, ae = group_spans(fin, idx, idx + 1, emin, zero_aexp, zero_terms)
+    return np.ascontiguousarray(vlut, dtype=np.float64), top[0], low[0], ae[0]
+
+
+# ======================================================================== chain
+@gemm_jit
+def _lsb_of(c):
+    """lsb exponent of a finite nonzero float64."""
+    m, ex = math.frexp(c)
+    mi = np.int64(math.ldexp(abs(m), 53))
+    _, lx = math.frexp(float(mi & -mi))
+    return ex - 53 + lx - 1
+
+
+@gemm_jit(inline=True)
+def accumulate_exact64(c, x, low, spec):
+    """:func:`fpspec.fast.chain.accumulate` of a group's exact sum held as the float64 x, a
+    multiple of 2^low below 2^(low + 53): the same step, with the sum carried as a float64
+    where accumulate would turn it back into one.  Not fused with a group rounding, accumulate
+    rounds its integer s 2^e (|s| < 2^53, e in range) by ``round_fp32_int``, which is
+    ``round_fp32_pair(s 2^e, 0)``, i.e. ``round_fp32_pair(x, 0)``; every other model takes
+    accumulate itself with s = x 2^-low (exact)."""
+    if not spec.fused and spec.group_rounding != NO_ROUNDING:
+        if x == 0.0:
+            return c  # p = +0: c is already on the accumulator's lattice (as accumulate)
+        p = round_fp32_pair(x, 0.0, spec.group_rounding)
+        if spec.fp32_lattice:
+            return add_round_fp32(c, p, spec.accumulate_rounding)
+        return add_round(c, p, spec.accumulate_rounding, spec.lattice)
+    if x == 0.0:
+        return accumulate(c, np.int64(0), 0, spec)
+    return accumulate(c, np.int64(x * _POW2[-low - _POW2_LO]), low, spec)
+
+
+@gemm_jit(inline=True)
+def accumulate_row_rne_rtz(c, x, f32, bits):
+    """:func:`accumulate_exact64` for a row of outputs under the seed models' rounding pair
+    (not fused, group RNE to FP32, accumulator RTZ to FP32 with IEEE overflow): c[j] =
+    RTZ32(c[j] + RNE32(x[j])), each x[j] an exact float64, written without branches so
+    that the row's outputs go through together.  ``f32`` (float32) and ``bits`` (its int32
+    view) are scratch of the row's length.
+
+    p = RNE32(x) is the IEEE conversion (``round_fp32_pair`` of an exact value); s + err =
+    c + p exactly (TwoSum); f = RNE32(s) by conversion is either RTZ32(s + err) or the
+    FP32 value one step farther from zero, the latter exactly when |f| > |s| (f rounded
+    outward; f = Inf past the largest finite value) or f = s with err of the other sign
+    than s (the exact value lies just inside f).  One step toward zero is the magnitude bit
+    pattern minus one (sign-magnitude; Inf - 1 is the largest finite value, as RTZ's
+    overflow).  An overflowed p (Inf) gives t = Inf and a NaN err: both tests are false
+    and the Inf stands, as IEEE addition gives it.  Equal to ``accumulate`` by test
+    (``tests/test_gemm_partials.py``)."""
+    for j in range(c.size):
+        p = np.float64(np.float32(x[j]))
+        cj = c[j]
+        t = cj + p
+        bp = t - cj
+        err = (cj - (t - bp)) + (p - bp)
+        f = np.float32(t)
+        fv = np.float64(f)
+        away = (abs(fv) > abs(t)) | ((fv == t) & (((err < 0.0) & (t > 0.0)) | ((err > 0.0) & (t < 0.0))))
+        f32[j] = f
+        bits[j] -= np.int32(away)
+        c[j] = np.float64(f32[j]) + 0.0
+
+
+@gemm_jit
+def fallback_group(c, ta, i, tb, j, k0, k1, exact_exponent, spec, sigs, lsbs, aexps):
+    """The fallback of one (output, group): its product terms (``product_terms``) through
+    ``group_step``, as the term kernels compute it (kept out of line: it is the rare case)."""
+    n, special, overflow = product_terms(ta, i, tb, j, k0, k1, exact_exponent, spec, sigs, lsbs, aexps)
+    return group_step(c, sigs, lsbs, aexps, n, special, overflow, spec)
+
+
+@gemm_jit
+def chain_partials(p, g0, ng, plan, logn, sa, sbt, widest_b, ta, tb, exact_exponent, spec, fin, c, big, total,
+                   last, out, fallback, r0, r1):
+    """Steps 3-7 for rows r0 .. r1 - 1 over the partials ``p[gl, i - r0, j]`` of planned
+    groups g0 .. g0 + ng - 1 (gl = g - g0), continuing the chain state c, big, total (rows
+    r0 .. r1 - 1, local index i - r0, as p); ``last``: the chunk ends K, so the outputs are
+    finished into ``out`` (M, N).
+
+    ``sa = (TA, LA, AEA)`` (M, groups) (:func:`group_spans`), ``sbt`` B's, transposed
+    (groups, N), ``widest_b[g]`` the largest T - L of B's columns in group g;
+    ``logn[g]`` = ceil(log2(products of group g)); ``ta``, ``tb``: the operands' product
+    terms for the fallback.  ``fallback[i]`` counts row i's (output, group) pairs that
+    failed the guard."""
+    n_cols = c.shape[1]
+    room = plan.longest + 2
+    sigs = np.empty(room, dtype=np.int64)
+    lsbs = np.empty(room, dtype=np.int64)
+    aexps = np.empty(room, dtype=np.int64)
+    top_a, low_a, ae_a = sa
+    top_b, low_b, ae_b = sbt
+    windowed = spec.window != NO_WINDOW
+    seed_pair = (not windowed and not spec.fused and spec.group_rounding == RNE and spec.accumulate_rounding == RTZ
+                 and spec.fp32_lattice)
+    f32 = np.empty(n_cols, dtype=np.float32)
+    bits = f32.view(np.int32)
+    for i in range(r0, r1):
+        nfall = 0
+        li = i - r0
+        # group outer, output inner: the outputs' chains are independent, so their steps
+        # overlap in the CPU instead of waiting on one chain's latency
+        for gl in range(ng):
+            g = g0 + gl
+            top_i = np.int64(top_a[i, g]) + logn[g]
+            # the float64 half of the guard for the whole row at once: A's span plus B's widest
+            row_ok = top_i - np.int64(low_a[i, g]) + widest_b[g] <= FLOAT64_BITS
+            low_i = np.int64(low_a[i, g])
+            ae_i = np.int64(ae_a[i, g])
+            action = plan.action[g]
+            if row_ok and seed_pair:
+                accumulate_row_rne_rtz(c[li], p[gl, li], f32, bits)
+                if action != CONTINUE:
+                    for j in range(n_cols):
+                        c[li, j], big[li, j], total[li, j] = after_group(c[li, j], big[li, j], total[li, j], action,
+                                                                         spec)
+                continue
+            for j in range(n_cols):
+                ci = c[li, j]
+                low = low_i + np.int64(low_b[g, j])
+                ok = row_ok or top_i + np.int64(top_b[g, j]) - low <= FLOAT64_BITS
+                x = p[gl, li, j]
+                if ok and windowed:
+                    eb = ae_i + np.int64(ae_b[g, j])
+                    if ae_i == NO_TERMS or ae_b[g, j] == NO_TERMS:
+                        eb = NO_TERMS
+                    ec = NO_TERMS
+                    if spec.fused and math.isfinite(ci):
+                        ec = accumulator_exponent(ci, spec)
+                        if ec > eb:
+                            eb = ec
+                    if eb == NO_TERMS:
+                        q = 0  # nothing aligns: every product is zero and c is 0 (align_group's 0, 0)
+                    else:
+                        if eb < spec.exponent_floor:
+                            eb = spec.exponent_floor
+                        q = eb - spec.window
+                        if low < q:  # a nonzero product has bits below the window (cancelling ones too)
+                            ok = False
+                        # c's lsb is at least ec - 23 (an accumulator value has <= 24 significant
+                        # bits, and both accumulator formats' subnormal quantum is >= emin - 23)
+                        if spec.fused and ci != 0.0 and math.isfinite(ci) and ec - ACC_BITS < q \
+                                and _lsb_of(ci) < q:
+                            ok = False
+                    if ok and -_POW2_HI <= q <= -_POW2_LO:
+                        # exact: x is a multiple of 2^q below 2^(q + 62) (supports())
+                        ci = accumulate(ci, np.int64(x * _POW2[-q - _POW2_LO]), q, spec)
+                    else:
+                        ok = False
+                elif ok and (x == 0.0 or -_POW2_HI <= low <= -_POW2_LO):
+                    ci = accumulate_exact64(ci, x, low, spec)
+                else:
+                    ok = False
+                if not ok:
+                    nfall += 1
+                    ci = fallback_group(ci, ta, i, tb, j, plan.start[g], plan.stop[g], exact_exponent, spec, sigs,
+                                        lsbs, aexps)
+                if action == CONTINUE:
+                    c[li, j] = ci
+                else:
+                    c[li, j], big[li, j], total[li, j] = after_group(ci, big[li, j], total[li, j], action, spec)
+        if last:
+            for j in range(n_cols):
+                out[i, j] = finish(total[li, j], fin)
+        fallback[i] += nfall
+
+
+@gemm_jit
+def _products_fail(sa, i, sb, j, g, logn, window, floor):
+    """The products' part of the guard fails for output (i, j), group g: the float64 span,
+    and with a window (``window`` != NO_WINDOW) a product bit below 2^(max(AEA + AEB,
+    floor) - F) (c's exponent, known only in the chain, can only raise that quantum)."""
+    top_a, low_a, ae_a = sa
+    top_b, low_b, ae_b = sb
+    low = np.int64(low_a[i, g]) + np.int64(low_b[j, g])
+    if np.int64(top_a[i, g]) + np.int64(top_b[j, g]) + logn[g] - low > FLOAT64_BITS:
+        return True
+    if window == NO_WINDOW or ae_a[i, g] == NO_TERMS or ae_b[j, g] == NO_TERMS:
+        return False
+    e = np.int64(ae_a[i, g]) + np.int64(ae_b[j, g])
+    if e < floor:
+        e = floor
+    return low < e - window
+
+
+@gemm_jit
+def estimated_share(sa, sb, logn, window, floor, samples):
+    """Share of (output, group) pairs failing the products' part of the guard on a grid of
+    at most ``samples`` x ``samples`` outputs (rows and columns evenly spaced): a lower
+    bound of the fallback share of a fused window, the share itself otherwise."""
+    m = sa[0].shape[0]
+    n = sb[0].shape[0]
+    si = min(m, samples)
+    sj = min(n, samples)
+    fail = 0
+    for a in range(si):
+        i = a * m // si
+        for b in range(sj):
+            j = b * n // sj
+            for g in range(logn.size):
+                if _products_fail(sa, i, sb, j, g, logn, window, floor):
+                    fail += 1
+    return fail / max(1, si * sj * logn.size)
+
+
+@gemm_jit
+def _may_fail(sa, sb, logn, windowed, fused):
+    """Whether any (output, group) could fail the guard: per group the largest span of A's
+    rows plus B's (without a window); with a window, or a fused one, the c-dependent part
+    is only known in the chain, so True."""
+    if windowed:
+        return True
+    top_a, low_a, _ = sa
+    top_b, low_b, _ = sb
+    for g in range(logn.size):
+        wa = -(1 << 40)
+        for i in range(top_a.shape[0]):
+            if top_a[i, g] != -NO_VALUES and top_a[i, g] - low_a[i, g] > wa:
+                wa = top_a[i, g] - low_a[i, g]
+        wb = -(1 << 40)
+        for j in range(top_b.shape[0]):
+            if top_b[j, g] != -NO_VALUES and top_b[j, g] - low_b[j, g] > wb:
+                wb = top_b[j, g] - low_b[j, g]
+        if wa + wb + logn[g] > FLOAT64_BITS:
+            return True
+    return False
+
+
+# ======================================================================= operands
+_NO_SCALES = np.zeros((1, 1), dtype=np.uint8)
+
+
+def _operand(x, fmt, side: int, model: GemmModel, plan: Plan, zero: int, zero_terms: bool):
+    """An operand's float64 values (rows, K), spans (:func:`group_spans`) and number of
+    non-finite values, in one table-driven pass (:func:`values_and_spans`); TF32 codes
+    (2^32 of them) through :func:`group_spans` on the decoded values."""
+    from .accumulate import _code_values, _code_values_of, _scale_values
+
+    if isinstance(x, QuantizedTensor):
+        pv = decode_table(get_format(x.payload_format))
+        sv = decode_table(get_format(x.scale_format))
+        with np.errstate(invalid="ignore"):
+            vlut = (pv[:, None] * sv[None, :]).reshape(-1)  # exact: 2-bit x 4-bit significands
+        grid = x.scales if x.tile == "1xB" else np.repeat(x.scales, x.block, axis=0)
+        _scale_values(x)  # range check of the scale codes (FpspecError)
+        tables = _tables(vlut, FP32_EMIN, zero, zero_terms)  # emin not read: no window on these
+        return values_and_spans(x.codes, np.ascontiguousarray(grid), x.block, sv.size, *tables, plan.start,
+                                plan.stop)
+    name = operand_formats(fmt)[side]
+    codes = np.asarray(x)
+    emin = code_format(name).emin
+    if name == "tf32":
+        v = _code_values_of(codes, name)
+        return v, group_spans(v, plan.start, plan.stop, emin, zero, zero_terms), int((~np.isfinite(v)).sum())
+    tables = _tables(_code_values(code_format(name).name), emin, zero, zero_terms)
+    return values_and_spans(codes, _NO_SCALES, 1, 0, *tables, plan.start, plan.stop)
+
+
+def _fallback_terms(a, bt, model: GemmModel, fmt):
+    """The operands as TermOperands for the fallback's product terms."""
+    from .accumulate import _code_operand, _quantized_operand
+
+    if isinstance(a, QuantizedTensor):
+        return _quantized_operand(a, model), _quantized_operand(bt, model)
+    fa, fb = operand_formats(fmt)
+    return _code_operand(np.asarray(a), fa, model), _code_operand(np.asarray(bt), fb, model)
+
+
+def _empty_terms() -> TermOperand:
+    z = np.zeros((1, 1), dtype=np.int32)
+    return TermOperand(z, z, z, np.zeros((1, 1), dtype=np.int8))
+
+
+def gemm_partials(a, bt, model: GemmModel, fmt, plan: Plan, alpha: Fraction | None) -> np.ndarray | None:
+    """The GEMM's FP32 results (float64 (M, N), before step 8) through BLAS partial sums,
+    or None where :func:`applies` says no or an operand holds a NaN or an Inf (those take
+    the term kernels).  Records :func:`last_stats`."""
+    if not applies(a, bt, model, plan):
+        return None
+    spec, fin = chain_spec(model), finish_spec(model, alpha)
+    zero = ZERO_ALIGNMENT_EXPONENT if spec.zero_terms else 0
+    sides = ((a, 0), (bt, 1))
+    if threads() > 1:  # the two operands' passes release the GIL: one per worker
+        ops = list(_pool(threads()).map(lambda xs: _operand(xs[0], fmt, xs[1], model, plan, zero, spec.zero_terms),
+                                        sides))
+    else:
+        ops = [_operand(x, fmt, side, model, plan, zero, spec.zero_terms) for x, side in sides]
+    (va, sa, bad_a), (vb, sb, bad_b) = ops
+    if bad_a or bad_b:
+        return None
+    m, n = va.shape[0], vb.shape[0]
+    sizes = plan.stop - plan.start
+    logn = np.array([(int(s) - 1).bit_length() for s in sizes], dtype=np.int64)
+    window = NO_WINDOW if model.window_bits is None else model.window_bits
+    floor = spec.exponent_floor
+    if _FORCED is None and estimated_share(sa, sb, logn, window, floor, SAMPLE_OUTPUTS) > MAX_FALLBACK_SHARE:
+        return None  # mostly fallback: the term kernels are faster
+    ta = tb = _empty_terms()
+    if _may_fail(sa, sb, logn, model.window_bits is not None, model.fused):
+        ta, tb = _fallback_terms(a, bt, model, fmt)
+    ngroups = plan.start.size
+    sbt = tuple(np.ascontiguousarray(x.T) for x in sb)
+    widest_b = (sbt[0].astype(np.int64) - sbt[1]).max(axis=1, initial=-2 * NO_VALUES)
+    out = np.empty((m, n), dtype=np.float64)
+    fallback = np.zeros(m, dtype=np.int64)
+    exact_exponent = model.product_exponent == "exact"
+    rb = min(ROW_BLOCK, max(ROW_BLOCK_MIN, m // (2 * threads())))
+    chunk = max(1, min(ngroups, PARTIAL_BYTES // max(1, 8 * rb * n)))
+
+    def rows(r0: int, r1: int) -> None:
+        """Rows r0 .. r1 - 1, all of K: BLAS partials of a chunk of groups, then their chain."""
+        c, big, total = (np.zeros((r1 - r0, n), dtype=np.float64) for _ in range(3))
+        p = np.empty((chunk, r1 - r0, n), dtype=np.float64)
+        for g0 in range(0, ngroups, chunk):
+            ng = min(chunk, ngroups - g0)
+            for gl in range(ng):
+                s0, s1 = int(plan.start[g0 + gl]), int(plan.stop[g0 + gl])
+                np.matmul(va[r0:r1, s0:s1], vb[:, s0:s1].T, out=p[gl])  # exact under the guard (docstring)
+            chain_partials(p, g0, ng, plan, logn, sa, sbt, widest_b, ta, tb, exact_exponent, spec, fin, c, big,
+                           total, g0 + ng == ngroups, out, fallback, r0, r1)
+
+    blocks = [(r, min(r + rb, m)) for r in range(0, m, rb)]
+    nt = min(threads(), len(blocks))
+    # several workers: one BLAS thread each; one worker (one row block, or set_threads(1)):
+    # BLAS on the fpspec thread count
+    with blas_threads(1 if nt > 1 else threads()) as told:
+        if nt > 1 and told:
+            list(_pool(nt).map(lambda rr: rows(*rr), blocks))
+        else:  # (a BLAS that cannot be told keeps its own threads: the blocks run in turn)
+            for rr in blocks:
+                rows(*rr)
+    _LAST[0] = PartialStats(m * n * ngroups, int(fallback.sum()))
+    return out

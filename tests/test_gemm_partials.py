@@ -1,0 +1,341 @@
+"""FPS-GEMM-23: the BLAS partial-sum path (fpspec/fast/partials.py) equals the exact spec
+bit for bit, on both sides of its exactness guard.
+
+Every comparison forces the BLAS path (``blas_partials(True)``: any size) and checks from
+``last_stats`` that it ran and how many (output, group) pairs fell back, so that a test
+cannot pass by never reaching BLAS or by never exercising the guard."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from fpspec.fast import partials
+from fpspec.fast.chain import chain_plan
+from fpspec.matmul import gemm
+from fpspec.models import PRESETS, get_model
+
+from gemm_helpers import codes_of, random_quantized, wide_codes
+
+
+def _same_bits(x: np.ndarray, y: np.ndarray) -> None:
+    assert x.dtype == y.dtype
+    view = np.uint16 if x.dtype == np.float16 else np.uint32
+    bad = np.flatnonzero(x.view(view) != y.view(view))
+    assert bad.size == 0, (f"{bad.size} of {x.size} differ; first at {np.unravel_index(bad[0], x.shape)}: "
+                           f"exact {x.flat[bad[0]]!r} blas {y.flat[bad[0]]!r}")
+
+
+def _blas(a, bt, model, **kw):
+    """(exact result, BLAS-path result, PartialStats of the BLAS run or None if it did not run)."""
+    ye = gemm(a, bt, model, impl="exact", **kw)
+    partials._LAST[0] = None
+    with partials.blas_partials(True):
+        yf = gemm(a, bt, model, impl="fast", **kw)
+    _same_bits(ye, yf)
+    return ye, yf, partials.last_stats()
+
+
+# ------------------------------------------------------------------ presets
+#: Presets whose models the BLAS path takes (product-placed, encoded, G >= 16, plain window).
+_CODE_PRESETS = ["seed-probe-matched", "seed-probe-matched-nosnap", "km-h100-fp8", "km-h100-fp8-promote128",
+                 "km-b200-fp8", "km-h100-bf16", "sm90-f16", "sm90-fp8", "sm100-f16", "sm100-f8f6f4",
+                 "sm100-mxf8f6f4", "sm89-fp8", "sm120-f8f6f4", "sm90-f16-f16acc"]
+
+
+@pytest.mark.parametrize("fmt,span", [("e4m3", 2), ("e5m2", 3), ("bf16", 6), ("fp16", 3), ("bf16", 40)])
+def test_fpsgemm23_code_presets(fmt, span):
+    """FPS-GEMM-23: every preset the BLAS path takes, on code operands of every format with odd
+    M and N, K = 128; narrow spans pass the guard, wide ones fall back."""
+    rng = np.random.default_rng(2300 + span)
+    a = wide_codes(rng, (3, 128), fmt, span=span)
+    bt = wide_codes(rng, (5, 128), fmt, span=span)
+    fell = passed = 0
+    for name in _CODE_PRESETS:
+        model = get_model(name)
+        if fmt in ("fp16", "bf16") and "fp8" in name or fmt in ("e4m3", "e5m2") and "f16" in name:
+            continue
+        _, _, st = _blas(a, bt, name, fmt=fmt)
+        assert st is not None and st.pairs == 3 * 5 * chain_plan(128, model).start.size, name
+        fell += st.fallback
+        passed += st.pairs - st.fallback
+    if span < 6:
+        assert passed > 0  # the guard lets partials through ...
+    else:
+        assert fell > 0  # ... and on wide spans sends some back to the product terms
+
+
+def test_fpsgemm23_partial_groups_and_slices():
+    """FPS-GEMM-23: K not a multiple of G (shorter last group), split K and promotions: the
+    chain follows the plan's start, stop and action."""
+    rng = np.random.default_rng(23)
+    a = wide_codes(rng, (3, 150), "e4m3", span=2)
+    bt = wide_codes(rng, (4, 150), "e4m3", span=2)
+    for over in (dict(group_size=32, require_full_groups=False),
+                 dict(group_size=32, require_full_groups=False, split_k=96, promotion_interval=64),
+                 dict(group_size=20, window_bits=25, require_full_groups=False, align_exponent_floor=-2,
+                      promotion_interval=60)):
+        _, _, st = _blas(a, bt, get_model("km-h100-fp8-promote128", **over), fmt="e4m3")
+        assert st is not None and st.pairs > 0
+    seed = get_model("seed-probe-matched", group_size=48, split_k=96, promotion_interval=48)
+    _, _, st = _blas(a, bt, seed, fmt="e4m3")
+    assert st is not None and st.fallback == 0
+
+
+@pytest.mark.parametrize("scale_format", ["e4m3", "ue5m3", "ue8m0"])
+def test_fpsgemm23_quantized_seed(scale_format):
+    """FPS-GEMM-23: the seed models on E2M1 QuantizedTensors (alpha, snap), odd M and N,
+    K = 80 (a group of 64 and one of 16); narrow scale ranges pass the guard, every scale
+    code of the format may not."""
+    rng = np.random.default_rng(len(scale_format))
+    block = 32 if scale_format == "ue8m0" else 16
+    for span, want_fallback in ((3, False), (None, True)):
+        qa = random_quantized(rng, 3, 96, scale_format, block=block, span=span)
+        qb = random_quantized(rng, 5, 96, scale_format, block=block, span=span)
+        for name in ("seed-probe-matched", "seed-probe-matched-nosnap"):
+            _, _, st = _blas(qa, qb, name)
+            assert st is not None and st.pairs == 3 * 5 * 2
+            if not want_fallback:
+                assert st.fallback == 0
+    if scale_format == "ue8m0":  # E8M0 spans 2^-127 .. 2^127: the guard must send groups back
+        assert st.fallback > 0
+
+
+# -------------------------------------------------------------- the guard's edge
+def _bf16_pair(k_exp: int):
+    """A (1, 64) and BT (1, 64) in BF16 whose group spans sum to 22 + k_exp + 6: A = [2^20,
+    2^-k_exp, 0...], BT = [1, 1, 0...] (T - L of A: 21 + k_exp, of BT: 1, ceil(log2 64) = 6)."""
+    a = np.zeros((1, 64))
+    a[0, 0], a[0, 1] = 2.0 ** 20, 2.0 ** -k_exp
+    b = np.zeros((1, 64))
+    b[0, :2] = 1.0
+    return codes_of(a, "bf16"), codes_of(b, "bf16")
+
+
+def test_fpsgemm23_guard_limit():
+    """FPS-GEMM-23: a span sum of exactly 53 passes the guard (the float64 sum is exact),
+    54 falls back; both give the exact result.  Without snap or alpha, the seed model's
+    group rounding (RNE to FP32) returns 2^20 for both."""
+    model = get_model("seed-probe-matched-nosnap")
+    for k_exp, fallback in ((25, 0), (26, 1)):
+        a, bt = _bf16_pair(k_exp)
+        ye, _, st = _blas(a, bt, model, fmt="bf16")
+        assert st.fallback == fallback, k_exp
+        assert ye[0, 0] == np.float32(2.0 ** 20)
+    # group_rounding="none" keeps every bit: the exact value 2^20 + 2^-26 rounds (RTZ) to 2^20,
+    # and the accumulator with 2^20 + 2^-3 shows the low part is carried
+    a = np.zeros((1, 64))
+    a[0, :2] = (2.0 ** 20, 2.0 ** -3)
+    b = np.zeros((1, 64))
+    b[0, :2] = 1.0
+    ye, _, st = _blas(codes_of(a, "bf16"), codes_of(b, "bf16"),
+                      get_model("seed-probe-matched-nosnap", group_rounding="none", accumulate_rounding="rne"),
+                      fmt="bf16")
+    assert st.fallback == 0 and ye[0, 0] == np.float32(2.0 ** 20 + 2.0 ** -3)
+
+
+def test_fpsgemm23_cancellation():
+    """FPS-GEMM-23: products 2^80, -2^80 and 2^-40 in one group: a float64 sum in the wrong
+    order would lose 2^-40; the spans (121 bits) send the group back, and the result is
+    exactly 2^-40.  With the cancelling pair alone the result is +0."""
+    a = np.zeros((2, 64))
+    b = np.zeros((2, 64))
+    a[0, :3] = (2.0 ** 40, -(2.0 ** 40), 2.0 ** -20)
+    b[0, :3] = (2.0 ** 40, 2.0 ** 40, 2.0 ** -20)
+    a[1, :2] = (2.0 ** 40, -(2.0 ** 40))
+    b[1, :2] = (2.0 ** 40, 2.0 ** 40)
+    ye, _, st = _blas(codes_of(a, "bf16"), codes_of(b, "bf16"), "seed-probe-matched-nosnap", fmt="bf16")
+    assert ye[0, 0] == np.float32(2.0 ** -40) and st.fallback >= 1
+    assert ye[1, 1].view(np.uint32) == 0  # +0
+
+
+def test_fpsgemm23_window_edge():
+    """FPS-GEMM-23: a fused window (F = 13, G = 32) where the smallest product sits exactly at
+    the window's quantum (kept: passes the guard) or one bit below it (truncated: falls back)."""
+    model = get_model("km-h100-fp8")
+    for low_exp, fallback, want in ((-13, 0, 1 + 2.0 ** -13), (-14, 1, 1.0)):
+        a = np.zeros((1, 32))
+        b = np.zeros((1, 32))
+        a[0, :2] = (1.0, 2.0 ** (low_exp + 6))
+        b[0, :2] = (1.0, 2.0 ** -6)
+        ye, _, st = _blas(codes_of(a, "e4m3"), codes_of(b, "e4m3"), model, fmt="e4m3")
+        assert st.fallback == fallback and ye[0, 0] == np.float32(want), low_exp
+
+
+def test_fpsgemm23_subnormal_results():
+    """FPS-GEMM-23: BF16 products near 2^-140 give FP32 subnormal outputs, in both guard
+    outcomes (no window: seed; fused window: km-h100-bf16)."""
+    rng = np.random.default_rng(231)
+    x = rng.standard_normal((3, 64)) * 2.0 ** -70
+    y = rng.standard_normal((4, 64)) * 2.0 ** -70
+    a = x.astype(ml_dtypes.bfloat16).view(np.uint16)
+    bt = y.astype(ml_dtypes.bfloat16).view(np.uint16)
+    for name in ("seed-probe-matched-nosnap", "km-h100-bf16", "sm90-f16"):
+        ye, _, st = _blas(a, bt, name, fmt="bf16")
+        assert st is not None
+        assert (np.abs(ye) < np.float32(2.0 ** -126)).any() and (ye != 0).any()
+
+
+def test_fpsgemm23_zeros_and_zero_alignment():
+    """FPS-GEMM-23: groups of zeros, rows of zeros, and zero_alignment="emin" presets (zero
+    products align at -126 + e)."""
+    rng = np.random.default_rng(232)
+    a = wide_codes(rng, (3, 64), "e4m3", span=2)
+    bt = wide_codes(rng, (4, 64), "e4m3", span=2)
+    a[0] = 0
+    a[1, :32] = 0
+    bt[2, 32:] = 0
+    for name in ("sm100-f8f6f4", "sm89-fp8", "km-h100-fp8", "seed-probe-matched"):
+        ye, _, st = _blas(a, bt, name, fmt="e4m3")
+        assert st is not None
+        assert (ye[0].view(np.uint32) == 0).all()
+
+
+def test_fpsgemm23_specials_take_the_term_kernels():
+    """FPS-GEMM-23, FPS-GEMM-2: a NaN or Inf operand keeps the GEMM off BLAS (the term
+    kernels carry specials); results equal the exact spec's."""
+    rng = np.random.default_rng(233)
+    a = wide_codes(rng, (2, 64), "bf16", span=4)
+    bt = wide_codes(rng, (3, 64), "bf16", span=4)
+    a[0, 3] = 0x7F80  # +inf
+    a[1, 7] = 0x7FC0  # nan
+    ye, yf, st = _blas(a, bt, "seed-probe-matched", fmt="bf16")
+    assert st is None and np.isnan(ye[1]).all() and np.isinf(ye[0]).any()
+
+
+def test_fpsgemm23_not_taken():
+    """FPS-GEMM-23: models outside the path's domain keep the term kernels (block-placed
+    scales, decoded domains, lanes and joins, groups shorter than BLAS_MIN_GROUP), and a GEMM
+    below BLAS_MIN_WORK products is left to them unless forced."""
+    rng = np.random.default_rng(234)
+    qa = random_quantized(rng, 2, 64, "e4m3")
+    qb = random_quantized(rng, 3, 64, "e4m3")
+    for name in ("sm100-mxf4nvf4", "decoded-fp32", "exact"):
+        _, _, st = _blas(qa, qb, name)
+        assert st is None, name
+    a = wide_codes(rng, (2, 64), "e4m3", span=2)
+    bt = wide_codes(rng, (3, 64), "e4m3", span=2)
+    for name in ("cdna3-fp8", "sm70-f16", "km-v100-fp16"):
+        _, _, st = _blas(a, bt, name, fmt="e4m3")
+        assert st is None, name
+    model = get_model("seed-probe-matched")
+    assert not partials.applies(a, bt, model, chain_plan(64, model))  # 2 x 3 x 64 < BLAS_MIN_WORK
+    with partials.blas_partials(True):
+        assert partials.applies(a, bt, model, chain_plan(64, model))
+    assert all(name in PRESETS for name in _CODE_PRESETS)
+
+
+def test_fpsgemm23_decline_when_mostly_fallback():
+    """FPS-GEMM-23: left to the size rules, a GEMM whose sampled pairs mostly fail the guard
+    goes to the term kernels (MAX_FALLBACK_SHARE), with the same result."""
+    rng = np.random.default_rng(235)
+    a = wide_codes(rng, (2, 64), "bf16", span=40)
+    bt = wide_codes(rng, (3, 64), "bf16", span=40)
+    model = get_model("km-h100-fp8")
+    plan = chain_plan(64, model)
+    partials._LAST[0] = None
+    with partials.blas_partials(None):
+        old = partials.BLAS_MIN_WORK
+        partials.BLAS_MIN_WORK = 1
+        try:
+            assert partials.gemm_partials(a, bt, model, "bf16", plan, None) is None
+        finally:
+            partials.BLAS_MIN_WORK = old
+    assert partials.last_stats() is None
+
+
+def test_fpsgemm23_row_blocks_on_workers():
+    """FPS-GEMM-23: M = 130 spans three row blocks (ROW_BLOCK_MIN = 64), run on two workers with
+    one BLAS thread each; the results and the fallback count do not depend on the threads."""
+    from fpspec.fast import parallel
+    from fpspec.fast.parallel import set_threads
+
+    rng = np.random.default_rng(236)
+    a = wide_codes(rng, (130, 64), "e4m3", span=3)
+    bt = wide_codes(rng, (3, 64), "e4m3", span=3)
+    before = parallel._THREADS  # None: every CPU
+    try:
+        counts = []
+        for n in (1, 2):
+            set_threads(n)
+            for name in ("km-b200-fp8", "seed-probe-matched"):
+                _, _, st = _blas(a, bt, name, fmt="e4m3")
+                counts.append(st)
+        assert counts[:2] == counts[2:] and counts[0].pairs == 130 * 3 * 2
+    finally:
+        set_threads(before)
+
+
+def test_fpsgemm23_window_cuts_the_accumulator():
+    """FPS-GEMM-23: under a fused window c takes part in the alignment.  Group 1 leaves
+    c = 2 + 2^-13 (24 significant bits kept, accumulate_bits=23); group 2 has no product, so
+    E = e(c) = 1 and F = 13 cuts c to 2: the guard sees c's bit below 2^(1 - 13) and falls
+    back (a BLAS partial of 0 added to c would keep 2 + 2^-13)."""
+    model = get_model("km-h100-fp8", accumulate_bits=23)
+    a = np.zeros((1, 64))
+    b = np.zeros((1, 64))
+    a[0, :3] = (1.0, 1.0, 2.0 ** -9)
+    b[0, :3] = (1.0, 1.0, 2.0 ** -4)
+    ye, _, st = _blas(codes_of(a, "e4m3"), codes_of(b, "e4m3"), model, fmt="e4m3")
+    assert ye[0, 0] == np.float32(2.0) and st.fallback == 1 and st.pairs == 2
+
+
+def _fp32_values(rng, n: int) -> np.ndarray:
+    """Finite FP32 values from random bit patterns (every exponent, subnormals, both signs),
+    with zeros and the largest finite values mixed in."""
+    bits = rng.integers(0, 1 << 32, n, dtype=np.uint64).astype(np.uint32)
+    with np.errstate(invalid="ignore"):
+        v = bits.view(np.float32).astype(np.float64)
+    v = np.where(np.isfinite(v), v, 0.0)
+    v[::17] = 0.0
+    v[1::19] = np.float32(3.4028234663852886e38)
+    v[2::23] = -np.float32(3.4028234663852886e38)
+    return v
+
+
+def test_fpsgemm23_row_rounding_equals_accumulate():
+    """FPS-GEMM-23: the branch-free row step of the seed rounding pair (group RNE, accumulator
+    RTZ) equals the chain's ``accumulate`` on every pair tried: random FP32 accumulators
+    against exact float64 group sums of 1 to 53 bits over the whole FP32 range and beyond
+    (Inf after RNE, RTZ overflow to the largest finite value), sums equal to -c or to -c
+    plus a few quanta (cancellation, subnormal results), FP32 midpoints and zero."""
+    import math
+
+    from fpspec.fast.chain import accumulate, chain_spec
+
+    rng = np.random.default_rng(237)
+    n = 6000
+    c = _fp32_values(rng, n)
+    sig = rng.integers(1, 1 << 53, n, dtype=np.int64) >> rng.integers(0, 53, n)
+    x = np.ldexp(sig.astype(np.float64) * rng.choice([-1.0, 1.0], n), rng.integers(-200, 140, n))
+    x[::7] = -c[::7]                                       # exact cancellation to zero
+    x[1::11] = -c[1::11] + np.ldexp(1.0, -149) * rng.integers(-3, 4, c[1::11].size)  # near-cancellation
+    mid = np.float32(1.0) + np.float32(2.0 ** -23)
+    x[2::13] = (float(mid) + 2.0 ** -24) * np.ldexp(1.0, rng.integers(-140, 120, x[2::13].size))  # RNE ties
+    x[3::29] = 0.0
+    spec = chain_spec(get_model("seed-probe-matched"))
+    row = c.copy()
+    f32 = np.empty(n, dtype=np.float32)
+    partials.accumulate_row_rne_rtz(row, x, f32, f32.view(np.int32))
+    want = np.empty(n)
+    for k in range(n):
+        if x[k] == 0.0:
+            s, e = 0, 0
+        else:
+            m, ex = math.frexp(float(x[k]))
+            s, e = int(math.ldexp(m, 53)), ex - 53
+        want[k] = accumulate(float(c[k]), s, e, spec)
+    assert np.array_equal(row.view(np.int64), want.view(np.int64))
+    assert (row == np.float32(3.4028234663852886e38)).any() and np.isinf(row).any()  # both overflow outcomes
+    assert ((np.abs(row) < 2.0 ** -126) & (row != 0)).any()  # subnormal results
+
+
+def test_fpsgemm23_square_tiles():
+    """FPS-GEMM-23: 16 x 16 scale tiles (tile="BxB", one scale per tile, shared by 16 rows)
+    reach every element's scale through the repeated grid."""
+    rng = np.random.default_rng(238)
+    qa = random_quantized(rng, 32, 64, "e4m3", tile="BxB", span=4)
+    qb = random_quantized(rng, 16, 64, "e4m3", tile="BxB", span=4)
+    _, _, st = _blas(qa, qb, "seed-probe-matched")
+    assert st is not None and st.pairs == 32 * 16 and st.fallback == 0
