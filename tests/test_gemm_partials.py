@@ -1,4 +1,4 @@
-"""FPS-GEMM-23: the BLAS partial-sum path (fpspec/fast/partials.py) equals the exact spec
+"""FPS-GEMM-24: the BLAS partial-sum path (fpspec/fast/partials.py) equals the exact spec
 bit for bit, on both sides of its exactness guard.
 
 Every comparison forces the BLAS path (``blas_partials(True)``: any size) and checks from
@@ -46,7 +46,7 @@ _CODE_PRESETS = ["seed-probe-matched", "seed-probe-matched-nosnap", "km-h100-fp8
 
 @pytest.mark.parametrize("fmt,span", [("e4m3", 2), ("e5m2", 3), ("bf16", 6), ("fp16", 3), ("bf16", 40)])
 def test_fpsgemm23_code_presets(fmt, span):
-    """FPS-GEMM-23: every preset the BLAS path takes, on code operands of every format with odd
+    """FPS-GEMM-24: every preset the BLAS path takes, on code operands of every format with odd
     M and N, K = 128; narrow spans pass the guard, wide ones fall back."""
     rng = np.random.default_rng(2300 + span)
     a = wide_codes(rng, (3, 128), fmt, span=span)
@@ -67,7 +67,7 @@ def test_fpsgemm23_code_presets(fmt, span):
 
 
 def test_fpsgemm23_partial_groups_and_slices():
-    """FPS-GEMM-23: K not a multiple of G (shorter last group), split K and promotions: the
+    """FPS-GEMM-24: K not a multiple of G (shorter last group), split K and promotions: the
     chain follows the plan's start, stop and action."""
     rng = np.random.default_rng(23)
     a = wide_codes(rng, (3, 150), "e4m3", span=2)
@@ -85,7 +85,7 @@ def test_fpsgemm23_partial_groups_and_slices():
 
 @pytest.mark.parametrize("scale_format", ["e4m3", "ue5m3", "ue8m0"])
 def test_fpsgemm23_quantized_seed(scale_format):
-    """FPS-GEMM-23: the seed models on E2M1 QuantizedTensors (alpha, snap), odd M and N,
+    """FPS-GEMM-24: the seed models on E2M1 QuantizedTensors (alpha, snap), odd M and N,
     K = 80 (a group of 64 and one of 16); narrow scale ranges pass the guard, every scale
     code of the format may not."""
     rng = np.random.default_rng(len(scale_format))
@@ -114,7 +114,7 @@ def _bf16_pair(k_exp: int):
 
 
 def test_fpsgemm23_guard_limit():
-    """FPS-GEMM-23: a span sum of exactly 53 passes the guard (the float64 sum is exact),
+    """FPS-GEMM-24: a span sum of exactly 53 passes the guard (the float64 sum is exact),
     54 falls back; both give the exact result.  Without snap or alpha, the seed model's
     group rounding (RNE to FP32) returns 2^20 for both."""
     model = get_model("seed-probe-matched-nosnap")
@@ -136,7 +136,7 @@ def test_fpsgemm23_guard_limit():
 
 
 def test_fpsgemm23_cancellation():
-    """FPS-GEMM-23: products 2^80, -2^80 and 2^-40 in one group: a float64 sum in the wrong
+    """FPS-GEMM-24: products 2^80, -2^80 and 2^-40 in one group: a float64 sum in the wrong
     order would lose 2^-40; the spans (121 bits) send the group back, and the result is
     exactly 2^-40.  With the cancelling pair alone the result is +0."""
     a = np.zeros((2, 64))
@@ -151,7 +151,7 @@ def test_fpsgemm23_cancellation():
 
 
 def test_fpsgemm23_window_edge():
-    """FPS-GEMM-23: a fused window (F = 13, G = 32) where the smallest product sits exactly at
+    """FPS-GEMM-24: a fused window (F = 13, G = 32) where the smallest product sits exactly at
     the window's quantum (kept: passes the guard) or one bit below it (truncated: falls back)."""
     model = get_model("km-h100-fp8")
     for low_exp, fallback, want in ((-13, 0, 1 + 2.0 ** -13), (-14, 1, 1.0)):
@@ -164,7 +164,7 @@ def test_fpsgemm23_window_edge():
 
 
 def test_fpsgemm23_subnormal_results():
-    """FPS-GEMM-23: BF16 products near 2^-140 give FP32 subnormal outputs, in both guard
+    """FPS-GEMM-24: BF16 products near 2^-140 give FP32 subnormal outputs, in both guard
     outcomes (no window: seed; fused window: km-h100-bf16)."""
     rng = np.random.default_rng(231)
     x = rng.standard_normal((3, 64)) * 2.0 ** -70
@@ -178,7 +178,7 @@ def test_fpsgemm23_subnormal_results():
 
 
 def test_fpsgemm23_zeros_and_zero_alignment():
-    """FPS-GEMM-23: groups of zeros, rows of zeros, and zero_alignment="emin" presets (zero
+    """FPS-GEMM-24: groups of zeros, rows of zeros, and zero_alignment="emin" presets (zero
     products align at -126 + e)."""
     rng = np.random.default_rng(232)
     a = wide_codes(rng, (3, 64), "e4m3", span=2)
@@ -193,7 +193,7 @@ def test_fpsgemm23_zeros_and_zero_alignment():
 
 
 def test_fpsgemm23_specials_take_the_term_kernels():
-    """FPS-GEMM-23, FPS-GEMM-2: a NaN or Inf operand keeps the GEMM off BLAS (the term
+    """FPS-GEMM-24, FPS-GEMM-2: a NaN or Inf operand keeps the GEMM off BLAS (the term
     kernels carry specials); results equal the exact spec's."""
     rng = np.random.default_rng(233)
     a = wide_codes(rng, (2, 64), "bf16", span=4)
@@ -205,7 +205,7 @@ def test_fpsgemm23_specials_take_the_term_kernels():
 
 
 def test_fpsgemm23_not_taken():
-    """FPS-GEMM-23: models outside the path's domain keep the term kernels (block-placed
+    """FPS-GEMM-24: models outside the path's domain keep the term kernels (block-placed
     scales, decoded domains, lanes and joins, groups shorter than BLAS_MIN_GROUP), and a GEMM
     below BLAS_MIN_WORK products is left to them unless forced."""
     rng = np.random.default_rng(234)
@@ -227,7 +227,7 @@ def test_fpsgemm23_not_taken():
 
 
 def test_fpsgemm23_decline_when_mostly_fallback():
-    """FPS-GEMM-23: left to the size rules, a GEMM whose sampled pairs mostly fail the guard
+    """FPS-GEMM-24: left to the size rules, a GEMM whose sampled pairs mostly fail the guard
     goes to the term kernels (MAX_FALLBACK_SHARE), with the same result."""
     rng = np.random.default_rng(235)
     a = wide_codes(rng, (2, 64), "bf16", span=40)
@@ -246,7 +246,7 @@ def test_fpsgemm23_decline_when_mostly_fallback():
 
 
 def test_fpsgemm23_row_blocks_on_workers():
-    """FPS-GEMM-23: M = 130 spans three row blocks (ROW_BLOCK_MIN = 64), run on two workers with
+    """FPS-GEMM-24: M = 130 spans three row blocks (ROW_BLOCK_MIN = 64), run on two workers with
     one BLAS thread each; the results and the fallback count do not depend on the threads."""
     from fpspec.fast import parallel
     from fpspec.fast.parallel import set_threads
@@ -268,7 +268,7 @@ def test_fpsgemm23_row_blocks_on_workers():
 
 
 def test_fpsgemm23_window_cuts_the_accumulator():
-    """FPS-GEMM-23: under a fused window c takes part in the alignment.  Group 1 leaves
+    """FPS-GEMM-24: under a fused window c takes part in the alignment.  Group 1 leaves
     c = 2 + 2^-13 (24 significant bits kept, accumulate_bits=23); group 2 has no product, so
     E = e(c) = 1 and F = 13 cuts c to 2: the guard sees c's bit below 2^(1 - 13) and falls
     back (a BLAS partial of 0 added to c would keep 2 + 2^-13)."""
@@ -295,7 +295,7 @@ def _fp32_values(rng, n: int) -> np.ndarray:
 
 
 def test_fpsgemm23_row_rounding_equals_accumulate():
-    """FPS-GEMM-23: the branch-free row step of the seed rounding pair (group RNE, accumulator
+    """FPS-GEMM-24: the branch-free row step of the seed rounding pair (group RNE, accumulator
     RTZ) equals the chain's ``accumulate`` on every pair tried: random FP32 accumulators
     against exact float64 group sums of 1 to 53 bits over the whole FP32 range and beyond
     (Inf after RNE, RTZ overflow to the largest finite value), sums equal to -c or to -c
@@ -332,7 +332,7 @@ def test_fpsgemm23_row_rounding_equals_accumulate():
 
 
 def test_fpsgemm23_square_tiles():
-    """FPS-GEMM-23: 16 x 16 scale tiles (tile="BxB", one scale per tile, shared by 16 rows)
+    """FPS-GEMM-24: 16 x 16 scale tiles (tile="BxB", one scale per tile, shared by 16 rows)
     reach every element's scale through the repeated grid."""
     rng = np.random.default_rng(238)
     qa = random_quantized(rng, 32, 64, "e4m3", tile="BxB", span=4)

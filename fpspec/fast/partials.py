@@ -1,4 +1,4 @@
-"""Exact group partial sums through BLAS, behind an exactness guard (FPS-GEMM-23,
+"""Exact group partial sums through BLAS, behind an exactness guard (FPS-GEMM-24,
 docs/gemm.rst "BLAS partial sums").
 
 Step 1 and the group sum of step 3-4 of FPS-GEMM-1 for product-placed models, computed
