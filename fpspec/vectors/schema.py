@@ -37,7 +37,7 @@ __all__ = [
 SCHEMA_VERSION = 1
 #: Version of the generator (coverage models and case lists); bumped whenever a
 #: regenerated pack would differ byte-wise for the same spec version.
-GENERATOR_VERSION = "1.0"
+GENERATOR_VERSION = "1.1"
 
 META_ENTRY = "__meta__"
 #: Optional entry of a results file: uint8 UTF-8 JSON {"pack_id", "set", "set_sha256"}.
