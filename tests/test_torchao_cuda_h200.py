@@ -70,12 +70,18 @@ def test_fps_blk_29_cuda_profiles_reproduce_torchao_on_the_gpu(set_name, tgz, pr
     assert cpu_differs >= 1
 
 
-@pytest.mark.parametrize("name", ["floor", "ceil", "even"])
-def test_fps_blk_29_cpu_profiles_hold_on_cuda(name):
-    """torchao's FLOOR / CEIL / EVEN divide by no Python number and take no log2: the CPU profiles'
-    expected outputs are what the GPU computed."""
-    set_name = f"quantize-mxfp4-torchao-0.18-{name}-1x32"
-    gpu = _results("tao_mx_cuda.tgz", set_name)
+@pytest.mark.parametrize("set_name,tgz", [
+    ("quantize-mxfp4-torchao-0.18-floor-1x32", "tao_mx_cuda.tgz"),
+    ("quantize-mxfp4-torchao-0.18-ceil-1x32", "tao_mx_cuda.tgz"),
+    ("quantize-mxfp4-torchao-0.18-even-1x32", "tao_mx_cuda.tgz"),
+    ("quantize-mxfp4-torchao-0.18-rceil-cuda-1x32", "tao_mx_cuda.tgz"),
+    ("quantize-nvfp4-torchao-0.18-cuda-1x16", "tao_nv_cuda.tgz"),
+])
+def test_fps_blk_29_declared_sets_are_what_the_gpu_computed(set_name, tgz):
+    """The sets that vectors/declarations/torchao-0.18-cuda.yaml declares: their expected outputs are
+    what torchao computed on the H200 (FLOOR / CEIL / EVEN divide by no Python number and take no
+    log2, so the CPU profiles hold there)."""
+    gpu = _results(tgz, set_name)
     s = np.load(ROOT / "vectors" / "v1" / f"{set_name}.npz", allow_pickle=False)
     for key in ("out_codes", "out_scales", "out_decode_scale", "out_dequant"):
         assert np.array_equal(s[key], gpu[key]), key
