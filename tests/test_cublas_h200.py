@@ -80,6 +80,15 @@ def test_fps_cub_1_kernel_names():
     assert ch.short_kernel_name(dot) == "dot_kernel<float, 128, 0>"
     assert ch.parse_kernel_name(dot).kclass == "simt"
     assert ch.parse_kernel_name("gemmSN_TN_kernel<float, 128, 16, 2, 4, 8, 9, false>").kclass == "simt"
+    # the GEMV kernel of 1 x 500 x 96 (heldout.jsonl): a return type before its name
+    gemv = ("std::enable_if<!(false), void>::type internal::gemvx::kernel<int, int, __nv_bfloat16, float, float, "
+            "float, false, true, true, false, 7, false, cublasGemvParamsEx<int, cublasGemvTensorStridedBatched"
+            "<__nv_bfloat16 const>, float> >(cublasGemvParamsEx<int, float>)")
+    assert ch.short_kernel_name(gemv) == ("internal::gemvx::kernel<int, int, __nv_bfloat16, float, float, float, "
+                                          "false, true, true, false, 7, false>")
+    assert ch.parse_kernel_name(gemv).kclass == "simt" and ch.kernel_family(gemv) == "simt"
+    with pytest.raises(FpspecError, match="simt kernel internal::gemvx::kernel.* is not modelled"):
+        ch.model_for_kernel("cublas-h200-bf16", (1, 500, 96), gemv, (125, 1, 1))
     red = "void cublasLt::splitKreduce_kernel<32, 16, int, float, float, float, float, false>(cublasLt::Params)"
     assert ch.parse_kernel_name(red).kclass == "reduce"
     assert ch.parse_kernel_name("some_kernel").kclass == "other"
