@@ -535,7 +535,9 @@ class Predictor:
                                     note=f"a {kclass} kernel is not modelled" if near is None or near.kclass == kclass
                                     else f"the nearest swept kernel is {near.kclass}: not modelled")
             # the nearest swept cutlass call's kernel, with about its slice length (FPS-CUB-5)
-            p = 1 if not near.s or not near.p else max(1, int(near.p * k / near.shape[2] + 0.5))
+            # the nearest call's grid z as it is (FPS-CUB-4; not scaled by K: leave-one-shape-out
+            # on sweep + heldout, docs/cublas-h200.rst), at most one slice per 8 products
+            p = 1 if not near.s or not near.p else max(1, min(near.p, -(-k // CUTLASS_SLICE_UNIT)))
             return _replace(near, shape=shape, confidence="nearest", p=p, s=slice_length(k, CUTLASS_SLICE_UNIT, p),
                             source=near.shape, note="cutlass kernel and slices of the nearest swept call")
         cap = slice_cap(k, tg.kt)
