@@ -6,16 +6,17 @@ results are added in FP32 (FPS-GEMM-14).  This module says which S a call uses:
 
 * :func:`plan_from_kernel` reads it from the kernel that ran (its name and launch grid,
   what the torch profiler shows; FPS-CUB-2, FPS-CUB-3);
-* :func:`predict` says it offline from the shape alone: a call of the committed sweep
+* :func:`predict` says it offline from the shape alone: a call of the committed runs
   is looked up in :mod:`fpspec.cublas_h200_table` (generated from
-  ``vectors/provenance/h200-cublas/sweep.jsonl``), a shape where K is too short or the
-  output too large to split follows from the rule, and any other shape is estimated
-  from the nearest swept shapes (FPS-CUB-4, FPS-CUB-5).
+  ``vectors/provenance/h200-cublas/sweep.jsonl`` and ``heldout.jsonl``), a shape where K
+  is too short or the output too large to split follows from the rule, and any other
+  shape is estimated from the nearest measured shapes (FPS-CUB-4, FPS-CUB-5).
 
 Both return a :class:`KernelChoice`; its ``confidence`` says where S came from.
 Pure Python: no NumPy, no torch.  The kernels other than ``nvjet`` (cutlass sm75 / sm80
-``mma.sync`` and ``wmma`` kernels, SIMT ``gemmSN`` / ``dot_kernel``) are classified
-(FPS-CUB-1) but their arithmetic is not modelled here.
+``mma.sync`` and ``wmma`` kernels, SIMT ``gemmSN`` / ``dot_kernel`` / ``gemvx``) are
+classified (FPS-CUB-1); :func:`kernel_model` models the cutlass ones (FPS-CUB-7), not the
+SIMT ones.
 """
 
 from __future__ import annotations
@@ -110,8 +111,8 @@ NEAREST_AREA_FLOOR = 64
 #: weight of |log2 K - log2 K'| against |log2 area - log2 area'| in the shape distance
 NEAREST_K_WEIGHT = 1.0
 #: Weight of |log2 K - log2 K'| against those of M and N when a cutlass or SIMT shape takes
-#: the nearest swept call's kernel (FPS-CUB-4; leave-one-shape-out on the sweep: 2 beats
-#: 0.5, 1 and 4 on the cutlass calls' outputs, docs/cublas-h200.rst).
+#: the nearest measured call's kernel (FPS-CUB-4; leave-one-shape-out on the sweep: 2 beats
+#: 0.5, 1 and 4 on the cutlass calls' outputs; on sweep + heldout 1 and 2 tie, docs/cublas-h200.rst).
 NEAREST_CUTLASS_K_WEIGHT = 2.0
 #: the estimate is the weighted vote of this many informative neighbours
 NEAREST_VOTES = 5
@@ -330,8 +331,9 @@ class KernelChoice:
     not known.  ``kernel``, ``tile``, ``cluster``, ``kt`` describe the launched kernel
     (for ``"nearest"``: the kernel of ``source``, a guess); ``tiles`` is T under that
     tile and ``ctas`` the launch's CTAs.  For cutlass kernels (``sm75``, ``sm80``) p is
-    the grid's z extent and s its slices of :data:`CUTLASS_SLICE_UNIT` elements: the
-    arithmetic inside those kernels is not the ``nvjet`` preset's (``modelled`` is False).
+    the grid's z extent and s the first of its slices (:func:`cutlass_slices`): the
+    arithmetic inside those kernels is not the ``nvjet`` preset's (``modelled`` is False;
+    :func:`kernel_model` models them).
     """
 
     target: str
@@ -534,12 +536,13 @@ class Predictor:
                                     source=near.shape if near else None,
                                     note=f"a {kclass} kernel is not modelled" if near is None or near.kclass == kclass
                                     else f"the nearest swept kernel is {near.kclass}: not modelled")
-            # the nearest swept cutlass call's kernel, with about its slice length (FPS-CUB-5)
-            # the nearest call's grid z as it is (FPS-CUB-4; not scaled by K: leave-one-shape-out
-            # on sweep + heldout, docs/cublas-h200.rst), at most one slice per 8 products
+            # the nearest measured cutlass call's kernel and its grid z as it is (FPS-CUB-4; not
+            # scaled by K: leave-one-shape-out on sweep + heldout, docs/cublas-h200.rst), at most
+            # one slice per 8 products
             p = 1 if not near.s or not near.p else max(1, min(near.p, -(-k // CUTLASS_SLICE_UNIT)))
-            return _replace(near, shape=shape, confidence="nearest", p=p, s=slice_length(k, CUTLASS_SLICE_UNIT, p),
-                            source=near.shape, note="cutlass kernel and slices of the nearest swept call")
+            plan = cutlass_slices(k, p, cutlass_slice_unit(near.kernel, k) if near.kernel else CUTLASS_SLICE_UNIT)
+            return _replace(near, shape=shape, confidence="nearest", p=p, s=plan[0] if plan else None,
+                            source=near.shape, note="cutlass kernel and grid z of the nearest measured call")
         cap = slice_cap(k, tg.kt)
         if cap <= 1:
             return KernelChoice(target, shape, "nvjet", "rule", p=1, s=None, kt=tg.kt,
