@@ -302,8 +302,9 @@ def kernel_class(target: str, m: int, n: int, k: int) -> KernelClass:
     """The kernel class cuBLAS runs at a shape, by the alignment rule of FPS-CUB-1:
     FP8 always ``nvjet``; BF16 / FP16: ``simt`` (``dot_kernel``) for 1 x 1 outputs,
     ``nvjet`` when cuBLAS's m (torch N, or M for an M x 1 output) and K are multiples
-    of 8, else ``sm75`` when either is odd and ``sm80`` otherwise.  (The sweep's only
-    other case, 7 x 7 BF16 with K <= 4096 on the SIMT ``gemmSN`` kernel, is a table entry.)"""
+    of 8, else ``simt`` (``gemvx``) for a vector output (M or N = 1), ``sm75`` when m or
+    K is odd and ``sm80`` otherwise.  (The runs' only other case, 7 x 7 BF16 with
+    K <= 4096 on the SIMT ``gemmSN`` kernel, is a table entry.)"""
     tg = _check_target(target)
     m, n, k = _check_shape(tg, m, n, k)
     if tg.fmt == "e4m3":
@@ -313,6 +314,8 @@ def kernel_class(target: str, m: int, n: int, k: int) -> KernelClass:
     cm, _ = _cublas_mn(m, n)
     if cm % 8 == 0 and k % 8 == 0:
         return "nvjet"
+    if m == 1 or n == 1:
+        return "simt"
     if cm % 2 or k % 2:
         return "sm75"
     return "sm80"

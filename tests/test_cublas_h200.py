@@ -109,11 +109,12 @@ def test_fps_cub_1_kernel_names():
     assert ch.pick_gemm_kernel([(red, [1, 1, 1])]) is None
 
 
-def test_fps_cub_1_alignment_rule_gives_every_swept_class(sweep_calls):
+def test_fps_cub_1_alignment_rule_gives_every_swept_class(table_calls):
     """FPS-CUB-1: the class the alignment rule names is the class of the kernel that ran,
-    for every swept call but the eight 7 x 7 BF16 calls (K <= 4096) that run the SIMT gemmSN kernel."""
+    for every call of the sweep and the first held-out run but the eight 7 x 7 BF16 calls
+    (K <= 4096) that run the SIMT gemmSN kernel."""
     misses = []
-    for c in sweep_calls:
+    for c in table_calls:
         name, grid = rule_tool.call_kernel(c)
         got = ch.kernel_class(c["target"], *c["shape"])
         ran = ch.parse_kernel_name(name).kclass
@@ -121,6 +122,11 @@ def test_fps_cub_1_alignment_rule_gives_every_swept_class(sweep_calls):
             misses.append((c["target"], tuple(c["shape"]), ran))
     assert sorted(misses) == [("torch-bf16", (7, 7, k), "simt") for k in (16, 64, 100, 256, 1000, 1024, 2048, 4096)]
     assert ch.kernel_class("torch-bf16", 1, 1, 4096) == "simt"
+    # a vector output that is not 8-aligned runs the SIMT gemvx kernel (1 x 500 x 96 held out)
+    assert ch.kernel_class("torch-bf16", 1, 500, 96) == "simt"
+    assert ch.kernel_class("torch-fp16", 500, 1, 96) == "simt"
+    assert ch.kernel_class("torch-fp16", 1, 504, 96) == "nvjet"
+    assert ch.kernel_class("torch-bf16", 2, 500, 96) == "sm80"
     assert ch.kernel_class("torch-fp16", 4096, 1, 4096) == "nvjet"      # runs as 1 x 4096
     assert ch.kernel_class("torch-bf16", 33, 65, 5000) == "sm75"
     assert ch.kernel_class("torch-bf16", 100, 100, 5000) == "sm80"
