@@ -6,16 +6,17 @@ results are added in FP32 (FPS-GEMM-14).  This module says which S a call uses:
 
 * :func:`plan_from_kernel` reads it from the kernel that ran (its name and launch grid,
   what the torch profiler shows; FPS-CUB-2, FPS-CUB-3);
-* :func:`predict` says it offline from the shape alone: a call of the committed sweep
+* :func:`predict` says it offline from the shape alone: a call of the committed runs
   is looked up in :mod:`fpspec.cublas_h200_table` (generated from
-  ``vectors/provenance/h200-cublas/sweep.jsonl``), a shape where K is too short or the
-  output too large to split follows from the rule, and any other shape is estimated
-  from the nearest swept shapes (FPS-CUB-4, FPS-CUB-5).
+  ``vectors/provenance/h200-cublas/sweep.jsonl`` and ``heldout.jsonl``), a shape where K
+  is too short or the output too large to split follows from the rule, and any other
+  shape is estimated from the nearest measured shapes (FPS-CUB-4, FPS-CUB-5).
 
 Both return a :class:`KernelChoice`; its ``confidence`` says where S came from.
 Pure Python: no NumPy, no torch.  The kernels other than ``nvjet`` (cutlass sm75 / sm80
-``mma.sync`` and ``wmma`` kernels, SIMT ``gemmSN`` / ``dot_kernel``) are classified
-(FPS-CUB-1) but their arithmetic is not modelled here.
+``mma.sync`` and ``wmma`` kernels, SIMT ``gemmSN`` / ``dot_kernel`` / ``gemvx``) are
+classified (FPS-CUB-1); :func:`kernel_model` models the cutlass ones (FPS-CUB-7), not the
+SIMT ones.
 """
 
 from __future__ import annotations
@@ -40,6 +41,9 @@ __all__ = [
     "MIN_SLICE_TILES",
     "CTA_LIMIT",
     "CUTLASS_SLICE_UNIT",
+    "S1688_WHOLE_UNIT",
+    "cutlass_slice_unit",
+    "cutlass_slices",
     "NEAREST_AREA_FLOOR",
     "NEAREST_K_WEIGHT",
     "NEAREST_VOTES",
@@ -107,8 +111,8 @@ NEAREST_AREA_FLOOR = 64
 #: weight of |log2 K - log2 K'| against |log2 area - log2 area'| in the shape distance
 NEAREST_K_WEIGHT = 1.0
 #: Weight of |log2 K - log2 K'| against those of M and N when a cutlass or SIMT shape takes
-#: the nearest swept call's kernel (FPS-CUB-4; leave-one-shape-out on the sweep: 2 beats
-#: 0.5, 1 and 4 on the cutlass calls' outputs, docs/cublas-h200.rst).
+#: the nearest measured call's kernel (FPS-CUB-4; leave-one-shape-out on the sweep: 2 beats
+#: 0.5, 1 and 4 on the cutlass calls' outputs; on sweep + heldout 1 and 2 tie, docs/cublas-h200.rst).
 NEAREST_CUTLASS_K_WEIGHT = 2.0
 #: the estimate is the weighted vote of this many informative neighbours
 NEAREST_VOTES = 5
@@ -163,12 +167,21 @@ def _top_level_split(text: str) -> list[str]:
 
 
 def short_kernel_name(name: str) -> str:
-    """The part of a profiler kernel name that identifies the kernel: no ``void``, no
-    parameter list; ``cutlass::Kernel2<X>`` is ``X``; other templates keep only their
+    """The part of a profiler kernel name that identifies the kernel: no return type
+    (``void``, ``std::enable_if<...>::type``), no parameter list; ``cutlass::Kernel2<X>`` is ``X``; other templates keep only their
     plain (unnested) arguments, e.g. ``dot_kernel<float, 128, 0>``."""
     s = name.strip()
-    if s.startswith("void "):
-        s = s[5:].strip()
+    depth, cut = 0, -1
+    for i, ch in enumerate(s):                  # drop a return type: the text before the
+        if ch in "<(":                          # last space at bracket depth 0 ahead of
+            if ch == "(" and depth == 0:        # the parameter list (``void ``,
+                break                           # ``std::enable_if<...>::type ``)
+            depth += 1
+        elif ch in ">)":
+            depth -= 1
+        elif ch == " " and depth == 0:
+            cut = i
+    s = s[cut + 1:].strip()
     m = re.match(r"^cutlass::Kernel2?<\s*(\w+)\s*>", s)
     if m:
         return m.group(1)
@@ -289,8 +302,9 @@ def kernel_class(target: str, m: int, n: int, k: int) -> KernelClass:
     """The kernel class cuBLAS runs at a shape, by the alignment rule of FPS-CUB-1:
     FP8 always ``nvjet``; BF16 / FP16: ``simt`` (``dot_kernel``) for 1 x 1 outputs,
     ``nvjet`` when cuBLAS's m (torch N, or M for an M x 1 output) and K are multiples
-    of 8, else ``sm75`` when either is odd and ``sm80`` otherwise.  (The sweep's only
-    other case, 7 x 7 BF16 with K <= 4096 on the SIMT ``gemmSN`` kernel, is a table entry.)"""
+    of 8, else ``simt`` (``gemvx``) for a vector output (M or N = 1), ``sm75`` when m or
+    K is odd and ``sm80`` otherwise.  (The runs' only other case, 7 x 7 BF16 with
+    K <= 4096 on the SIMT ``gemmSN`` kernel, is a table entry.)"""
     tg = _check_target(target)
     m, n, k = _check_shape(tg, m, n, k)
     if tg.fmt == "e4m3":
@@ -300,6 +314,8 @@ def kernel_class(target: str, m: int, n: int, k: int) -> KernelClass:
     cm, _ = _cublas_mn(m, n)
     if cm % 8 == 0 and k % 8 == 0:
         return "nvjet"
+    if m == 1 or n == 1:
+        return "simt"
     if cm % 2 or k % 2:
         return "sm75"
     return "sm80"
@@ -318,8 +334,9 @@ class KernelChoice:
     not known.  ``kernel``, ``tile``, ``cluster``, ``kt`` describe the launched kernel
     (for ``"nearest"``: the kernel of ``source``, a guess); ``tiles`` is T under that
     tile and ``ctas`` the launch's CTAs.  For cutlass kernels (``sm75``, ``sm80``) p is
-    the grid's z extent and s its slices of :data:`CUTLASS_SLICE_UNIT` elements: the
-    arithmetic inside those kernels is not the ``nvjet`` preset's (``modelled`` is False).
+    the grid's z extent and s the first of its slices (:func:`cutlass_slices`): the
+    arithmetic inside those kernels is not the ``nvjet`` preset's (``modelled`` is False;
+    :func:`kernel_model` models them).
     """
 
     target: str
@@ -370,8 +387,8 @@ def plan_from_kernel(target: str, m: int, n: int, k: int, kernel_name: str,
     persistent kernel says nothing about K); with it, P = CTAs / T (T =
     :func:`padded_tiles`) and S = :func:`slice_length` (K, kt, P), confidence
     ``"kernel"`` - or ``"unknown"`` (with a note) when CTAs is not a whole multiple of
-    T.  Cutlass kernels (BF16 / FP16): P = the grid's z, S in units of
-    :data:`CUTLASS_SLICE_UNIT`; SIMT and unknown kernels: ``"unknown"``.
+    T.  Cutlass kernels (BF16 / FP16): P = the grid's z, S the first of
+    :func:`cutlass_slices` (units of :func:`cutlass_slice_unit`); SIMT and unknown kernels: ``"unknown"``.
     """
     tg = _check_target(target)
     m, n, k = _check_shape(tg, m, n, k)
@@ -391,7 +408,8 @@ def plan_from_kernel(target: str, m: int, n: int, k: int, kernel_name: str,
         p = ctas // t
         return KernelChoice(**base, confidence="kernel", p=p, s=slice_length(k, info.kt, p), tiles=t)
     if info.kclass in ("sm75", "sm80") and info.tile is not None and tg.fmt in ("bf16", "fp16"):
-        return KernelChoice(**base, confidence="kernel", p=z, s=slice_length(k, CUTLASS_SLICE_UNIT, z),
+        plan = cutlass_slices(k, z, cutlass_slice_unit(info, k))
+        return KernelChoice(**base, confidence="kernel", p=z, s=plan[0] if plan else None,
                             note="cutlass kernel: slices = grid z; the arithmetic is not the nvjet preset's")
     return KernelChoice(**base, confidence="unknown", note=f"{info.kclass} kernel: its reduction over K is not modelled")
 
@@ -521,10 +539,13 @@ class Predictor:
                                     source=near.shape if near else None,
                                     note=f"a {kclass} kernel is not modelled" if near is None or near.kclass == kclass
                                     else f"the nearest swept kernel is {near.kclass}: not modelled")
-            # the nearest swept cutlass call's kernel, with about its slice length (FPS-CUB-5)
-            p = 1 if not near.s or not near.p else max(1, int(near.p * k / near.shape[2] + 0.5))
-            return _replace(near, shape=shape, confidence="nearest", p=p, s=slice_length(k, CUTLASS_SLICE_UNIT, p),
-                            source=near.shape, note="cutlass kernel and slices of the nearest swept call")
+            # the nearest measured cutlass call's kernel and its grid z as it is (FPS-CUB-4; not
+            # scaled by K: leave-one-shape-out on sweep + heldout, docs/cublas-h200.rst), at most
+            # one slice per 8 products
+            p = 1 if not near.s or not near.p else max(1, min(near.p, -(-k // CUTLASS_SLICE_UNIT)))
+            plan = cutlass_slices(k, p, cutlass_slice_unit(near.kernel, k) if near.kernel else CUTLASS_SLICE_UNIT)
+            return _replace(near, shape=shape, confidence="nearest", p=p, s=plan[0] if plan else None,
+                            source=near.shape, note="cutlass kernel and grid z of the nearest measured call")
         cap = slice_cap(k, tg.kt)
         if cap <= 1:
             return KernelChoice(target, shape, "nvjet", "rule", p=1, s=None, kt=tg.kt,
@@ -651,33 +672,43 @@ def kernel_model(choice: KernelChoice):
         if kt is None:
             raise FpspecError(f"{where}: the cutlass kernel {choice.kernel} names no K tile; not modelled")
         model = base.replace(group_size=S1688_GROUP) if s1688 else base
-        plan = cutlass_slices(k, choice.p or 1, S1688_SLICE_UNITS if s1688 else (CUTLASS_SLICE_UNIT,))
+        unit = S1688_WHOLE_UNIT if s1688 and k % S1688_WHOLE_UNIT == 0 else CUTLASS_SLICE_UNIT
+        plan = cutlass_slices(k, choice.p or 1, unit)
         return model.replace(slice_plan=plan, k_tile=kt, slice_residue="first")
     raise FpspecError(f"{where}: the {choice.kclass} kernel {choice.kernel or '(unknown)'} is not modelled by "
                       "fpspec (no tensor-core chain reproduces it)")
 
 
-#: Slice units of an ``s1688gemm`` split, largest first: its slices are ceil(K / (P u)) u
-#: long for the first u that gives exactly P = grid z slices (FPS-CUB-7; 64 reproduces the
-#: sweep's z = 6 BF16 calls at 4096 x 33, 8 its z = 313 call at 7 x 7 x 5000).  The
-#: ``s16816`` and ``wmma`` kernels use u = 8 (:data:`CUTLASS_SLICE_UNIT`) at every swept call.
-S1688_SLICE_UNITS = (64, 32, 16, CUTLASS_SLICE_UNIT)
+#: The slice unit of an ``s1688gemm`` split when K is a multiple of it (FPS-CUB-7): its
+#: slices are then ceil(K / (64 P)) 64 long, else ceil(K / (8 P)) 8 like the other cutlass
+#: kernels (:data:`CUTLASS_SLICE_UNIT`).  Fitted on sweep.jsonl and heldout.jsonl: 64
+#: reproduces the z = 6 calls at 4096 x 33 x {4096, 8192, 16384} (S = 704, 1408, 2752;
+#: units of 8 give 688, 1368, 2736 and miss), 8 every call whose K is not a multiple of 64
+#: (8192 x 17 x 4000: S = 1000, not 1024; 2047 x 63 x 14000: 880, not 896; 1023 x 1025 x
+#: 3500: 504, not 512); where K is a multiple of 64 the two agree on every other call.
+S1688_WHOLE_UNIT = 64
 
 
-def cutlass_slices(k: int, p: int, units: Sequence[int] = (CUTLASS_SLICE_UNIT,)) -> tuple[int, ...] | None:
+def cutlass_slice_unit(kernel: KernelName | str, k: int) -> int:
+    """The unit of a cutlass kernel's K slices at K (FPS-CUB-7): :data:`S1688_WHOLE_UNIT`
+    for an ``s1688gemm`` kernel when it divides K, else :data:`CUTLASS_SLICE_UNIT` (8)."""
+    info = parse_kernel_name(kernel) if isinstance(kernel, str) else kernel
+    if info.instr_k == 8 and "wmma" not in info.flags and k % S1688_WHOLE_UNIT == 0:
+        return S1688_WHOLE_UNIT
+    return CUTLASS_SLICE_UNIT
+
+
+def cutlass_slices(k: int, p: int, unit: int = CUTLASS_SLICE_UNIT) -> tuple[int, ...] | None:
     """The slice lengths of a cutlass split into grid z = p slices (FPS-CUB-7): S =
-    ceil(K / (p u)) u for the first u of ``units`` with exactly p slices (else u = 8),
-    the last slice shorter; None for one slice."""
+    ceil(K / (p u)) u with u = ``unit`` (:func:`cutlass_slice_unit`), the last slice
+    shorter; None for one slice.  When u would not give exactly p slices, u = 8 does
+    (the grid's z slices of whole 128-bit loads, FPS-CUB-3)."""
     if p <= 1:
         return None
-    s = None
-    for u in units:
-        s = -(-k // (p * u)) * u
-        if -(-k // s) == p:
-            break
-    else:
-        s = slice_length(k, CUTLASS_SLICE_UNIT, p)
-    if s is None or s >= k:
+    s = -(-k // (p * unit)) * unit
+    if -(-k // s) != p:
+        s = -(-k // (p * CUTLASS_SLICE_UNIT)) * CUTLASS_SLICE_UNIT
+    if s >= k:
         return None
     return tuple(min(s, k - s0) for s0 in range(0, k, s))
 

@@ -767,10 +767,12 @@ _SEED_TRITON = next(p.model for p in _INSTRUCTION_PRESETS if p.name == "sm90-f16
     promotion_interval=64, promotion_rounding="rtz")
 
 # ------------------------------------------------------------ library presets
-#: The H200 cuBLAS sweep (vectors/provenance/h200-cublas): device and sampled outputs per call.
-_H200_CUBLAS = "NVIDIA H200 (cuBLAS 13.1 through torch 2.11; vectors/provenance/h200-cublas/sweep.jsonl)"
-_H200_CUBLAS_OUTPUTS = {"torch-bf16": 27_243, "torch-fp16": 27_243, "torch-scaled-mm": 28_527,
-                        "torch-scaled-mm-fast": 28_527}
+#: The H200 cuBLAS runs in the table (vectors/provenance/h200-cublas): the sweep and the first
+#: held-out run; device and sampled outputs per target (27,243 + 4,249 and 28,527 + 4,400).
+_H200_CUBLAS = ("NVIDIA H200 (cuBLAS 13.1 through torch 2.11; vectors/provenance/h200-cublas/sweep.jsonl "
+                "and heldout.jsonl)")
+_H200_CUBLAS_OUTPUTS = {"torch-bf16": 31_492, "torch-fp16": 31_492, "torch-scaled-mm": 32_927,
+                        "torch-scaled-mm-fast": 32_927}
 _CUBLAS_REF = "docs/cublas-h200.rst; vectors/provenance/h200-cublas"
 
 
@@ -782,9 +784,9 @@ def _library(name: str, target: str, chain: str, summary: str, call: str) -> Pre
     shapes = tuple(sorted({(o.m, o.n, o.k) for o in observations_from_table()[target]}))
     return Preset(name, PRESETS[chain].model.replace(require_full_groups=False),
                   summary + "; the kernel and its K slices follow from the shape (fpspec.models.resolve)",
-                  f"{call} on an NVIDIA H200, swept over 455 shapes (docs/cublas-h200.rst); the chain: "
+                  f"{call} on an NVIDIA H200, measured at 524 shapes (docs/cublas-h200.rst); the chain: "
                   f"{chain}, " + _KM_SRC,
-                  Backing("measured", f"{call}: the sweep's calls, modelled from each call's kernel and grid "
+                  Backing("measured", f"{call}: the runs' calls, modelled from each call's kernel and grid "
                                       "(the observer) and from the shape alone (resolve); rates in "
                                       "docs/cublas-h200.rst", _CUBLAS_REF, device=_H200_CUBLAS,
                           outputs=_H200_CUBLAS_OUTPUTS[target], shapes=shapes),

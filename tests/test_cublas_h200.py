@@ -16,6 +16,8 @@ from fpspec.errors import FpspecError
 
 ROOT = Path(__file__).resolve().parents[1]
 SWEEP = ROOT / "vectors" / "provenance" / "h200-cublas" / "sweep.jsonl"
+HELDOUT = ROOT / "vectors" / "provenance" / "h200-cublas" / "heldout.jsonl"
+SOURCES = (SWEEP, HELDOUT)
 sys.path.insert(0, str(ROOT / "tools"))
 
 import h200_cublas_rule as rule_tool  # noqa: E402
@@ -26,33 +28,44 @@ def sweep_calls() -> list[dict]:
     return rule_tool.read_sweep(SWEEP)[1]
 
 
+@pytest.fixture(scope="module")
+def table_calls() -> list[dict]:
+    """Every call of the table's sources: the sweep, then the first held-out run."""
+    return [c for p in SOURCES for c in rule_tool.read_sweep(p)[1]]
+
+
 # ------------------------------------------------------------------ the generated table
 def test_fps_cub_4_generated_table_reproduces_from_the_committed_sweep():
-    """FPS-CUB-4: regenerating the table module from the committed sweep gives the
-    committed file byte for byte, and the file names the sweep's sha256."""
-    text = rule_tool.module_text(SWEEP)
+    """FPS-CUB-4: regenerating the table module from the committed sweep and held-out run
+    gives the committed file byte for byte, and the file names each source's sha256."""
+    text = rule_tool.module_text(SOURCES)
     committed = (ROOT / "fpspec" / "cublas_h200_table.py").read_text()
     assert text == committed, "fpspec/cublas_h200_table.py is stale: run the command in its header"
+    assert tab.SOURCES == tuple((p.relative_to(ROOT).as_posix(), hashlib.sha256(p.read_bytes()).hexdigest())
+                                for p in SOURCES)
     assert tab.SWEEP_SHA256 == hashlib.sha256(SWEEP.read_bytes()).hexdigest()
     assert tab.SWEEP_FILE == "vectors/provenance/h200-cublas/sweep.jsonl"
     assert tab.DEVICE["gpu"] == "NVIDIA H200" and tab.DEVICE["sm_count"] == 132
-    assert len(text.splitlines()) < 500
+    assert len(text.splitlines()) < 650
+    assert "heldout2" not in text                      # the second held-out set is never a source
 
 
 def test_emit_module_through_the_fit_tool(tmp_path):
     import h200_cublas_fit as fit
 
     out = tmp_path / "table.py"
-    assert fit.main([str(SWEEP), "--emit-module", str(out), "--emit-only"]) == 0
+    assert fit.main([str(p) for p in SOURCES] + ["--emit-module", str(out), "--emit-only"]) == 0
     assert out.read_text() == (ROOT / "fpspec" / "cublas_h200_table.py").read_text()
+    with pytest.raises(SystemExit):
+        fit.main([str(SWEEP.parent), "--emit-module", str(out), "--emit-only"])   # a directory
 
 
-def test_table_holds_every_swept_call(sweep_calls):
+def test_table_holds_every_swept_call(table_calls):
     obs = ch.observations_from_table()
-    assert {t: len(v) for t, v in obs.items()} == {"torch-bf16": 455, "torch-fp16": 455,
-                                                    "torch-scaled-mm": 452, "torch-scaled-mm-fast": 452}
+    assert {t: len(v) for t, v in obs.items()} == {"torch-bf16": 455 + 69, "torch-fp16": 455 + 69,
+                                                    "torch-scaled-mm": 452 + 69, "torch-scaled-mm-fast": 452 + 69}
     # FP8 runs N rounded up to 16: 8192 x 1 and 8192 x 7 both run as 8192 x 16 (same kernel)
-    want = {(c["target"], *c["shape"]) for c in sweep_calls}
+    want = {(c["target"], *c["shape"]) for c in table_calls}
     assert {(t, o.m, o.n, o.k) for t, rows in obs.items() for o in rows} == want
     one = {(o.m, o.n, o.k): o for o in obs["torch-bf16"]}[(64, 64, 16384)]
     assert one.kernel == "nvjet_sm90_tss_64x32_64x16_1x2_h_bz_splitK_TNT" and one.grid == (2, 12, 1)
@@ -80,6 +93,15 @@ def test_fps_cub_1_kernel_names():
     assert ch.short_kernel_name(dot) == "dot_kernel<float, 128, 0>"
     assert ch.parse_kernel_name(dot).kclass == "simt"
     assert ch.parse_kernel_name("gemmSN_TN_kernel<float, 128, 16, 2, 4, 8, 9, false>").kclass == "simt"
+    # the GEMV kernel of 1 x 500 x 96 (heldout.jsonl): a return type before its name
+    gemv = ("std::enable_if<!(false), void>::type internal::gemvx::kernel<int, int, __nv_bfloat16, float, float, "
+            "float, false, true, true, false, 7, false, cublasGemvParamsEx<int, cublasGemvTensorStridedBatched"
+            "<__nv_bfloat16 const>, float> >(cublasGemvParamsEx<int, float>)")
+    assert ch.short_kernel_name(gemv) == ("internal::gemvx::kernel<int, int, __nv_bfloat16, float, float, float, "
+                                          "false, true, true, false, 7, false>")
+    assert ch.parse_kernel_name(gemv).kclass == "simt" and ch.kernel_family(gemv) == "simt"
+    with pytest.raises(FpspecError, match="simt kernel internal::gemvx::kernel.* is not modelled"):
+        ch.model_for_kernel("cublas-h200-bf16", (1, 500, 96), gemv, (125, 1, 1))
     red = "void cublasLt::splitKreduce_kernel<32, 16, int, float, float, float, float, false>(cublasLt::Params)"
     assert ch.parse_kernel_name(red).kclass == "reduce"
     assert ch.parse_kernel_name("some_kernel").kclass == "other"
@@ -87,11 +109,12 @@ def test_fps_cub_1_kernel_names():
     assert ch.pick_gemm_kernel([(red, [1, 1, 1])]) is None
 
 
-def test_fps_cub_1_alignment_rule_gives_every_swept_class(sweep_calls):
+def test_fps_cub_1_alignment_rule_gives_every_swept_class(table_calls):
     """FPS-CUB-1: the class the alignment rule names is the class of the kernel that ran,
-    for every swept call but the eight 7 x 7 BF16 calls (K <= 4096) that run the SIMT gemmSN kernel."""
+    for every call of the sweep and the first held-out run but the eight 7 x 7 BF16 calls
+    (K <= 4096) that run the SIMT gemmSN kernel."""
     misses = []
-    for c in sweep_calls:
+    for c in table_calls:
         name, grid = rule_tool.call_kernel(c)
         got = ch.kernel_class(c["target"], *c["shape"])
         ran = ch.parse_kernel_name(name).kclass
@@ -99,6 +122,11 @@ def test_fps_cub_1_alignment_rule_gives_every_swept_class(sweep_calls):
             misses.append((c["target"], tuple(c["shape"]), ran))
     assert sorted(misses) == [("torch-bf16", (7, 7, k), "simt") for k in (16, 64, 100, 256, 1000, 1024, 2048, 4096)]
     assert ch.kernel_class("torch-bf16", 1, 1, 4096) == "simt"
+    # a vector output that is not 8-aligned runs the SIMT gemvx kernel (1 x 500 x 96 held out)
+    assert ch.kernel_class("torch-bf16", 1, 500, 96) == "simt"
+    assert ch.kernel_class("torch-fp16", 500, 1, 96) == "simt"
+    assert ch.kernel_class("torch-fp16", 1, 504, 96) == "nvjet"
+    assert ch.kernel_class("torch-bf16", 2, 500, 96) == "sm80"
     assert ch.kernel_class("torch-fp16", 4096, 1, 4096) == "nvjet"      # runs as 1 x 4096
     assert ch.kernel_class("torch-bf16", 33, 65, 5000) == "sm75"
     assert ch.kernel_class("torch-bf16", 100, 100, 5000) == "sm80"
@@ -242,9 +270,12 @@ def test_fps_cub_4_rule_no_split_for_short_k_and_large_outputs():
 
 def test_fps_cub_5_nearest_estimates():
     """FPS-CUB-5: unswept shapes get P from the nearest swept shapes."""
-    # 64 x 64 splits as far as K allows: 188 K tiles -> cap 9 -> slices of 21 tiles
+    # 64 x 64 splits as far as K allows: 172 K tiles -> cap 8 -> slices of 22 tiles
+    c = ch.predict("torch-bf16", 64, 64, 11000)
+    assert (c.confidence, c.p, c.s) == ("nearest", 8, 1408) and c.source is not None
+    # 64 x 64 x 12000 is a held-out shape, now in the table (188 K tiles, cap 9, 21 tiles a slice)
     c = ch.predict("torch-bf16", 64, 64, 12000)
-    assert (c.confidence, c.p, c.s) == ("nearest", 9, 1344) and c.source is not None
+    assert (c.confidence, c.p, c.s) == ("table", 9, 1344)
     # 1 x 4096 and 33 x 4096 at K = 16384 both split in 4 (tiles of 128 x 8 or 128 x 40)
     c = ch.predict("torch-bf16", 16, 4096, 16384)
     assert (c.confidence, c.p, c.s) == ("nearest", 4, 4096)
@@ -256,19 +287,23 @@ def test_fps_cub_5_nearest_estimates():
     assert (c.kclass, c.confidence, c.s, c.modelled) == ("simt", "unknown", None, False)
     assert c.kernel.startswith("gemmSN_TN_kernel") and c.source == (7, 7, 1024)
     assert ch.kernel_class("torch-bf16", 7, 9, 1024) == "sm75"
-    # a cutlass class (FPS-CUB-7): the nearest swept call's kernel, its z scaled by K
+    # a cutlass class (FPS-CUB-7): the nearest swept call's kernel and its grid z, not scaled
+    # by K: 33 x 65 x 6000 takes 33 x 33 x 5000's z = 63, so S = ceil(6000 / (63 8)) 8 = 96
     c = ch.predict("torch-bf16", 33, 65, 5000)
     assert c.kclass == "sm75" and c.kernel.startswith("cutlass_75") and c.confidence == "nearest"
     assert (c.source, c.p) == ((33, 33, 5000), 63)
+    c = ch.predict("torch-bf16", 33, 65, 6000)
+    assert (c.source, c.p, c.s) == ((33, 33, 5000), 63, 96)
 
 
-LOO_NVJET_S = {"torch-bf16": (323, 342), "torch-fp16": (307, 342), "torch-scaled-mm": (435, 452),
-               "torch-scaled-mm-fast": (435, 452)}
+LOO_NVJET_S = {"torch-bf16": (369, 398), "torch-fp16": (350, 398), "torch-scaled-mm": (501, 521),
+               "torch-scaled-mm-fast": (501, 521)}
 
 
 def test_fps_cub_5_leave_one_shape_out_rates_quoted_in_the_docs():
-    """FPS-CUB-5: with each swept shape left out in turn, the predicted S equals the
-    launched kernel's S on the share of nvjet shapes docs/cublas-h200.rst quotes; "rule"
+    """FPS-CUB-5: with each shape of the table (sweep and first held-out run) left out in
+    turn, the predicted S equals the launched kernel's S on the share of nvjet shapes
+    docs/cublas-h200.rst quotes; "rule"
     answers are never wrong."""
     pred = ch.default_predictor()
     for target, want in LOO_NVJET_S.items():

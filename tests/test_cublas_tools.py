@@ -346,3 +346,127 @@ def test_torch_cpu_sweep_path(tmp_path):
     plain = [json.loads(x) for x in (tmp_path / "n" / "sweep.jsonl").read_text().splitlines()]
     plain = [x for x in plain if x["kind"] == "call"]
     assert plain[0]["bits"] == c["bits"] and plain[0]["kernels"] == [] and plain[0]["error"] is None
+
+
+# ------------------------------------------------------------------ held-out run (training data since stage 4)
+HELDOUT = ROOT / "vectors" / "provenance" / "h200-cublas" / "heldout.jsonl"
+#: the s1688 calls of heldout.jsonl that the stage-3 slice units (first of 64/32/16/8 giving
+#: z slices) missed: (target, shape) -> slice plan the recorded outputs need
+S1688_HELDOUT = {
+    ("torch-bf16", (8192, 17, 4000)): (1000,) * 4,                # K not a multiple of 64: units of 8
+    ("torch-bf16", (2047, 63, 14000)): (880,) * 15 + (800,),      # ceil(14000 / 128) 8
+    ("torch-fp16", (63, 2047, 14000)): (880,) * 15 + (800,),
+    ("torch-fp16", (1023, 1025, 3500)): (504,) * 6 + (476,),      # ceil(3500 / 56) 8, residue first
+}
+
+
+@pytest.fixture(scope="module")
+def heldout_calls() -> dict:
+    return {(r["target"], tuple(r["shape"])): r for r in common.read_records([HELDOUT])
+            if r.get("kind") == "call" and r.get("bits")}
+
+
+def _codes(rec: dict):
+    dt = np.uint8 if rec["fmt"] == "e4m3" else np.uint16
+    k = rec["shape"][2]
+    return (common.codes_numpy(rec["fmt"], rec["seed_a"], rec["rows"], k).astype(dt),
+            common.codes_numpy(rec["fmt"], rec["seed_b"], rec["cols"], k).astype(dt))
+
+
+def test_fps_cub_7_s1688_heldout_calls_reproduced_by_the_observer(heldout_calls):
+    """FPS-CUB-7: the observer's s1688 model (units of 64 only where 64 divides K, else 8;
+    G = 8, K tiles of 32 residue first) reproduces every sampled output of the held-out
+    s1688 calls that the stage-3 units missed; slices one unit longer miss most outputs."""
+    from fpspec.cublas_h200 import model_for_kernel, pick_gemm_kernel
+    from fpspec.matmul import gemm
+
+    for (target, shape), plan in S1688_HELDOUT.items():
+        rec = heldout_calls[(target, shape)]
+        name, grid = pick_gemm_kernel([(x["name"], x["grid"]) for x in rec["kernels"]])
+        model = model_for_kernel(target, shape, name, grid)
+        assert (model.slice_plan, model.group_size, model.k_tile, model.slice_residue) == (plan, 8, 32, "first")
+        a, bt = _codes(rec)
+        want = common.bits_from_hex(rec["bits"])
+        got = gemm(a, bt, model, fmt=rec["fmt"]).astype(np.float32).reshape(-1).view(np.uint32)
+        assert np.array_equal(got, want), (target, shape)
+        k, s = shape[2], plan[0] + 8
+        longer = tuple(min(s, k - s0) for s0 in range(0, k, s))
+        got = gemm(a, bt, model.replace(slice_plan=longer), fmt=rec["fmt"]).astype(np.float32)
+        assert (got.reshape(-1).view(np.uint32) == want).sum() < want.size // 2, (target, shape)
+
+
+def _gemv_lanes_then_tree(a: np.ndarray, bt: np.ndarray, fmt: str, lanes: int) -> np.ndarray:
+    """The hypothesis for cuBLAS's gemvx kernel at 1 x N x K: K cut into ``lanes``
+    contiguous chunks (one per thread of blockDim.x), each summed in order in FP32 from 0,
+    the chunk sums added by halving (lane i + lane i + L/2, ...).  Products of two BF16 or
+    FP16 values are exact in FP32, and numpy's float32 + is IEEE RNE."""
+    def dec(c):
+        if fmt == "bf16":
+            return (c.astype(np.uint32) << 16).view(np.float32)
+        return c.view(np.float16).astype(np.float32)
+
+    x, w = dec(a[0]), dec(bt)
+    out = np.empty(w.shape[0], np.float32)
+    chunk = x.size // lanes
+    for j in range(w.shape[0]):
+        p = x * w[j]
+        part = [np.float32(0)] * lanes
+        for i in range(lanes):
+            for v in p[i * chunk:(i + 1) * chunk]:
+                part[i] = np.float32(part[i] + v)
+        while len(part) > 1:
+            h = len(part) // 2
+            part = [np.float32(part[i] + part[i + h]) for i in range(h)]
+        out[j] = part[0]
+    return out.view(np.uint32)
+
+
+def test_gemvx_kernel_is_classified_simt_and_its_one_shape_is_a_lane_tree(heldout_calls):
+    """FPS-CUB-7: the GEMV kernel of 1 x 500 x 96 is SIMT (not modelled: resolve and the
+    observer raise FpspecError); what its two calls show, recorded for a later model: 32
+    (BF16) or 16 (FP16) lanes = blockDim.x, each a contiguous chunk of K in FP32, chunk
+    sums added by halving, reproduce all 64 outputs; other lane counts do not."""
+    from fpspec.cublas_h200 import kernel_family, model_for_kernel, pick_gemm_kernel
+    from fpspec.errors import FpspecError
+    from fpspec.models import resolve
+
+    for target, lanes, other in (("torch-bf16", 32, 16), ("torch-fp16", 16, 8)):
+        rec = heldout_calls[(target, (1, 500, 96))]
+        name, grid = pick_gemm_kernel([(x["name"], x["grid"]) for x in rec["kernels"]])
+        assert kernel_family(name) == "simt" and rec["kernels"][0]["block"][0] == lanes
+        with pytest.raises(FpspecError, match="not modelled"):
+            model_for_kernel(target, (1, 500, 96), name, grid)
+        with pytest.raises(FpspecError, match="not modelled"):
+            resolve("cublas-h200-" + target[6:], (1, 500, 96))
+        a, bt = _codes(rec)
+        want = common.bits_from_hex(rec["bits"])
+        assert np.array_equal(_gemv_lanes_then_tree(a, bt, rec["fmt"], lanes), want)
+        assert (_gemv_lanes_then_tree(a, bt, rec["fmt"], other) == want).sum() < want.size
+
+
+def test_fps_cub_9_accept_leave_one_out_and_committed_reports(tmp_path, heldout_calls):
+    """FPS-CUB-9: ``--leave-one-out`` predicts each call with its own shape left out of the
+    table (a held-out shape now in the table is then not found there: here the s1688 call
+    at 8192 x 17 x 4000 takes the kernel and z of its nearest other s1688 call); every
+    committed fragment is the render of its committed report."""
+    import h200_cublas_accept as acc
+
+    run = tmp_path / "run.jsonl"
+    keys = [("torch-bf16", (8192, 17, 4000)), ("torch-scaled-mm", (1, 8192, 20000))]
+    run.write_text("".join(json.dumps(heldout_calls[k]) + "\n" for k in keys))
+    table = acc.accept([str(run)])
+    loo = acc.accept([str(run)], loo=True)
+    assert table["offline_mode"] == "table" and loo["offline_mode"] == "leave-one-shape-out"
+    for rep in (table, loo):
+        for d in rep["targets"].values():
+            assert d["all"]["observer"] == d["all"]["outputs"]
+    assert all(d["all"]["offline"] == d["all"]["outputs"] for d in table["targets"].values())
+    from fpspec.cublas_h200 import default_predictor
+    pred = default_predictor()
+    got = pred.without("torch-bf16", (8192, 17, 4000)).predict("torch-bf16", 8192, 17, 4000)
+    assert got.confidence == "nearest" and got.source != (8192, 17, 4000)
+    assert "offline, shape left out" in acc.rst_fragment(loo) and "offline (``resolve``)" in acc.rst_fragment(table)
+    rendered = ROOT / "docs" / "cublas-reports"
+    for name in ("accept-sweep", "accept-heldout", "accept-loo", "accept-heldout-rule1"):
+        assert acc.main(["--render", str(rendered / f"{name}.json"), "--rst", str(rendered / f"{name}.inc"),
+                         "--check"]) == 0, name

@@ -675,15 +675,15 @@ def main(argv: list[str] | None = None) -> int:
                    help="skip the share of outputs the rule reproduces (one more evaluation per rule miss)")
     p.add_argument("--emit-module", metavar="PATH",
                    help="also write the generated table of fpspec.cublas_h200 (tools/h200_cublas_rule.py) "
-                        "from the (single) sweep file")
+                        "from the sweep files (in order; the first one's device)")
     p.add_argument("--emit-only", action="store_true", help="with --emit-module: write the module, skip the fit")
     args = p.parse_args(argv)
     if args.emit_module:
         import h200_cublas_rule
 
-        if len(args.sweep) != 1 or Path(args.sweep[0]).is_dir():
-            p.error("--emit-module needs exactly one sweep.jsonl file")
-        print(f"wrote {h200_cublas_rule.emit(args.sweep[0], args.emit_module)}")
+        if any(Path(s).is_dir() for s in args.sweep):
+            p.error("--emit-module needs sweep .jsonl files, not directories")
+        print(f"wrote {h200_cublas_rule.emit(args.sweep, args.emit_module)}")
         if args.emit_only:
             return 0
     if not args.out:
