@@ -15,7 +15,7 @@ results are added in FP32 (FPS-GEMM-14).  This module says which S a call uses:
 Both return a :class:`KernelChoice`; its ``confidence`` says where S came from.
 Pure Python: no NumPy, no torch.  The kernels other than ``nvjet`` (cutlass sm75 / sm80
 ``mma.sync`` and ``wmma`` kernels, SIMT ``gemmSN`` / ``dot_kernel`` / ``gemvx``) are
-classified (FPS-CUB-1); :func:`kernel_model` models the cutlass ones (FPS-CUB-7), not the
+classified (FPS-CUB-1); :func:`kernel_parameters` models the cutlass ones (FPS-CUB-7), not the
 SIMT ones.
 """
 
@@ -27,7 +27,7 @@ import numbers
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Literal, Sequence
+from typing import Any, Literal, Sequence
 
 from .errors import FpspecError
 
@@ -56,6 +56,9 @@ __all__ = [
     "slice_cap",
     "slice_length",
     "plan_from_kernel",
+    "choice_for_kernel",
+    "resolve_choice",
+    "kernel_parameters",
     "predict",
     "default_predictor",
     "observations_from_table",
@@ -336,7 +339,7 @@ class KernelChoice:
     tile and ``ctas`` the launch's CTAs.  For cutlass kernels (``sm75``, ``sm80``) p is
     the grid's z extent and s the first of its slices (:func:`cutlass_slices`): the
     arithmetic inside those kernels is not the ``nvjet`` preset's (``modelled`` is False;
-    :func:`kernel_model` models them).
+    :func:`kernel_parameters` models them).
     """
 
     target: str
@@ -636,16 +639,11 @@ def _target_of(name: str) -> Target:
     return _check_target(LIBRARY_PRESETS.get(name, name))
 
 
-def _chain_model(target: Target):
-    """The target's ``nvjet`` instruction chain as a model for any K: its preset without
-    ``require_full_groups`` (a partial last K tile is zero-filled: a shorter group)."""
-    from .models import get_model
-
-    return get_model(target.preset, require_full_groups=False)
-
-
-def kernel_model(choice: KernelChoice):
-    """The :class:`~fpspec.models.GemmModel` of one call whose kernel is known (FPS-CUB-7):
+def kernel_parameters(choice: KernelChoice) -> tuple[str, dict[str, Any]]:
+    """The model of one call whose kernel is known, as data (FPS-CUB-7): the preset of the
+    target's ``nvjet`` chain and the :class:`~fpspec.models.GemmModel` parameters to set on
+    it (:func:`fpspec.models.kernel_model` builds the model; ``require_full_groups`` is
+    always off there: a partial last K tile is zero-filled, a shorter group):
 
     * ``nvjet``: the target's preset (``km-h100-bf16``, ``km-h100-fp8-promote128``,
       ``km-h100-fp8``) with ``split_k = S`` (FPS-CUB-3), partial K tile last;
@@ -663,18 +661,17 @@ def kernel_model(choice: KernelChoice):
     if choice.confidence == "unknown":
         raise FpspecError(f"{where}: the {choice.kclass} kernel {choice.kernel or '(unknown)'} is not modelled "
                           f"by fpspec ({choice.note or 'its reduction over K is unknown'})")
-    base = _chain_model(tg)
     if choice.kclass == "nvjet":
-        return base.replace(split_k=choice.s)
+        return tg.preset, {"split_k": choice.s}
     if choice.kclass in ("sm75", "sm80") and tg.fmt in ("bf16", "fp16"):
         s1688 = choice.instr_k == 8
         kt = choice.kt or (S1688_K_TILE if s1688 else None)
         if kt is None:
             raise FpspecError(f"{where}: the cutlass kernel {choice.kernel} names no K tile; not modelled")
-        model = base.replace(group_size=S1688_GROUP) if s1688 else base
         unit = S1688_WHOLE_UNIT if s1688 and k % S1688_WHOLE_UNIT == 0 else CUTLASS_SLICE_UNIT
-        plan = cutlass_slices(k, choice.p or 1, unit)
-        return model.replace(slice_plan=plan, k_tile=kt, slice_residue="first")
+        params: dict[str, Any] = {"group_size": S1688_GROUP} if s1688 else {}
+        params.update(slice_plan=cutlass_slices(k, choice.p or 1, unit), k_tile=kt, slice_residue="first")
+        return tg.preset, params
     raise FpspecError(f"{where}: the {choice.kclass} kernel {choice.kernel or '(unknown)'} is not modelled by "
                       "fpspec (no tensor-core chain reproduces it)")
 
@@ -713,14 +710,12 @@ def cutlass_slices(k: int, p: int, unit: int = CUTLASS_SLICE_UNIT) -> tuple[int,
     return tuple(min(s, k - s0) for s0 in range(0, k, s))
 
 
-def model_for_kernel(name: str, shape: Sequence[int], kernel_name: str, grid: Sequence[int]):
-    """The model of one call from the kernel that ran and its launch grid (what the torch
-    profiler shows; FPS-CUB-8): :func:`plan_from_kernel` then :func:`kernel_model`.
-    ``name`` is a library preset (``cublas-h200-bf16``, ...) or a target
-    (``torch-bf16``, ...)."""
+def choice_for_kernel(name: str, shape: Sequence[int], kernel_name: str, grid: Sequence[int]) -> KernelChoice:
+    """:func:`plan_from_kernel` for a library preset (``cublas-h200-bf16``, ...) or a target
+    (``torch-bf16``, ...) at (M, N, K): what :func:`fpspec.models.model_for_kernel` models."""
     tg = _target_of(name)
     m, n, k = _shape3(shape)
-    return kernel_model(plan_from_kernel(tg.name, m, n, k, kernel_name, grid))
+    return plan_from_kernel(tg.name, m, n, k, kernel_name, grid)
 
 
 def _shape3(shape: Sequence[int]) -> tuple[int, int, int]:
@@ -736,13 +731,6 @@ def resolve_choice(name: str, shape: Sequence[int]) -> KernelChoice:
     tg = _target_of(name)
     m, n, k = _shape3(shape)
     return predict(tg.name, m, n, k)
-
-
-def model_for_shape(name: str, shape: Sequence[int]):
-    """The model cuBLAS on the H200 runs at (M, N, K), offline (FPS-CUB-6):
-    :func:`kernel_model` of :func:`predict`'s choice; FpspecError where the predicted
-    kernel is not modelled (SIMT) or its slices are not known."""
-    return kernel_model(resolve_choice(name, shape))
 
 
 def kernel_family(kernel_name: str) -> str:

@@ -83,8 +83,9 @@ import dataclasses
 import json
 import numbers
 from dataclasses import dataclass
-from typing import Any, Literal, Mapping
+from typing import Any, Literal, Mapping, Sequence
 
+from . import cublas_h200
 from .errors import FpspecError
 
 __all__ = [
@@ -103,6 +104,9 @@ __all__ = [
     "PARAMETER_HELP",
     "get_model",
     "resolve",
+    "kernel_model",
+    "model_for_kernel",
+    "model_for_shape",
     "LIBRARY",
     "LIBRARY_PRESETS",
     "arithmetic_summary",
@@ -779,9 +783,7 @@ _CUBLAS_REF = "docs/cublas-h200.rst; vectors/provenance/h200-cublas"
 def _library(name: str, target: str, chain: str, summary: str, call: str) -> Preset:
     """A library preset (FPS-CUB-6): the chain of the target's Hopper kernels for any K;
     :func:`resolve` adds the kernel and K slices cuBLAS uses at a shape."""
-    from .cublas_h200 import observations_from_table
-
-    shapes = tuple(sorted({(o.m, o.n, o.k) for o in observations_from_table()[target]}))
+    shapes = tuple(sorted({(o.m, o.n, o.k) for o in cublas_h200.observations_from_table()[target]}))
     return Preset(name, PRESETS[chain].model.replace(require_full_groups=False),
                   summary + "; the kernel and its K slices follow from the shape (fpspec.models.resolve)",
                   f"{call} on an NVIDIA H200, measured at 524 shapes (docs/cublas-h200.rst); the chain: "
@@ -913,8 +915,8 @@ def resolve(name: "str | GemmModel", shape: "tuple[int, int, int] | None" = None
 
     A library preset (:data:`LIBRARY_PRESETS`) resolves to the model cuBLAS runs at that
     shape: the instruction chain of the kernel class the shape runs on and its K slices
-    (:func:`fpspec.cublas_h200.model_for_shape`); FpspecError where that kernel is not
-    modelled (SIMT kernels).  Any other preset, or a GemmModel, is returned unchanged."""
+    (:func:`model_for_shape`); FpspecError where that kernel is not modelled (SIMT
+    kernels).  Any other preset, or a GemmModel, is returned unchanged."""
     if isinstance(name, GemmModel):
         return name
     p = PRESETS.get(name) or LIBRARY.get(name)
@@ -924,9 +926,32 @@ def resolve(name: "str | GemmModel", shape: "tuple[int, int, int] | None" = None
         return p.model
     if shape is None:
         raise FpspecError(f"{name} is a library preset: its model depends on the GEMM's shape; give shape=(M, N, K)")
-    from .cublas_h200 import model_for_shape
-
     return model_for_shape(name, shape)
+
+
+def kernel_model(choice: cublas_h200.KernelChoice) -> GemmModel:
+    """The model of one cuBLAS call whose kernel is known (FPS-CUB-7): the target's chain
+    preset without ``require_full_groups``, with the parameters
+    :func:`fpspec.cublas_h200.kernel_parameters` gives for the kernel (FpspecError for a
+    kernel that is not modelled)."""
+    chain, params = cublas_h200.kernel_parameters(choice)
+    return PRESETS[chain].model.replace(require_full_groups=False, **params)
+
+
+def model_for_kernel(name: str, shape: Sequence[int], kernel_name: str, grid: Sequence[int]) -> GemmModel:
+    """The model of one call from the kernel that ran and its launch grid, what the torch
+    profiler shows (FPS-CUB-8): :func:`kernel_model` of
+    :func:`fpspec.cublas_h200.choice_for_kernel`.  ``name`` is a library preset
+    (``cublas-h200-bf16``, ...) or a target (``torch-bf16``, ...)."""
+    return kernel_model(cublas_h200.choice_for_kernel(name, shape, kernel_name, grid))
+
+
+def model_for_shape(name: str, shape: Sequence[int]) -> GemmModel:
+    """The model cuBLAS on the H200 runs at (M, N, K), offline (FPS-CUB-6):
+    :func:`kernel_model` of :func:`fpspec.cublas_h200.resolve_choice` (the prediction from
+    the shape); FpspecError where the predicted kernel is not modelled (SIMT) or its slices
+    are not known."""
+    return kernel_model(cublas_h200.resolve_choice(name, shape))
 
 
 def get_model(model: "str | GemmModel", **overrides: Any) -> GemmModel:

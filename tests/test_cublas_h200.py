@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from fpspec import cublas_h200 as ch
+from fpspec import models
 from fpspec import cublas_h200_table as tab
 from fpspec.errors import FpspecError
 
@@ -50,14 +51,14 @@ def test_fps_cub_4_generated_table_reproduces_from_the_committed_sweep():
     assert "heldout2" not in text                      # the second held-out set is never a source
 
 
-def test_emit_module_through_the_fit_tool(tmp_path):
-    import h200_cublas_fit as fit
+def test_emit_module_through_the_rule_tool(tmp_path):
+    import h200_cublas_rule as rule
 
     out = tmp_path / "table.py"
-    assert fit.main([str(p) for p in SOURCES] + ["--emit-module", str(out), "--emit-only"]) == 0
+    assert rule.main(["emit", *[str(p) for p in SOURCES], "--out", str(out)]) == 0
     assert out.read_text() == (ROOT / "fpspec" / "cublas_h200_table.py").read_text()
     with pytest.raises(SystemExit):
-        fit.main([str(SWEEP.parent), "--emit-module", str(out), "--emit-only"])   # a directory
+        rule.main(["emit", str(SWEEP.parent), "--out", str(out)])   # a directory
 
 
 def test_table_holds_every_swept_call(table_calls):
@@ -101,7 +102,7 @@ def test_fps_cub_1_kernel_names():
                                           "false, true, true, false, 7, false>")
     assert ch.parse_kernel_name(gemv).kclass == "simt" and ch.kernel_family(gemv) == "simt"
     with pytest.raises(FpspecError, match="simt kernel internal::gemvx::kernel.* is not modelled"):
-        ch.model_for_kernel("cublas-h200-bf16", (1, 500, 96), gemv, (125, 1, 1))
+        models.model_for_kernel("cublas-h200-bf16", (1, 500, 96), gemv, (125, 1, 1))
     red = "void cublasLt::splitKreduce_kernel<32, 16, int, float, float, float, float, false>(cublasLt::Params)"
     assert ch.parse_kernel_name(red).kclass == "reduce"
     assert ch.parse_kernel_name("some_kernel").kclass == "other"

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from fpspec import cublas_h200 as ch
+from fpspec import models
 from fpspec.adapters.torch_gemm import OBSERVE_TAG, observation_from_trace
 from fpspec.cli import main
 from fpspec.errors import FpspecError
@@ -131,9 +132,9 @@ def test_fps_cub_7_kernel_families_and_slices():
     assert ch.cutlass_slices(14000, 16, 8) == (880,) * 15 + (800,)
     assert ch.cutlass_slices(5000, 313, 8)[:1] == (16,) and len(ch.cutlass_slices(5000, 313, 8)) == 313
     assert ch.cutlass_slices(64, 2, 64) == (32, 32)          # 64 would give one slice: units of 8
-    m = ch.model_for_kernel("torch-bf16", (8192, 17, 4000), s1688, (128, 1, 4))
+    m = models.model_for_kernel("torch-bf16", (8192, 17, 4000), s1688, (128, 1, 4))
     assert m.slice_plan == (1000,) * 4 and m.group_size == 8
-    m = ch.model_for_kernel("torch-bf16", (4096, 33, 8192), s1688, (64, 1, 6))
+    m = models.model_for_kernel("torch-bf16", (4096, 33, 8192), s1688, (64, 1, 6))
     assert m.slice_plan == (1408,) * 5 + (1152,)
     assert ch.cutlass_slices(1000, 1) is None
     names = {"nvjet_sm90_tss_64x32_64x16_2x4_h_bz_splitK_TNT": "nvjet",
@@ -143,14 +144,14 @@ def test_fps_cub_7_kernel_families_and_slices():
              "void gemmSN_TN_kernel<float, 128, 16, 2, 4, 8, 9, false>(int)": "simt"}
     for name, fam in names.items():
         assert ch.kernel_family(name) == fam
-    m = ch.model_for_kernel("torch-bf16", (100, 100, 5000), "cutlass_80_tensorop_s16816gemm_bf16_64x64_64x6_tn_align2",
+    m = models.model_for_kernel("torch-bf16", (100, 100, 5000), "cutlass_80_tensorop_s16816gemm_bf16_64x64_64x6_tn_align2",
                             (4, 1, 33))
     assert (m.group_size, m.k_tile, m.slice_residue, m.slice_plan[0], m.window_bits) == (16, 64, "first", 152, 25)
-    m = ch.model_for_kernel("cublas-h200-bf16", (31, 31, 1000), "cutlass_75_tensorop_s1688gemm_bf16_64x64_tn_align1",
+    m = models.model_for_kernel("cublas-h200-bf16", (31, 31, 1000), "cutlass_75_tensorop_s1688gemm_bf16_64x64_tn_align1",
                             (1, 1, 16))
     assert (m.group_size, m.k_tile, m.slice_plan[:2]) == (8, ch.S1688_K_TILE, (64, 64))
     with pytest.raises(FpspecError, match="not modelled"):
-        ch.model_for_kernel("torch-bf16", (7, 7, 64), "void gemmSN_TN_kernel<float, 128>(int)", (1, 1, 1))
+        models.model_for_kernel("torch-bf16", (7, 7, 64), "void gemmSN_TN_kernel<float, 128>(int)", (1, 1, 1))
 
 
 def _trace(kernels: list[tuple[str, list[int]]]) -> dict:

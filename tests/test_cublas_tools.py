@@ -377,7 +377,8 @@ def test_fps_cub_7_s1688_heldout_calls_reproduced_by_the_observer(heldout_calls)
     """FPS-CUB-7: the observer's s1688 model (units of 64 only where 64 divides K, else 8;
     G = 8, K tiles of 32 residue first) reproduces every sampled output of the held-out
     s1688 calls that the stage-3 units missed; slices one unit longer miss most outputs."""
-    from fpspec.cublas_h200 import model_for_kernel, pick_gemm_kernel
+    from fpspec.cublas_h200 import pick_gemm_kernel
+    from fpspec.models import model_for_kernel
     from fpspec.matmul import gemm
 
     for (target, shape), plan in S1688_HELDOUT.items():
@@ -426,7 +427,8 @@ def test_gemvx_kernel_is_classified_simt_and_its_one_shape_is_a_lane_tree(heldou
     observer raise FpspecError); what its two calls show, recorded for a later model: 32
     (BF16) or 16 (FP16) lanes = blockDim.x, each a contiguous chunk of K in FP32, chunk
     sums added by halving, reproduce all 64 outputs; other lane counts do not."""
-    from fpspec.cublas_h200 import kernel_family, model_for_kernel, pick_gemm_kernel
+    from fpspec.cublas_h200 import kernel_family, pick_gemm_kernel
+    from fpspec.models import model_for_kernel
     from fpspec.errors import FpspecError
     from fpspec.models import resolve
 

@@ -10,7 +10,7 @@ compares the recorded FP32 output bits with two fpspec models:
 
 * **offline**: ``fpspec.models.resolve(preset, shape)``, the library preset of the call's
   target resolved from the shape alone (FPS-CUB-6);
-* **observer**: ``fpspec.cublas_h200.model_for_kernel`` from the recorded kernel name and
+* **observer**: ``fpspec.models.model_for_kernel`` from the recorded kernel name and
   launch grid (FPS-CUB-8), what ``fpspec.adapters.torch_gemm.observe`` does live.
 
 A call whose kernel is not modelled (SIMT) counts its outputs as not reproduced.  The
@@ -35,8 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from h200_cublas_common import bits_from_hex, code_checksum, codes_numpy, read_records  # noqa: E402
 
-from fpspec.cublas_h200 import (LIBRARY_PRESETS, default_predictor, kernel_family, kernel_model,  # noqa: E402
-                                model_for_kernel, pick_gemm_kernel)
+from fpspec.cublas_h200 import LIBRARY_PRESETS, default_predictor, kernel_family, pick_gemm_kernel  # noqa: E402
+from fpspec.models import kernel_model, model_for_kernel  # noqa: E402
 from fpspec.errors import FpspecError  # noqa: E402
 from fpspec.matmul import gemm  # noqa: E402
 from fpspec.models import resolve  # noqa: E402

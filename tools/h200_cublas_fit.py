@@ -673,21 +673,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--alt-seconds", type=float, default=10.0, help="time cap of one call's alternative searches")
     p.add_argument("--no-output-rate", dest="output_rate", action="store_false",
                    help="skip the share of outputs the rule reproduces (one more evaluation per rule miss)")
-    p.add_argument("--emit-module", metavar="PATH",
-                   help="also write the generated table of fpspec.cublas_h200 (tools/h200_cublas_rule.py) "
-                        "from the sweep files (in order; the first one's device)")
-    p.add_argument("--emit-only", action="store_true", help="with --emit-module: write the module, skip the fit")
     args = p.parse_args(argv)
-    if args.emit_module:
-        import h200_cublas_rule
-
-        if any(Path(s).is_dir() for s in args.sweep):
-            p.error("--emit-module needs sweep .jsonl files, not directories")
-        print(f"wrote {h200_cublas_rule.emit(args.sweep, args.emit_module)}")
-        if args.emit_only:
-            return 0
     if not args.out:
-        p.error("--out is required unless --emit-only")
+        p.error("--out is required")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     lines: list[str] = []

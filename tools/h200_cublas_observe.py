@@ -11,7 +11,7 @@ targets: the four of the sweep - it generates the operands of the sweep's hash
 (tools/h200_cublas_common.py, same seeds and sampled rows and columns as
 ``tools/h200_cublas_sweep.py --shapes ... --seed``), runs the torch call once unprofiled
 and once under the profiler (:func:`fpspec.adapters.torch_gemm.observe_call`), reads the
-kernel and its grid, takes the model :func:`fpspec.cublas_h200.model_for_kernel` gives, and
+kernel and its grid, takes the model :func:`fpspec.models.model_for_kernel` gives, and
 compares fpspec's output under that model on the sampled outputs with the call's, bit for
 bit; it also records the offline model's match (``fpspec.models.resolve``).  A kernel the
 observer does not model (SIMT) is recorded with its reason and no observer match.

@@ -157,7 +157,7 @@ class Observation:
     """One observed GEMM call: the target (a :data:`fpspec.cublas_h200.TARGETS` name), the
     shape (M, N, K), the kernels it launched (name, grid; in launch order), the GEMM kernel
     among them, how they were attributed, the call's result, and the model
-    (:func:`fpspec.cublas_h200.model_for_kernel`) or why there is none."""
+    (:func:`fpspec.models.model_for_kernel`) or why there is none."""
 
     target: str
     shape: tuple[int, int, int]
@@ -199,7 +199,7 @@ def observe_call(call: Any, target: str, shape: Any, *, torch: Any = None) -> Ob
     ``record_function(OBSERVE_TAG)`` (:func:`fpspec.adapters.kernel_trace.attribute_kernels`;
     on the CPU, torch's CPU ops stand in for kernels), the GEMM kernel among them
     (:func:`fpspec.cublas_h200.pick_gemm_kernel`), then
-    :func:`fpspec.cublas_h200.model_for_kernel`.  An unmodelled kernel (SIMT, a CPU op)
+    :func:`fpspec.models.model_for_kernel`.  An unmodelled kernel (SIMT, a CPU op)
     gives an Observation with ``model`` None and the reason in ``error``."""
     import json
     import tempfile
@@ -232,7 +232,8 @@ def observation_from_trace(trace: dict, target: str, shape: Any, *, result: Any 
     """The :class:`Observation` of a kineto trace (Chrome JSON) in which the call ran inside
     ``record_function(OBSERVE_TAG)`` (FPS-CUB-8); pure Python.  Without CUDA kernel events
     torch's CPU GEMM ops stand in (no grid: no model)."""
-    from ..cublas_h200 import LIBRARY_PRESETS, model_for_kernel, pick_gemm_kernel
+    from ..cublas_h200 import LIBRARY_PRESETS, pick_gemm_kernel
+    from ..models import model_for_kernel
     from .kernel_trace import attribute_kernels
 
     target = LIBRARY_PRESETS.get(target, target)

@@ -54,6 +54,7 @@ from .chain import (CONTINUE, NO_ROUNDING, NO_TERMS, NO_WINDOW, Plan, accumulate
 from .fp32 import RNE, RTZ, add_round, add_round_fp32, round_fp32_pair
 from .jit import gemm_jit
 from .kernels import TermOperand, product_terms
+from .operands import code_operand, code_values, code_values_of, quantized_operand, scale_values
 from .parallel import _pool, threads
 from .rounding import decode_table
 
@@ -541,7 +542,6 @@ def _operand(x, fmt, side: int, model: GemmModel, plan: Plan, zero: int, zero_te
     """An operand's float64 values (rows, K), spans (:func:`group_spans`) and number of
     non-finite values, in one table-driven pass (:func:`values_and_spans`); TF32 codes
     (2^32 of them) through :func:`group_spans` on the decoded values."""
-    from .accumulate import _code_values, _code_values_of, _scale_values
 
     if isinstance(x, QuantizedTensor):
         pv = decode_table(get_format(x.payload_format))
@@ -549,7 +549,7 @@ def _operand(x, fmt, side: int, model: GemmModel, plan: Plan, zero: int, zero_te
         with np.errstate(invalid="ignore"):
             vlut = (pv[:, None] * sv[None, :]).reshape(-1)  # exact: 2-bit x 4-bit significands
         grid = x.scales if x.tile == "1xB" else np.repeat(x.scales, x.block, axis=0)
-        _scale_values(x)  # range check of the scale codes (FpspecError)
+        scale_values(x)  # range check of the scale codes (FpspecError)
         tables = _tables(vlut, FP32_EMIN, zero, zero_terms)  # emin not read: no window on these
         return values_and_spans(x.codes, np.ascontiguousarray(grid), x.block, sv.size, *tables, plan.start,
                                 plan.stop)
@@ -557,20 +557,19 @@ def _operand(x, fmt, side: int, model: GemmModel, plan: Plan, zero: int, zero_te
     codes = np.asarray(x)
     emin = code_format(name).emin
     if name == "tf32":
-        v = _code_values_of(codes, name)
+        v = code_values_of(codes, name)
         return v, group_spans(v, plan.start, plan.stop, emin, zero, zero_terms), int((~np.isfinite(v)).sum())
-    tables = _tables(_code_values(code_format(name).name), emin, zero, zero_terms)
+    tables = _tables(code_values(code_format(name).name), emin, zero, zero_terms)
     return values_and_spans(codes, _NO_SCALES, 1, 0, *tables, plan.start, plan.stop)
 
 
 def _fallback_terms(a, bt, model: GemmModel, fmt):
     """The operands as TermOperands for the fallback's product terms."""
-    from .accumulate import _code_operand, _quantized_operand
 
     if isinstance(a, QuantizedTensor):
-        return _quantized_operand(a, model), _quantized_operand(bt, model)
+        return quantized_operand(a, model), quantized_operand(bt, model)
     fa, fb = operand_formats(fmt)
-    return _code_operand(np.asarray(a), fa, model), _code_operand(np.asarray(bt), fb, model)
+    return code_operand(np.asarray(a), fa, model), code_operand(np.asarray(bt), fb, model)
 
 
 def _empty_terms() -> TermOperand:
