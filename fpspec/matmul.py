@@ -48,13 +48,7 @@ def gemm(a: Any, bt: Any, model: "str | GemmModel", *, fmt: str | None = None, i
             requires whole groups, unknown preset or parameter, out-of-range codes.
     """
     m, a, bt, quantized = _checked(a, bt, model, fmt, impl, overrides, shape)
-    if impl == "exact" or not supports(m, a.shape[1]):
-        return gemm_exact(a, bt, m, fmt=fmt)
-    alpha = tensor_alpha(a, bt, m) if quantized else None
-    try:
-        return gemm_fast(a, bt, m, fmt=fmt, alpha=alpha)
-    except FastPathUnsupported:
-        return gemm_exact(a, bt, m, fmt=fmt)
+    return _evaluate(gemm_exact, gemm_fast, a, bt, m, fmt, impl, quantized)
 
 
 def rowdot(a: Any, bt: Any, model: "str | GemmModel", *, fmt: str | None = None, impl: str = "fast",
@@ -68,13 +62,19 @@ def rowdot(a: Any, bt: Any, model: "str | GemmModel", *, fmt: str | None = None,
     if a.shape != bt.shape:
         raise FpspecError(f"rowdot needs A and BT of one shape, got {a.shape[0]}x{a.shape[1]} and "
                           f"{bt.shape[0]}x{bt.shape[1]}")
+    return _evaluate(rowdot_exact, rowdot_fast, a, bt, m, fmt, impl, quantized)
+
+
+def _evaluate(exact, fast, a, bt, m: GemmModel, fmt, impl: str, quantized: bool) -> np.ndarray:
+    """The exact spec where asked for or where the fast path does not carry the model, else
+    the fast path (bit-equal, FPS-GEMM-10), falling back to the exact one where it declines."""
     if impl == "exact" or not supports(m, a.shape[1]):
-        return rowdot_exact(a, bt, m, fmt=fmt)
+        return exact(a, bt, m, fmt=fmt)
     alpha = tensor_alpha(a, bt, m) if quantized else None
     try:
-        return rowdot_fast(a, bt, m, fmt=fmt, alpha=alpha)
+        return fast(a, bt, m, fmt=fmt, alpha=alpha)
     except FastPathUnsupported:
-        return rowdot_exact(a, bt, m, fmt=fmt)
+        return exact(a, bt, m, fmt=fmt)
 
 
 def _library_model(model, a, bt, fmt, shape) -> "str | GemmModel":

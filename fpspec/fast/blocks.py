@@ -718,7 +718,7 @@ def _torchao_profile(spec: BlockSpec, amax: float) -> _Run:
     cuda = spec.profile.torch_device is TorchDevice.CUDA
     with np.errstate(divide="ignore", over="ignore", under="ignore"):
         six_t = f32(6.0) * f32(float(spec.target))
-        pts = f32(amax) * (f32(1.0) / six_t) if cuda else f32(amax) / six_t
+        pts = _scalar_quotient(amax, six_t, cuda)
         ipts = f32(1.0) / pts
     if not np.isfinite(ipts):
         raise FpspecError(f"profile {spec.profile.name} overflows 1/per_tensor_scale for amax {amax!r}")

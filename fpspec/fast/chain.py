@@ -182,17 +182,20 @@ def chain_plan(k: int, model: GemmModel) -> Plan:
     for length in model.slice_lengths(k):
         s1 = s0 + length
         bounds = _tile_bounds(s0, s1, model)
+        tile_starts, tile_stops = [], []
         for t0, t1 in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
             g = model.group_size or (t1 - t0)
             start = np.arange(t0, t1, g, dtype=np.int64)
-            starts.append(start)
-            stops.append(np.minimum(start + g, t1))
-        start, stop = np.concatenate(starts[-(len(bounds) - 1):]), np.concatenate(stops[-(len(bounds) - 1):])
+            tile_starts.append(start)
+            tile_stops.append(np.minimum(start + g, t1))
+        start, stop = np.concatenate(tile_starts), np.concatenate(tile_stops)
         action = np.full(start.size, CONTINUE, dtype=np.int8)
         if model.promotion_interval is not None:
             interval = min(model.promotion_interval, length + 1)  # longer: only the slice end
             action[(stop - s0) % interval == 0] = PROMOTE
         action[-1] = END_SLICE
+        starts.append(start)
+        stops.append(stop)
         actions.append(action)
         s0 = s1
     if not starts:

@@ -218,14 +218,23 @@ def applies(a, bt, model: GemmModel, plan: Plan) -> bool:
 
 
 # ======================================================================== spans
+@gemm_jit(inline=True)
+def _lsb_of(c):
+    """lsb exponent of a finite nonzero float64 c = m 2^(e - 53) (m an integer): that of its
+    lowest set bit, m & -m, a power of two whose float64 frexp is exact."""
+    m, ex = math.frexp(c)
+    mi = np.int64(math.ldexp(abs(m), 53))
+    _, lx = math.frexp(float(mi & -mi))
+    return ex - 53 + lx - 1
+
+
 @gemm_jit
 def group_spans(v, start, stop, emin, zero_aexp, zero_terms):
     """Per (row, group) of the float64 values v (rows, K): (T, L, AE) as int32 arrays
     (rows, groups): the largest floor(log2|v|) + 1 and the smallest lsb exponent of the
     nonzero values (-NO_VALUES / NO_VALUES when none), and the largest alignment
     exponent max(floor(log2|v|), emin) (a zero's ``zero_aexp`` under ``zero_terms``;
-    NO_TERMS when none takes part).  The lsb of v = m 2^(e - 53) (m an integer) is that of
-    its lowest set bit, m & -m, a power of two whose float64 frexp is exact."""
+    NO_TERMS when none takes part); lsb exponents by :func:`_lsb_of`."""
     rows = v.shape[0]
     ng = start.size
     top = np.empty((rows, ng), dtype=np.int32)
@@ -242,12 +251,10 @@ def group_spans(v, start, stop, emin, zero_aexp, zero_terms):
                     if zero_terms and zero_aexp > e_al:
                         e_al = zero_aexp
                     continue
-                m, ex = math.frexp(x)
+                _, ex = math.frexp(x)
                 if ex > t:
                     t = ex
-                mi = np.int64(math.ldexp(abs(m), 53))
-                _, lx = math.frexp(float(mi & -mi))
-                lsb = ex - 53 + lx - 1
+                lsb = _lsb_of(x)
                 if lsb < lo:
                     lo = lsb
                 al = ex - 1 if ex - 1 > emin else emin
@@ -310,15 +317,6 @@ def _tables(vlut: np.ndarray, emin: int, zero_aexp: int, zero_terms: bool):
 
 
 # ======================================================================== chain
-@gemm_jit
-def _lsb_of(c):
-    """lsb exponent of a finite nonzero float64."""
-    m, ex = math.frexp(c)
-    mi = np.int64(math.ldexp(abs(m), 53))
-    _, lx = math.frexp(float(mi & -mi))
-    return ex - 53 + lx - 1
-
-
 @gemm_jit(inline=True)
 def accumulate_exact64(c, x, low, spec):
     """:func:`fpspec.fast.chain.accumulate` of a group's exact sum held as the float64 x, a
