@@ -40,6 +40,7 @@ __all__ = [
     "Predictor",
     "MIN_SLICE_TILES",
     "CTA_LIMIT",
+    "PERSISTENT_CTAS",
     "CUTLASS_SLICE_UNIT",
     "S1688_WHOLE_UNIT",
     "cutlass_slice_unit",
@@ -56,6 +57,8 @@ __all__ = [
     "slice_cap",
     "slice_length",
     "plan_from_kernel",
+    "persistent_candidates",
+    "settled",
     "choice_for_kernel",
     "resolve_choice",
     "kernel_parameters",
@@ -64,7 +67,7 @@ __all__ = [
     "observations_from_table",
 ]
 
-Confidence = Literal["rule", "table", "nearest", "kernel", "unknown"]
+Confidence = Literal["rule", "table", "nearest", "kernel", "outputs", "candidates", "unknown"]
 KernelClass = Literal["nvjet", "sm80", "sm75", "simt", "reduce", "other"]
 
 
@@ -103,6 +106,15 @@ MIN_SLICE_TILES = 20
 #: The largest CTA count of any split launch in the sweep (the H200's 132 SMs): a shape
 #: whose output needs more than CTA_LIMIT / 2 tiles of every swept tile cannot split.
 CTA_LIMIT = 132
+#: The grid of a persistent ``nvjet`` launch on the H200, by CTAs per cluster (CM CN):
+#: the most clusters of that size the 132 SMs hold at once.  Measured: (2, 66, 1) for
+#: clusters of 2 (202 persistent calls of the sweep and the first two held-out runs),
+#: (4, 30, 1) for clusters of 4 (the split launch at 1 x 3344 x 14864, FP8,
+#: heldout2.jsonl; 8 split launches of heldout3.jsonl), (1, 132, 1) for single CTAs
+#: (3 split launches of heldout3.jsonl, BF16 / FP16 at 7488 x 1 x 6120 and
+#: 1 x 6680 x 15752: added after that run's first evaluation).  A split launch whose
+#: P T CTAs exceed it runs on this grid, and its grid no longer says P (FPS-CUB-10).
+PERSISTENT_CTAS: dict[int, int] = {1: 132, 2: 132, 4: 120}
 #: Cutlass split-K kernels (grid z = slices) cut K into slices of whole 128-bit loads:
 #: 8 BF16 / FP16 elements (FPS-CUB-3; every cutlass call the fit explains has these slices,
 #: and issue 14 measured 152 = ceil(5000 / 33 / 8) 8 at 100 x 100 x 5000).
@@ -333,8 +345,10 @@ class KernelChoice:
     number of slices; both mean something only when ``confidence != "unknown"``.
     ``confidence``: ``"kernel"`` read from the launched kernel (:func:`plan_from_kernel`),
     ``"table"`` the shape was swept, ``"rule"`` no kernel can split this shape,
-    ``"nearest"`` estimated from the nearest swept shapes (``source``), ``"unknown"``
-    not known.  ``kernel``, ``tile``, ``cluster``, ``kt`` describe the launched kernel
+    ``"nearest"`` estimated from the nearest swept shapes (``source``), ``"candidates"``
+    the launch was persistent and P is one of ``candidates`` (FPS-CUB-10; p and s None),
+    ``"outputs"`` one of those candidates settled by the call's outputs
+    (:func:`settled`), ``"unknown"`` not known.  ``kernel``, ``tile``, ``cluster``, ``kt`` describe the launched kernel
     (for ``"nearest"``: the kernel of ``source``, a guess); ``tiles`` is T under that
     tile and ``ctas`` the launch's CTAs.  For cutlass kernels (``sm75``, ``sm80``) p is
     the grid's z extent and s the first of its slices (:func:`cutlass_slices`): the
@@ -356,6 +370,7 @@ class KernelChoice:
     tiles: int | None = None
     ctas: int | None = None
     source: tuple[int, int, int] | None = None
+    candidates: tuple[int, ...] = ()
     note: str = ""
 
     @property
@@ -367,7 +382,7 @@ class KernelChoice:
     def modelled(self) -> bool:
         """True when the preset with ``split_k = s`` is the model of this call (an
         ``nvjet`` kernel whose S is known)."""
-        return self.kclass == "nvjet" and self.confidence != "unknown"
+        return self.kclass == "nvjet" and self.confidence not in ("unknown", "candidates")
 
 
 def _grid_ctas(grid: object) -> tuple[int, int, int]:
@@ -389,8 +404,9 @@ def plan_from_kernel(target: str, m: int, n: int, k: int, kernel_name: str,
     ``nvjet`` kernels: without ``splitK`` in the name, one chain (the grid of a
     persistent kernel says nothing about K); with it, P = CTAs / T (T =
     :func:`padded_tiles`) and S = :func:`slice_length` (K, kt, P), confidence
-    ``"kernel"`` - or ``"unknown"`` (with a note) when CTAs is not a whole multiple of
-    T.  Cutlass kernels (BF16 / FP16): P = the grid's z, S the first of
+    ``"kernel"`` - or, when CTAs is not a whole multiple of T, ``"candidates"`` for a
+    persistent launch (:func:`persistent_candidates`, FPS-CUB-10) and ``"unknown"`` (with
+    a note) otherwise.  Cutlass kernels (BF16 / FP16): P = the grid's z, S the first of
     :func:`cutlass_slices` (units of :func:`cutlass_slice_unit`); SIMT and unknown kernels: ``"unknown"``.
     """
     tg = _check_target(target)
@@ -406,6 +422,11 @@ def plan_from_kernel(target: str, m: int, n: int, k: int, kernel_name: str,
         if not info.split_k:
             return KernelChoice(**base, confidence="kernel", p=1, s=None, tiles=t)
         if ctas % t:
+            cands = persistent_candidates(k, info.kt, t, ctas, info.cluster)
+            if cands:
+                return KernelChoice(**base, confidence="candidates", tiles=t, candidates=cands,
+                                    note=f"persistent split launch ({ctas} CTAs for {t} tiles): P is one of "
+                                         f"{', '.join(map(str, cands))}")
             return KernelChoice(**base, confidence="unknown", tiles=t,
                                 note=f"{ctas} CTAs are not a whole number of slices of {t} tiles")
         p = ctas // t
@@ -417,16 +438,50 @@ def plan_from_kernel(target: str, m: int, n: int, k: int, kernel_name: str,
     return KernelChoice(**base, confidence="unknown", note=f"{info.kclass} kernel: its reduction over K is not modelled")
 
 
+def persistent_candidates(k: int, kt: int, tiles: int, ctas: int, cluster: tuple[int, int]) -> tuple[int, ...]:
+    """The slice counts a persistent split launch may run (FPS-CUB-10): when the grid is
+    :data:`PERSISTENT_CTAS` for the kernel's cluster size, every P of 2 .. :func:`slice_cap`
+    (K, kt) whose P T CTAs would not fit in it; else none (the grid is not a persistent one)."""
+    if PERSISTENT_CTAS.get(cluster[0] * cluster[1]) != ctas:
+        return ()
+    return tuple(p for p in range(2, slice_cap(k, kt) + 1) if p * tiles > ctas)
+
+
+def settled(choice: KernelChoice, p: int) -> KernelChoice:
+    """``choice`` (confidence ``"candidates"``) with P = p, one of its candidates, and S =
+    :func:`slice_length` (K, kt, p): confidence ``"outputs"`` (FPS-CUB-10; what
+    :func:`fpspec.adapters.settle.settle_choice` returns once the call's outputs single p out)."""
+    if choice.confidence != "candidates" or p not in choice.candidates:
+        raise FpspecError(f"{choice.target} at {'x'.join(map(str, choice.shape))}: P={p} is not a candidate of "
+                          f"this call (candidates: {', '.join(map(str, choice.candidates)) or 'none'})")
+    assert choice.kt is not None
+    return dataclasses.replace(choice, confidence="outputs", p=p, s=slice_length(choice.shape[2], choice.kt, p),
+                               note=f"persistent split launch: P = {p} of {', '.join(map(str, choice.candidates))}, "
+                                    "settled by the call's outputs")
+
+
 # ================================================================== offline prediction
 @dataclass(frozen=True)
 class Observation:
-    """One swept call: the shape, the GEMM kernel (short name) and its launch grid."""
+    """One swept call: the shape, the GEMM kernel (short name) and its launch grid; ``p``
+    the slice count of a persistent split launch, settled by the call's recorded outputs
+    when the table was generated (FPS-CUB-10; None for any other launch)."""
 
     m: int
     n: int
     k: int
     kernel: str
     grid: tuple[int, int, int]
+    p: int | None = None
+
+
+def _observed_plan(target: str, o: Observation) -> KernelChoice:
+    """The plan of one swept call: :func:`plan_from_kernel`, with a persistent launch's
+    recorded P (:func:`settled`)."""
+    plan = plan_from_kernel(target, o.m, o.n, o.k, o.kernel, o.grid)
+    if plan.confidence == "candidates" and o.p is not None:
+        return settled(plan, o.p)
+    return plan
 
 
 class Predictor:
@@ -440,7 +495,7 @@ class Predictor:
         plans: dict[str, dict[tuple[int, int, int], KernelChoice]] = {}
         for target, rows in observations.items():
             _check_target(target)
-            plans[target] = {(o.m, o.n, o.k): plan_from_kernel(target, o.m, o.n, o.k, o.kernel, o.grid) for o in rows}
+            plans[target] = {(o.m, o.n, o.k): _observed_plan(target, o) for o in rows}
         self._set(plans)
 
     def _set(self, plans: dict[str, dict[tuple[int, int, int], KernelChoice]]) -> None:
@@ -588,11 +643,11 @@ def observations_from_table() -> dict[str, list[Observation]]:
             if ":" not in item:
                 m, n = (int(v) for v in item.split("x"))
                 continue
-            kk, kid, grid = item.split(":")
+            kk, kid, grid, *p = item.split(":")
             k = int(kk)
             g = tuple(int(v) for v in grid.split(","))
             g = g + (1,) * (3 - len(g))
-            rows.append(Observation(m, n, k, tab.KERNELS[int(kid)], (g[0], g[1], g[2])))
+            rows.append(Observation(m, n, k, tab.KERNELS[int(kid)], (g[0], g[1], g[2]), int(p[0]) if p else None))
     return out
 
 
@@ -661,6 +716,9 @@ def kernel_parameters(choice: KernelChoice) -> tuple[str, dict[str, Any]]:
     if choice.confidence == "unknown":
         raise FpspecError(f"{where}: the {choice.kclass} kernel {choice.kernel or '(unknown)'} is not modelled "
                           f"by fpspec ({choice.note or 'its reduction over K is unknown'})")
+    if choice.confidence == "candidates":
+        raise FpspecError(f"{where}: {choice.note}; the grid does not say which. Settle it with the call's "
+                          "outputs: fpspec.adapters.settle.settle_choice (the observer does, FPS-CUB-10)")
     if choice.kclass == "nvjet":
         return tg.preset, {"split_k": choice.s}
     if choice.kclass in ("sm75", "sm80") and tg.fmt in ("bf16", "fp16"):

@@ -2,15 +2,20 @@
 
     python3 tools/h200_cublas_rule.py emit vectors/provenance/h200-cublas/sweep.jsonl \
         vectors/provenance/h200-cublas/heldout.jsonl \
+        vectors/provenance/h200-cublas/heldout2.jsonl \
+        vectors/provenance/h200-cublas/heldout3.jsonl \
         --out fpspec/cublas_h200_table.py
 
 Sources (sha256):
 vectors/provenance/h200-cublas/sweep.jsonl (3344aeefc3f58df738184c7061ba5b78b0fd07b618be3e4fc88fb3499e8c8ac1)
 vectors/provenance/h200-cublas/heldout.jsonl (7d929a98737ba58e7364a2b7be26e122dd338b51a50bba7944fd17723c6a56db)
+vectors/provenance/h200-cublas/heldout2.jsonl (0eea029cc8007aa813c97d5da96e50746bd543166109e777c7fb549e75011b73)
+vectors/provenance/h200-cublas/heldout3.jsonl (8e6458d9f8f09a408d119cdd4798189f4454f3167cf442faa173ac98ae330ef8)
 
 CALLS: per target, every call of the sources: ``MxN`` (the output shape run) starts a group of
-``K:kernel:grid`` items (K, the index of the call's GEMM kernel in KERNELS, its launch
-grid x,y[,z]).  Read by fpspec.cublas_h200 (FPS-CUB-4).
+``K:kernel:grid[:P]`` items (K, the index of the call's GEMM kernel in KERNELS, its launch
+grid x,y[,z], and for a persistent split launch the slice count P its recorded outputs
+settle, FPS-CUB-10).  Read by fpspec.cublas_h200 (FPS-CUB-4).
 """
 
 from __future__ import annotations
@@ -21,6 +26,10 @@ SOURCES: tuple[tuple[str, str], ...] = (
      '3344aeefc3f58df738184c7061ba5b78b0fd07b618be3e4fc88fb3499e8c8ac1'),
     ('vectors/provenance/h200-cublas/heldout.jsonl',
      '7d929a98737ba58e7364a2b7be26e122dd338b51a50bba7944fd17723c6a56db'),
+    ('vectors/provenance/h200-cublas/heldout2.jsonl',
+     '0eea029cc8007aa813c97d5da96e50746bd543166109e777c7fb549e75011b73'),
+    ('vectors/provenance/h200-cublas/heldout3.jsonl',
+     '8e6458d9f8f09a408d119cdd4798189f4454f3167cf442faa173ac98ae330ef8'),
 )
 SWEEP_FILE = 'vectors/provenance/h200-cublas/sweep.jsonl'
 SWEEP_SHA256 = '3344aeefc3f58df738184c7061ba5b78b0fd07b618be3e4fc88fb3499e8c8ac1'
@@ -48,8 +57,9 @@ DEVICE: dict[str, object] = {
 }
 
 KERNELS: tuple[str, ...] = (
-    'cutlass_75_tensorop_s1688gemm_bf16_128x128_tn_align1', 'cutlass_75_tensorop_s1688gemm_bf16_64x64_tn_align1',
-    'cutlass_75_tensorop_s1688gemm_f16_128x128_tn_align1', 'cutlass_75_tensorop_s1688gemm_f16_64x64_tn_align1',
+    'cutlass_75_tensorop_s1688gemm_bf16_128x128_tn_align1', 'cutlass_75_tensorop_s1688gemm_bf16_256x128_tn_align1',
+    'cutlass_75_tensorop_s1688gemm_bf16_64x64_tn_align1', 'cutlass_75_tensorop_s1688gemm_f16_128x128_tn_align1',
+    'cutlass_75_tensorop_s1688gemm_f16_256x128_tn_align1', 'cutlass_75_tensorop_s1688gemm_f16_64x64_tn_align1',
     'cutlass_75_wmma_tensorop_s161616gemm_f16_16x16_128x2_tn_align1',
     'cutlass_75_wmma_tensorop_s161616gemm_f16_32x32_128x1_tn_align1',
     'cutlass_75_wmma_tensorop_s161616gemm_f16_32x32_64x1_tn_align1',
@@ -57,8 +67,11 @@ KERNELS: tuple[str, ...] = (
     'cutlass_80_tensorop_s16816gemm_bf16_128x256_32x3_tn_align2',
     'cutlass_80_tensorop_s16816gemm_bf16_128x256_64x3_tn_align2',
     'cutlass_80_tensorop_s16816gemm_bf16_128x64_64x3_tn_align2',
+    'cutlass_80_tensorop_s16816gemm_bf16_128x64_64x6_tn_align2',
     'cutlass_80_tensorop_s16816gemm_bf16_256x128_32x3_tn_align2',
     'cutlass_80_tensorop_s16816gemm_bf16_256x128_64x3_tn_align2',
+    'cutlass_80_tensorop_s16816gemm_bf16_256x64_64x3_tn_align2',
+    'cutlass_80_tensorop_s16816gemm_bf16_64x256_64x4_tn_align2',
     'cutlass_80_tensorop_s16816gemm_bf16_64x64_32x6_tn_align2',
     'cutlass_80_tensorop_s16816gemm_bf16_64x64_64x4_tn_align2',
     'cutlass_80_tensorop_s16816gemm_bf16_64x64_64x6_tn_align2',
@@ -66,7 +79,10 @@ KERNELS: tuple[str, ...] = (
     'cutlass_80_tensorop_s16816gemm_f16_128x256_32x3_tn_align2',
     'cutlass_80_tensorop_s16816gemm_f16_128x256_64x3_tn_align2',
     'cutlass_80_tensorop_s16816gemm_f16_128x64_64x3_tn_align2',
+    'cutlass_80_tensorop_s16816gemm_f16_128x64_64x6_tn_align2',
     'cutlass_80_tensorop_s16816gemm_f16_256x128_64x3_tn_align2',
+    'cutlass_80_tensorop_s16816gemm_f16_256x64_64x3_tn_align2',
+    'cutlass_80_tensorop_s16816gemm_f16_64x256_64x4_tn_align2',
     'cutlass_80_tensorop_s16816gemm_f16_64x64_64x4_tn_align2',
     'cutlass_80_wmma_tensorop_s161616gemm_bf16_16x16_64x1_tn_align2',
     'cutlass_80_wmma_tensorop_s161616gemm_bf16_32x32_128x1_tn_align2',
@@ -78,109 +94,184 @@ KERNELS: tuple[str, ...] = (
     'cutlass_80_wmma_tensorop_s161616gemm_f16_32x32_64x1_tn_align2',
     'cutlass_80_wmma_tensorop_s161616gemm_f16_32x32_64x2_tn_align2', 'dot_kernel<float, 128, 0>',
     'gemmSN_TN_kernel<float, 128, 16, 2, 4, 8, 9, false>',
+    'gemv2T_kernel_val<int, int, __half, float, float, float, 128, 16, 4, 4, false, false>',
+    'gemv2T_kernel_val<int, int, __nv_bfloat16, float, float, float, 128, 16, 4, 4, false, false>',
     'internal::gemvx::kernel<int, int, __half, float, float, float, false, true, true, false, 6, false>',
     'internal::gemvx::kernel<int, int, __nv_bfloat16, float, float, float, false, true, true, false, 7, false>',
-    'nvjet_sm90_hss_112x128_64x7_1x2_h_bz_splitK_TNN', 'nvjet_sm90_hss_112x128_64x7_4x2_h_bz_TNN',
+    'nvjet_sm90_hss_112x128_64x7_1x2_h_bz_splitK_TNN', 'nvjet_sm90_hss_112x128_64x7_2x1_v_bz_TNN',
+    'nvjet_sm90_hss_112x128_64x7_4x2_h_bz_TNN', 'nvjet_sm90_hss_112x64_64x9_4x1_v_bz_splitK_TNN',
     'nvjet_sm90_hss_128x128_64x6_1x1_h_bz_splitK_TNT', 'nvjet_sm90_hss_128x128_64x6_1x2_h_bz_splitK_TNT',
     'nvjet_sm90_hss_128x128_64x6_2x1_v_bz_TNT', 'nvjet_sm90_hss_128x128_64x6_2x1_v_bz_splitK_TNT',
-    'nvjet_sm90_hss_128x160_64x5_1x2_h_bz_splitK_TNT', 'nvjet_sm90_hss_128x192_64x5_2x1_v_bz_coopB_TNN',
-    'nvjet_sm90_hss_128x192_64x5_2x1_v_bz_coopB_splitK_TNN', 'nvjet_sm90_hss_128x256_64x4_2x1_v_bz_coopA_splitK_TNN',
-    'nvjet_sm90_hss_128x40_64x10_2x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_128x40_64x10_4x1_v_bz_splitK_TNT',
-    'nvjet_sm90_hss_128x64_64x8_1x2_h_bz_TNT', 'nvjet_sm90_hss_128x64_64x8_1x2_h_bz_splitK_TNT',
-    'nvjet_sm90_hss_128x64_64x8_1x4_h_bz_splitK_TNT', 'nvjet_sm90_hss_128x64_64x8_4x2_h_bz_splitK_TNT',
-    'nvjet_sm90_hss_128x80_64x8_1x4_h_bz_splitK_TNT', 'nvjet_sm90_hss_128x80_64x8_4x2_h_bz_TNT',
-    'nvjet_sm90_hss_128x8_64x12_2x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_128x8_64x12_4x1_v_bz_TNT',
-    'nvjet_sm90_hss_128x8_64x12_4x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_144x128_64x6_1x2_h_bz_TNN',
-    'nvjet_sm90_hss_144x64_64x8_4x1_v_bz_splitK_TNN', 'nvjet_sm90_hss_160x192_64x4_1x2_h_bz_coopB_splitK_TNN',
+    'nvjet_sm90_hss_128x160_64x5_1x2_h_bz_splitK_TNT', 'nvjet_sm90_hss_128x16_64x11_4x1_v_bz_splitK_TNT',
+    'nvjet_sm90_hss_128x192_64x5_2x1_v_bz_coopB_TNN', 'nvjet_sm90_hss_128x192_64x5_2x1_v_bz_coopB_splitK_TNN',
+    'nvjet_sm90_hss_128x256_64x4_2x1_v_bz_coopA_splitK_TNN', 'nvjet_sm90_hss_128x40_64x10_2x1_v_bz_splitK_TNT',
+    'nvjet_sm90_hss_128x40_64x10_4x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_128x64_64x8_1x2_h_bz_TNT',
+    'nvjet_sm90_hss_128x64_64x8_1x2_h_bz_splitK_TNT', 'nvjet_sm90_hss_128x64_64x8_1x4_h_bz_splitK_TNT',
+    'nvjet_sm90_hss_128x64_64x8_4x2_h_bz_splitK_TNT', 'nvjet_sm90_hss_128x80_64x8_1x4_h_bz_splitK_TNT',
+    'nvjet_sm90_hss_128x80_64x8_4x2_h_bz_TNT', 'nvjet_sm90_hss_128x8_64x12_2x1_v_bz_splitK_TNT',
+    'nvjet_sm90_hss_128x8_64x12_4x1_v_bz_TNT', 'nvjet_sm90_hss_128x8_64x12_4x1_v_bz_splitK_TNT',
+    'nvjet_sm90_hss_144x128_64x6_1x2_h_bz_TNN', 'nvjet_sm90_hss_144x64_64x8_1x2_h_bz_TNN',
+    'nvjet_sm90_hss_144x64_64x8_4x1_v_bz_splitK_TNN', 'nvjet_sm90_hss_152x256_64x4_2x1_v_bz_coopA_TNN',
+    'nvjet_sm90_hss_160x192_64x4_1x2_h_bz_coopB_splitK_TNN', 'nvjet_sm90_hss_168x128_64x5_1x1_h_bz_splitK_TNN',
     'nvjet_sm90_hss_168x128_64x5_1x2_h_bz_TNN', 'nvjet_sm90_hss_16x64_64x16_1x1_h_bz_splitK_TNN',
-    'nvjet_sm90_hss_16x64_64x16_4x1_v_bz_splitK_TNN', 'nvjet_sm90_hss_192x128_64x5_1x2_h_bz_coopB_TNT',
-    'nvjet_sm90_hss_192x128_64x5_1x2_h_bz_coopB_splitK_TNT', 'nvjet_sm90_hss_192x192_64x4_2x1_v_bz_coopB_TNN',
-    'nvjet_sm90_hss_192x192_64x4_2x1_v_bz_coopB_splitK_TNN', 'nvjet_sm90_hss_192x8_64x8_4x1_v_bz_splitK_TNT',
-    'nvjet_sm90_hss_24x64_64x16_4x2_h_bz_TNN', 'nvjet_sm90_hss_256x128_64x4_1x2_h_bz_coopA_TNT',
-    'nvjet_sm90_hss_256x128_64x4_1x2_h_bz_coopA_splitK_TNT', 'nvjet_sm90_hss_256x40_64x5_2x4_h_bz_TNT',
-    'nvjet_sm90_hss_256x64_64x5_2x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_256x8_64x6_2x1_v_bz_splitK_TNT',
-    'nvjet_sm90_hss_256x8_64x6_4x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_320x128_64x3_1x2_h_bz_coopB_TNT',
+    'nvjet_sm90_hss_16x64_64x16_1x2_h_bz_TNN', 'nvjet_sm90_hss_16x64_64x16_4x1_v_bz_splitK_TNN',
+    'nvjet_sm90_hss_192x128_64x5_1x2_h_bz_coopB_TNT', 'nvjet_sm90_hss_192x128_64x5_1x2_h_bz_coopB_splitK_TNT',
+    'nvjet_sm90_hss_192x192_64x4_1x2_h_bz_coopB_TNN', 'nvjet_sm90_hss_192x192_64x4_2x1_v_bz_coopB_TNN',
+    'nvjet_sm90_hss_192x192_64x4_2x1_v_bz_coopB_splitK_TNN', 'nvjet_sm90_hss_192x208_64x4_1x2_h_bz_coopB_TNT',
+    'nvjet_sm90_hss_192x8_64x8_4x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_24x64_64x16_4x2_h_bz_TNN',
+    'nvjet_sm90_hss_256x128_64x4_1x2_h_bz_coopA_TNT', 'nvjet_sm90_hss_256x128_64x4_1x2_h_bz_coopA_splitK_TNT',
+    'nvjet_sm90_hss_256x144_64x4_2x1_v_bz_coopA_TNT', 'nvjet_sm90_hss_256x160_64x4_1x2_h_bz_coopA_TNT',
+    'nvjet_sm90_hss_256x40_64x5_2x4_h_bz_TNT', 'nvjet_sm90_hss_256x64_64x5_2x1_v_bz_splitK_TNT',
+    'nvjet_sm90_hss_256x8_64x6_2x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_256x8_64x6_4x1_v_bz_splitK_TNT',
+    'nvjet_sm90_hss_272x128_64x4_1x2_h_bz_coopA_TNN', 'nvjet_sm90_hss_320x128_64x3_1x2_h_bz_coopB_TNT',
     'nvjet_sm90_hss_320x128_64x3_1x2_h_bz_coopB_splitK_TNT', 'nvjet_sm90_hss_320x128_64x3_4x2_h_bz_coopB_splitK_TNT',
-    'nvjet_sm90_hss_40x256_64x5_4x2_h_bz_TNN', 'nvjet_sm90_hss_40x64_64x16_1x4_h_bz_splitK_TNN',
-    'nvjet_sm90_hss_48x64_64x15_1x2_h_bz_TNN', 'nvjet_sm90_hss_64x104_64x10_2x1_v_bz_splitK_TNT',
-    'nvjet_sm90_hss_64x104_64x10_4x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_64x128_64x8_1x2_h_bz_splitK_TNN',
-    'nvjet_sm90_hss_64x128_64x8_2x1_v_bz_TNN', 'nvjet_sm90_hss_64x128_64x8_2x1_v_bz_splitK_TNN',
-    'nvjet_sm90_hss_64x16_64x16_1x1_h_bz_splitK_TNT', 'nvjet_sm90_hss_64x192_64x6_2x1_v_bz_splitK_TNN',
-    'nvjet_sm90_hss_64x24_64x16_1x2_h_bz_TNT', 'nvjet_sm90_hss_64x24_64x16_2x1_v_bz_TNT',
-    'nvjet_sm90_hss_64x24_64x16_2x4_h_bz_TNT', 'nvjet_sm90_hss_64x256_64x5_1x2_h_bz_splitK_TNN',
+    'nvjet_sm90_hss_32x64_64x16_1x4_h_bz_splitK_TNN', 'nvjet_sm90_hss_32x64_64x16_4x1_v_bz_splitK_TNN',
+    'nvjet_sm90_hss_384x8_64x4_4x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_40x256_64x5_4x2_h_bz_TNN',
+    'nvjet_sm90_hss_40x64_64x16_1x4_h_bz_TNN', 'nvjet_sm90_hss_40x64_64x16_1x4_h_bz_splitK_TNN',
+    'nvjet_sm90_hss_40x64_64x16_4x2_h_bz_TNN', 'nvjet_sm90_hss_48x64_64x15_1x2_h_bz_TNN',
+    'nvjet_sm90_hss_48x64_64x15_1x4_h_bz_TNN', 'nvjet_sm90_hss_56x64_64x14_1x2_h_bz_splitK_TNN',
+    'nvjet_sm90_hss_56x64_64x14_1x4_h_bz_splitK_TNN', 'nvjet_sm90_hss_56x64_64x14_4x2_h_bz_TNN',
+    'nvjet_sm90_hss_64x104_64x10_2x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_64x104_64x10_4x1_v_bz_splitK_TNT',
+    'nvjet_sm90_hss_64x120_64x9_2x1_v_bz_TNT', 'nvjet_sm90_hss_64x120_64x9_4x1_v_bz_TNT',
+    'nvjet_sm90_hss_64x128_64x8_1x2_h_bz_splitK_TNN', 'nvjet_sm90_hss_64x128_64x8_2x1_v_bz_TNN',
+    'nvjet_sm90_hss_64x128_64x8_2x1_v_bz_splitK_TNN', 'nvjet_sm90_hss_64x136_64x8_1x2_h_bz_TNT',
+    'nvjet_sm90_hss_64x136_64x8_4x1_v_bz_TNT', 'nvjet_sm90_hss_64x168_64x7_4x2_h_bz_splitK_TNT',
+    'nvjet_sm90_hss_64x16_64x16_1x1_h_bz_splitK_TNT', 'nvjet_sm90_hss_64x16_64x16_1x4_h_bz_TNT',
+    'nvjet_sm90_hss_64x192_64x6_2x1_v_bz_splitK_TNN', 'nvjet_sm90_hss_64x24_64x16_1x2_h_bz_TNT',
+    'nvjet_sm90_hss_64x24_64x16_2x1_v_bz_TNT', 'nvjet_sm90_hss_64x24_64x16_2x4_h_bz_TNT',
+    'nvjet_sm90_hss_64x24_64x16_4x2_h_bz_TNT', 'nvjet_sm90_hss_64x256_64x5_1x2_h_bz_splitK_TNN',
     'nvjet_sm90_hss_64x32_64x16_1x2_h_bz_TNT', 'nvjet_sm90_hss_64x32_64x16_1x2_h_bz_splitK_TNT',
     'nvjet_sm90_hss_64x32_64x16_1x4_h_bz_splitK_TNT', 'nvjet_sm90_hss_64x32_64x16_2x4_h_bz_splitK_TNT',
+    'nvjet_sm90_hss_64x32_64x16_4x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_64x32_64x16_4x2_h_bz_TNT',
     'nvjet_sm90_hss_64x40_64x16_2x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_64x48_64x15_2x1_v_bz_TNT',
-    'nvjet_sm90_hss_64x48_64x15_2x4_h_bz_TNT', 'nvjet_sm90_hss_64x56_64x14_4x2_h_bz_splitK_TNT',
+    'nvjet_sm90_hss_64x48_64x15_2x4_h_bz_TNT', 'nvjet_sm90_hss_64x56_64x14_4x1_v_bz_TNT',
+    'nvjet_sm90_hss_64x56_64x14_4x2_h_bz_splitK_TNT', 'nvjet_sm90_hss_64x64_64x13_1x2_h_bz_TNT',
     'nvjet_sm90_hss_64x64_64x13_2x1_v_bz_TNT', 'nvjet_sm90_hss_64x64_64x13_2x1_v_bz_splitK_TNT',
     'nvjet_sm90_hss_64x64_64x13_2x2_h_bz_splitK_TNT', 'nvjet_sm90_hss_64x64_64x13_2x4_h_bz_splitK_TNT',
     'nvjet_sm90_hss_64x64_64x13_4x2_h_bz_TNT', 'nvjet_sm90_hss_64x64_64x13_4x2_h_bz_splitK_TNT',
-    'nvjet_sm90_hss_64x80_64x11_1x4_h_bz_TNT', 'nvjet_sm90_hss_64x8_64x16_1x1_h_bz_splitK_TNT',
-    'nvjet_sm90_hss_64x8_64x16_1x2_h_bz_TNT', 'nvjet_sm90_hss_64x8_64x16_1x4_h_bz_TNT',
-    'nvjet_sm90_hss_64x8_64x16_2x1_v_bz_TNT', 'nvjet_sm90_hss_64x8_64x16_2x1_v_bz_splitK_TNT',
-    'nvjet_sm90_hss_64x8_64x16_2x4_h_bz_TNT', 'nvjet_sm90_hss_64x8_64x16_2x4_h_bz_splitK_TNT',
-    'nvjet_sm90_hss_64x8_64x16_4x1_v_bz_TNT', 'nvjet_sm90_hss_64x8_64x16_4x1_v_bz_splitK_TNT',
-    'nvjet_sm90_hss_72x128_64x8_2x4_h_bz_TNN', 'nvjet_sm90_hss_72x64_64x12_1x2_h_bz_TNN',
-    'nvjet_sm90_hss_72x64_64x12_4x1_v_bz_TNN', 'nvjet_sm90_hss_80x128_64x8_2x1_v_bz_TNN',
-    'nvjet_sm90_hss_80x128_64x8_2x1_v_bz_splitK_TNN', 'nvjet_sm90_hss_80x64_64x11_4x1_v_bz_TNN',
+    'nvjet_sm90_hss_64x80_64x11_1x4_h_bz_TNT', 'nvjet_sm90_hss_64x80_64x11_4x1_v_bz_TNT',
+    'nvjet_sm90_hss_64x80_64x11_4x2_h_bz_TNT', 'nvjet_sm90_hss_64x88_64x11_4x1_v_bz_TNT',
+    'nvjet_sm90_hss_64x8_64x16_1x1_h_bz_splitK_TNT', 'nvjet_sm90_hss_64x8_64x16_1x2_h_bz_TNT',
+    'nvjet_sm90_hss_64x8_64x16_1x4_h_bz_TNT', 'nvjet_sm90_hss_64x8_64x16_2x1_v_bz_TNT',
+    'nvjet_sm90_hss_64x8_64x16_2x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_64x8_64x16_2x4_h_bz_TNT',
+    'nvjet_sm90_hss_64x8_64x16_2x4_h_bz_splitK_TNT', 'nvjet_sm90_hss_64x8_64x16_4x1_v_bz_TNT',
+    'nvjet_sm90_hss_64x8_64x16_4x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_64x96_64x10_1x1_h_bz_splitK_TNT',
+    'nvjet_sm90_hss_64x96_64x10_4x2_h_bz_TNT', 'nvjet_sm90_hss_72x128_64x8_2x4_h_bz_TNN',
+    'nvjet_sm90_hss_72x64_64x12_1x2_h_bz_TNN', 'nvjet_sm90_hss_72x64_64x12_4x1_v_bz_TNN',
+    'nvjet_sm90_hss_80x128_64x8_2x1_v_bz_TNN', 'nvjet_sm90_hss_80x128_64x8_2x1_v_bz_splitK_TNN',
+    'nvjet_sm90_hss_80x64_64x11_1x4_h_bz_TNN', 'nvjet_sm90_hss_80x64_64x11_4x1_v_bz_TNN',
+    'nvjet_sm90_hss_88x192_64x6_1x2_h_bz_splitK_TNN', 'nvjet_sm90_hss_88x64_64x11_1x2_h_bz_splitK_TNN',
+    'nvjet_sm90_hss_88x64_64x11_4x2_h_bz_TNN', 'nvjet_sm90_hss_8x64_64x16_1x4_h_bz_splitK_TNN',
     'nvjet_sm90_hss_8x64_64x16_2x1_v_bz_TNN', 'nvjet_sm90_hss_8x64_64x16_4x1_v_bz_TNN',
-    'nvjet_sm90_hss_96x128_64x7_1x2_h_bz_TNN', 'nvjet_sm90_hss_96x192_64x5_1x2_h_bz_splitK_TNN',
-    'nvjet_sm90_hss_96x64_64x10_1x2_h_bz_splitK_TNN', 'nvjet_sm90_hss_96x64_64x10_2x4_h_bz_TNN',
-    'nvjet_sm90_hss_96x64_64x10_4x2_h_bz_splitK_TNN', 'nvjet_sm90_qqsss_112x128_128x7_4x2_h_bz_TNN',
+    'nvjet_sm90_hss_96x128_64x7_1x2_h_bz_TNN', 'nvjet_sm90_hss_96x128_64x7_1x2_h_bz_splitK_TNN',
+    'nvjet_sm90_hss_96x128_64x7_2x1_v_bz_TNN', 'nvjet_sm90_hss_96x128_64x7_2x1_v_bz_splitK_TNN',
+    'nvjet_sm90_hss_96x192_64x5_1x2_h_bz_splitK_TNN', 'nvjet_sm90_hss_96x64_64x10_1x2_h_bz_splitK_TNN',
+    'nvjet_sm90_hss_96x64_64x10_2x4_h_bz_TNN', 'nvjet_sm90_hss_96x64_64x10_4x2_h_bz_splitK_TNN',
+    'nvjet_sm90_qqsss_112x128_128x7_2x1_v_bz_TNN', 'nvjet_sm90_qqsss_112x128_128x7_4x2_h_bz_TNN',
     'nvjet_sm90_qqsss_112x128_128x7_4x2_h_bz_coopA_algo2_TNN', 'nvjet_sm90_qqsss_112x64_128x9_4x2_h_bz_TNN',
-    'nvjet_sm90_qqsss_112x64_128x9_4x2_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_128x128_128x6_2x1_v_bz_TNT',
-    'nvjet_sm90_qqsss_128x128_128x6_2x1_v_bz_coopA_algo2_TNT', 'nvjet_sm90_qqsss_128x152_128x6_4x2_h_bz_TNT',
+    'nvjet_sm90_qqsss_112x64_128x9_4x2_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_128x112_128x7_2x1_v_bz_coopA_algo2_TNT',
+    'nvjet_sm90_qqsss_128x128_128x6_2x1_v_bz_TNT', 'nvjet_sm90_qqsss_128x128_128x6_2x1_v_bz_coopA_algo2_TNT',
+    'nvjet_sm90_qqsss_128x144_128x6_2x1_v_bz_coopA_algo2_TNT', 'nvjet_sm90_qqsss_128x152_128x6_4x2_h_bz_TNT',
     'nvjet_sm90_qqsss_128x152_128x6_4x2_h_bz_coopA_algo2_TNT',
+    'nvjet_sm90_qqsss_128x160_128x5_1x2_h_bz_coopA_algo2_TNT',
     'nvjet_sm90_qqsss_128x160_128x5_2x1_v_bz_coopA_algo2_TNT', 'nvjet_sm90_qqsss_128x192_128x5_2x1_v_bz_coopB_TNN',
-    'nvjet_sm90_qqsss_128x64_128x8_1x2_h_bz_TNT', 'nvjet_sm90_qqsss_128x64_128x8_1x2_h_bz_algo2_TNT',
-    'nvjet_sm90_qqsss_128x72_128x8_4x2_h_bz_TNT', 'nvjet_sm90_qqsss_128x72_128x8_4x2_h_bz_algo2_TNT',
-    'nvjet_sm90_qqsss_128x80_128x8_4x2_h_bz_TNT', 'nvjet_sm90_qqsss_128x80_128x8_4x2_h_bz_algo2_TNT',
-    'nvjet_sm90_qqsss_128x8_128x12_2x1_v_bz_algo2_splitK_TNT', 'nvjet_sm90_qqsss_128x8_128x12_2x1_v_bz_splitK_TNT',
-    'nvjet_sm90_qqsss_128x8_128x12_4x1_v_bz_TNT', 'nvjet_sm90_qqsss_128x8_128x12_4x1_v_bz_algo2_TNT',
-    'nvjet_sm90_qqsss_128x96_128x7_1x2_h_bz_TNT', 'nvjet_sm90_qqsss_144x128_128x6_1x2_h_bz_TNN',
+    'nvjet_sm90_qqsss_128x256_128x4_1x2_h_bz_coopA_TNN', 'nvjet_sm90_qqsss_128x48_128x9_2x4_h_bz_TNT',
+    'nvjet_sm90_qqsss_128x48_128x9_2x4_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_128x64_128x8_1x2_h_bz_TNT',
+    'nvjet_sm90_qqsss_128x64_128x8_1x2_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_128x72_128x8_4x2_h_bz_TNT',
+    'nvjet_sm90_qqsss_128x72_128x8_4x2_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_128x80_128x8_4x2_h_bz_TNT',
+    'nvjet_sm90_qqsss_128x80_128x8_4x2_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_128x8_128x12_2x1_v_bz_algo2_splitK_TNT',
+    'nvjet_sm90_qqsss_128x8_128x12_2x1_v_bz_splitK_TNT', 'nvjet_sm90_qqsss_128x8_128x12_4x1_v_bz_TNT',
+    'nvjet_sm90_qqsss_128x8_128x12_4x1_v_bz_algo2_TNT', 'nvjet_sm90_qqsss_128x96_128x7_1x2_h_bz_TNT',
+    'nvjet_sm90_qqsss_128x96_128x7_1x2_h_bz_coopA_algo2_TNT', 'nvjet_sm90_qqsss_144x128_128x6_1x2_h_bz_TNN',
     'nvjet_sm90_qqsss_144x128_128x6_1x2_h_bz_coopA_algo2_TNN',
-    'nvjet_sm90_qqsss_144x128_128x6_2x1_v_bz_coopA_algo2_TNN', 'nvjet_sm90_qqsss_168x128_128x5_1x2_h_bz_TNN',
-    'nvjet_sm90_qqsss_16x64_128x16_1x1_h_bz_algo2_splitK_TNN', 'nvjet_sm90_qqsss_16x64_128x16_1x1_h_bz_splitK_TNN',
-    'nvjet_sm90_qqsss_16x64_128x16_1x2_h_bz_TNN', 'nvjet_sm90_qqsss_16x64_128x16_1x2_h_bz_algo2_TNN',
-    'nvjet_sm90_qqsss_16x64_128x16_1x2_h_bz_algo2_splitK_TNN', 'nvjet_sm90_qqsss_16x64_128x16_1x2_h_bz_splitK_TNN',
-    'nvjet_sm90_qqsss_16x64_128x16_1x4_h_bz_algo2_splitK_TNN', 'nvjet_sm90_qqsss_16x64_128x16_1x4_h_bz_splitK_TNN',
-    'nvjet_sm90_qqsss_16x64_128x16_2x2_h_bz_algo2_splitK_TNN', 'nvjet_sm90_qqsss_16x64_128x16_2x2_h_bz_splitK_TNN',
-    'nvjet_sm90_qqsss_16x64_128x16_4x1_v_bz_algo2_splitK_TNN', 'nvjet_sm90_qqsss_16x64_128x16_4x1_v_bz_splitK_TNN',
-    'nvjet_sm90_qqsss_16x64_128x16_4x2_h_bz_algo2_splitK_TNN', 'nvjet_sm90_qqsss_16x64_128x16_4x2_h_bz_splitK_TNN',
-    'nvjet_sm90_qqsss_192x128_128x5_1x2_h_bz_coopB_TNT', 'nvjet_sm90_qqsss_192x192_128x4_2x1_v_bz_coopB_TNN',
-    'nvjet_sm90_qqsss_192x96_128x5_1x2_h_bz_TNT', 'nvjet_sm90_qqsss_24x64_128x16_2x1_v_bz_TNN',
-    'nvjet_sm90_qqsss_24x64_128x16_2x1_v_bz_algo2_TNN', 'nvjet_sm90_qqsss_24x64_128x16_2x4_h_bz_TNN',
-    'nvjet_sm90_qqsss_24x64_128x16_2x4_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_24x64_128x16_4x2_h_bz_TNN',
-    'nvjet_sm90_qqsss_24x64_128x16_4x2_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_256x128_128x4_1x2_h_bz_coopA_TNT',
-    'nvjet_sm90_qqsss_256x40_128x5_2x4_h_bz_TNT', 'nvjet_sm90_qqsss_256x40_128x5_2x4_h_bz_algo2_TNT',
-    'nvjet_sm90_qqsss_320x128_128x3_1x2_h_bz_coopB_TNT', 'nvjet_sm90_qqsss_32x64_128x16_1x2_h_bz_TNN',
+    'nvjet_sm90_qqsss_144x128_128x6_2x1_v_bz_coopA_algo2_TNN', 'nvjet_sm90_qqsss_144x64_128x8_1x2_h_bz_TNN',
+    'nvjet_sm90_qqsss_144x64_128x8_1x2_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_160x128_128x5_1x2_h_bz_coopA_algo2_TNN',
+    'nvjet_sm90_qqsss_168x128_128x5_1x2_h_bz_TNN', 'nvjet_sm90_qqsss_16x64_128x16_1x1_h_bz_algo2_splitK_TNN',
+    'nvjet_sm90_qqsss_16x64_128x16_1x1_h_bz_splitK_TNN', 'nvjet_sm90_qqsss_16x64_128x16_1x2_h_bz_TNN',
+    'nvjet_sm90_qqsss_16x64_128x16_1x2_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_16x64_128x16_1x2_h_bz_algo2_splitK_TNN',
+    'nvjet_sm90_qqsss_16x64_128x16_1x2_h_bz_splitK_TNN', 'nvjet_sm90_qqsss_16x64_128x16_1x4_h_bz_TNN',
+    'nvjet_sm90_qqsss_16x64_128x16_1x4_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_16x64_128x16_1x4_h_bz_algo2_splitK_TNN',
+    'nvjet_sm90_qqsss_16x64_128x16_1x4_h_bz_splitK_TNN', 'nvjet_sm90_qqsss_16x64_128x16_2x2_h_bz_algo2_splitK_TNN',
+    'nvjet_sm90_qqsss_16x64_128x16_2x2_h_bz_splitK_TNN', 'nvjet_sm90_qqsss_16x64_128x16_4x1_v_bz_TNN',
+    'nvjet_sm90_qqsss_16x64_128x16_4x1_v_bz_algo2_TNN', 'nvjet_sm90_qqsss_16x64_128x16_4x1_v_bz_algo2_splitK_TNN',
+    'nvjet_sm90_qqsss_16x64_128x16_4x1_v_bz_splitK_TNN', 'nvjet_sm90_qqsss_16x64_128x16_4x2_h_bz_TNN',
+    'nvjet_sm90_qqsss_16x64_128x16_4x2_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_16x64_128x16_4x2_h_bz_algo2_splitK_TNN',
+    'nvjet_sm90_qqsss_16x64_128x16_4x2_h_bz_splitK_TNN', 'nvjet_sm90_qqsss_192x128_128x5_1x2_h_bz_coopB_TNT',
+    'nvjet_sm90_qqsss_192x192_128x4_1x2_h_bz_coopB_TNN', 'nvjet_sm90_qqsss_192x192_128x4_2x1_v_bz_coopB_TNN',
+    'nvjet_sm90_qqsss_192x208_128x4_1x2_h_bz_coopB_TNT', 'nvjet_sm90_qqsss_192x96_128x5_1x2_h_bz_TNT',
+    'nvjet_sm90_qqsss_24x64_128x16_2x1_v_bz_TNN', 'nvjet_sm90_qqsss_24x64_128x16_2x1_v_bz_algo2_TNN',
+    'nvjet_sm90_qqsss_24x64_128x16_2x4_h_bz_TNN', 'nvjet_sm90_qqsss_24x64_128x16_2x4_h_bz_algo2_TNN',
+    'nvjet_sm90_qqsss_24x64_128x16_4x2_h_bz_TNN', 'nvjet_sm90_qqsss_24x64_128x16_4x2_h_bz_algo2_TNN',
+    'nvjet_sm90_qqsss_256x128_128x4_1x2_h_bz_coopA_TNT', 'nvjet_sm90_qqsss_256x144_128x4_2x1_v_bz_coopA_TNT',
+    'nvjet_sm90_qqsss_256x160_128x4_1x2_h_bz_coopA_TNT', 'nvjet_sm90_qqsss_256x40_128x5_2x4_h_bz_TNT',
+    'nvjet_sm90_qqsss_256x40_128x5_2x4_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_272x128_128x4_1x2_h_bz_coopA_TNN',
+    'nvjet_sm90_qqsss_320x128_128x3_1x2_h_bz_coopB_TNT', 'nvjet_sm90_qqsss_32x192_128x7_4x2_h_bz_TNN',
+    'nvjet_sm90_qqsss_32x192_128x7_4x2_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_32x64_128x16_1x2_h_bz_TNN',
     'nvjet_sm90_qqsss_32x64_128x16_1x2_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_32x64_128x16_2x1_v_bz_algo2_splitK_TNN',
-    'nvjet_sm90_qqsss_32x64_128x16_2x1_v_bz_splitK_TNN', 'nvjet_sm90_qqsss_48x128_128x9_2x1_v_bz_TNN',
+    'nvjet_sm90_qqsss_32x64_128x16_2x1_v_bz_splitK_TNN', 'nvjet_sm90_qqsss_32x64_128x16_2x4_h_bz_TNN',
+    'nvjet_sm90_qqsss_32x64_128x16_2x4_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_32x64_128x16_4x2_h_bz_TNN',
+    'nvjet_sm90_qqsss_32x64_128x16_4x2_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_40x64_128x16_1x2_h_bz_TNN',
+    'nvjet_sm90_qqsss_40x64_128x16_1x2_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_40x64_128x16_2x1_v_bz_TNN',
+    'nvjet_sm90_qqsss_40x64_128x16_2x1_v_bz_algo2_TNN', 'nvjet_sm90_qqsss_40x64_128x16_2x4_h_bz_TNN',
+    'nvjet_sm90_qqsss_40x64_128x16_2x4_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_40x64_128x16_4x1_v_bz_TNN',
+    'nvjet_sm90_qqsss_40x64_128x16_4x1_v_bz_algo2_TNN', 'nvjet_sm90_qqsss_40x64_128x16_4x2_h_bz_TNN',
+    'nvjet_sm90_qqsss_40x64_128x16_4x2_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_48x128_128x9_2x1_v_bz_TNN',
     'nvjet_sm90_qqsss_48x64_128x15_1x2_h_bz_TNN', 'nvjet_sm90_qqsss_48x64_128x15_1x2_h_bz_algo2_TNN',
-    'nvjet_sm90_qqsss_48x64_128x15_4x1_v_bz_algo2_splitK_TNN', 'nvjet_sm90_qqsss_48x64_128x15_4x1_v_bz_splitK_TNN',
-    'nvjet_sm90_qqsss_48x64_128x15_4x2_h_bz_TNN', 'nvjet_sm90_qqsss_48x64_128x15_4x2_h_bz_algo2_TNN',
-    'nvjet_sm90_qqsss_56x64_128x14_4x2_h_bz_TNN', 'nvjet_sm90_qqsss_56x64_128x14_4x2_h_bz_algo2_TNN',
-    'nvjet_sm90_qqsss_64x16_128x16_1x1_h_bz_algo2_splitK_TNT', 'nvjet_sm90_qqsss_64x16_128x16_1x1_h_bz_splitK_TNT',
-    'nvjet_sm90_qqsss_64x16_128x16_1x4_h_bz_algo2_splitK_TNT', 'nvjet_sm90_qqsss_64x16_128x16_1x4_h_bz_splitK_TNT',
-    'nvjet_sm90_qqsss_64x16_128x16_2x4_h_bz_TNT', 'nvjet_sm90_qqsss_64x16_128x16_2x4_h_bz_algo2_TNT',
-    'nvjet_sm90_qqsss_64x16_128x16_2x4_h_bz_algo2_splitK_TNT', 'nvjet_sm90_qqsss_64x16_128x16_2x4_h_bz_splitK_TNT',
-    'nvjet_sm90_qqsss_64x192_128x6_2x1_v_bz_coopB_algo2_TNT', 'nvjet_sm90_qqsss_64x24_128x16_1x2_h_bz_TNT',
-    'nvjet_sm90_qqsss_64x24_128x16_1x2_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x24_128x16_1x4_h_bz_algo2_splitK_TNT',
-    'nvjet_sm90_qqsss_64x24_128x16_1x4_h_bz_splitK_TNT', 'nvjet_sm90_qqsss_64x24_128x16_2x1_v_bz_TNT',
-    'nvjet_sm90_qqsss_64x24_128x16_2x1_v_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x24_128x16_2x4_h_bz_TNT',
-    'nvjet_sm90_qqsss_64x24_128x16_2x4_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x32_128x16_1x2_h_bz_algo2_splitK_TNT',
-    'nvjet_sm90_qqsss_64x32_128x16_1x2_h_bz_splitK_TNT', 'nvjet_sm90_qqsss_64x32_128x16_1x4_h_bz_algo2_splitK_TNT',
-    'nvjet_sm90_qqsss_64x32_128x16_1x4_h_bz_splitK_TNT', 'nvjet_sm90_qqsss_64x32_128x16_2x4_h_bz_TNT',
-    'nvjet_sm90_qqsss_64x32_128x16_2x4_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x32_128x16_2x4_h_bz_algo2_splitK_TNT',
-    'nvjet_sm90_qqsss_64x32_128x16_2x4_h_bz_splitK_TNT', 'nvjet_sm90_qqsss_64x40_128x16_2x4_h_bz_algo2_splitK_TNT',
-    'nvjet_sm90_qqsss_64x40_128x16_2x4_h_bz_splitK_TNT', 'nvjet_sm90_qqsss_64x40_128x16_4x2_h_bz_algo2_splitK_TNT',
-    'nvjet_sm90_qqsss_64x40_128x16_4x2_h_bz_splitK_TNT', 'nvjet_sm90_qqsss_64x48_128x15_1x4_h_bz_algo2_splitK_TNT',
-    'nvjet_sm90_qqsss_64x48_128x15_1x4_h_bz_splitK_TNT', 'nvjet_sm90_qqsss_64x48_128x15_2x1_v_bz_TNT',
-    'nvjet_sm90_qqsss_64x48_128x15_2x1_v_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x48_128x15_2x4_h_bz_TNT',
-    'nvjet_sm90_qqsss_64x48_128x15_2x4_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x64_128x13_2x1_v_bz_TNT',
-    'nvjet_sm90_qqsss_64x64_128x13_2x1_v_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x64_128x13_4x2_h_bz_TNT',
-    'nvjet_sm90_qqsss_64x64_128x13_4x2_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x80_128x11_1x4_h_bz_TNT',
-    'nvjet_sm90_qqsss_64x80_128x11_1x4_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x8_128x16_1x1_h_bz_TNT',
+    'nvjet_sm90_qqsss_48x64_128x15_1x4_h_bz_TNN', 'nvjet_sm90_qqsss_48x64_128x15_1x4_h_bz_algo2_TNN',
+    'nvjet_sm90_qqsss_48x64_128x15_2x4_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_48x64_128x15_4x1_v_bz_algo2_splitK_TNN',
+    'nvjet_sm90_qqsss_48x64_128x15_4x1_v_bz_splitK_TNN', 'nvjet_sm90_qqsss_48x64_128x15_4x2_h_bz_TNN',
+    'nvjet_sm90_qqsss_48x64_128x15_4x2_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_48x64_128x15_4x2_h_bz_algo2_splitK_TNN',
+    'nvjet_sm90_qqsss_48x64_128x15_4x2_h_bz_splitK_TNN', 'nvjet_sm90_qqsss_56x64_128x14_2x4_h_bz_TNN',
+    'nvjet_sm90_qqsss_56x64_128x14_2x4_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_56x64_128x14_4x2_h_bz_TNN',
+    'nvjet_sm90_qqsss_56x64_128x14_4x2_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_64x112_128x9_2x1_v_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x120_128x9_2x1_v_bz_TNT', 'nvjet_sm90_qqsss_64x120_128x9_2x1_v_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x120_128x9_4x1_v_bz_TNT', 'nvjet_sm90_qqsss_64x120_128x9_4x1_v_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x136_128x8_2x1_v_bz_TNT', 'nvjet_sm90_qqsss_64x136_128x8_2x1_v_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x136_128x8_4x1_v_bz_TNT', 'nvjet_sm90_qqsss_64x136_128x8_4x1_v_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x144_128x8_2x1_v_bz_TNT', 'nvjet_sm90_qqsss_64x144_128x8_2x1_v_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x152_128x7_2x1_v_bz_TNT', 'nvjet_sm90_qqsss_64x152_128x7_2x1_v_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x152_128x7_4x2_h_bz_TNT', 'nvjet_sm90_qqsss_64x16_128x16_1x1_h_bz_algo2_splitK_TNT',
+    'nvjet_sm90_qqsss_64x16_128x16_1x1_h_bz_splitK_TNT', 'nvjet_sm90_qqsss_64x16_128x16_1x4_h_bz_TNT',
+    'nvjet_sm90_qqsss_64x16_128x16_1x4_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x16_128x16_1x4_h_bz_algo2_splitK_TNT',
+    'nvjet_sm90_qqsss_64x16_128x16_1x4_h_bz_splitK_TNT', 'nvjet_sm90_qqsss_64x16_128x16_2x4_h_bz_TNT',
+    'nvjet_sm90_qqsss_64x16_128x16_2x4_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x16_128x16_2x4_h_bz_algo2_splitK_TNT',
+    'nvjet_sm90_qqsss_64x16_128x16_2x4_h_bz_splitK_TNT', 'nvjet_sm90_qqsss_64x16_128x16_4x1_v_bz_algo2_splitK_TNT',
+    'nvjet_sm90_qqsss_64x16_128x16_4x1_v_bz_splitK_TNT', 'nvjet_sm90_qqsss_64x16_128x16_4x2_h_bz_TNT',
+    'nvjet_sm90_qqsss_64x16_128x16_4x2_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x192_128x6_2x1_v_bz_coopB_algo2_TNT',
+    'nvjet_sm90_qqsss_64x24_128x16_1x2_h_bz_TNT', 'nvjet_sm90_qqsss_64x24_128x16_1x2_h_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x24_128x16_1x4_h_bz_algo2_splitK_TNT', 'nvjet_sm90_qqsss_64x24_128x16_1x4_h_bz_splitK_TNT',
+    'nvjet_sm90_qqsss_64x24_128x16_2x1_v_bz_TNT', 'nvjet_sm90_qqsss_64x24_128x16_2x1_v_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x24_128x16_2x4_h_bz_TNT', 'nvjet_sm90_qqsss_64x24_128x16_2x4_h_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x24_128x16_4x2_h_bz_TNT', 'nvjet_sm90_qqsss_64x24_128x16_4x2_h_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x32_128x16_1x2_h_bz_algo2_splitK_TNT', 'nvjet_sm90_qqsss_64x32_128x16_1x2_h_bz_splitK_TNT',
+    'nvjet_sm90_qqsss_64x32_128x16_1x4_h_bz_algo2_splitK_TNT', 'nvjet_sm90_qqsss_64x32_128x16_1x4_h_bz_splitK_TNT',
+    'nvjet_sm90_qqsss_64x32_128x16_2x4_h_bz_TNT', 'nvjet_sm90_qqsss_64x32_128x16_2x4_h_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x32_128x16_2x4_h_bz_algo2_splitK_TNT', 'nvjet_sm90_qqsss_64x32_128x16_2x4_h_bz_splitK_TNT',
+    'nvjet_sm90_qqsss_64x32_128x16_4x2_h_bz_TNT', 'nvjet_sm90_qqsss_64x32_128x16_4x2_h_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x40_128x16_2x4_h_bz_TNT', 'nvjet_sm90_qqsss_64x40_128x16_2x4_h_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x40_128x16_2x4_h_bz_algo2_splitK_TNT', 'nvjet_sm90_qqsss_64x40_128x16_2x4_h_bz_splitK_TNT',
+    'nvjet_sm90_qqsss_64x40_128x16_4x1_v_bz_TNT', 'nvjet_sm90_qqsss_64x40_128x16_4x1_v_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x40_128x16_4x2_h_bz_algo2_splitK_TNT', 'nvjet_sm90_qqsss_64x40_128x16_4x2_h_bz_splitK_TNT',
+    'nvjet_sm90_qqsss_64x48_128x15_1x4_h_bz_TNT', 'nvjet_sm90_qqsss_64x48_128x15_1x4_h_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x48_128x15_1x4_h_bz_algo2_splitK_TNT', 'nvjet_sm90_qqsss_64x48_128x15_1x4_h_bz_splitK_TNT',
+    'nvjet_sm90_qqsss_64x48_128x15_2x1_v_bz_TNT', 'nvjet_sm90_qqsss_64x48_128x15_2x1_v_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x48_128x15_2x4_h_bz_TNT', 'nvjet_sm90_qqsss_64x48_128x15_2x4_h_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x48_128x15_4x2_h_bz_algo2_splitK_TNT', 'nvjet_sm90_qqsss_64x48_128x15_4x2_h_bz_splitK_TNT',
+    'nvjet_sm90_qqsss_64x56_128x14_2x4_h_bz_TNT', 'nvjet_sm90_qqsss_64x56_128x14_2x4_h_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x56_128x14_4x1_v_bz_TNT', 'nvjet_sm90_qqsss_64x56_128x14_4x1_v_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x56_128x14_4x2_h_bz_TNT', 'nvjet_sm90_qqsss_64x56_128x14_4x2_h_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x64_128x13_2x1_v_bz_TNT', 'nvjet_sm90_qqsss_64x64_128x13_2x1_v_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x64_128x13_4x1_v_bz_TNT', 'nvjet_sm90_qqsss_64x64_128x13_4x1_v_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x64_128x13_4x2_h_bz_TNT', 'nvjet_sm90_qqsss_64x64_128x13_4x2_h_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x72_128x12_2x4_h_bz_TNT', 'nvjet_sm90_qqsss_64x72_128x12_2x4_h_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x72_128x12_4x2_h_bz_TNT', 'nvjet_sm90_qqsss_64x72_128x12_4x2_h_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x80_128x11_1x4_h_bz_TNT', 'nvjet_sm90_qqsss_64x80_128x11_1x4_h_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x80_128x11_2x1_v_bz_TNT', 'nvjet_sm90_qqsss_64x80_128x11_2x1_v_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x80_128x11_2x4_h_bz_TNT', 'nvjet_sm90_qqsss_64x80_128x11_2x4_h_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x80_128x11_4x1_v_bz_TNT', 'nvjet_sm90_qqsss_64x80_128x11_4x1_v_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x88_128x11_1x4_h_bz_TNT', 'nvjet_sm90_qqsss_64x88_128x11_1x4_h_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x88_128x11_4x1_v_bz_TNT', 'nvjet_sm90_qqsss_64x88_128x11_4x1_v_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x88_128x11_4x2_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x8_128x16_1x1_h_bz_TNT',
     'nvjet_sm90_qqsss_64x8_128x16_1x1_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x8_128x16_1x1_h_bz_algo2_splitK_TNT',
     'nvjet_sm90_qqsss_64x8_128x16_1x1_h_bz_splitK_TNT', 'nvjet_sm90_qqsss_64x8_128x16_1x2_h_bz_TNT',
     'nvjet_sm90_qqsss_64x8_128x16_1x2_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x8_128x16_1x4_h_bz_TNT',
@@ -192,396 +283,547 @@ KERNELS: tuple[str, ...] = (
     'nvjet_sm90_qqsss_64x8_128x16_2x4_h_bz_splitK_TNT', 'nvjet_sm90_qqsss_64x8_128x16_4x1_v_bz_TNT',
     'nvjet_sm90_qqsss_64x8_128x16_4x1_v_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x8_128x16_4x1_v_bz_algo2_splitK_TNT',
     'nvjet_sm90_qqsss_64x8_128x16_4x1_v_bz_splitK_TNT', 'nvjet_sm90_qqsss_64x96_128x10_2x1_v_bz_TNT',
-    'nvjet_sm90_qqsss_64x96_128x10_2x1_v_bz_algo2_TNT', 'nvjet_sm90_qqsss_72x64_128x12_2x4_h_bz_TNN',
+    'nvjet_sm90_qqsss_64x96_128x10_2x1_v_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x96_128x10_4x2_h_bz_TNT',
+    'nvjet_sm90_qqsss_64x96_128x10_4x2_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_72x64_128x12_2x4_h_bz_TNN',
     'nvjet_sm90_qqsss_72x64_128x12_2x4_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_72x64_128x12_4x1_v_bz_TNN',
     'nvjet_sm90_qqsss_72x64_128x12_4x1_v_bz_algo2_TNN', 'nvjet_sm90_qqsss_72x64_128x12_4x2_h_bz_TNN',
     'nvjet_sm90_qqsss_72x64_128x12_4x2_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_80x128_128x8_2x1_v_bz_TNN',
     'nvjet_sm90_qqsss_80x128_128x8_2x1_v_bz_algo2_TNN', 'nvjet_sm90_qqsss_80x128_128x8_2x4_h_bz_TNN',
-    'nvjet_sm90_qqsss_80x128_128x8_2x4_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_80x64_128x11_2x4_h_bz_TNN',
+    'nvjet_sm90_qqsss_80x128_128x8_2x4_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_80x64_128x11_1x4_h_bz_TNN',
+    'nvjet_sm90_qqsss_80x64_128x11_1x4_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_80x64_128x11_2x4_h_bz_TNN',
     'nvjet_sm90_qqsss_80x64_128x11_2x4_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_8x64_128x16_2x1_v_bz_TNN',
     'nvjet_sm90_qqsss_8x64_128x16_2x1_v_bz_algo2_TNN', 'nvjet_sm90_qqsss_8x64_128x16_2x4_h_bz_TNN',
     'nvjet_sm90_qqsss_8x64_128x16_2x4_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_8x64_128x16_4x1_v_bz_TNN',
-    'nvjet_sm90_qqsss_8x64_128x16_4x1_v_bz_algo2_TNN', 'nvjet_sm90_qqsss_96x128_128x7_1x2_h_bz_coopA_algo2_TNN',
-    'nvjet_sm90_qqsss_96x128_128x7_2x1_v_bz_coopA_algo2_TNN', 'nvjet_sm90_qqsss_96x64_128x10_1x2_h_bz_TNN',
-    'nvjet_sm90_qqsss_96x64_128x10_1x2_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_96x64_128x10_2x4_h_bz_TNN',
-    'nvjet_sm90_qqsss_96x64_128x10_2x4_h_bz_algo2_TNN', 'nvjet_sm90_tss_112x128_64x7_1x2_h_bz_splitK_TNN',
-    'nvjet_sm90_tss_112x128_64x7_4x2_h_bz_TNN', 'nvjet_sm90_tss_128x128_64x6_1x1_h_bz_splitK_TNT',
-    'nvjet_sm90_tss_128x128_64x6_1x2_h_bz_splitK_TNT', 'nvjet_sm90_tss_128x128_64x6_2x1_v_bz_TNT',
-    'nvjet_sm90_tss_128x128_64x6_2x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_128x160_64x5_1x2_h_bz_splitK_TNT',
-    'nvjet_sm90_tss_128x192_64x5_2x1_v_bz_coopB_TNN', 'nvjet_sm90_tss_128x256_64x4_2x1_v_bz_coopA_TNN',
-    'nvjet_sm90_tss_128x256_64x4_2x1_v_bz_coopA_splitK_TNN', 'nvjet_sm90_tss_128x40_64x10_2x1_v_bz_splitK_TNT',
+    'nvjet_sm90_qqsss_8x64_128x16_4x1_v_bz_algo2_TNN', 'nvjet_sm90_qqsss_8x64_128x16_4x2_h_bz_TNN',
+    'nvjet_sm90_qqsss_8x64_128x16_4x2_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_96x128_128x7_1x2_h_bz_coopA_algo2_TNN',
+    'nvjet_sm90_qqsss_96x128_128x7_2x1_v_bz_TNN', 'nvjet_sm90_qqsss_96x128_128x7_2x1_v_bz_coopA_algo2_TNN',
+    'nvjet_sm90_qqsss_96x64_128x10_1x2_h_bz_TNN', 'nvjet_sm90_qqsss_96x64_128x10_1x2_h_bz_algo2_TNN',
+    'nvjet_sm90_qqsss_96x64_128x10_2x4_h_bz_TNN', 'nvjet_sm90_qqsss_96x64_128x10_2x4_h_bz_algo2_TNN',
+    'nvjet_sm90_tss_112x128_64x7_1x2_h_bz_splitK_TNN', 'nvjet_sm90_tss_112x128_64x7_2x1_v_bz_TNN',
+    'nvjet_sm90_tss_112x128_64x7_4x2_h_bz_TNN', 'nvjet_sm90_tss_112x64_64x9_4x1_v_bz_splitK_TNN',
+    'nvjet_sm90_tss_128x128_64x6_1x1_h_bz_splitK_TNT', 'nvjet_sm90_tss_128x128_64x6_1x2_h_bz_splitK_TNT',
+    'nvjet_sm90_tss_128x128_64x6_2x1_v_bz_TNT', 'nvjet_sm90_tss_128x128_64x6_2x1_v_bz_splitK_TNT',
+    'nvjet_sm90_tss_128x160_64x5_1x2_h_bz_splitK_TNT', 'nvjet_sm90_tss_128x192_64x5_2x1_v_bz_coopB_TNN',
+    'nvjet_sm90_tss_128x256_64x4_2x1_v_bz_coopA_TNN', 'nvjet_sm90_tss_128x256_64x4_2x1_v_bz_coopA_splitK_TNN',
+    'nvjet_sm90_tss_128x40_64x10_2x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_128x48_64x9_2x4_h_bz_TNT',
     'nvjet_sm90_tss_128x64_64x8_1x1_h_bz_splitK_TNT', 'nvjet_sm90_tss_128x64_64x8_1x2_h_bz_TNT',
     'nvjet_sm90_tss_128x64_64x8_1x2_h_bz_splitK_TNT', 'nvjet_sm90_tss_128x64_64x8_1x4_h_bz_splitK_TNT',
     'nvjet_sm90_tss_128x64_64x8_2x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_128x64_64x8_4x2_h_bz_splitK_TNT',
     'nvjet_sm90_tss_128x80_64x8_1x4_h_bz_splitK_TNT', 'nvjet_sm90_tss_128x80_64x8_4x2_h_bz_TNT',
     'nvjet_sm90_tss_128x8_64x12_2x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_128x8_64x12_4x1_v_bz_TNT',
-    'nvjet_sm90_tss_144x128_64x6_1x2_h_bz_TNN', 'nvjet_sm90_tss_160x192_64x4_1x2_h_bz_coopB_splitK_TNN',
-    'nvjet_sm90_tss_168x128_64x5_1x2_h_bz_TNN', 'nvjet_sm90_tss_16x64_64x16_1x1_h_bz_splitK_TNN',
+    'nvjet_sm90_tss_128x8_64x12_4x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_144x128_64x6_1x2_h_bz_TNN',
+    'nvjet_sm90_tss_144x64_64x8_1x2_h_bz_TNN', 'nvjet_sm90_tss_152x256_64x4_2x1_v_bz_coopA_TNN',
+    'nvjet_sm90_tss_160x192_64x4_1x2_h_bz_coopB_splitK_TNN', 'nvjet_sm90_tss_168x128_64x5_1x2_h_bz_TNN',
+    'nvjet_sm90_tss_16x64_64x16_1x1_h_bz_splitK_TNN', 'nvjet_sm90_tss_16x64_64x16_1x2_h_bz_TNN',
     'nvjet_sm90_tss_16x64_64x16_4x1_v_bz_splitK_TNN', 'nvjet_sm90_tss_192x128_64x5_1x2_h_bz_coopB_TNT',
-    'nvjet_sm90_tss_192x128_64x5_1x2_h_bz_coopB_splitK_TNT', 'nvjet_sm90_tss_192x192_64x4_2x1_v_bz_coopB_TNN',
-    'nvjet_sm90_tss_192x192_64x4_2x1_v_bz_coopB_splitK_TNN', 'nvjet_sm90_tss_192x8_64x8_4x1_v_bz_splitK_TNT',
+    'nvjet_sm90_tss_192x128_64x5_1x2_h_bz_coopB_splitK_TNT', 'nvjet_sm90_tss_192x16_64x8_4x1_v_bz_splitK_TNT',
+    'nvjet_sm90_tss_192x192_64x4_1x2_h_bz_coopB_TNN', 'nvjet_sm90_tss_192x192_64x4_2x1_v_bz_coopB_TNN',
+    'nvjet_sm90_tss_192x192_64x4_2x1_v_bz_coopB_splitK_TNN', 'nvjet_sm90_tss_192x208_64x4_1x2_h_bz_coopB_TNT',
+    'nvjet_sm90_tss_192x8_64x8_2x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_192x8_64x8_4x1_v_bz_splitK_TNT',
     'nvjet_sm90_tss_24x64_64x16_4x2_h_bz_TNN', 'nvjet_sm90_tss_256x128_64x4_1x2_h_bz_coopA_TNT',
-    'nvjet_sm90_tss_256x128_64x4_1x2_h_bz_coopA_splitK_TNT', 'nvjet_sm90_tss_256x40_64x5_2x4_h_bz_TNT',
+    'nvjet_sm90_tss_256x128_64x4_1x2_h_bz_coopA_splitK_TNT', 'nvjet_sm90_tss_256x144_64x4_2x1_v_bz_coopA_TNT',
+    'nvjet_sm90_tss_256x160_64x4_1x2_h_bz_coopA_TNT', 'nvjet_sm90_tss_256x40_64x5_2x4_h_bz_TNT',
     'nvjet_sm90_tss_256x64_64x5_2x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_256x8_64x6_2x1_v_bz_splitK_TNT',
-    'nvjet_sm90_tss_320x128_64x3_1x2_h_bz_coopB_TNT', 'nvjet_sm90_tss_320x128_64x3_1x2_h_bz_coopB_splitK_TNT',
-    'nvjet_sm90_tss_320x128_64x3_4x2_h_bz_coopB_splitK_TNT', 'nvjet_sm90_tss_32x64_64x16_2x1_v_bz_splitK_TNN',
-    'nvjet_sm90_tss_32x64_64x16_4x2_h_bz_splitK_TNN', 'nvjet_sm90_tss_40x256_64x5_4x2_h_bz_TNN',
-    'nvjet_sm90_tss_40x64_64x16_1x4_h_bz_splitK_TNN', 'nvjet_sm90_tss_48x64_64x15_1x2_h_bz_TNN',
-    'nvjet_sm90_tss_48x64_64x15_4x2_h_bz_TNN', 'nvjet_sm90_tss_64x104_64x10_2x1_v_bz_splitK_TNT',
+    'nvjet_sm90_tss_272x128_64x4_1x2_h_bz_coopA_TNN', 'nvjet_sm90_tss_320x128_64x3_1x2_h_bz_coopB_TNT',
+    'nvjet_sm90_tss_320x128_64x3_1x2_h_bz_coopB_splitK_TNT', 'nvjet_sm90_tss_320x128_64x3_4x2_h_bz_coopB_splitK_TNT',
+    'nvjet_sm90_tss_32x64_64x16_1x4_h_bz_splitK_TNN', 'nvjet_sm90_tss_32x64_64x16_2x1_v_bz_TNN',
+    'nvjet_sm90_tss_32x64_64x16_2x1_v_bz_splitK_TNN', 'nvjet_sm90_tss_32x64_64x16_2x4_h_bz_TNN',
+    'nvjet_sm90_tss_32x64_64x16_4x1_v_bz_splitK_TNN', 'nvjet_sm90_tss_32x64_64x16_4x2_h_bz_splitK_TNN',
+    'nvjet_sm90_tss_384x8_64x4_4x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_40x256_64x5_4x2_h_bz_TNN',
+    'nvjet_sm90_tss_40x64_64x16_1x4_h_bz_TNN', 'nvjet_sm90_tss_40x64_64x16_1x4_h_bz_splitK_TNN',
+    'nvjet_sm90_tss_40x64_64x16_4x2_h_bz_TNN', 'nvjet_sm90_tss_48x64_64x15_1x2_h_bz_TNN',
+    'nvjet_sm90_tss_48x64_64x15_1x4_h_bz_TNN', 'nvjet_sm90_tss_48x64_64x15_4x2_h_bz_TNN',
+    'nvjet_sm90_tss_56x64_64x14_4x2_h_bz_TNN', 'nvjet_sm90_tss_64x104_64x10_2x1_v_bz_splitK_TNT',
+    'nvjet_sm90_tss_64x120_64x9_2x1_v_bz_TNT', 'nvjet_sm90_tss_64x120_64x9_4x1_v_bz_TNT',
     'nvjet_sm90_tss_64x128_64x8_1x2_h_bz_splitK_TNN', 'nvjet_sm90_tss_64x128_64x8_2x1_v_bz_TNN',
-    'nvjet_sm90_tss_64x128_64x8_2x1_v_bz_splitK_TNN', 'nvjet_sm90_tss_64x16_64x16_1x1_h_bz_splitK_TNT',
+    'nvjet_sm90_tss_64x128_64x8_2x1_v_bz_splitK_TNN', 'nvjet_sm90_tss_64x136_64x8_1x2_h_bz_TNT',
+    'nvjet_sm90_tss_64x136_64x8_4x1_v_bz_TNT', 'nvjet_sm90_tss_64x168_64x7_4x2_h_bz_splitK_TNT',
+    'nvjet_sm90_tss_64x16_64x16_1x1_h_bz_splitK_TNT', 'nvjet_sm90_tss_64x16_64x16_1x4_h_bz_TNT',
     'nvjet_sm90_tss_64x192_64x6_2x1_v_bz_splitK_TNN', 'nvjet_sm90_tss_64x24_64x16_1x2_h_bz_TNT',
     'nvjet_sm90_tss_64x24_64x16_2x1_v_bz_TNT', 'nvjet_sm90_tss_64x24_64x16_2x4_h_bz_TNT',
-    'nvjet_sm90_tss_64x256_64x5_1x2_h_bz_splitK_TNN', 'nvjet_sm90_tss_64x32_64x16_1x2_h_bz_TNT',
-    'nvjet_sm90_tss_64x32_64x16_1x2_h_bz_splitK_TNT', 'nvjet_sm90_tss_64x32_64x16_1x4_h_bz_splitK_TNT',
-    'nvjet_sm90_tss_64x32_64x16_2x4_h_bz_TNT', 'nvjet_sm90_tss_64x32_64x16_2x4_h_bz_splitK_TNT',
-    'nvjet_sm90_tss_64x40_64x16_2x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_64x48_64x15_2x1_v_bz_TNT',
-    'nvjet_sm90_tss_64x48_64x15_2x4_h_bz_TNT', 'nvjet_sm90_tss_64x56_64x14_1x2_h_bz_splitK_TNT',
-    'nvjet_sm90_tss_64x56_64x14_4x2_h_bz_splitK_TNT', 'nvjet_sm90_tss_64x64_64x13_1x2_h_bz_splitK_TNT',
-    'nvjet_sm90_tss_64x64_64x13_2x1_v_bz_TNT', 'nvjet_sm90_tss_64x64_64x13_2x1_v_bz_splitK_TNT',
-    'nvjet_sm90_tss_64x64_64x13_2x2_h_bz_splitK_TNT', 'nvjet_sm90_tss_64x64_64x13_2x4_h_bz_splitK_TNT',
-    'nvjet_sm90_tss_64x64_64x13_4x2_h_bz_TNT', 'nvjet_sm90_tss_64x64_64x13_4x2_h_bz_splitK_TNT',
-    'nvjet_sm90_tss_64x80_64x11_1x4_h_bz_TNT', 'nvjet_sm90_tss_64x8_64x16_1x1_h_bz_splitK_TNT',
-    'nvjet_sm90_tss_64x8_64x16_1x2_h_bz_TNT', 'nvjet_sm90_tss_64x8_64x16_1x4_h_bz_TNT',
-    'nvjet_sm90_tss_64x8_64x16_2x1_v_bz_TNT', 'nvjet_sm90_tss_64x8_64x16_2x1_v_bz_splitK_TNT',
-    'nvjet_sm90_tss_64x8_64x16_2x4_h_bz_TNT', 'nvjet_sm90_tss_64x8_64x16_2x4_h_bz_splitK_TNT',
-    'nvjet_sm90_tss_64x8_64x16_4x1_v_bz_TNT', 'nvjet_sm90_tss_64x8_64x16_4x1_v_bz_splitK_TNT',
-    'nvjet_sm90_tss_72x64_64x12_1x2_h_bz_TNN', 'nvjet_sm90_tss_72x64_64x12_4x1_v_bz_TNN',
-    'nvjet_sm90_tss_80x128_64x8_2x1_v_bz_TNN', 'nvjet_sm90_tss_80x128_64x8_2x1_v_bz_splitK_TNN',
-    'nvjet_sm90_tss_80x64_64x11_4x1_v_bz_TNN', 'nvjet_sm90_tss_8x64_64x16_2x1_v_bz_TNN',
+    'nvjet_sm90_tss_64x24_64x16_4x2_h_bz_TNT', 'nvjet_sm90_tss_64x256_64x5_1x2_h_bz_splitK_TNN',
+    'nvjet_sm90_tss_64x32_64x16_1x2_h_bz_TNT', 'nvjet_sm90_tss_64x32_64x16_1x2_h_bz_splitK_TNT',
+    'nvjet_sm90_tss_64x32_64x16_1x4_h_bz_splitK_TNT', 'nvjet_sm90_tss_64x32_64x16_2x4_h_bz_TNT',
+    'nvjet_sm90_tss_64x32_64x16_2x4_h_bz_splitK_TNT', 'nvjet_sm90_tss_64x32_64x16_4x1_v_bz_splitK_TNT',
+    'nvjet_sm90_tss_64x32_64x16_4x2_h_bz_TNT', 'nvjet_sm90_tss_64x40_64x16_2x1_v_bz_splitK_TNT',
+    'nvjet_sm90_tss_64x48_64x15_2x1_v_bz_TNT', 'nvjet_sm90_tss_64x48_64x15_2x4_h_bz_TNT',
+    'nvjet_sm90_tss_64x56_64x14_1x2_h_bz_splitK_TNT', 'nvjet_sm90_tss_64x56_64x14_4x1_v_bz_TNT',
+    'nvjet_sm90_tss_64x56_64x14_4x2_h_bz_splitK_TNT', 'nvjet_sm90_tss_64x64_64x13_1x2_h_bz_TNT',
+    'nvjet_sm90_tss_64x64_64x13_1x2_h_bz_splitK_TNT', 'nvjet_sm90_tss_64x64_64x13_2x1_v_bz_TNT',
+    'nvjet_sm90_tss_64x64_64x13_2x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_64x64_64x13_2x2_h_bz_splitK_TNT',
+    'nvjet_sm90_tss_64x64_64x13_2x4_h_bz_splitK_TNT', 'nvjet_sm90_tss_64x64_64x13_4x2_h_bz_TNT',
+    'nvjet_sm90_tss_64x64_64x13_4x2_h_bz_splitK_TNT', 'nvjet_sm90_tss_64x80_64x11_1x4_h_bz_TNT',
+    'nvjet_sm90_tss_64x80_64x11_4x1_v_bz_TNT', 'nvjet_sm90_tss_64x88_64x11_4x1_v_bz_TNT',
+    'nvjet_sm90_tss_64x8_64x16_1x1_h_bz_splitK_TNT', 'nvjet_sm90_tss_64x8_64x16_1x2_h_bz_TNT',
+    'nvjet_sm90_tss_64x8_64x16_1x4_h_bz_TNT', 'nvjet_sm90_tss_64x8_64x16_2x1_v_bz_TNT',
+    'nvjet_sm90_tss_64x8_64x16_2x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_64x8_64x16_2x4_h_bz_TNT',
+    'nvjet_sm90_tss_64x8_64x16_2x4_h_bz_splitK_TNT', 'nvjet_sm90_tss_64x8_64x16_4x1_v_bz_TNT',
+    'nvjet_sm90_tss_64x8_64x16_4x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_64x96_64x10_1x1_h_bz_splitK_TNT',
+    'nvjet_sm90_tss_64x96_64x10_4x2_h_bz_TNT', 'nvjet_sm90_tss_72x64_64x12_1x2_h_bz_TNN',
+    'nvjet_sm90_tss_72x64_64x12_4x1_v_bz_TNN', 'nvjet_sm90_tss_80x128_64x8_2x1_v_bz_TNN',
+    'nvjet_sm90_tss_80x128_64x8_2x1_v_bz_splitK_TNN', 'nvjet_sm90_tss_80x64_64x11_1x4_h_bz_TNN',
+    'nvjet_sm90_tss_80x64_64x11_4x1_v_bz_TNN', 'nvjet_sm90_tss_88x128_64x7_2x1_v_bz_TNN',
+    'nvjet_sm90_tss_88x128_64x7_4x2_h_bz_TNN', 'nvjet_sm90_tss_88x64_64x11_4x2_h_bz_TNN',
+    'nvjet_sm90_tss_8x64_64x16_1x4_h_bz_splitK_TNN', 'nvjet_sm90_tss_8x64_64x16_2x1_v_bz_TNN',
     'nvjet_sm90_tss_8x64_64x16_4x1_v_bz_TNN', 'nvjet_sm90_tss_8x64_64x16_4x2_h_bz_TNN',
     'nvjet_sm90_tss_96x128_64x7_1x2_h_bz_TNN', 'nvjet_sm90_tss_96x128_64x7_1x2_h_bz_splitK_TNN',
-    'nvjet_sm90_tss_96x128_64x7_2x1_v_bz_splitK_TNN', 'nvjet_sm90_tss_96x192_64x5_1x2_h_bz_splitK_TNN',
-    'nvjet_sm90_tss_96x64_64x10_1x2_h_bz_splitK_TNN', 'nvjet_sm90_tss_96x64_64x10_2x4_h_bz_TNN',
-    'nvjet_sm90_tss_96x64_64x10_4x2_h_bz_splitK_TNN',
+    'nvjet_sm90_tss_96x128_64x7_2x1_v_bz_TNN', 'nvjet_sm90_tss_96x128_64x7_2x1_v_bz_splitK_TNN',
+    'nvjet_sm90_tss_96x192_64x5_1x2_h_bz_splitK_TNN', 'nvjet_sm90_tss_96x64_64x10_1x2_h_bz_splitK_TNN',
+    'nvjet_sm90_tss_96x64_64x10_2x4_h_bz_TNN', 'nvjet_sm90_tss_96x64_64x10_4x2_h_bz_splitK_TNN',
 )
 
 CALLS: dict[str, str] = {
     'torch-bf16': (
-        "1x1 16:31:496,1 64:31:496,1 100:31:496,1 256:31:496,1 1000:31:496,1 1024:31:496,1 2048:31:496,1 "
-        "4096:31:496,1 5000:31:496,1 8192:31:496,1 16384:31:496,1 32768:31:496,1 1x64 256:371:4,2 4096:356:1,3 "
-        "16384:356:1,12 32768:356:1,25 1x500 96:34:125,1 1x1000 256:370:2,63 4096:364:4,12 16384:364:4,24 "
-        "32768:360:2,64 1x1536 28672:301:2,66 1x3000 3000:364:4,24 1x4096 256:363:4,16 4096:360:2,64 16384:301:2,64 "
-        "32768:301:2,64 1x6000 12000:312:4,24 1x8192 256:359:2,64 4096:359:2,64 16384:301:2,64 20000:301:2,64 "
-        "32768:318:2,64 1x12288 4096:302:4,24 3x3 333:1:1,1,42 7x7 16:32:1,1 64:32:1,1 100:32:1,1 256:32:1,1 "
-        "1000:32:1,1 1024:32:1,1 2048:32:1,1 4096:32:1,1 5000:1:1,1,313 8192:1:1,1,128 16384:1:1,1,86 "
-        "32768:1:1,1,256 7x8192 1024:359:2,64 4096:359:2,64 8192:359:2,64 16384:301:2,64 32768:318:2,64 16x16 "
-        "16:357:2,1 64:357:2,1 100:22:1,1 256:357:2,1 1000:370:2,1 1024:357:2,1 2048:357:2,1 4096:332:1,3 "
-        "5000:306:1,3 8192:332:1,6 16384:332:1,12 32768:332:1,25 17x17 1536:1:1,1,12 17x200 3000:362:8,4 17x8192 "
-        "8000:335:2,64 31x31 16:1:1,1,2 64:1:1,1 100:1:1,1,13 256:1:1,1,4 1000:1:1,1,16 1024:1:1,1,16 2048:1:1,1,16 "
-        "4096:1:1,1,64 5000:1:1,1,63 8192:1:1,1,64 16384:1:1,1,128 32768:1:1,1,256 33x33 16:1:1,1,2 64:1:1,1 "
-        "100:1:1,1,13 256:1:1,1,4 1000:1:1,1,16 1024:1:1,1,16 2048:1:1,1,16 4096:1:1,1,64 5000:1:1,1,63 "
-        "8192:1:1,1,64 16384:1:1,1,128 32768:1:1,1,256 33x4096 1024:334:2,64 4096:343:2,64 8192:343:2,64 "
-        "16384:292:2,64 32768:292:2,64 48x48 12000:307:4,9 48x8192 3000:344:2,64 63x2047 14000:1:8,4,16 64x1 "
-        "256:371:4,2 4096:356:1,3 16384:356:1,12 32768:356:1,25 64x64 16:371:4,2 64:358:4,2 100:24:4,1 256:358:4,2 "
-        "1000:358:4,2 1024:358:4,2 1280:358:4,2 1300:23:4,1,15 1344:358:4,2 1408:358:4,2 1536:358:4,2 2048:358:4,2 "
-        "2560:358:4,2 2600:339:2,2 2624:339:2,2 3000:339:2,2 3840:339:2,2 3904:339:2,3 4096:339:2,3 5000:339:2,3 "
-        "5120:339:2,3 5184:339:2,4 6000:322:2,4 6400:339:2,4 6464:339:2,5 7680:339:2,5 8192:339:2,6 10240:339:2,7 "
-        "10304:339:2,8 12000:339:2,9 12288:339:2,9 15360:339:2,11 15424:339:2,12 16384:339:2,12 20000:339:2,15 "
-        "20480:339:2,15 24576:339:2,19 28672:339:2,22 32000:339:2,24 32768:339:2,25 64x8192 1024:366:4,29 "
-        "4096:369:4,26 8192:369:4,26 16384:297:2,64 32768:317:2,64 65x65 16:1:4,1,2 64:1:4,1 100:1:4,1,13 "
-        "256:1:4,1,4 1000:1:4,1,16 1024:1:4,1,16 2048:1:4,1,16 4096:1:4,1,32 5000:1:4,1,63 8192:1:4,1,64 "
-        "16384:0:1,1,128 32768:0:1,1,128 95x97 7000:1:4,1,63 96x96 20000:342:8,15 100x100 16:24:16,1 64:24:16,1 "
-        "100:24:16,1 256:23:16,1 1000:25:16,1,8 1024:25:16,1,8 2048:25:16,1,16 4096:13:4,1,22 5000:15:4,1,33 "
-        "8192:14:4,1,32 16384:10:2,1,64 32768:10:2,1,64 100x1000 1024:313:8,11 4096:347:8,12 8192:347:8,12 "
-        "16384:346:2,64 32768:328:2,64 127x255 9000:0:2,1,63 128x128 16:372:8,4 64:361:8,4 100:24:16,1 256:361:8,4 "
-        "1000:361:8,4 1024:361:8,4 1280:361:8,4 1300:25:16,1,12 1344:361:8,4 1408:361:8,4 2048:361:8,4 2560:361:8,4 "
-        "2600:342:8,2 2624:342:8,2 3840:342:8,2 3904:342:8,3 4096:342:8,3 5000:342:8,3 5120:342:8,3 5184:342:8,4 "
-        "6000:323:8,4 6400:342:8,4 6464:342:8,5 7680:342:8,5 8192:342:8,6 10240:342:8,7 10304:342:8,8 12000:342:8,9 "
-        "12288:342:8,9 15360:342:8,11 15424:342:8,11 16384:342:8,11 20480:342:8,12 24576:339:2,64 28672:339:2,64 "
-        "32000:339:2,64 32768:339:2,64 128x256 1024:361:8,8 4096:342:8,6 8192:342:8,12 16384:342:8,12 "
-        "32768:339:2,64 128x512 1024:357:2,64 4096:342:8,12 8192:342:8,12 16384:354:8,12 32768:350:2,64 128x1024 "
-        "1024:313:8,11 4096:354:8,12 8192:354:8,12 16384:350:2,64 32768:295:2,64 128x4096 1024:349:2,64 "
-        "4096:349:2,64 8192:349:2,64 16384:295:2,64 32768:287:2,64 129x129 16:1:12,1,2 64:1:12,1 100:1:12,1,13 "
-        "256:1:12,1,4 1000:1:12,1,11 1024:1:12,1,8 2048:1:12,1,16 4096:1:12,1,32 5000:1:12,1,57 8192:1:12,1,43 "
-        "16384:0:4,1,64 32768:0:4,1,64 160x160 6000:340:4,24 160x6000 1536:300:8,12 192x192 16384:339:2,63 200x200 "
-        "28672:325:4,30 256x128 1024:361:8,8 4096:342:8,6 8192:342:8,12 16384:342:8,12 32768:339:2,64 256x256 "
-        "16:370:2,64 64:357:2,64 100:23:64,1 256:357:2,64 1000:336:8,6 1024:357:2,64 1280:357:2,64 1300:10:8,1,8 "
-        "1344:357:2,64 1408:357:2,64 2048:336:8,6 2560:336:8,6 2600:342:8,8 2624:342:8,8 3840:342:8,8 3904:342:8,12 "
-        "4096:342:8,12 5000:342:8,12 5120:342:8,12 5184:342:8,12 6000:323:8,12 6400:342:8,12 6464:342:8,12 "
-        "7680:342:8,12 8192:342:8,12 10240:354:8,12 10304:354:8,12 12288:354:8,12 15360:354:8,12 15424:354:8,12 "
-        "16384:354:8,12 20000:350:2,64 20480:350:2,64 24576:350:2,64 32000:350:2,64 32768:350:2,64 256x384 "
-        "8192:352:8,12 16384:352:8,12 32768:377:2,64 256x2048 1024:349:2,64 4096:349:2,64 8192:349:2,64 "
-        "16384:375:2,66 32768:287:2,64 256x12288 24000:308:2,64 320x320 3000:340:4,30 320x640 16384:293:1,125 "
-        "384x128 1024:361:8,12 4096:342:8,9 8192:342:8,12 16384:351:4,24 32768:350:2,66 384x384 16:313:8,12 "
-        "64:336:8,12 100:26:96,2 256:336:8,12 1000:336:8,12 1024:336:8,12 2048:336:8,12 4096:341:8,9 5000:351:4,27 "
-        "8192:379:8,12 16384:379:8,15 32768:295:2,63 384x512 8192:354:8,12 16384:298:8,15 32768:333:2,64 500x500 "
-        "12000:12:8,1,16 511x257 2000:0:16,1,21 512x128 1024:357:2,64 4096:342:8,12 8192:342:8,12 16384:352:8,12 "
-        "32768:350:2,64 512x512 16:327:8,12 64:345:8,12 100:26:128,2 256:345:8,12 1000:345:8,12 1024:345:8,12 "
-        "2048:345:8,12 4096:338:2,64 5000:350:2,64 6000:348:2,64 8192:350:2,64 12000:295:2,64 16384:295:2,64 "
-        "28672:295:2,64 32768:295:2,64 512x640 8192:296:4,30 16384:368:2,64 32768:368:2,64 512x1024 8192:349:2,64 "
-        "16384:374:2,66 32768:287:2,64 640x640 1024:353:8,15 4096:353:8,15 8192:353:8,15 16384:299:4,30 "
-        "32768:284:1,125 768x768 1024:365:2,66 4096:378:8,12 8192:378:8,12 16384:282:2,63 32768:282:2,63 768x1024 "
-        "20000:374:2,66 896x896 32768:288:2,63 1000x1 256:370:2,63 4096:364:4,12 16384:364:4,24 32768:360:2,64 "
-        "1000x100 1024:10:16,1,8 4096:10:16,1,8 8192:7:8,1,16 16384:9:4,1,32 32768:9:4,1,32 1000x1000 16:316:8,14 "
-        "64:324:8,14 100:10:128,1 256:330:2,64 1000:294:2,64 1024:330:2,64 2048:330:2,64 4096:294:2,64 "
-        "5000:294:2,64 8192:294:2,64 16384:285:2,64 32768:291:2,64 1023x1025 3500:0:64,2,7 1024x128 1024:336:8,11 "
-        "4096:352:8,12 8192:352:8,12 16384:350:2,64 32768:331:2,64 1024x768 28672:309:2,64 1024x1024 16:330:2,64 "
-        "64:294:2,64 100:10:128,1 256:294:2,64 1000:294:2,64 1024:294:2,64 2048:294:2,64 4096:294:2,64 "
-        "5000:294:2,64 8192:294:2,64 12000:287:2,64 16384:287:2,64 32768:315:2,64 1024x1280 8192:367:2,64 "
-        "16384:367:2,64 32768:320:2,64 1024x2048 8192:286:2,64 16384:286:2,64 32768:315:2,64 1024x8192 "
-        "1024:314:2,66 4096:314:2,66 8192:314:2,66 16384:314:2,66 32768:314:2,66 1280x1280 8192:283:8,15 "
-        "16384:283:8,15 32768:321:8,15 1500x1500 1536:9:48,2 1536x1024 8192:373:2,66 1536x1536 1024:303:2,66 "
-        "4096:303:2,66 8192:303:2,66 16384:303:2,66 32768:311:2,64 2047x63 14000:0:16,1,16 2048x256 1024:349:2,64 "
-        "4096:349:2,64 8192:349:2,64 16384:287:2,64 32768:287:2,64 2048x1024 12000:286:2,64 2048x2048 16:290:2,64 "
-        "64:314:2,64 100:8:64,2 256:314:2,64 1000:314:2,64 1024:314:2,64 2048:314:2,64 4096:314:2,64 5000:314:2,64 "
-        "6000:290:2,64 8192:314:2,64 16384:314:2,64 32768:314:2,64 2048x8192 3000:314:2,66 3000x1 6000:364:4,24 "
-        "3000x3000 6000:310:2,66 4000x320 28672:320:2,64 4096x1 256:363:4,16 4096:360:2,64 16384:301:2,64 "
-        "32768:301:2,64 4096x33 1024:1:64,1,4 4096:1:64,1,6 8192:1:64,1,6 16384:1:64,1,6 32768:1:64,1,16 4096x128 "
-        "1024:349:2,64 4096:349:2,64 8192:349:2,64 16384:331:2,64 32768:285:2,64 4096x4096 16:290:2,66 64:314:2,66 "
-        "100:11:256,2 256:314:2,66 1000:314:2,66 1024:314:2,66 2048:314:2,66 3000:314:2,66 4096:314:2,66 "
-        "5000:314:2,66 8192:314:2,66 16384:314:2,66 20000:314:2,66 32768:314:2,66 4096x8192 20000:314:2,66 6000x160 "
-        "12000:304:2,64 6000x6000 333:0:376,6 8192x1 256:359:2,64 4096:359:2,64 12000:301:2,64 16384:301:2,64 "
-        "32768:318:2,64 8192x7 1024:1:128,1,2 4096:1:128,1,4 8192:1:128,1,4 16384:1:128,1,4 32768:1:128,1,4 8192x17 "
-        "4000:1:128,1,4 8192x48 6000:326:2,64 8192x64 1024:355:4,26 4096:355:4,26 8192:355:4,26 16384:329:2,64 "
-        "32768:337:2,64 8192x96 20000:376:2,66 8192x320 16000:305:2,64 8192x1024 1024:314:2,66 4096:314:2,66 "
-        "8192:314:2,66 16384:314:2,66 32768:314:2,66 8192x2048 24000:314:2,66 8192x4096 12000:314:2,66 8192x8192 "
-        "16:290:2,66 64:314:2,66 100:11:512,4 256:314:2,66 1000:319:2,66 1024:319:2,66 1536:319:2,66 2048:319:2,66 "
-        "4096:319:2,66 5000:319:2,66 6000:319:2,66 8192:319:2,66 16384:319:2,66 28672:319:2,66 32768:319:2,66 "
-        "12288x256 2048:289:2,64 "
+        "1x1 16:39:496,1 64:39:496,1 100:39:496,1 256:39:496,1 1000:39:496,1 1024:39:496,1 2048:39:496,1 "
+        "4096:39:496,1 5000:39:496,1 8192:39:496,1 16384:39:496,1 32768:39:496,1 1x64 256:576:4,2 4096:554:1,3 "
+        "16384:554:1,12 32768:554:1,25 1x500 96:44:125,1 1x736 16720:562:4,24 1x1000 256:575:2,63 4096:562:4,12 "
+        "16384:562:4,24 32768:558:2,64 1x1536 28672:466:2,66 1x1544 9640:562:4,28 1x2640 6624:558:2,63 1x2768 "
+        "11016:558:2,66 1x3000 3000:562:4,24 1x3088 13216:468:4,28 1x3344 14849:42:418,1,8 1x3856 15608:466:2,64 "
+        "1x4096 256:561:4,16 4096:558:2,64 16384:466:2,64 32768:466:2,64 1x4536 18704:493:2,63 1x5648 "
+        "15392:558:2,66:4 1x5728 208:561:4,23 1x5992 16024:484:2,64 1x6000 12000:485:4,24 1x6144 1601:42:768,1 "
+        "1x6264 7659:42:783,1,4 1x6560 6240:561:4,26 1x6616 1447:42:827,1 1x6680 15752:554:1,132:5 1x7064 "
+        "10648:558:2,66:2 1x7680 12976:504:4,25 1x8192 256:557:2,64 4096:557:2,64 16384:466:2,64 20000:466:2,64 "
+        "32768:493:2,64 1x12288 4096:467:4,24 3x3 333:2:1,1,42 7x7 16:40:1,1 64:40:1,1 100:40:1,1 256:40:1,1 "
+        "1000:40:1,1 1024:40:1,1 2048:40:1,1 4096:40:1,1 5000:2:1,1,313 8192:2:1,1,128 16384:2:1,1,86 "
+        "32768:2:1,1,256 7x8192 1024:557:2,64 4096:557:2,64 8192:557:2,64 16384:466:2,64 32768:493:2,64 8x440 "
+        "1296:576:4,14 8x2256 6568:468:4,25 16x16 16:555:2,1 64:555:2,1 100:30:1,1 256:555:2,1 1000:575:2,1 "
+        "1024:555:2,1 2048:555:2,1 4096:522:1,3 5000:474:1,3 8192:522:1,6 16384:522:1,12 32768:522:1,25 16x4424 "
+        "9752:479:4,24 17x17 1536:2:1,1,12 17x200 3000:560:8,4 17x8192 8000:526:2,64 31x31 16:2:1,1,2 64:2:1,1 "
+        "100:2:1,1,13 256:2:1,1,4 1000:2:1,1,16 1024:2:1,1,16 2048:2:1,1,16 4096:2:1,1,64 5000:2:1,1,63 "
+        "8192:2:1,1,64 16384:2:1,1,128 32768:2:1,1,256 32x3400 3072:535:4,28 33x33 16:2:1,1,2 64:2:1,1 100:2:1,1,13 "
+        "256:2:1,1,4 1000:2:1,1,16 1024:2:1,1,16 2048:2:1,1,16 4096:2:1,1,64 5000:2:1,1,63 8192:2:1,1,64 "
+        "16384:2:1,1,128 32768:2:1,1,256 33x4096 1024:525:2,64 4096:537:2,64 8192:537:2,64 16384:456:2,64 "
+        "32768:456:2,64 40x5440 1250:13:8,6,3 48x48 12000:476:4,9 48x416 3996:31:16,2,11 48x8192 3000:538:2,64 "
+        "56x6096 2056:541:4,24 63x2047 14000:2:8,4,16 64x1 256:576:4,2 4096:554:1,3 16384:554:1,12 32768:554:1,25 "
+        "64x64 16:576:4,2 64:556:4,2 100:32:4,1 256:556:4,2 1000:556:4,2 1024:556:4,2 1280:556:4,2 1300:31:4,1,15 "
+        "1344:556:4,2 1408:556:4,2 1536:556:4,2 2048:556:4,2 2560:556:4,2 2600:531:2,2 2624:531:2,2 3000:531:2,2 "
+        "3840:531:2,2 3904:531:2,3 4096:531:2,3 5000:531:2,3 5120:531:2,3 5184:531:2,4 6000:500:2,4 6400:531:2,4 "
+        "6464:531:2,5 7680:531:2,5 8192:531:2,6 10240:531:2,7 10304:531:2,8 12000:531:2,9 12288:531:2,9 "
+        "15360:531:2,11 15424:531:2,12 16384:531:2,12 20000:531:2,15 20480:531:2,15 24576:531:2,19 25364:18:1,1,127 "
+        "28672:531:2,22 32000:531:2,24 32768:531:2,25 64x3744 9800:447:4,27 64x6752 7342:16:8,4,4 64x8192 "
+        "1024:566:4,29 4096:570:4,26 8192:570:4,26 16384:462:2,64 32768:492:2,64 65x65 16:2:4,1,2 64:2:4,1 "
+        "100:2:4,1,13 256:2:4,1,4 1000:2:4,1,16 1024:2:4,1,16 2048:2:4,1,16 4096:2:4,1,32 5000:2:4,1,63 "
+        "8192:2:4,1,64 16384:0:1,1,128 32768:0:1,1,128 69x835 1869:0:8,1,26 80x808 12419:0:8,1,37 80x4424 "
+        "3424:552:4,18 88x6312 4327:0:8,7,5 88x6704 7288:553:4,27 95x97 7000:2:4,1,63 96x96 20000:534:8,15 100x100 "
+        "16:32:16,1 64:32:16,1 100:32:16,1 256:31:16,1 1000:33:16,1,8 1024:33:16,1,8 2048:33:16,1,16 4096:18:4,1,22 "
+        "5000:20:4,1,33 8192:19:4,1,32 16384:12:2,1,64 32768:12:2,1,64 100x1000 1024:486:8,11 4096:542:8,12 "
+        "8192:542:8,12 16384:540:2,64 32768:513:2,64 101x1301 6533:0:8,2,24 104x336 20297:0:4,1,88 112x448 "
+        "25737:0:4,1,66 127x255 9000:0:2,1,63 128x128 16:577:8,4 64:559:8,4 100:32:16,1 256:559:8,4 1000:559:8,4 "
+        "1024:559:8,4 1280:559:8,4 1300:33:16,1,12 1344:559:8,4 1408:559:8,4 2048:559:8,4 2560:559:8,4 2600:534:8,2 "
+        "2624:534:8,2 3840:534:8,2 3904:534:8,3 4096:534:8,3 5000:534:8,3 5120:534:8,3 5184:534:8,4 6000:503:8,4 "
+        "6400:534:8,4 6464:534:8,5 7680:534:8,5 8192:534:8,6 10240:534:8,7 10304:534:8,8 12000:534:8,9 "
+        "12288:534:8,9 15360:534:8,11 15424:534:8,11 16142:12:2,1,66 16384:534:8,11 20480:534:8,12 24576:531:2,64 "
+        "28672:531:2,64 32000:531:2,64 32768:531:2,64 128x256 1024:559:8,8 4096:534:8,6 8192:534:8,12 "
+        "16384:534:8,12 32768:531:2,64 128x512 1024:555:2,64 4096:534:8,12 8192:534:8,12 16384:550:8,12 "
+        "32768:546:2,64 128x1024 1024:486:8,11 4096:550:8,12 8192:550:8,12 16384:546:2,64 32768:460:2,64 128x4096 "
+        "1024:545:2,64 4096:545:2,64 8192:545:2,64 16384:460:2,64 32768:451:2,64 129x129 16:2:12,1,2 64:2:12,1 "
+        "100:2:12,1,13 256:2:12,1,4 1000:2:12,1,11 1024:2:12,1,8 2048:2:12,1,16 4096:2:12,1,32 5000:2:12,1,57 "
+        "8192:2:12,1,43 16384:0:4,1,64 32768:0:4,1,64 136x1208 1904:536:8,15 156x41 263:2:3,1,11 160x160 "
+        "6000:532:4,24 160x6000 1536:465:8,12 163x464 2728:502:4,24 192x192 16384:531:2,63 200x200 28672:507:4,30 "
+        "205x704 696:528:8,15 207x551 5059:0:8,2,26 251x1281 719:0:16,2,12 256x128 1024:559:8,8 4096:534:8,6 "
+        "8192:534:8,12 16384:534:8,12 32768:531:2,64 256x256 16:575:2,64 64:555:2,64 100:31:64,1 256:555:2,64 "
+        "1000:527:8,6 1024:555:2,64 1280:555:2,64 1300:12:8,1,8 1344:555:2,64 1408:555:2,64 2048:527:8,6 "
+        "2560:527:8,6 2600:534:8,8 2624:534:8,8 3840:534:8,8 3904:534:8,12 4096:534:8,12 5000:534:8,12 "
+        "5120:534:8,12 5184:534:8,12 6000:503:8,12 6400:534:8,12 6464:534:8,12 7680:534:8,12 8192:534:8,12 "
+        "10240:550:8,12 10304:550:8,12 12288:550:8,12 15360:550:8,12 15424:550:8,12 16384:550:8,12 20000:546:2,64 "
+        "20480:546:2,64 24576:546:2,64 25428:11:2,1,65 32000:546:2,64 32768:546:2,64 256x384 8192:548:8,12 "
+        "16384:548:8,12 32768:583:2,64 256x2048 1024:545:2,64 4096:545:2,64 8192:545:2,64 16384:581:2,66 "
+        "32768:451:2,64 256x12288 24000:477:2,64 264x59 865:2:5,1,13 271x687 4101:0:24,1,14 287x99 1824:2:10,1,26 "
+        "287x581 3360:0:12,2,17 288x664 12288:563:1,132 288x672 16821:0:24,1,14 295x1120 256:512:8,15 296x1224 "
+        "2689:0:24,2,8 304x1640 5928:573:8,15 320x320 3000:532:4,30 320x640 16384:458:1,125 331x1416 6552:521:8,12 "
+        "347x375 3600:0:12,1,29 353x1119 1108:0:24,2,9 360x2352 3224:515:4,30 376x928 12344:581:2,60 384x128 "
+        "1024:559:8,12 4096:534:8,9 8192:534:8,12 16384:547:4,24 32768:546:2,66 384x336 9069:0:12,1,29 384x384 "
+        "16:486:8,12 64:527:8,12 100:34:96,2 256:527:8,12 1000:527:8,12 1024:527:8,12 2048:527:8,12 4096:533:8,9 "
+        "5000:547:4,27 8192:585:8,12 16384:585:8,15 32768:460:2,63 384x512 8192:550:8,12 16384:463:8,15 "
+        "32768:524:2,64 392x848 19533:0:32,1,9 408x2488 4920:520:4,30 432x536 1308:11:8,2,13 456x552 "
+        "16606:11:8,2,13 464x448 3013:0:16,1,16 467x232 1432:486:8,12 467x401 3679:0:16,1,16 500x500 "
+        "12000:15:8,1,16 501x187 1307:2:32,1,11 504x696 18081:0:32,1,11 507x167 6113:0:8,1,32 511x257 "
+        "2000:0:16,1,21 512x128 1024:555:2,64 4096:534:8,12 8192:534:8,12 16384:548:8,12 32768:546:2,64 512x512 "
+        "16:511:8,12 64:539:8,12 100:34:128,2 256:539:8,12 1000:539:8,12 1024:539:8,12 2048:539:8,12 4096:530:2,64 "
+        "5000:546:2,64 6000:544:2,64 8192:546:2,64 12000:460:2,64 12865:0:16,1,16 16384:460:2,64 28672:460:2,64 "
+        "32768:460:2,64 512x640 8192:461:4,30 16384:568:2,64 32768:568:2,64 512x1024 8192:545:2,64 16384:579:2,66 "
+        "32768:451:2,64 513x801 528:0:40,1,7 528x328 1701:0:20,1,17 529x1184 5968:564:8,15 537x1259 3311:0:40,2,5 "
+        "547x41 1200:2:9,1,14 547x360 1160:508:8,15 592x2352 3288:580:2,65 595x77 3600:0:5,1,25 599x1592 "
+        "4432:514:2,65 600x1440 1024:515:4,30 624x216 2407:0:10,1,26 640x640 1024:549:8,15 4096:549:8,15 "
+        "8192:549:8,15 16384:464:4,30 32768:448:1,125 647x595 6668:0:24,2,8 655x921 5449:0:48,1,11 673x469 "
+        "641:0:24,1,11 680x488 2507:0:24,1,11 688x256 25068:15:6,1,22 712x728 400:457:8,12 720x312 1201:0:24,1,14 "
+        "721x735 448:0:48,1,7 729x656 2760:543:2,66 731x1149 1305:0:48,2,4 768x768 1024:565:2,66 4096:584:8,12 "
+        "8192:584:8,12 16384:444:2,63 32768:444:2,63 768x1024 20000:579:2,66 800x321 3750:0:28,1,12 813x1081 "
+        "5085:0:56,2,4 823x264 6384:508:8,14 896x477 1999:0:28,1,9 896x896 32768:452:2,63 904x1 7680:562:4,20 "
+        "944x1744 11544:445:2,64 969x37 6005:2:16,1,16 1000x1 256:575:2,63 4096:562:4,12 16384:562:4,24 "
+        "32768:558:2,64 1000x100 1024:12:16,1,8 4096:12:16,1,8 8192:9:8,1,16 16384:11:4,1,32 32768:11:4,1,32 "
+        "1000x1000 16:491:8,14 64:505:8,14 100:12:128,1 256:517:2,64 1000:459:2,64 1024:517:2,64 2048:517:2,64 "
+        "4096:459:2,64 5000:459:2,64 8192:459:2,64 16384:449:2,64 32768:455:2,64 1023x1025 3500:0:64,2,7 1024x128 "
+        "1024:527:8,11 4096:548:8,12 8192:548:8,12 16384:546:2,64 32768:518:2,64 1024x768 28672:478:2,64 1024x1008 "
+        "1536:459:2,64 1024x1024 16:517:2,64 64:459:2,64 100:12:128,1 256:459:2,64 1000:459:2,64 1024:459:2,64 "
+        "2048:459:2,64 4096:459:2,64 5000:459:2,64 8192:459:2,64 8644:11:32,1,4 11235:1:32,1,4 12000:451:2,64 "
+        "16384:451:2,64 32768:488:2,64 1024x1280 8192:567:2,64 16384:567:2,64 32768:496:2,64 1024x2048 "
+        "8192:450:2,64 16384:450:2,64 32768:488:2,64 1024x8192 1024:487:2,66 4096:487:2,66 8192:487:2,66 "
+        "16384:487:2,66 32768:487:2,66 1031x419 3837:0:36,1,7 1040x559 8658:0:36,2,11 1048x152 3128:501:8,15 "
+        "1056x968 2048:470:2,63 1065x245 4641:0:18,1,14 1095x968 7824:572:8,15 1104x512 6757:0:36,1,7 1136x96 "
+        "5120:498:4,30 1146x155 5639:1:9,1,14 1177x989 4455:1:40,1,3 1184x48 1544:523:4,19 1195x861 2096:0:80,1,7 "
+        "1240x1112 391:0:80,2 1280x1280 8192:446:8,15 16384:446:8,15 32768:497:8,15 1293x800 5312:519:2,65 1371x855 "
+        "1323:0:88,1,3 1500x1500 1536:11:48,2 1536x1024 8192:578:2,66 1536x1536 1024:469:2,66 4096:469:2,66 "
+        "8192:469:2,66 16384:469:2,66 32768:482:2,64 1568x840 10648:571:2,65 1776x2432 5352:480:2,65 1880x240 "
+        "2232:569:4,24 1936x2456 2992:483:2,65 2047x63 14000:0:16,1,16 2048x256 1024:545:2,64 4096:545:2,64 "
+        "8192:545:2,64 16384:451:2,64 32768:451:2,64 2048x1024 12000:450:2,64 2048x2048 16:454:2,64 64:487:2,64 "
+        "100:10:64,2 256:487:2,64 1000:487:2,64 1024:487:2,64 2048:487:2,64 4096:487:2,64 5000:487:2,64 "
+        "6000:454:2,64 8192:487:2,64 16384:487:2,64 32768:487:2,64 2048x8192 3000:487:2,66 2424x1264 7776:453:2,65 "
+        "2656x1 11792:558:2,63 2824x8 4464:574:4,24 2864x1 12040:468:4,24 3000x1 6000:562:4,24 3000x3000 "
+        "6000:481:2,66 3280x1 5456:562:4,26 4000x320 28672:496:2,64 4096x1 256:561:4,16 4096:558:2,64 "
+        "16384:466:2,64 32768:466:2,64 4096x33 1024:2:64,1,4 4096:2:64,1,6 8192:2:64,1,6 16384:2:64,1,6 "
+        "32768:2:64,1,16 4096x128 1024:545:2,64 4096:545:2,64 8192:545:2,64 16384:518:2,64 32768:449:2,64 4096x4096 "
+        "16:454:2,66 64:487:2,66 100:14:256,2 256:487:2,66 1000:487:2,66 1024:487:2,66 2048:487:2,66 3000:487:2,66 "
+        "4096:487:2,66 5000:487:2,66 8192:487:2,66 16384:487:2,66 20000:487:2,66 32768:487:2,66 4096x8192 "
+        "3000:487:2,66 20000:487:2,66 4160x56 4000:499:2,65 4384x1 800:561:4,18 4424x1 18696:558:2,66:7 4880x40 "
+        "2504:506:4,20 5576x48 5928:510:4,22 5760x8192 6424:480:2,66 6000x160 12000:472:2,64 6000x6000 333:0:376,6 "
+        "6248x8192 7888:490:2,66 7008x40 8666:17:28,1,4 7056x8192 3184:489:2,66 7488x1 6120:554:1,132:2 7768x56 "
+        "2112:551:4,25 7880x16 712:475:2,62 7912x1 13336:466:2,62 7920x96 11336:579:2,62 7976x56 6936:551:4,25 "
+        "8192x1 256:557:2,64 4096:557:2,64 12000:466:2,64 16384:466:2,64 32768:493:2,64 8192x7 1024:2:128,1,2 "
+        "4096:2:128,1,4 8192:2:128,1,4 16384:2:128,1,4 32768:2:128,1,4 8192x17 4000:2:128,1,4 8192x48 6000:509:2,64 "
+        "8192x64 1024:551:4,26 4096:551:4,26 8192:551:4,26 16384:516:2,64 32768:529:2,64 8192x96 20000:582:2,66 "
+        "8192x320 16000:473:2,64 8192x1024 1024:487:2,66 4096:487:2,66 8192:487:2,66 16384:487:2,66 32768:487:2,66 "
+        "8192x2048 24000:487:2,66 8192x2128 11784:494:2,66 8192x4096 7000:487:2,66 12000:487:2,66 8192x4216 "
+        "10728:471:2,66 8192x4480 10880:495:2,66 8192x8192 16:454:2,66 64:487:2,66 100:14:512,4 256:487:2,66 "
+        "1000:495:2,66 1024:495:2,66 1536:495:2,66 2048:495:2,66 4096:495:2,66 5000:495:2,66 6000:495:2,66 "
+        "8192:495:2,66 11000:495:2,66 16384:495:2,66 28672:495:2,66 32768:495:2,66 12288x256 2048:453:2,64 "
     ),
     'torch-fp16': (
-        "1x1 16:31:496,1 64:31:496,1 100:31:496,1 256:31:496,1 1000:31:496,1 1024:31:496,1 2048:31:496,1 "
-        "4096:31:496,1 5000:31:496,1 8192:31:496,1 16384:31:496,1 32768:31:496,1 1x64 256:122:4,2 4096:106:1,3 "
-        "16384:106:1,12 32768:106:1,25 1x500 96:33:125,1 1x1000 256:121:2,63 4096:114:4,12 16384:114:4,24 "
-        "32768:110:2,64 1x1536 28672:66:4,24 1x3000 3000:114:4,24 1x4096 256:113:4,16 4096:55:4,24 16384:73:4,24 "
-        "32768:53:2,64 1x6000 12000:66:4,24 1x8192 256:109:2,64 4096:109:2,64 16384:53:2,64 20000:53:2,64 "
-        "32768:72:2,64 1x12288 4096:54:4,24 3x3 333:5:1,1 7x7 16:6:1,1 64:6:1,1 100:6:1,1 256:5:1,1 1000:4:1,1 "
-        "1024:4:1,1 2048:4:1,1 4096:4:1,1 5000:4:1,1,4 8192:4:1,1,4 16384:5:1,1,64 32768:5:1,1,103 7x8192 "
-        "1024:109:2,64 4096:109:2,64 8192:73:4,24 16384:53:2,64 32768:72:2,64 16x16 16:107:2,1 64:107:2,1 "
-        "100:27:1,1 256:107:2,1 1000:121:2,1 1024:107:2,1 2048:107:2,1 4096:85:1,3 5000:60:1,3 8192:85:1,6 "
-        "16384:85:1,12 32768:85:1,25 17x17 1536:6:1,1,8 17x200 3000:112:8,4 17x8192 8000:88:2,64 31x31 16:6:1,1 "
-        "64:6:1,1 100:6:1,1 256:6:1,1 1000:6:1,1,8 1024:6:1,1,8 2048:6:1,1,16 4096:5:1,1,64 5000:5:1,1,70 "
-        "8192:5:1,1,32 16384:5:1,1,128 32768:5:1,1,128 33x33 16:6:4,1 64:6:4,1 100:6:4,1 256:6:4,1 1000:6:4,1,8 "
-        "1024:6:4,1,8 2048:5:4,1,32 4096:5:4,1,32 5000:5:4,1,33 8192:5:4,1,32 16384:6:4,1,64 32768:5:4,1,64 33x4096 "
-        "1024:87:2,64 4096:95:2,64 8192:46:4,24 16384:45:2,64 32768:45:2,64 48x48 12000:61:4,9 48x8192 3000:96:2,64 "
-        "63x2047 14000:3:8,4,16 64x1 256:122:4,2 4096:106:1,3 16384:106:1,12 32768:106:1,25 64x64 16:108:4,2 "
-        "64:108:4,2 100:29:4,1 256:108:4,2 1000:108:4,2 1024:108:4,2 1280:108:4,2 1300:28:4,1,19 1344:108:4,2 "
-        "1408:108:4,2 1536:108:4,2 2048:108:4,2 2560:108:4,2 2600:92:2,2 2624:92:2,2 3000:92:2,2 3840:92:2,2 "
-        "3904:92:2,3 4096:92:2,3 5000:92:2,3 5120:92:2,3 5184:92:2,4 6000:92:2,4 6400:92:2,4 6464:92:2,5 "
-        "7680:92:2,5 8192:92:2,6 10240:92:2,7 10304:92:2,8 12000:92:2,9 12288:92:2,9 15360:92:2,11 15424:92:2,12 "
-        "16384:92:2,12 20000:92:2,15 20480:92:2,15 24576:92:2,19 28672:92:2,22 32000:92:2,24 32768:92:2,25 64x8192 "
-        "1024:117:4,29 4096:120:4,26 8192:120:4,26 16384:57:4,30 32768:71:2,64 65x65 16:6:12,1 64:6:12,1 100:6:12,1 "
-        "256:6:12,1 1000:5:12,1,14 1024:5:12,1,8 2048:5:12,1,11 4096:6:12,1,22 5000:6:12,1,29 8192:6:12,1,26 "
-        "16384:2:1,1,128 32768:2:1,1,128 95x97 7000:6:12,1,22 96x96 20000:94:8,15 100x100 16:29:16,1 64:29:16,1 "
-        "100:29:16,1 256:28:16,1 1000:29:16,1,8 1024:29:16,1,8 2048:29:16,1,16 4096:21:4,1,32 5000:21:4,1,33 "
-        "8192:21:4,1,32 16384:19:2,1,64 32768:19:2,1,64 100x1000 1024:67:8,11 4096:98:8,12 8192:98:8,12 "
-        "16384:81:4,28 32768:80:2,64 127x255 9000:2:2,1,63 128x128 16:111:8,4 64:111:8,4 100:29:16,1 256:111:8,4 "
-        "1000:111:8,4 1024:111:8,4 1280:111:8,4 1300:28:16,1,8 1344:111:8,4 1408:111:8,4 2048:111:8,4 2560:111:8,4 "
-        "2600:94:8,2 2624:94:8,2 3840:94:8,2 3904:94:8,3 4096:94:8,3 5000:94:8,3 5120:94:8,3 5184:94:8,4 "
-        "6000:94:8,4 6400:94:8,4 6464:94:8,5 7680:94:8,5 8192:94:8,6 10240:94:8,7 10304:94:8,8 12000:94:8,9 "
-        "12288:94:8,9 15360:94:8,11 15424:94:8,12 16384:94:8,12 20480:94:8,12 24576:94:8,12 28672:94:8,12 "
-        "32000:94:8,12 32768:94:8,14 128x256 1024:111:8,8 4096:94:8,6 8192:94:8,12 16384:94:8,12 32768:104:8,14 "
-        "128x512 1024:107:2,64 4096:94:8,12 8192:94:8,12 16384:104:8,12 32768:100:2,64 128x1024 1024:67:8,11 "
-        "4096:104:8,12 8192:104:8,12 16384:100:2,64 32768:48:2,64 128x4096 1024:99:2,64 4096:99:2,64 8192:48:2,64 "
-        "16384:48:2,64 32768:40:2,64 129x129 16:6:20,2 64:6:20,2 100:6:20,2 256:6:20,2 1000:6:20,2,8 1024:6:20,2,8 "
-        "2048:6:20,2,8 4096:5:20,2,16 5000:5:20,2,21 8192:2:4,1,64 16384:2:4,1,64 32768:2:4,1,64 160x160 "
-        "6000:93:4,24 160x6000 1536:52:8,12 192x192 16384:92:2,63 200x200 28672:78:4,30 256x128 1024:111:8,8 "
-        "4096:94:8,6 8192:94:8,12 16384:94:8,12 32768:102:8,14 256x256 16:107:2,64 64:107:2,64 100:28:64,1 "
-        "256:107:2,64 1000:89:8,6 1024:107:2,64 1280:107:2,64 1300:19:8,1,15 1344:107:2,64 1408:107:2,64 "
-        "2048:89:8,6 2560:89:8,6 2600:94:8,8 2624:94:8,8 3840:94:8,8 3904:94:8,12 4096:94:8,12 5000:94:8,12 "
-        "5120:94:8,12 5184:94:8,12 6000:94:8,12 6400:94:8,12 6464:94:8,12 7680:94:8,12 8192:94:8,12 10240:104:8,12 "
-        "10304:104:8,12 12288:104:8,12 15360:104:8,12 15424:104:8,12 16384:104:8,12 20000:100:2,64 20480:100:2,64 "
-        "24576:100:2,64 32000:100:2,64 32768:100:2,64 256x384 8192:102:8,12 16384:102:8,12 32768:125:2,64 256x2048 "
-        "1024:99:2,64 4096:99:2,64 8192:48:2,64 16384:40:2,64 32768:40:2,64 256x12288 24000:62:2,64 320x320 "
-        "3000:93:4,30 320x640 16384:51:4,30 384x128 1024:111:8,12 4096:94:8,9 8192:94:8,12 16384:101:4,24 "
-        "32768:100:2,66 384x384 16:89:8,12 64:89:8,12 100:30:96,2 256:89:8,12 1000:89:8,12 1024:89:8,12 "
-        "2048:89:8,12 4096:101:4,27 5000:101:4,27 8192:101:4,27 16384:127:8,15 32768:48:2,63 384x512 8192:104:8,12 "
-        "16384:50:8,15 32768:86:2,64 500x500 12000:18:8,1,16 511x257 2000:2:16,1,21 512x128 1024:107:2,64 "
-        "4096:94:8,12 8192:94:8,12 16384:102:8,12 32768:100:2,64 512x512 16:97:8,12 64:91:2,64 100:30:128,2 "
-        "256:97:8,12 1000:97:8,12 1024:97:8,12 2048:97:8,12 4096:100:2,64 5000:100:2,64 6000:100:2,64 8192:100:2,64 "
-        "12000:48:2,64 16384:48:2,64 28672:48:2,64 32768:40:2,64 512x640 8192:49:4,30 16384:119:2,64 32768:119:2,64 "
-        "512x1024 8192:48:2,64 16384:40:2,64 32768:40:2,64 640x640 1024:103:8,15 4096:103:8,15 8192:103:8,15 "
-        "16384:51:4,30 32768:37:1,125 768x768 1024:116:2,66 4096:126:8,12 8192:126:8,12 16384:35:2,63 32768:35:2,63 "
-        "768x1024 20000:43:2,64 896x896 32768:41:2,63 1000x1 256:121:2,63 4096:114:4,12 16384:114:4,24 "
-        "32768:110:2,64 1000x100 1024:28:128,1 4096:16:8,1,16 8192:18:4,1,32 16384:18:4,1,32 32768:18:4,1,32 "
-        "1000x1000 16:70:8,14 64:77:8,14 100:19:128,1 256:83:2,64 1000:115:8,14 1024:83:2,64 2048:83:2,64 "
-        "4096:47:2,64 5000:115:8,14 8192:47:2,64 16384:38:2,64 32768:44:2,64 1023x1025 3500:2:64,2,7 1024x128 "
-        "1024:89:8,11 4096:102:8,12 8192:102:8,12 16384:100:2,64 32768:84:2,64 1024x768 28672:63:2,64 1024x1024 "
-        "16:47:2,64 64:47:2,64 100:19:128,1 256:47:2,64 1000:47:2,64 1024:47:2,64 2048:47:2,64 4096:47:2,64 "
-        "5000:47:2,64 8192:47:2,64 12000:40:2,64 16384:40:2,64 32768:69:2,64 1024x1280 8192:118:2,64 16384:118:2,64 "
-        "32768:75:2,64 1024x2048 8192:39:2,64 16384:39:2,64 32768:69:2,64 1024x8192 1024:68:2,66 4096:68:2,66 "
-        "8192:68:2,66 16384:68:2,66 32768:68:2,66 1280x1280 8192:36:8,15 16384:36:8,15 32768:76:8,15 1500x1500 "
-        "1536:20:96,1,3 1536x1024 8192:123:2,66 1536x1536 1024:56:2,66 4096:56:2,66 8192:56:2,66 16384:56:2,66 "
-        "32768:65:2,64 2047x63 14000:2:16,1,16 2048x256 1024:99:2,64 4096:99:2,64 8192:48:2,64 16384:40:2,64 "
-        "32768:40:2,64 2048x1024 12000:39:2,64 2048x2048 16:68:2,64 64:68:2,64 100:17:64,2 256:68:2,64 1000:68:2,64 "
-        "1024:68:2,64 2048:68:2,64 4096:68:2,64 5000:68:2,64 6000:68:2,64 8192:68:2,64 16384:68:2,64 32768:68:2,64 "
-        "2048x8192 3000:68:2,66 3000x1 6000:114:4,24 3000x3000 6000:64:2,66 4000x320 28672:75:2,64 4096x1 "
-        "256:113:4,16 4096:55:4,24 16384:73:4,24 32768:53:2,64 4096x33 1024:5:256,1 4096:5:256,1,2 8192:5:256,1,2 "
-        "16384:5:256,1,2 32768:5:256,1,2 4096x128 1024:99:2,64 4096:99:2,64 8192:84:2,64 16384:84:2,64 "
-        "32768:38:2,64 4096x4096 16:68:2,66 64:68:2,66 100:17:128,4 256:68:2,66 1000:68:2,66 1024:68:2,66 "
-        "2048:68:2,66 3000:68:2,66 4096:68:2,66 5000:68:2,66 8192:68:2,66 16384:68:2,66 20000:68:2,66 32768:68:2,66 "
-        "4096x8192 20000:68:2,66 6000x160 12000:58:2,64 6000x6000 333:2:376,6 8192x1 256:109:2,64 4096:109:2,64 "
-        "12000:73:4,24 16384:53:2,64 32768:72:2,64 8192x7 1024:5:256,1 4096:5:256,1,2 8192:5:256,1,2 "
-        "16384:5:256,1,2 32768:5:256,1,2 8192x17 4000:5:256,1,2 8192x48 6000:79:2,64 8192x64 1024:105:4,26 "
-        "4096:105:4,26 8192:105:4,26 16384:82:2,64 32768:90:2,64 8192x96 20000:124:2,66 8192x320 16000:59:2,64 "
-        "8192x1024 1024:68:2,66 4096:68:2,66 8192:68:2,66 16384:68:2,66 32768:68:2,66 8192x2048 24000:68:2,66 "
-        "8192x4096 12000:68:2,66 8192x8192 16:68:2,66 64:68:2,66 100:17:256,8 256:68:2,66 1000:74:2,66 1024:74:2,66 "
-        "1536:74:2,66 2048:74:2,66 4096:74:2,66 5000:74:2,66 6000:74:2,66 8192:74:2,66 16384:74:2,66 28672:74:2,66 "
-        "32768:74:2,66 12288x256 2048:42:2,64 "
+        "1x1 16:39:496,1 64:39:496,1 100:39:496,1 256:39:496,1 1000:39:496,1 1024:39:496,1 2048:39:496,1 "
+        "4096:39:496,1 5000:39:496,1 8192:39:496,1 16384:39:496,1 32768:39:496,1 1x64 256:174:4,2 4096:151:1,3 "
+        "16384:151:1,12 32768:151:1,25 1x500 96:43:125,1 1x736 16720:159:4,24 1x1000 256:173:2,63 4096:159:4,12 "
+        "16384:159:4,24 32768:155:2,64 1x1536 28672:85:4,24 1x1544 9640:159:4,28 1x2640 6624:155:2,63 1x2768 "
+        "11016:155:2,66 1x3000 3000:159:4,24 1x3088 13216:68:4,28 1x3344 14849:41:418,1,8 1x3856 15608:66:2,64 "
+        "1x4096 256:158:4,16 4096:68:4,24 16384:94:4,24 32768:66:2,64 1x4536 18704:101:4,24 1x5648 15392:66:2,66:5 "
+        "1x5728 208:158:4,23 1x5992 16024:94:4,24 1x6000 12000:85:4,24 1x6144 1601:41:768,1 1x6264 7659:41:783,1 "
+        "1x6560 6240:158:4,26 1x6616 1447:41:827,1 1x6680 15752:85:4,27 1x7064 10648:158:4,28 1x7680 12976:101:4,25 "
+        "1x8192 256:154:2,64 4096:154:2,64 16384:66:2,64 20000:66:2,64 32768:93:2,64 1x12288 4096:67:4,24 3x3 "
+        "333:7:1,1 7x7 16:8:1,1 64:8:1,1 100:8:1,1 256:7:1,1 1000:6:1,1 1024:6:1,1 2048:6:1,1 4096:6:1,1 "
+        "5000:6:1,1,4 8192:6:1,1,4 16384:7:1,1,64 32768:7:1,1,103 7x8192 1024:154:2,64 4096:154:2,64 8192:94:4,24 "
+        "16384:66:2,64 32768:93:2,64 8x440 1296:174:4,14 8x2256 6568:159:4,27 16x16 16:152:2,1 64:152:2,1 "
+        "100:35:1,1 256:152:2,1 1000:173:2,1 1024:152:2,1 2048:152:2,1 4096:121:1,3 5000:76:1,3 8192:121:1,6 "
+        "16384:121:1,12 32768:121:1,25 16x4424 9752:54:4,27 17x17 1536:8:1,1,8 17x200 3000:157:8,4 17x8192 "
+        "8000:125:2,64 31x31 16:8:1,1 64:8:1,1 100:8:1,1 256:8:1,1 1000:8:1,1,8 1024:8:1,1,8 2048:8:1,1,16 "
+        "4096:7:1,1,64 5000:7:1,1,70 8192:7:1,1,32 16384:7:1,1,128 32768:7:1,1,128 32x3400 3072:133:4,28 33x33 "
+        "16:8:4,1 64:8:4,1 100:8:4,1 256:8:4,1 1000:8:4,1,8 1024:8:4,1,8 2048:7:4,1,32 4096:7:4,1,32 5000:7:4,1,33 "
+        "8192:7:4,1,32 16384:8:4,1,64 32768:7:4,1,64 33x4096 1024:124:2,64 4096:135:2,64 8192:59:4,24 16384:58:2,64 "
+        "32768:58:2,64 40x5440 1250:25:8,6,3 48x48 12000:78:4,9 48x416 3996:36:16,2,16 48x8192 3000:136:2,64 "
+        "56x6096 2056:138:4,24 63x2047 14000:5:8,4,16 64x1 256:174:4,2 4096:151:1,3 16384:151:1,12 32768:151:1,25 "
+        "64x64 16:153:4,2 64:153:4,2 100:37:4,1 256:153:4,2 1000:153:4,2 1024:153:4,2 1280:153:4,2 1300:36:4,1,19 "
+        "1344:153:4,2 1408:153:4,2 1536:153:4,2 2048:153:4,2 2560:153:4,2 2600:130:2,2 2624:130:2,2 3000:130:2,2 "
+        "3840:130:2,2 3904:130:2,3 4096:130:2,3 5000:130:2,3 5120:130:2,3 5184:130:2,4 6000:130:2,4 6400:130:2,4 "
+        "6464:130:2,5 7680:130:2,5 8192:130:2,6 10240:130:2,7 10304:130:2,8 12000:130:2,9 12288:130:2,9 "
+        "15360:130:2,11 15424:130:2,12 16384:130:2,12 20000:130:2,15 20480:130:2,15 24576:130:2,19 25364:36:4,1,65 "
+        "28672:130:2,22 32000:130:2,24 32768:130:2,25 64x3744 9800:48:4,27 64x6752 7342:27:8,4,4 64x8192 "
+        "1024:164:4,29 4096:168:4,26 8192:168:4,26 16384:71:4,30 32768:92:2,64 65x65 16:8:12,1 64:8:12,1 100:8:12,1 "
+        "256:8:12,1 1000:7:12,1,14 1024:7:12,1,8 2048:7:12,1,11 4096:8:12,1,22 5000:8:12,1,29 8192:8:12,1,26 "
+        "16384:3:1,1,128 32768:3:1,1,128 69x835 1869:8:24,4,8 80x808 12419:3:8,1,37 80x4424 3424:148:4,18 88x6312 "
+        "4327:3:8,7,5 88x6704 7288:150:4,27 95x97 7000:8:12,1,22 96x96 20000:132:8,15 100x100 16:37:16,1 64:37:16,1 "
+        "100:37:16,1 256:36:16,1 1000:37:16,1,8 1024:37:16,1,8 2048:37:16,1,16 4096:29:4,1,32 5000:29:4,1,33 "
+        "8192:29:4,1,32 16384:24:2,1,64 32768:24:2,1,64 100x1000 1024:86:8,11 4096:139:8,12 8192:139:8,12 "
+        "16384:112:4,28 32768:111:2,64 101x1301 6533:3:8,2,24 104x336 20297:3:4,1,88 112x448 25737:3:4,1,66 127x255 "
+        "9000:3:2,1,63 128x128 16:156:8,4 64:156:8,4 100:37:16,1 256:156:8,4 1000:156:8,4 1024:156:8,4 1280:156:8,4 "
+        "1300:36:16,1,8 1344:156:8,4 1408:156:8,4 2048:156:8,4 2560:156:8,4 2600:132:8,2 2624:132:8,2 3840:132:8,2 "
+        "3904:132:8,3 4096:132:8,3 5000:132:8,3 5120:132:8,3 5184:132:8,4 6000:132:8,4 6400:132:8,4 6464:132:8,5 "
+        "7680:132:8,5 8192:132:8,6 10240:132:8,7 10304:132:8,8 12000:132:8,9 12288:132:8,9 15360:132:8,11 "
+        "15424:132:8,12 16142:24:2,1,66 16384:132:8,12 20480:132:8,12 24576:132:8,12 28672:132:8,12 32000:132:8,12 "
+        "32768:132:8,14 128x256 1024:156:8,8 4096:132:8,6 8192:132:8,12 16384:132:8,12 32768:146:8,14 128x512 "
+        "1024:152:2,64 4096:132:8,12 8192:132:8,12 16384:146:8,12 32768:142:2,64 128x1024 1024:86:8,11 "
+        "4096:146:8,12 8192:146:8,12 16384:142:2,64 32768:61:2,64 128x4096 1024:141:2,64 4096:141:2,64 8192:61:2,64 "
+        "16384:61:2,64 32768:52:2,64 129x129 16:8:20,2 64:8:20,2 100:8:20,2 256:8:20,2 1000:8:20,2,8 1024:8:20,2,8 "
+        "2048:8:20,2,8 4096:7:20,2,16 5000:7:20,2,21 8192:3:4,1,64 16384:3:4,1,64 32768:3:4,1,64 136x1208 "
+        "1904:134:8,15 156x41 263:8:10,1 160x160 6000:131:4,24 160x6000 1536:65:8,12 163x464 2728:100:4,24 192x192 "
+        "16384:130:2,63 200x200 28672:104:4,30 205x704 696:127:8,15 207x551 5059:3:8,2,26 251x1281 719:7:64,6 "
+        "256x128 1024:156:8,8 4096:132:8,6 8192:132:8,12 16384:132:8,12 32768:144:8,14 256x256 16:152:2,64 "
+        "64:152:2,64 100:36:64,1 256:152:2,64 1000:126:8,6 1024:152:2,64 1280:152:2,64 1300:24:8,1,15 1344:152:2,64 "
+        "1408:152:2,64 2048:126:8,6 2560:126:8,6 2600:132:8,8 2624:132:8,8 3840:132:8,8 3904:132:8,12 4096:132:8,12 "
+        "5000:132:8,12 5120:132:8,12 5184:132:8,12 6000:132:8,12 6400:132:8,12 6464:132:8,12 7680:132:8,12 "
+        "8192:132:8,12 10240:146:8,12 10304:146:8,12 12288:146:8,12 15360:146:8,12 15424:146:8,12 16384:146:8,12 "
+        "20000:142:2,64 20480:142:2,64 24576:142:2,64 25428:23:2,1,65 32000:142:2,64 32768:142:2,64 256x384 "
+        "8192:144:8,12 16384:144:8,12 32768:180:2,64 256x2048 1024:141:2,64 4096:141:2,64 8192:61:2,64 "
+        "16384:52:2,64 32768:52:2,64 256x12288 24000:79:2,64 264x59 865:7:18,1,7 271x687 4101:3:24,1,14 287x99 "
+        "1824:5:10,1,26 287x581 3360:3:12,2,17 288x664 12288:160:1,132 288x672 16821:3:24,1,29 295x1120 "
+        "256:110:8,15 296x1224 2689:3:24,2,8 304x1640 5928:171:8,15 320x320 3000:131:4,30 320x640 16384:64:4,30 "
+        "331x1416 6552:120:8,12 347x375 3600:3:12,1,29 353x1119 1108:3:24,2,9 360x2352 3224:114:4,30 376x928 "
+        "12344:178:2,60 384x128 1024:156:8,12 4096:132:8,9 8192:132:8,12 16384:143:4,24 32768:142:2,66 384x336 "
+        "9069:3:12,1,29 384x384 16:126:8,12 64:126:8,12 100:38:96,2 256:126:8,12 1000:126:8,12 1024:126:8,12 "
+        "2048:126:8,12 4096:143:4,27 5000:143:4,27 8192:143:4,27 16384:182:8,15 32768:61:2,63 384x512 8192:146:8,12 "
+        "16384:63:8,15 32768:123:2,64 392x848 19533:3:32,1,9 408x2488 4920:119:4,30 432x536 1308:24:28,2,3 456x552 "
+        "16606:23:8,2,13 464x448 3013:3:16,1,16 467x232 1432:86:8,12 467x401 3679:3:16,1,16 500x500 12000:23:8,1,16 "
+        "501x187 1307:5:32,1,15 504x696 18081:3:32,1,11 507x167 6113:3:8,1,32 511x257 2000:3:16,1,21 512x128 "
+        "1024:152:2,64 4096:132:8,12 8192:132:8,12 16384:144:8,12 32768:142:2,64 512x512 16:137:8,12 64:129:2,64 "
+        "100:38:128,2 256:137:8,12 1000:137:8,12 1024:137:8,12 2048:137:8,12 4096:142:2,64 5000:142:2,64 "
+        "6000:142:2,64 8192:142:2,64 12000:61:2,64 12865:3:16,1,16 16384:61:2,64 28672:61:2,64 32768:52:2,64 "
+        "512x640 8192:62:4,30 16384:166:2,64 32768:166:2,64 512x1024 8192:61:2,64 16384:52:2,64 32768:52:2,64 "
+        "513x801 528:7:136,4 528x328 1701:3:20,1,17 529x1184 5968:161:8,15 537x1259 3311:3:40,2,5 547x41 "
+        "1200:8:36,1,7 547x360 1160:105:8,15 592x2352 3288:177:2,65 595x77 3600:3:5,1,25 599x1592 4432:113:2,65 "
+        "600x1440 1024:114:4,30 624x216 2407:3:10,1,26 640x640 1024:145:8,15 4096:145:8,15 8192:145:8,15 "
+        "16384:64:4,30 32768:49:1,125 647x595 6668:3:24,2,8 655x921 5449:3:48,1,11 673x469 641:7:176,2 680x488 "
+        "2507:3:24,1,11 688x256 25068:23:6,1,22 712x728 400:149:8,15 720x312 1201:3:24,1,14 721x735 448:8:184,3 "
+        "729x656 2760:140:2,66 731x1149 1305:4:24,2,4 768x768 1024:163:2,66 4096:181:8,12 8192:181:8,12 "
+        "16384:45:2,63 32768:45:2,63 768x1024 20000:56:2,64 800x321 3750:3:28,1,12 813x1081 5085:3:56,2,8 823x264 "
+        "6384:170:2,63 896x477 1999:3:28,1,9 896x896 32768:53:2,63 904x1 7680:159:4,20 944x1744 11544:46:2,64 "
+        "969x37 6005:5:16,1,16 1000x1 256:173:2,63 4096:159:4,12 16384:159:4,24 32768:155:2,64 1000x100 "
+        "1024:36:128,1 4096:21:8,1,16 8192:23:4,1,32 16384:23:4,1,32 32768:23:4,1,32 1000x1000 16:91:8,14 "
+        "64:102:8,14 100:24:128,1 256:116:2,64 1000:162:8,14 1024:116:2,64 2048:116:2,64 4096:60:2,64 5000:162:8,14 "
+        "8192:60:2,64 16384:50:2,64 32768:57:2,64 1023x1025 3500:3:64,2,7 1024x128 1024:126:8,11 4096:144:8,12 "
+        "8192:144:8,12 16384:142:2,64 32768:117:2,64 1024x768 28672:80:2,64 1024x1008 1536:60:2,64 1024x1024 "
+        "16:60:2,64 64:60:2,64 100:24:128,1 256:60:2,64 1000:60:2,64 1024:60:2,64 2048:60:2,64 4096:60:2,64 "
+        "5000:60:2,64 8192:60:2,64 8644:23:32,1,4 11235:3:64,1,4 12000:52:2,64 16384:52:2,64 32768:88:2,64 "
+        "1024x1280 8192:165:2,64 16384:165:2,64 32768:97:2,64 1024x2048 8192:51:2,64 16384:51:2,64 32768:88:2,64 "
+        "1024x8192 1024:87:2,66 4096:87:2,66 8192:87:2,66 16384:87:2,66 32768:87:2,66 1031x419 3837:3:36,1,7 "
+        "1040x559 8658:3:36,2,5 1048x152 3128:109:4,30 1056x968 2048:70:2,63 1065x245 4641:3:18,1,14 1095x968 "
+        "7824:169:2,66 1104x512 6757:3:36,1,7 1136x96 5120:99:4,30 1146x155 5639:3:18,1,14 1177x989 4455:3:80,1,3 "
+        "1184x48 1544:122:4,19 1195x861 2096:4:40,1,3 1240x1112 391:3:80,2 1280x1280 8192:47:8,15 16384:47:8,15 "
+        "32768:98:8,15 1293x800 5312:118:2,65 1371x855 1323:4:44,1,3 1500x1500 1536:26:96,1,3 1536x1024 "
+        "8192:175:2,66 1536x1536 1024:69:2,66 4096:69:2,66 8192:69:2,66 16384:69:2,66 32768:83:2,64 1568x840 "
+        "10648:74:1,130 1776x2432 5352:81:2,65 1880x240 2232:167:4,24 1936x2456 2992:84:2,65 2047x63 "
+        "14000:3:16,1,16 2048x256 1024:141:2,64 4096:141:2,64 8192:61:2,64 16384:52:2,64 32768:52:2,64 2048x1024 "
+        "12000:51:2,64 2048x2048 16:87:2,64 64:87:2,64 100:22:64,2 256:87:2,64 1000:87:2,64 1024:87:2,64 "
+        "2048:87:2,64 4096:87:2,64 5000:87:2,64 6000:87:2,64 8192:87:2,64 16384:87:2,64 32768:87:2,64 2048x8192 "
+        "3000:87:2,66 2424x1264 7776:55:2,65 2656x1 11792:85:4,28 2824x8 4464:172:4,24 2864x1 12040:68:4,24 3000x1 "
+        "6000:159:4,24 3000x3000 6000:82:2,66 3280x1 5456:159:4,26 4000x320 28672:97:2,64 4096x1 256:158:4,16 "
+        "4096:68:4,24 16384:94:4,24 32768:66:2,64 4096x33 1024:7:256,1 4096:7:256,1,2 8192:7:256,1,2 "
+        "16384:7:256,1,2 32768:7:256,1,2 4096x128 1024:141:2,64 4096:141:2,64 8192:117:2,64 16384:117:2,64 "
+        "32768:50:2,64 4096x4096 16:87:2,66 64:87:2,66 100:22:128,4 256:87:2,66 1000:87:2,66 1024:87:2,66 "
+        "2048:87:2,66 3000:87:2,66 4096:87:2,66 5000:87:2,66 8192:87:2,66 16384:87:2,66 20000:87:2,66 32768:87:2,66 "
+        "4096x8192 3000:87:2,66 20000:87:2,66 4160x56 4000:108:2,66 4384x1 800:158:4,18 4424x1 18696:155:2,66:7 "
+        "4880x40 2504:103:4,20 5576x48 5928:107:4,22 5760x8192 6424:81:2,66 6000x160 12000:73:2,64 6000x6000 "
+        "333:3:376,6 6248x8192 7888:90:2,66 7008x40 8666:28:28,1,4 7056x8192 3184:89:2,66 7488x1 6120:151:1,132:2 "
+        "7768x56 2112:147:4,25 7880x16 712:77:2,62 7912x1 13336:66:2,62 7920x96 11336:176:2,62 7976x56 "
+        "6936:147:4,25 8192x1 256:154:2,64 4096:154:2,64 12000:94:4,24 16384:66:2,64 32768:93:2,64 8192x7 "
+        "1024:7:256,1 4096:7:256,1,2 8192:7:256,1,2 16384:7:256,1,2 32768:7:256,1,2 8192x17 4000:7:256,1,2 8192x48 "
+        "6000:106:2,64 8192x64 1024:147:4,26 4096:147:4,26 8192:147:4,26 16384:115:2,64 32768:128:2,64 8192x96 "
+        "20000:179:2,66 8192x320 16000:75:2,64 8192x1024 1024:87:2,66 4096:87:2,66 8192:87:2,66 16384:87:2,66 "
+        "32768:87:2,66 8192x2048 24000:87:2,66 8192x2128 11784:95:2,66 8192x4096 7000:87:2,66 12000:87:2,66 "
+        "8192x4216 10728:72:2,66 8192x4480 10880:96:2,66 8192x8192 16:87:2,66 64:87:2,66 100:22:256,8 256:87:2,66 "
+        "1000:96:2,66 1024:96:2,66 1536:96:2,66 2048:96:2,66 4096:96:2,66 5000:96:2,66 6000:96:2,66 8192:96:2,66 "
+        "11000:96:2,66 16384:96:2,66 28672:96:2,66 32768:96:2,66 12288x256 2048:55:2,64 "
     ),
     'torch-scaled-mm': (
-        "1x16 16:239:2,1 64:235:1,1 112:239:2,1 256:235:1,1 1008:239:2,1 1024:235:1,1 2048:235:1,1 4096:235:1,1 "
-        "5008:239:2,1 8192:236:1,3 16384:236:1,6 32768:236:1,12 1x64 256:275:4,2 4096:235:1,1 16384:236:1,6 "
-        "32768:236:1,12 1x512 96:275:4,16 1x1008 256:271:2,63 4096:271:2,63 16384:254:4,24 32768:246:2,64 1x1536 "
-        "28672:254:4,30 1x3008 3008:253:4,12 1x4096 256:253:4,16 4096:253:4,16 16384:246:2,64 32768:144:2,64 1x6000 "
-        "12000:253:4,24 1x8192 256:245:2,64 4096:245:2,64 16384:245:2,64 20000:144:2,64 32768:144:2,64 1x12288 "
-        "4096:147:4,24 3x16 336:239:2,1 7x16 16:239:2,1 64:235:1,1 112:239:2,1 256:235:1,1 1008:239:2,1 "
-        "1024:235:1,1 2048:235:1,1 4096:235:1,1 5008:239:2,1 8192:236:1,3 16384:236:1,6 32768:236:1,12 7x8192 "
-        "1024:245:2,64 4096:245:2,64 8192:245:2,64 16384:245:2,64 32768:144:2,64 16x16 16:239:2,1 64:239:2,1 "
-        "112:239:2,1 256:239:2,1 1008:239:2,1 1024:239:2,1 2048:239:2,1 4096:239:2,1 5008:239:2,1 8192:193:1,3 "
-        "16384:193:1,6 32768:193:1,12 17x32 1536:241:4,1 17x208 3008:249:8,2 17x8192 8000:207:2,64 31x32 16:241:4,1 "
-        "64:241:4,1 112:241:4,1 256:241:4,1 1008:241:4,1 1024:241:4,1 2048:241:4,1 4096:241:4,1 5008:241:4,1 "
-        "8192:242:4,3 16384:242:4,6 32768:242:4,12 33x48 16:241:4,2 64:241:4,2 112:241:4,2 256:241:4,2 1008:241:4,2 "
-        "1024:241:4,2 2048:241:4,2 4096:241:4,2 5008:241:4,2 8192:242:4,6 16384:242:4,12 32768:242:4,24 33x4096 "
-        "1024:203:2,64 4096:203:2,64 8192:203:2,64 16384:203:2,64 32768:203:2,64 48x48 12000:195:4,4 48x8192 "
-        "3008:225:2,64 63x2048 14000:210:2,64 64x16 256:271:2,1 4096:271:2,1 16384:153:1,6 32768:153:1,12 64x64 "
-        "16:241:4,2 64:241:4,2 112:241:4,2 256:241:4,2 1008:241:4,2 1024:241:4,2 1280:241:4,2 1312:241:4,2 "
-        "1344:241:4,2 1408:241:4,2 1536:241:4,2 2048:241:4,2 2560:241:4,2 2608:241:4,2 2624:241:4,2 3008:241:4,2 "
-        "3840:241:4,2 3904:241:4,2 4096:241:4,2 5008:241:4,2 5120:241:4,2 5184:210:2,2 6000:210:2,2 6400:210:2,2 "
-        "6464:210:2,2 7680:210:2,2 8192:210:2,3 10240:210:2,3 10304:210:2,4 12000:210:2,4 12288:210:2,4 "
-        "15360:210:2,5 15424:210:2,6 16384:210:2,6 20000:210:2,7 20480:210:2,7 24576:210:2,9 28672:210:2,11 "
-        "32000:210:2,12 32768:210:2,12 64x8192 1024:261:4,29 4096:261:4,29 8192:261:4,29 16384:261:4,29 "
-        "32768:261:4,29 65x80 16:249:8,3 64:249:8,3 112:249:8,3 256:249:8,3 1008:249:8,3 1024:249:8,3 2048:249:8,3 "
-        "4096:249:8,3 5008:249:8,3 8192:250:8,9 16384:250:8,15 32768:161:4,27 95x112 7008:250:8,6 96x96 "
-        "20000:216:8,7 100x112 16:249:8,4 64:249:8,4 112:249:8,4 256:249:8,4 1008:249:8,4 1024:249:8,4 2048:249:8,4 "
-        "4096:249:8,4 5008:249:8,4 8192:250:8,12 16384:165:8,12 32768:165:8,14 100x1008 1024:175:8,11 4096:175:8,11 "
-        "8192:182:2,64 16384:182:2,64 32768:182:2,64 127x256 9008:199:8,12 128x128 16:249:8,4 64:249:8,4 "
-        "112:249:8,4 256:249:8,4 1008:249:8,4 1024:249:8,4 1280:249:8,4 1312:249:8,4 1344:249:8,4 1408:249:8,4 "
-        "2048:249:8,4 2560:249:8,4 2608:249:8,4 2624:249:8,4 3840:249:8,4 3904:249:8,4 4096:249:8,4 5008:249:8,4 "
-        "5120:249:8,4 5184:216:8,2 6000:216:8,2 6400:216:8,2 6464:216:8,2 7680:216:8,2 8192:216:8,3 10240:216:8,3 "
-        "10304:216:8,4 12000:216:8,4 12288:216:8,4 15360:216:8,5 15424:216:8,6 16384:216:8,6 20480:216:8,7 "
-        "24576:216:8,9 28672:216:8,11 32000:216:8,11 32768:216:8,11 128x256 1024:249:8,8 4096:249:8,8 8192:216:8,6 "
-        "16384:216:8,12 32768:216:8,12 128x512 1024:239:2,64 4096:175:8,6 8192:216:8,12 16384:216:8,12 "
-        "32768:216:8,12 128x1024 1024:175:8,11 4096:175:8,11 8192:175:8,11 16384:175:8,11 32768:175:8,11 128x4096 "
-        "1024:263:8,15 4096:263:8,15 8192:263:8,15 16384:263:8,15 32768:263:8,15 129x144 16:275:4,15 64:241:4,15 "
-        "112:275:4,15 256:241:4,15 1008:241:4,15 1024:241:4,15 2048:241:4,15 4096:241:4,15 5008:241:4,15 "
-        "8192:163:4,27 16384:204:4,30 32768:187:4,30 160x160 6000:212:4,12 160x6000 1536:143:8,12 192x192 "
-        "16384:212:4,30 200x208 28672:220:8,15 256x128 1024:249:8,8 4096:249:8,8 8192:216:8,6 16384:216:8,12 "
-        "32768:216:8,12 256x256 16:239:2,64 64:239:2,64 112:239:2,64 256:239:2,64 1008:239:2,64 1024:239:2,64 "
-        "1280:239:2,64 1312:239:2,64 1344:239:2,64 1408:239:2,64 2048:239:2,64 2560:209:8,6 2608:209:8,6 "
-        "2624:209:8,6 3840:209:8,6 3904:209:8,6 4096:209:8,6 5008:209:8,6 5120:209:8,6 5184:216:8,8 6000:216:8,8 "
-        "6400:216:8,8 6464:216:8,8 7680:216:8,8 8192:216:8,12 10240:216:8,12 10304:216:8,12 12288:216:8,12 "
-        "15360:216:8,12 15424:216:8,12 16384:216:8,12 20000:216:8,12 20480:216:8,12 24576:216:8,12 32000:216:8,12 "
-        "32768:216:8,12 256x384 8192:216:8,12 16384:216:8,12 32768:216:8,12 256x2048 1024:259:8,15 4096:259:8,15 "
-        "8192:259:8,15 16384:259:8,15 32768:259:8,15 256x12288 24000:277:2,66 320x320 3008:198:8,15 320x640 "
-        "16384:215:8,15 384x128 1024:249:8,12 4096:249:8,12 8192:216:8,9 16384:216:8,15 32768:216:8,15 384x384 "
-        "16:209:8,12 64:209:8,12 112:209:8,12 256:209:8,12 1008:209:8,12 1024:209:8,12 2048:209:8,12 4096:209:8,12 "
-        "5008:209:8,12 8192:209:8,12 16384:209:8,12 32768:209:8,12 384x512 8192:215:8,12 16384:215:8,12 "
-        "32768:215:8,12 500x512 12000:190:8,12 511x272 2000:175:8,12 512x128 1024:239:2,64 4096:209:8,6 "
-        "8192:216:8,12 16384:216:8,12 32768:216:8,12 512x512 16:227:8,12 64:227:8,12 112:227:8,12 256:227:8,12 "
-        "1008:227:8,12 1024:227:8,12 2048:227:8,12 4096:227:8,12 5008:227:8,12 6000:227:8,12 8192:227:8,12 "
-        "12000:227:8,12 16384:227:8,12 28672:227:8,12 32768:227:8,12 512x640 8192:192:8,12 16384:192:8,12 "
-        "32768:192:8,12 512x1024 8192:229:2,64 16384:229:2,64 32768:229:2,64 640x640 1024:231:8,15 4096:231:8,15 "
-        "8192:231:8,15 16384:231:8,15 32768:231:8,15 768x768 1024:281:8,12 4096:269:8,15 8192:269:8,15 "
-        "16384:269:8,15 32768:269:8,15 768x1024 20000:257:2,64 896x896 32768:131:8,14 1000x16 256:273:8,4 "
-        "4096:273:8,4 16384:159:4,24 32768:157:2,64 1000x112 1024:173:8,12 4096:209:8,11 8192:218:8,14 "
-        "16384:218:8,14 32768:218:8,14 1000x1008 16:178:8,14 64:178:8,14 112:178:8,14 256:139:2,64 1008:139:2,64 "
-        "1024:139:2,64 2048:139:2,64 4096:139:2,64 5008:141:8,14 8192:139:2,64 16384:139:2,64 32768:139:2,64 "
-        "1023x1040 3504:267:8,14 1024x128 1024:209:8,11 4096:209:8,11 8192:209:8,11 16384:209:8,11 32768:209:8,11 "
-        "1024x768 28672:279:2,64 1024x1024 16:139:2,64 64:139:2,64 112:139:2,64 256:139:2,64 1008:139:2,64 "
-        "1024:139:2,64 2048:139:2,64 4096:139:2,64 5008:139:2,64 8192:139:2,64 12000:139:2,64 16384:139:2,64 "
-        "32768:139:2,64 1024x1280 8192:265:2,64 16384:265:2,64 32768:265:2,64 1024x2048 8192:133:2,64 "
-        "16384:133:2,64 32768:133:2,64 1024x8192 1024:133:2,66 4096:133:2,66 8192:133:2,66 16384:133:2,66 "
-        "32768:133:2,66 1280x1280 8192:129:8,15 16384:129:8,15 32768:129:8,15 1500x1504 1536:135:8,15 1536x1024 "
-        "8192:276:2,66 1536x1536 1024:150:2,66 4096:150:2,66 8192:150:2,66 16384:150:2,66 32768:150:2,66 2047x64 "
-        "14000:222:4,22 2048x256 1024:229:2,64 4096:229:2,64 8192:229:2,64 16384:229:2,64 32768:229:2,64 2048x1024 "
-        "12000:133:2,64 2048x2048 16:133:2,66 64:133:2,66 112:133:2,66 256:133:2,66 1008:133:2,66 1024:133:2,66 "
-        "2048:133:2,66 4096:133:2,66 5008:133:2,66 6000:133:2,66 8192:133:2,66 16384:133:2,66 32768:133:2,66 "
-        "2048x8192 3008:150:2,66 3000x16 6000:159:4,24 3000x3008 6000:150:2,66 4000x320 28672:265:2,64 4096x16 "
-        "256:271:2,64 4096:271:2,64 16384:271:2,64 32768:271:2,64 4096x48 1024:171:2,64 4096:171:2,64 8192:171:2,64 "
-        "16384:171:2,64 32768:171:2,64 4096x128 1024:229:2,64 4096:229:2,64 8192:229:2,64 16384:229:2,64 "
-        "32768:229:2,64 4096x4096 16:133:2,66 64:133:2,66 112:133:2,66 256:133:2,66 1008:133:2,66 1024:133:2,66 "
-        "2048:133:2,66 3008:133:2,66 4096:133:2,66 5008:133:2,66 8192:133:2,66 16384:133:2,66 20000:133:2,66 "
-        "32768:133:2,66 4096x8192 20000:150:2,66 6000x160 12000:267:8,12 6000x6000 336:151:2,66 8192x16 "
-        "256:156:2,64 1024:156:2,64 4096:156:2,64 8192:156:2,64 12000:156:2,64 16384:156:2,64 32768:156:2,64 "
-        "8192x32 4000:181:2,64 8192x48 6000:186:2,64 8192x64 1024:233:4,26 4096:233:4,26 8192:233:4,26 "
-        "16384:233:4,26 32768:233:4,26 8192x96 20000:279:2,64 8192x320 16000:265:2,66 8192x1024 1024:133:2,66 "
-        "4096:133:2,66 8192:133:2,66 16384:133:2,66 32768:133:2,66 8192x2048 24000:133:2,66 8192x4096 "
-        "12000:136:2,66 8192x8192 16:150:2,66 64:150:2,66 112:150:2,66 256:150:2,66 1008:150:2,66 1024:150:2,66 "
-        "1536:150:2,66 2048:150:2,66 4096:150:2,66 5008:150:2,66 6000:150:2,66 8192:150:2,66 16384:150:2,66 "
-        "28672:150:2,66 32768:150:2,66 12288x256 2048:201:2,66 "
+        "1x16 16:394:2,1 64:390:1,1 112:394:2,1 256:390:1,1 1008:394:2,1 1024:390:1,1 2048:390:1,1 4096:390:1,1 "
+        "5008:394:2,1 8192:391:1,3 16384:391:1,6 32768:391:1,12 1x64 256:434:4,2 4096:390:1,1 16384:391:1,6 "
+        "32768:391:1,12 1x512 96:434:4,16 1x736 16720:409:4,18 1x1008 256:430:2,63 4096:430:2,63 16384:409:4,24 "
+        "32768:401:2,64 1x1536 28672:409:4,30 1x1552 9648:409:4,21 1x2640 6624:409:4,22 1x2768 11024:409:4,22 "
+        "1x3008 3008:408:4,12 1x3088 13216:409:4,26 1x3344 14864:409:4,30:4 1x3856 15616:401:2,62 1x4096 "
+        "256:408:4,16 4096:408:4,16 16384:401:2,64 32768:206:2,64 1x4544 18704:409:4,30:3 1x5648 15392:408:4,23 "
+        "1x5728 208:408:4,23 1x6000 12000:408:4,24 16032:408:4,24 1x6144 1616:408:4,24 1x6272 7664:408:4,25 1x6560 "
+        "6240:408:4,26 1x6624 1456:408:4,26 1x6688 15760:409:4,30:2 1x7072 10656:401:2,66:2 1x7680 12976:408:4,30 "
+        "1x8192 256:400:2,64 4096:400:2,64 16384:400:2,64 20000:206:2,64 32768:206:2,64 1x12288 4096:209:4,24 3x16 "
+        "336:394:2,1 7x16 16:394:2,1 64:390:1,1 112:394:2,1 256:390:1,1 1008:394:2,1 1024:390:1,1 2048:390:1,1 "
+        "4096:390:1,1 5008:394:2,1 8192:391:1,3 16384:391:1,6 32768:391:1,12 7x8192 1024:400:2,64 4096:400:2,64 "
+        "8192:400:2,64 16384:400:2,64 32768:206:2,64 8x448 1296:434:4,14 8x2256 6576:409:4,18 16x16 16:394:2,1 "
+        "64:394:2,1 112:394:2,1 256:394:2,1 1008:394:2,1 1024:394:2,1 2048:394:2,1 4096:394:2,1 5008:394:2,1 "
+        "8192:307:1,3 16384:307:1,6 32768:307:1,12 16x4432 9760:317:4,30:3 17x32 1536:396:4,1 17x208 3008:404:8,2 "
+        "17x8192 8000:327:2,64 31x32 16:396:4,1 64:396:4,1 112:396:4,1 256:396:4,1 1008:396:4,1 1024:396:4,1 "
+        "2048:396:4,1 4096:396:4,1 5008:396:4,1 8192:397:4,3 16384:397:4,6 32768:397:4,12 32x3408 3072:320:8,14 "
+        "33x48 16:396:4,2 64:396:4,2 112:396:4,2 256:396:4,2 1008:396:4,2 1024:396:4,2 2048:396:4,2 4096:396:4,2 "
+        "5008:396:4,2 8192:397:4,6 16384:397:4,12 32768:397:4,24 33x4096 1024:323:2,64 4096:323:2,64 8192:323:2,64 "
+        "16384:323:2,64 32768:323:2,64 40x5440 1264:347:4,22 48x48 12000:311:4,4 48x416 4000:404:8,8 48x8192 "
+        "3008:355:2,64 56x6096 2064:363:4,24 63x2048 14000:332:2,64 64x16 256:430:2,1 4096:430:2,1 16384:219:1,6 "
+        "32768:219:1,12 64x64 16:396:4,2 64:396:4,2 112:396:4,2 256:396:4,2 1008:396:4,2 1024:396:4,2 1280:396:4,2 "
+        "1312:396:4,2 1344:396:4,2 1408:396:4,2 1536:396:4,2 2048:396:4,2 2560:396:4,2 2608:396:4,2 2624:396:4,2 "
+        "3008:396:4,2 3840:396:4,2 3904:396:4,2 4096:396:4,2 5008:396:4,2 5120:396:4,2 5184:332:2,2 6000:332:2,2 "
+        "6400:332:2,2 6464:332:2,2 7680:332:2,2 8192:332:2,3 10240:332:2,3 10304:332:2,4 12000:332:2,4 "
+        "12288:332:2,4 15360:332:2,5 15424:332:2,6 16384:332:2,6 20000:332:2,7 20480:332:2,7 24576:332:2,9 "
+        "25376:332:2,9 28672:332:2,11 32000:332:2,12 32768:332:2,12 64x3744 9808:274:4,24 64x6752 7344:369:4,27 "
+        "64x8192 1024:418:4,29 4096:418:4,29 8192:418:4,29 16384:418:4,29 32768:418:4,29 65x80 16:404:8,3 "
+        "64:404:8,3 112:404:8,3 256:404:8,3 1008:404:8,3 1024:404:8,3 2048:404:8,3 4096:404:8,3 5008:404:8,3 "
+        "8192:405:8,9 16384:405:8,15 32768:229:4,27 69x848 1872:236:8,14 80x816 12432:358:8,12 80x4432 "
+        "3424:383:4,18 88x6320 4336:387:4,25 88x6704 7296:387:4,27 95x112 7008:405:8,6 96x96 20000:338:8,7 100x112 "
+        "16:404:8,4 64:404:8,4 112:404:8,4 256:404:8,4 1008:404:8,4 1024:404:8,4 2048:404:8,4 4096:404:8,4 "
+        "5008:404:8,4 8192:405:8,12 16384:237:8,12 32768:237:8,14 100x1008 1024:249:8,11 4096:249:8,11 "
+        "8192:261:2,64 16384:261:2,64 32768:261:2,64 101x1312 6544:266:8,11 104x336 20304:287:8,14 112x448 "
+        "25744:334:4,28 127x256 9008:315:8,12 128x128 16:404:8,4 64:404:8,4 112:404:8,4 256:404:8,4 1008:404:8,4 "
+        "1024:404:8,4 1280:404:8,4 1312:404:8,4 1344:404:8,4 1408:404:8,4 2048:404:8,4 2560:404:8,4 2608:404:8,4 "
+        "2624:404:8,4 3840:404:8,4 3904:404:8,4 4096:404:8,4 5008:404:8,4 5120:404:8,4 5184:338:8,2 6000:338:8,2 "
+        "6400:338:8,2 6464:338:8,2 7680:338:8,2 8192:338:8,3 10240:338:8,3 10304:338:8,4 12000:338:8,4 "
+        "12288:338:8,4 15360:338:8,5 15424:338:8,6 16144:338:8,6 16384:338:8,6 20480:338:8,7 24576:338:8,9 "
+        "28672:338:8,11 32000:338:8,11 32768:338:8,11 128x256 1024:404:8,8 4096:404:8,8 8192:338:8,6 16384:338:8,12 "
+        "32768:338:8,12 128x512 1024:394:2,64 4096:249:8,6 8192:338:8,12 16384:338:8,12 32768:338:8,12 128x1024 "
+        "1024:249:8,11 4096:249:8,11 8192:249:8,11 16384:249:8,11 32768:249:8,11 128x4096 1024:420:8,15 "
+        "4096:420:8,15 8192:420:8,15 16384:420:8,15 32768:420:8,15 129x144 16:434:4,15 64:396:4,15 112:434:4,15 "
+        "256:396:4,15 1008:396:4,15 1024:396:4,15 2048:396:4,15 4096:396:4,15 5008:396:4,15 8192:233:4,27 "
+        "16384:324:4,30 32768:283:4,30 136x1216 1904:331:8,15 156x48 272:396:4,5 160x160 6000:334:4,12 160x6000 "
+        "1536:205:8,12 163x464 2736:232:4,24 192x192 16384:334:4,30 200x208 28672:348:8,15 205x704 704:331:8,15 "
+        "207x560 5072:329:8,15 251x1296 720:268:2,66 256x128 1024:404:8,8 4096:404:8,8 8192:338:8,6 16384:338:8,12 "
+        "32768:338:8,12 256x256 16:394:2,64 64:394:2,64 112:394:2,64 256:394:2,64 1008:394:2,64 1024:394:2,64 "
+        "1280:394:2,64 1312:394:2,64 1344:394:2,64 1408:394:2,64 2048:394:2,64 2560:329:8,6 2608:329:8,6 "
+        "2624:329:8,6 3840:329:8,6 3904:329:8,6 4096:329:8,6 5008:329:8,6 5120:329:8,6 5184:338:8,8 6000:338:8,8 "
+        "6400:338:8,8 6464:338:8,8 7680:338:8,8 8192:338:8,12 10240:338:8,12 10304:338:8,12 12288:338:8,12 "
+        "15360:338:8,12 15424:338:8,12 16384:338:8,12 20000:338:8,12 20480:338:8,12 24576:338:8,12 25440:338:8,12 "
+        "32000:338:8,12 32768:338:8,12 256x384 8192:338:8,12 16384:338:8,12 32768:338:8,12 256x2048 1024:416:8,15 "
+        "4096:416:8,15 8192:416:8,15 16384:416:8,15 32768:416:8,15 256x12288 24000:439:2,66 264x64 880:436:8,6 "
+        "271x688 4112:276:8,15 287x112 1824:436:8,12 287x592 3360:337:8,15 288x672 12288:341:8,15 16832:341:8,15 "
+        "295x1120 256:371:8,15 296x1232 2704:420:8,15 304x1648 5936:418:4,30 320x320 3008:314:8,15 320x640 "
+        "16384:337:8,15 331x1424 6560:388:8,12 347x384 3600:329:8,12 353x1120 1120:375:8,15 360x2352 3232:297:4,30 "
+        "376x928 12352:292:8,15 384x128 1024:404:8,12 4096:404:8,12 8192:338:8,9 16384:338:8,15 32768:338:8,15 "
+        "384x336 9072:249:8,12 384x384 16:329:8,12 64:329:8,12 112:329:8,12 256:329:8,12 1008:329:8,12 "
+        "1024:329:8,12 2048:329:8,12 4096:329:8,12 5008:329:8,12 8192:329:8,12 16384:329:8,12 32768:329:8,12 "
+        "384x512 8192:337:8,12 16384:337:8,12 32768:337:8,12 392x848 19536:361:8,14 408x2496 4928:301:4,30 432x544 "
+        "1312:272:8,14 456x560 16608:357:8,15 464x448 3024:343:8,12 467x240 1440:249:8,12 467x416 3680:276:8,12 "
+        "500x512 12000:286:8,12 501x192 1312:236:8,12 504x704 18096:365:8,15 507x176 6128:236:8,12 511x272 "
+        "2000:249:8,12 512x128 1024:394:2,64 4096:329:8,6 8192:338:8,12 16384:338:8,12 32768:338:8,12 512x512 "
+        "16:357:8,12 64:357:8,12 112:357:8,12 256:357:8,12 1008:357:8,12 1024:357:8,12 2048:357:8,12 4096:357:8,12 "
+        "5008:357:8,12 6000:357:8,12 8192:357:8,12 12000:357:8,12 12880:357:8,12 16384:357:8,12 28672:357:8,12 "
+        "32768:357:8,12 512x640 8192:292:8,12 16384:292:8,12 32768:292:8,12 512x1024 8192:367:2,64 16384:367:2,64 "
+        "32768:367:2,64 513x816 528:381:8,14 528x336 1712:266:8,15 529x1184 5968:414:8,15 537x1264 3312:414:8,15 "
+        "547x48 1200:396:4,18 547x368 1168:276:8,15 592x2352 3296:439:2,65 595x80 3600:436:8,15 599x1600 "
+        "4432:295:2,65 600x1440 1024:297:4,30 624x224 2416:249:8,15 640x640 1024:371:8,15 4096:371:8,15 "
+        "8192:371:8,15 16384:371:8,15 32768:371:8,15 647x608 6672:373:8,15 655x928 5456:385:4,30 673x480 "
+        "656:270:2,66 680x496 2512:290:8,15 688x256 25072:337:8,12 712x736 400:375:8,15 720x320 1216:343:8,15 "
+        "721x736 448:258:8,12 729x656 2768:416:8,15 731x1152 1312:293:2,63 768x768 1024:443:8,12 4096:428:8,15 "
+        "8192:428:8,15 16384:428:8,15 32768:428:8,15 768x1024 20000:412:2,64 800x336 3760:286:8,14 813x1088 "
+        "5088:295:2,63 823x272 6384:276:8,14 896x480 2000:428:8,12 896x896 32768:187:8,14 904x16 7680:227:4,8 "
+        "944x1744 11552:188:2,63 969x48 6016:227:4,24 1000x16 256:432:8,4 4096:432:8,4 16384:227:4,24 "
+        "32768:223:2,64 1000x112 1024:247:8,12 4096:329:8,11 8192:344:8,14 16384:344:8,14 32768:344:8,14 1000x1008 "
+        "16:254:8,14 64:254:8,14 112:254:8,14 256:201:2,64 1008:201:2,64 1024:201:2,64 2048:201:2,64 4096:201:2,64 "
+        "5008:203:8,14 8192:201:2,64 16384:201:2,64 32768:201:2,64 1023x1040 3504:424:8,14 1024x128 1024:329:8,11 "
+        "4096:329:8,11 8192:329:8,11 16384:329:8,11 32768:329:8,11 1024x768 28672:441:2,64 1024x1008 1536:201:2,64 "
+        "1024x1024 16:201:2,64 64:201:2,64 112:201:2,64 256:201:2,64 1008:201:2,64 1024:201:2,64 2048:201:2,64 "
+        "4096:201:2,64 5008:201:2,64 8192:201:2,64 8656:201:2,64 11248:201:2,64 12000:201:2,64 16384:201:2,64 "
+        "32768:201:2,64 1024x1280 8192:422:2,64 16384:422:2,64 32768:422:2,64 1024x2048 8192:190:2,64 "
+        "16384:190:2,64 32768:190:2,64 1024x8192 1024:190:2,66 4096:190:2,66 8192:190:2,66 16384:190:2,66 "
+        "32768:190:2,66 1031x432 3840:416:8,15 1040x560 8672:379:2,65 1048x160 3136:264:8,15 1056x976 2048:216:2,63 "
+        "1065x256 4656:282:8,15 1095x976 7824:422:2,63 1104x512 6768:199:8,12 1136x96 5120:249:8,9 1146x160 "
+        "5648:264:8,15 1177x992 4464:305:2,64 1184x48 1552:310:4,19 1195x864 2096:299:2,63 1240x1120 400:211:2,63 "
+        "1280x1280 8192:185:8,15 16384:185:8,15 32768:185:8,15 1293x800 5312:303:2,63 1371x864 1328:422:2,66 "
+        "1500x1504 1536:193:8,15 1536x1024 8192:437:2,66 1536x1536 1024:213:2,66 4096:213:2,66 8192:213:2,66 "
+        "16384:213:2,66 32768:213:2,66 1568x848 10656:439:2,65 1776x2432 5360:214:2,66 1880x240 2240:426:4,24 "
+        "1936x2464 2992:217:2,66 2047x64 14000:352:4,22 2048x256 1024:367:2,64 4096:367:2,64 8192:367:2,64 "
+        "16384:367:2,64 32768:367:2,64 2048x1024 12000:190:2,64 2048x2048 16:190:2,66 64:190:2,66 112:190:2,66 "
+        "256:190:2,66 1008:190:2,66 1024:190:2,66 2048:190:2,66 4096:190:2,66 5008:190:2,66 6000:190:2,66 "
+        "8192:190:2,66 16384:190:2,66 32768:190:2,66 2048x8192 3008:213:2,66 2424x1264 7776:211:2,66 2656x16 "
+        "11792:223:2,63 2824x16 4464:432:8,12 2864x16 12048:227:4,24 3000x16 6000:227:4,24 3000x3008 6000:213:2,66 "
+        "3280x16 5456:227:4,26 4000x320 28672:422:2,64 4096x16 256:430:2,64 4096:430:2,64 16384:430:2,64 "
+        "32768:430:2,64 4096x48 1024:245:2,64 4096:245:2,64 8192:245:2,64 16384:245:2,64 32768:245:2,64 4096x128 "
+        "1024:367:2,64 4096:367:2,64 8192:367:2,64 16384:367:2,64 32768:367:2,64 4096x4096 16:190:2,66 64:190:2,66 "
+        "112:190:2,66 256:190:2,66 1008:190:2,66 1024:190:2,66 2048:190:2,66 3008:190:2,66 4096:190:2,66 "
+        "5008:190:2,66 8192:190:2,66 16384:190:2,66 20000:190:2,66 32768:190:2,66 4096x8192 3008:213:2,66 "
+        "20000:213:2,66 4160x64 4000:351:4,22 4384x16 800:226:4,18 4424x16 18704:226:4,18 4880x48 2512:281:4,20 "
+        "5576x48 5936:281:4,22 5760x8192 6432:195:2,66 6000x160 12000:424:8,12 6000x6000 336:214:2,66 6248x8192 "
+        "7888:190:2,66 7008x48 8672:281:4,28 7056x8192 3184:191:2,66 7488x16 6128:226:4,30 7768x64 2112:377:4,25 "
+        "7880x16 720:222:2,62 7912x16 13344:222:2,62 7920x96 11344:441:2,62 7976x64 6944:377:4,25 8192x16 "
+        "256:222:2,64 1024:222:2,64 4096:222:2,64 8192:222:2,64 12000:222:2,64 16384:222:2,64 32768:222:2,64 "
+        "8192x32 4000:260:2,64 8192x48 6000:279:2,64 8192x64 1024:377:4,26 4096:377:4,26 8192:377:4,26 "
+        "16384:377:4,26 32768:377:4,26 8192x96 20000:441:2,64 8192x320 16000:422:2,66 8192x1024 1024:190:2,66 "
+        "4096:190:2,66 8192:190:2,66 16384:190:2,66 32768:190:2,66 8192x2048 24000:190:2,66 8192x2128 "
+        "11792:194:2,66 8192x4096 7008:195:2,66 12000:195:2,66 8192x4224 10736:194:2,66 8192x4480 10880:194:2,66 "
+        "8192x8192 16:213:2,66 64:213:2,66 112:213:2,66 256:213:2,66 1008:213:2,66 1024:213:2,66 1536:213:2,66 "
+        "2048:213:2,66 4096:213:2,66 5008:213:2,66 6000:213:2,66 8192:213:2,66 11008:213:2,66 16384:213:2,66 "
+        "28672:213:2,66 32768:213:2,66 12288x256 2048:321:2,66 "
     ),
     'torch-scaled-mm-fast': (
-        "1x16 16:238:2,1 64:234:1,1 112:238:2,1 256:234:1,1 1008:238:2,1 1024:234:1,1 2048:234:1,1 4096:234:1,1 "
-        "5008:238:2,1 8192:237:1,3 16384:237:1,6 32768:237:1,12 1x64 256:274:4,2 4096:234:1,1 16384:237:1,6 "
-        "32768:237:1,12 1x512 96:274:4,16 1x1008 256:270:2,63 4096:270:2,63 16384:255:4,24 32768:247:2,64 1x1536 "
-        "28672:255:4,30 1x3008 3008:252:4,12 1x4096 256:252:4,16 4096:252:4,16 16384:247:2,64 32768:145:2,64 1x6000 "
-        "12000:252:4,24 1x8192 256:244:2,64 4096:244:2,64 16384:244:2,64 20000:145:2,64 32768:145:2,64 1x12288 "
-        "4096:146:4,24 3x16 336:238:2,1 7x16 16:238:2,1 64:234:1,1 112:238:2,1 256:234:1,1 1008:238:2,1 "
-        "1024:234:1,1 2048:234:1,1 4096:234:1,1 5008:238:2,1 8192:237:1,3 16384:237:1,6 32768:237:1,12 7x8192 "
-        "1024:244:2,64 4096:244:2,64 8192:244:2,64 16384:244:2,64 32768:145:2,64 16x16 16:238:2,1 64:238:2,1 "
-        "112:238:2,1 256:238:2,1 1008:238:2,1 1024:238:2,1 2048:238:2,1 4096:238:2,1 5008:238:2,1 8192:194:1,3 "
-        "16384:194:1,6 32768:194:1,12 17x32 1536:240:4,1 17x208 3008:248:8,2 17x8192 8000:206:2,64 31x32 16:240:4,1 "
-        "64:240:4,1 112:240:4,1 256:240:4,1 1008:240:4,1 1024:240:4,1 2048:240:4,1 4096:240:4,1 5008:240:4,1 "
-        "8192:243:4,3 16384:243:4,6 32768:243:4,12 33x48 16:240:4,2 64:240:4,2 112:240:4,2 256:240:4,2 1008:240:4,2 "
-        "1024:240:4,2 2048:240:4,2 4096:240:4,2 5008:240:4,2 8192:243:4,6 16384:243:4,12 32768:243:4,24 33x4096 "
-        "1024:202:2,64 4096:202:2,64 8192:202:2,64 16384:202:2,64 32768:202:2,64 48x48 12000:196:4,4 48x8192 "
-        "3008:224:2,64 63x2048 14000:211:2,64 64x16 256:270:2,1 4096:270:2,1 16384:154:1,6 32768:154:1,12 64x64 "
-        "16:240:4,2 64:240:4,2 112:240:4,2 256:240:4,2 1008:240:4,2 1024:240:4,2 1280:240:4,2 1312:240:4,2 "
-        "1344:240:4,2 1408:240:4,2 1536:240:4,2 2048:240:4,2 2560:240:4,2 2608:240:4,2 2624:240:4,2 3008:240:4,2 "
-        "3840:240:4,2 3904:240:4,2 4096:240:4,2 5008:240:4,2 5120:240:4,2 5184:211:2,2 6000:211:2,2 6400:211:2,2 "
-        "6464:211:2,2 7680:211:2,2 8192:211:2,3 10240:211:2,3 10304:211:2,4 12000:211:2,4 12288:211:2,4 "
-        "15360:211:2,5 15424:211:2,6 16384:211:2,6 20000:211:2,7 20480:211:2,7 24576:211:2,9 28672:211:2,11 "
-        "32000:211:2,12 32768:211:2,12 64x8192 1024:260:4,29 4096:260:4,29 8192:260:4,29 16384:260:4,29 "
-        "32768:260:4,29 65x80 16:248:8,3 64:248:8,3 112:248:8,3 256:248:8,3 1008:248:8,3 1024:248:8,3 2048:248:8,3 "
-        "4096:248:8,3 5008:248:8,3 8192:251:8,9 16384:251:8,15 32768:162:4,27 95x112 7008:251:8,6 96x96 "
-        "20000:217:8,7 100x112 16:248:8,4 64:248:8,4 112:248:8,4 256:248:8,4 1008:248:8,4 1024:248:8,4 2048:248:8,4 "
-        "4096:248:8,4 5008:248:8,4 8192:251:8,12 16384:166:8,12 32768:166:8,14 100x1008 1024:174:8,11 4096:174:8,11 "
-        "8192:183:2,64 16384:183:2,64 32768:183:2,64 127x256 9008:200:8,12 128x128 16:248:8,4 64:248:8,4 "
-        "112:248:8,4 256:248:8,4 1008:248:8,4 1024:248:8,4 1280:248:8,4 1312:248:8,4 1344:248:8,4 1408:248:8,4 "
-        "2048:248:8,4 2560:248:8,4 2608:248:8,4 2624:248:8,4 3840:248:8,4 3904:248:8,4 4096:248:8,4 5008:248:8,4 "
-        "5120:248:8,4 5184:217:8,2 6000:217:8,2 6400:217:8,2 6464:217:8,2 7680:217:8,2 8192:217:8,3 10240:217:8,3 "
-        "10304:217:8,4 12000:217:8,4 12288:217:8,4 15360:217:8,5 15424:217:8,6 16384:217:8,6 20480:217:8,7 "
-        "24576:217:8,9 28672:217:8,11 32000:217:8,11 32768:217:8,11 128x256 1024:248:8,8 4096:248:8,8 8192:217:8,6 "
-        "16384:217:8,12 32768:217:8,12 128x512 1024:238:2,64 4096:174:8,6 8192:217:8,12 16384:217:8,12 "
-        "32768:217:8,12 128x1024 1024:174:8,11 4096:174:8,11 8192:174:8,11 16384:174:8,11 32768:174:8,11 128x4096 "
-        "1024:262:8,15 4096:262:8,15 8192:262:8,15 16384:262:8,15 32768:262:8,15 129x144 16:274:4,15 64:240:4,15 "
-        "112:274:4,15 256:240:4,15 1008:240:4,15 1024:240:4,15 2048:240:4,15 4096:240:4,15 5008:240:4,15 "
-        "8192:164:4,27 16384:205:4,30 32768:188:4,30 160x160 6000:213:4,12 160x6000 1536:142:8,12 192x192 "
-        "16384:213:4,30 200x208 28672:221:8,15 256x128 1024:248:8,8 4096:248:8,8 8192:217:8,6 16384:217:8,12 "
-        "32768:217:8,12 256x256 16:238:2,64 64:238:2,64 112:238:2,64 256:238:2,64 1008:238:2,64 1024:238:2,64 "
-        "1280:238:2,64 1312:238:2,64 1344:238:2,64 1408:238:2,64 2048:238:2,64 2560:208:8,6 2608:208:8,6 "
-        "2624:208:8,6 3840:208:8,6 3904:208:8,6 4096:208:8,6 5008:208:8,6 5120:208:8,6 5184:217:8,8 6000:217:8,8 "
-        "6400:217:8,8 6464:217:8,8 7680:217:8,8 8192:217:8,12 10240:217:8,12 10304:217:8,12 12288:217:8,12 "
-        "15360:217:8,12 15424:217:8,12 16384:217:8,12 20000:217:8,12 20480:217:8,12 24576:217:8,12 32000:217:8,12 "
-        "32768:217:8,12 256x384 8192:217:8,12 16384:217:8,12 32768:217:8,12 256x2048 1024:258:8,15 4096:258:8,15 "
-        "8192:258:8,15 16384:258:8,15 32768:258:8,15 256x12288 24000:167:2,64 320x320 3008:197:8,15 320x640 "
-        "16384:214:8,15 384x128 1024:248:8,12 4096:248:8,12 8192:217:8,9 16384:217:8,15 32768:217:8,15 384x384 "
-        "16:208:8,12 64:208:8,12 112:208:8,12 256:208:8,12 1008:208:8,12 1024:208:8,12 2048:208:8,12 4096:208:8,12 "
-        "5008:208:8,12 8192:208:8,12 16384:208:8,12 32768:208:8,12 384x512 8192:214:8,12 16384:214:8,12 "
-        "32768:214:8,12 500x512 12000:189:8,12 511x272 2000:174:8,12 512x128 1024:238:2,64 4096:208:8,6 "
-        "8192:217:8,12 16384:217:8,12 32768:217:8,12 512x512 16:226:8,12 64:226:8,12 112:226:8,12 256:226:8,12 "
-        "1008:226:8,12 1024:226:8,12 2048:226:8,12 4096:226:8,12 5008:226:8,12 6000:226:8,12 8192:226:8,12 "
-        "12000:226:8,12 16384:226:8,12 28672:226:8,12 32768:226:8,12 512x640 8192:191:8,12 16384:191:8,12 "
-        "32768:191:8,12 512x1024 8192:228:2,64 16384:228:2,64 32768:228:2,64 640x640 1024:230:8,15 4096:230:8,15 "
-        "8192:230:8,15 16384:230:8,15 32768:230:8,15 768x768 1024:280:8,12 4096:268:8,15 8192:268:8,15 "
-        "16384:268:8,15 32768:268:8,15 768x1024 20000:256:2,64 896x896 32768:130:8,14 1000x16 256:272:8,4 "
-        "4096:272:8,4 16384:160:4,24 32768:158:2,64 1000x112 1024:172:8,12 4096:208:8,11 8192:219:8,14 "
-        "16384:219:8,14 32768:219:8,14 1000x1008 16:177:8,14 64:177:8,14 112:177:8,14 256:138:2,64 1008:138:2,64 "
-        "1024:138:2,64 2048:138:2,64 4096:138:2,64 5008:140:8,14 8192:138:2,64 16384:138:2,64 32768:138:2,64 "
-        "1023x1040 3504:266:8,14 1024x128 1024:208:8,11 4096:208:8,11 8192:208:8,11 16384:208:8,11 32768:208:8,11 "
-        "1024x768 28672:278:2,64 1024x1024 16:138:2,64 64:138:2,64 112:138:2,64 256:138:2,64 1008:138:2,64 "
-        "1024:138:2,64 2048:138:2,64 4096:138:2,64 5008:138:2,64 8192:138:2,64 12000:138:2,64 16384:138:2,64 "
-        "32768:138:2,64 1024x1280 8192:264:2,64 16384:264:2,64 32768:264:2,64 1024x2048 8192:132:2,64 "
-        "16384:132:2,64 32768:132:2,64 1024x8192 1024:176:2,66 4096:176:2,66 8192:176:2,66 16384:176:2,66 "
-        "32768:176:2,66 1280x1280 8192:128:8,15 16384:128:8,15 32768:128:8,15 1500x1504 1536:134:8,15 1536x1024 "
-        "8192:148:2,64 1536x1536 1024:169:2,64 4096:149:2,66 8192:149:2,66 16384:149:2,66 32768:149:2,66 2047x64 "
-        "14000:223:4,22 2048x256 1024:228:2,64 4096:228:2,64 8192:228:2,64 16384:228:2,64 32768:228:2,64 2048x1024 "
-        "12000:132:2,64 2048x2048 16:176:2,64 64:176:2,64 112:176:2,64 256:176:2,64 1008:176:2,64 1024:176:2,64 "
-        "2048:176:2,64 4096:176:2,64 5008:176:2,64 6000:176:2,64 8192:176:2,64 16384:176:2,64 32768:176:2,64 "
-        "2048x8192 3008:176:2,66 3000x16 6000:160:4,24 3000x3008 6000:168:2,66 4000x320 28672:264:2,64 4096x16 "
-        "256:270:2,64 4096:270:2,64 16384:270:2,64 32768:270:2,64 4096x48 1024:170:2,64 4096:170:2,64 8192:170:2,64 "
-        "16384:170:2,64 32768:170:2,64 4096x128 1024:228:2,64 4096:228:2,64 8192:228:2,64 16384:228:2,64 "
-        "32768:228:2,64 4096x4096 16:176:2,66 64:176:2,66 112:176:2,66 256:176:2,66 1008:176:2,66 1024:176:2,66 "
-        "2048:176:2,66 3008:176:2,66 4096:176:2,66 5008:176:2,66 8192:176:2,66 16384:176:2,66 20000:176:2,66 "
-        "32768:176:2,66 4096x8192 20000:176:2,66 6000x160 12000:266:8,12 6000x6000 336:179:2,66 8192x16 "
-        "256:155:2,64 1024:155:2,64 4096:155:2,64 8192:155:2,64 12000:155:2,64 16384:155:2,64 32768:155:2,64 "
-        "8192x32 4000:180:2,64 8192x48 6000:185:2,64 8192x64 1024:232:4,26 4096:232:4,26 8192:232:4,26 "
-        "16384:232:4,26 32768:232:4,26 8192x96 20000:184:2,64 8192x320 16000:152:2,64 8192x1024 1024:176:2,66 "
-        "4096:176:2,66 8192:176:2,66 16384:176:2,66 32768:176:2,66 8192x2048 24000:176:2,66 8192x4096 "
-        "12000:176:2,66 8192x8192 16:176:2,66 64:176:2,66 112:176:2,66 256:176:2,66 1008:176:2,66 1024:176:2,66 "
-        "1536:176:2,66 2048:176:2,66 4096:179:2,66 5008:179:2,66 6000:179:2,66 8192:179:2,66 16384:179:2,66 "
-        "28672:179:2,66 32768:179:2,66 12288x256 2048:137:2,64 "
+        "1x16 16:393:2,1 64:389:1,1 112:393:2,1 256:389:1,1 1008:393:2,1 1024:389:1,1 2048:389:1,1 4096:389:1,1 "
+        "5008:393:2,1 8192:392:1,3 16384:392:1,6 32768:392:1,12 1x64 256:433:4,2 4096:389:1,1 16384:392:1,6 "
+        "32768:392:1,12 1x512 96:433:4,16 1x736 16720:410:4,18 1x1008 256:429:2,63 4096:429:2,63 16384:410:4,24 "
+        "32768:402:2,64 1x1536 28672:410:4,30 1x1552 9648:410:4,21 1x2640 6624:410:4,22 1x2768 11024:410:4,22 "
+        "1x3008 3008:407:4,12 1x3088 13216:410:4,26 1x3344 14864:410:4,30:4 1x3856 15616:402:2,62 1x4096 "
+        "256:407:4,16 4096:407:4,16 16384:402:2,64 32768:207:2,64 1x4544 18704:410:4,30:3 1x5648 15392:407:4,23 "
+        "1x5728 208:407:4,23 1x6000 12000:407:4,24 16032:407:4,24 1x6144 1616:407:4,24 1x6272 7664:407:4,25 1x6560 "
+        "6240:407:4,26 1x6624 1456:407:4,26 1x6688 15760:410:4,30:2 1x7072 10656:402:2,66:2 1x7680 12976:407:4,30 "
+        "1x8192 256:399:2,64 4096:399:2,64 16384:399:2,64 20000:207:2,64 32768:207:2,64 1x12288 4096:208:4,24 3x16 "
+        "336:393:2,1 7x16 16:393:2,1 64:389:1,1 112:393:2,1 256:389:1,1 1008:393:2,1 1024:389:1,1 2048:389:1,1 "
+        "4096:389:1,1 5008:393:2,1 8192:392:1,3 16384:392:1,6 32768:392:1,12 7x8192 1024:399:2,64 4096:399:2,64 "
+        "8192:399:2,64 16384:399:2,64 32768:207:2,64 8x448 1296:433:4,14 8x2256 6576:410:4,18 16x16 16:393:2,1 "
+        "64:393:2,1 112:393:2,1 256:393:2,1 1008:393:2,1 1024:393:2,1 2048:393:2,1 4096:393:2,1 5008:393:2,1 "
+        "8192:308:1,3 16384:308:1,6 32768:308:1,12 16x4432 9760:318:4,30:3 17x32 1536:395:4,1 17x208 3008:403:8,2 "
+        "17x8192 8000:326:2,64 31x32 16:395:4,1 64:395:4,1 112:395:4,1 256:395:4,1 1008:395:4,1 1024:395:4,1 "
+        "2048:395:4,1 4096:395:4,1 5008:395:4,1 8192:398:4,3 16384:398:4,6 32768:398:4,12 32x3408 3072:319:8,14 "
+        "33x48 16:395:4,2 64:395:4,2 112:395:4,2 256:395:4,2 1008:395:4,2 1024:395:4,2 2048:395:4,2 4096:395:4,2 "
+        "5008:395:4,2 8192:398:4,6 16384:398:4,12 32768:398:4,24 33x4096 1024:322:2,64 4096:322:2,64 8192:322:2,64 "
+        "16384:322:2,64 32768:322:2,64 40x5440 1264:346:4,22 48x48 12000:312:4,4 48x416 4000:403:8,8 48x8192 "
+        "3008:354:2,64 56x6096 2064:362:4,24 63x2048 14000:333:2,64 64x16 256:429:2,1 4096:429:2,1 16384:220:1,6 "
+        "32768:220:1,12 64x64 16:395:4,2 64:395:4,2 112:395:4,2 256:395:4,2 1008:395:4,2 1024:395:4,2 1280:395:4,2 "
+        "1312:395:4,2 1344:395:4,2 1408:395:4,2 1536:395:4,2 2048:395:4,2 2560:395:4,2 2608:395:4,2 2624:395:4,2 "
+        "3008:395:4,2 3840:395:4,2 3904:395:4,2 4096:395:4,2 5008:395:4,2 5120:395:4,2 5184:333:2,2 6000:333:2,2 "
+        "6400:333:2,2 6464:333:2,2 7680:333:2,2 8192:333:2,3 10240:333:2,3 10304:333:2,4 12000:333:2,4 "
+        "12288:333:2,4 15360:333:2,5 15424:333:2,6 16384:333:2,6 20000:333:2,7 20480:333:2,7 24576:333:2,9 "
+        "25376:333:2,9 28672:333:2,11 32000:333:2,12 32768:333:2,12 64x3744 9808:273:4,24 64x6752 7344:368:4,27 "
+        "64x8192 1024:417:4,29 4096:417:4,29 8192:417:4,29 16384:417:4,29 32768:417:4,29 65x80 16:403:8,3 "
+        "64:403:8,3 112:403:8,3 256:403:8,3 1008:403:8,3 1024:403:8,3 2048:403:8,3 4096:403:8,3 5008:403:8,3 "
+        "8192:406:8,9 16384:406:8,15 32768:230:4,27 69x848 1872:235:8,14 80x816 12432:359:8,12 80x4432 "
+        "3424:382:4,18 88x6320 4336:386:4,25 88x6704 7296:386:4,27 95x112 7008:406:8,6 96x96 20000:339:8,7 100x112 "
+        "16:403:8,4 64:403:8,4 112:403:8,4 256:403:8,4 1008:403:8,4 1024:403:8,4 2048:403:8,4 4096:403:8,4 "
+        "5008:403:8,4 8192:406:8,12 16384:238:8,12 32768:238:8,14 100x1008 1024:248:8,11 4096:248:8,11 "
+        "8192:262:2,64 16384:262:2,64 32768:262:2,64 101x1312 6544:265:8,11 104x336 20304:288:8,14 112x448 "
+        "25744:335:4,28 127x256 9008:316:8,12 128x128 16:403:8,4 64:403:8,4 112:403:8,4 256:403:8,4 1008:403:8,4 "
+        "1024:403:8,4 1280:403:8,4 1312:403:8,4 1344:403:8,4 1408:403:8,4 2048:403:8,4 2560:403:8,4 2608:403:8,4 "
+        "2624:403:8,4 3840:403:8,4 3904:403:8,4 4096:403:8,4 5008:403:8,4 5120:403:8,4 5184:339:8,2 6000:339:8,2 "
+        "6400:339:8,2 6464:339:8,2 7680:339:8,2 8192:339:8,3 10240:339:8,3 10304:339:8,4 12000:339:8,4 "
+        "12288:339:8,4 15360:339:8,5 15424:339:8,6 16144:339:8,6 16384:339:8,6 20480:339:8,7 24576:339:8,9 "
+        "28672:339:8,11 32000:339:8,11 32768:339:8,11 128x256 1024:403:8,8 4096:403:8,8 8192:339:8,6 16384:339:8,12 "
+        "32768:339:8,12 128x512 1024:393:2,64 4096:248:8,6 8192:339:8,12 16384:339:8,12 32768:339:8,12 128x1024 "
+        "1024:248:8,11 4096:248:8,11 8192:248:8,11 16384:248:8,11 32768:248:8,11 128x4096 1024:419:8,15 "
+        "4096:419:8,15 8192:419:8,15 16384:419:8,15 32768:419:8,15 129x144 16:433:4,15 64:395:4,15 112:433:4,15 "
+        "256:395:4,15 1008:395:4,15 1024:395:4,15 2048:395:4,15 4096:395:4,15 5008:395:4,15 8192:234:4,27 "
+        "16384:325:4,30 32768:284:4,30 136x1216 1904:330:8,15 156x48 272:395:4,5 160x160 6000:335:4,12 160x6000 "
+        "1536:204:8,12 163x464 2736:231:4,24 192x192 16384:335:4,30 200x208 28672:349:8,15 205x704 704:330:8,15 "
+        "207x560 5072:328:8,15 251x1296 720:267:2,66 256x128 1024:403:8,8 4096:403:8,8 8192:339:8,6 16384:339:8,12 "
+        "32768:339:8,12 256x256 16:393:2,64 64:393:2,64 112:393:2,64 256:393:2,64 1008:393:2,64 1024:393:2,64 "
+        "1280:393:2,64 1312:393:2,64 1344:393:2,64 1408:393:2,64 2048:393:2,64 2560:328:8,6 2608:328:8,6 "
+        "2624:328:8,6 3840:328:8,6 3904:328:8,6 4096:328:8,6 5008:328:8,6 5120:328:8,6 5184:339:8,8 6000:339:8,8 "
+        "6400:339:8,8 6464:339:8,8 7680:339:8,8 8192:339:8,12 10240:339:8,12 10304:339:8,12 12288:339:8,12 "
+        "15360:339:8,12 15424:339:8,12 16384:339:8,12 20000:339:8,12 20480:339:8,12 24576:339:8,12 25440:339:8,12 "
+        "32000:339:8,12 32768:339:8,12 256x384 8192:339:8,12 16384:339:8,12 32768:339:8,12 256x2048 1024:415:8,15 "
+        "4096:415:8,15 8192:415:8,15 16384:415:8,15 32768:415:8,15 256x12288 24000:239:2,64 264x64 880:435:8,6 "
+        "271x688 4112:275:8,15 287x112 1824:435:8,12 287x592 3360:336:8,15 288x672 12288:340:8,15 16832:340:8,15 "
+        "295x1120 256:370:8,15 296x1232 2704:419:8,15 304x1648 5936:417:4,30 320x320 3008:313:8,15 320x640 "
+        "16384:336:8,15 331x1424 6560:419:8,15 347x384 3600:328:8,12 353x1120 1120:374:8,15 360x2352 3232:296:4,30 "
+        "376x928 12352:291:8,15 384x128 1024:403:8,12 4096:403:8,12 8192:339:8,9 16384:339:8,15 32768:339:8,15 "
+        "384x336 9072:248:8,12 384x384 16:328:8,12 64:328:8,12 112:328:8,12 256:328:8,12 1008:328:8,12 "
+        "1024:328:8,12 2048:328:8,12 4096:328:8,12 5008:328:8,12 8192:328:8,12 16384:328:8,12 32768:328:8,12 "
+        "384x512 8192:336:8,12 16384:336:8,12 32768:336:8,12 392x848 19536:360:8,14 408x2496 4928:300:4,30 432x544 "
+        "1312:271:8,14 456x560 16608:356:8,15 464x448 3024:342:8,12 467x240 1440:248:8,12 467x416 3680:275:8,12 "
+        "500x512 12000:285:8,12 501x192 1312:235:8,12 504x704 18096:364:8,15 507x176 6128:235:8,12 511x272 "
+        "2000:248:8,12 512x128 1024:393:2,64 4096:328:8,6 8192:339:8,12 16384:339:8,12 32768:339:8,12 512x512 "
+        "16:356:8,12 64:356:8,12 112:356:8,12 256:356:8,12 1008:356:8,12 1024:356:8,12 2048:356:8,12 4096:356:8,12 "
+        "5008:356:8,12 6000:356:8,12 8192:356:8,12 12000:356:8,12 12880:356:8,12 16384:356:8,12 28672:356:8,12 "
+        "32768:356:8,12 512x640 8192:291:8,12 16384:291:8,12 32768:291:8,12 512x1024 8192:366:2,64 16384:366:2,64 "
+        "32768:366:2,64 513x816 528:380:8,14 528x336 1712:265:8,15 529x1184 5968:413:8,15 537x1264 3312:413:8,15 "
+        "547x48 1200:395:4,18 547x368 1168:275:8,15 592x2352 3296:438:2,65 595x80 3600:435:8,15 599x1600 "
+        "4432:294:2,65 600x1440 1024:296:4,30 624x224 2416:248:8,15 640x640 1024:370:8,15 4096:370:8,15 "
+        "8192:370:8,15 16384:370:8,15 32768:370:8,15 647x608 6672:372:8,15 655x928 5456:384:4,30 673x480 "
+        "656:269:2,66 680x496 2512:289:8,15 688x256 25072:336:8,12 712x736 400:374:8,15 720x320 1216:342:8,15 "
+        "721x736 448:257:8,12 729x656 2768:415:8,15 731x1152 1312:306:8,15 768x768 1024:442:8,12 4096:427:8,15 "
+        "8192:427:8,15 16384:427:8,15 32768:427:8,15 768x1024 20000:411:2,64 800x336 3760:285:8,14 813x1088 "
+        "5088:294:2,63 823x272 6384:275:8,14 896x480 2000:427:8,12 896x896 32768:186:8,14 904x16 7680:228:4,8 "
+        "944x1744 11552:183:2,64 969x48 6016:228:4,24 1000x16 256:431:8,4 4096:431:8,4 16384:228:4,24 "
+        "32768:224:2,64 1000x112 1024:246:8,12 4096:328:8,11 8192:345:8,14 16384:345:8,14 32768:345:8,14 1000x1008 "
+        "16:253:8,14 64:253:8,14 112:253:8,14 256:200:2,64 1008:200:2,64 1024:200:2,64 2048:200:2,64 4096:200:2,64 "
+        "5008:202:8,14 8192:200:2,64 16384:200:2,64 32768:200:2,64 1023x1040 3504:423:8,14 1024x128 1024:328:8,11 "
+        "4096:328:8,11 8192:328:8,11 16384:328:8,11 32768:328:8,11 1024x768 28672:440:2,64 1024x1008 1536:200:2,64 "
+        "1024x1024 16:200:2,64 64:200:2,64 112:200:2,64 256:200:2,64 1008:200:2,64 1024:200:2,64 2048:200:2,64 "
+        "4096:200:2,64 5008:200:2,64 8192:200:2,64 8656:200:2,64 11248:200:2,64 12000:200:2,64 16384:200:2,64 "
+        "32768:200:2,64 1024x1280 8192:421:2,64 16384:421:2,64 32768:421:2,64 1024x2048 8192:189:2,64 "
+        "16384:189:2,64 32768:189:2,64 1024x8192 1024:250:2,66 4096:250:2,66 8192:250:2,66 16384:250:2,66 "
+        "32768:250:2,66 1031x432 3840:415:8,15 1040x560 8672:378:2,65 1048x160 3136:263:8,15 1056x976 2048:215:2,63 "
+        "1065x256 4656:356:8,12 1095x976 7824:421:2,63 1104x512 6768:198:8,12 1136x96 5120:248:8,9 1146x160 "
+        "5648:263:8,15 1177x992 4464:304:2,64 1184x48 1552:309:4,19 1195x864 2096:298:2,63 1240x1120 400:210:2,63 "
+        "1280x1280 8192:184:8,15 16384:184:8,15 32768:184:8,15 1293x800 5312:302:2,63 1371x864 1328:421:2,66 "
+        "1500x1504 1536:192:8,15 1536x1024 8192:210:2,64 1536x1536 1024:243:2,64 4096:212:2,66 8192:212:2,66 "
+        "16384:212:2,66 32768:212:2,66 1568x848 10656:438:2,65 1776x2432 5360:240:2,65 1880x240 2240:425:4,24 "
+        "1936x2464 2992:242:2,65 2047x64 14000:353:4,22 2048x256 1024:366:2,64 4096:366:2,64 8192:366:2,64 "
+        "16384:366:2,64 32768:366:2,64 2048x1024 12000:189:2,64 2048x2048 16:250:2,64 64:250:2,64 112:250:2,64 "
+        "256:250:2,64 1008:250:2,64 1024:250:2,64 2048:250:2,64 4096:250:2,64 5008:250:2,64 6000:250:2,64 "
+        "8192:250:2,64 16384:250:2,64 32768:250:2,64 2048x8192 3008:250:2,66 2424x1264 7776:196:2,65 2656x16 "
+        "11792:224:2,63 2824x16 4464:431:8,12 2864x16 12048:228:4,24 3000x16 6000:228:4,24 3000x3008 6000:241:2,66 "
+        "3280x16 5456:228:4,26 4000x320 28672:421:2,64 4096x16 256:429:2,64 4096:429:2,64 16384:429:2,64 "
+        "32768:429:2,64 4096x48 1024:244:2,64 4096:244:2,64 8192:244:2,64 16384:244:2,64 32768:244:2,64 4096x128 "
+        "1024:366:2,64 4096:366:2,64 8192:366:2,64 16384:366:2,64 32768:366:2,64 4096x4096 16:250:2,66 64:250:2,66 "
+        "112:250:2,66 256:250:2,66 1008:250:2,66 1024:250:2,66 2048:250:2,66 3008:250:2,66 4096:250:2,66 "
+        "5008:250:2,66 8192:250:2,66 16384:250:2,66 20000:250:2,66 32768:250:2,66 4096x8192 3008:250:2,66 "
+        "20000:250:2,66 4160x64 4000:350:4,22 4384x16 800:225:4,18 4424x16 18704:225:4,18 4880x48 2512:280:4,20 "
+        "5576x48 5936:280:4,22 5760x8192 6432:240:2,66 6000x160 12000:423:8,12 6000x6000 336:256:2,66 6248x8192 "
+        "7888:252:2,66 7008x48 8672:280:4,28 7056x8192 3184:251:2,66 7488x16 6128:225:4,30 7768x64 2112:376:4,25 "
+        "7880x16 720:221:2,62 7912x16 13344:221:2,62 7920x96 11344:277:2,62 7976x64 6944:376:4,25 8192x16 "
+        "256:221:2,64 1024:221:2,64 4096:221:2,64 8192:221:2,64 12000:221:2,64 16384:221:2,64 32768:221:2,64 "
+        "8192x32 4000:259:2,64 8192x48 6000:278:2,64 8192x64 1024:376:4,26 4096:376:4,26 8192:376:4,26 "
+        "16384:376:4,26 32768:376:4,26 8192x96 20000:277:2,64 8192x320 16000:218:2,64 8192x1024 1024:250:2,66 "
+        "4096:250:2,66 8192:250:2,66 16384:250:2,66 32768:250:2,66 8192x2048 24000:250:2,66 8192x2128 "
+        "11792:255:2,66 8192x4096 7008:250:2,66 12000:250:2,66 8192x4224 10736:197:2,66 8192x4480 10880:256:2,66 "
+        "8192x8192 16:250:2,66 64:250:2,66 112:250:2,66 256:250:2,66 1008:250:2,66 1024:250:2,66 1536:250:2,66 "
+        "2048:250:2,66 4096:256:2,66 5008:256:2,66 6000:256:2,66 8192:256:2,66 11008:256:2,66 16384:256:2,66 "
+        "28672:256:2,66 32768:256:2,66 12288x256 2048:196:2,64 "
     ),
 }

@@ -240,3 +240,109 @@ def test_fps_cub_8_observe_tool_on_cpu(tmp_path):
         assert c["offline_matched"] is not None and "no launch grid" in c["observer_error"]
     summ = json.loads((tmp_path / "observe_summary.json").read_text())
     assert summ["torch-bf16"]["all"]["not_modelled"] == 1
+
+
+HELDOUT2 = ROOT / "vectors" / "provenance" / "h200-cublas" / "heldout2.jsonl"
+_GEMV_FP8 = "nvjet_sm90_qqsss_64x8_128x16_4x1_v_bz_algo2_splitK_TNT"
+
+
+@pytest.fixture(scope="module")
+def persistent_call() -> dict:
+    """The FP8 call at 1 x 3344 x 14864 of heldout2.jsonl: a split launch on the persistent
+    grid (4, 30, 1) of clusters of 4, 56 output tiles."""
+    recs = [r for r in read_records([HELDOUT2]) if r.get("kind") == "call" and r["target"] == "torch-scaled-mm"
+            and r["shape"] == [1, 3344, 14864]]
+    assert len(recs) == 1
+    return recs[0]
+
+
+def test_fps_cub_10_persistent_launch_gives_candidates():
+    """FPS-CUB-10: 120 CTAs are no whole number of slices of 56 tiles; the grid is the
+    persistent one of clusters of 4, so P is any of 2 .. slice_cap whose P T CTAs exceed
+    120: 3, 4, 5 (117 K tiles, cap 5); the choice has no model until settled, and
+    kernel_parameters says how to settle it.  A grid that is not the persistent one of its
+    cluster size stays unknown."""
+    c = ch.plan_from_kernel("torch-scaled-mm", 1, 3344, 14864, _GEMV_FP8, [4, 30, 1])
+    assert (c.confidence, c.candidates, c.tiles, c.p, c.s) == ("candidates", (3, 4, 5), 56, None, None)
+    assert not c.modelled
+    with pytest.raises(FpspecError, match="settle_choice"):
+        models.kernel_model(c)
+    assert ch.persistent_candidates(14864, 128, 56, 120, (4, 1)) == (3, 4, 5)
+    assert ch.persistent_candidates(14864, 128, 56, 120, (2, 1)) == ()      # clusters of 2 persist on 132
+    assert ch.persistent_candidates(14864, 128, 56, 132, (2, 1)) == (3, 4, 5)
+    assert ch.persistent_candidates(4096, 128, 56, 120, (4, 1)) == ()       # cap 1: no split at all
+    odd = ch.plan_from_kernel("torch-scaled-mm", 1, 3344, 14864, _GEMV_FP8, [4, 29, 1])
+    assert odd.confidence == "unknown" and "not a whole number" in odd.note
+    s = ch.settled(c, 4)
+    assert (s.confidence, s.p, s.s) == ("outputs", 4, 3840) and s.modelled
+    assert models.kernel_model(s) == get_model("km-h100-fp8-promote128", require_full_groups=False, split_k=3840)
+    with pytest.raises(FpspecError, match="not a candidate"):
+        ch.settled(c, 2)
+
+
+def test_fps_cub_10_settle_choice_on_the_calls_outputs(persistent_call):
+    """FPS-CUB-10: the recorded outputs single out P = 4 (S = 3840; P = 3 and 5 miss some);
+    a sample no candidate reproduces is an error, not a guess; a choice that is not
+    ambiguous passes through."""
+    from fpspec.adapters.settle import settle_choice, settle_sample
+
+    a, bt = _operands(persistent_call)
+    want = bits_from_hex(persistent_call["bits"])
+    c = ch.plan_from_kernel("torch-scaled-mm", 1, 3344, 14864, _GEMV_FP8, [4, 30, 1])
+    got = settle_choice(c, a, bt[::2], want[::2])            # settled on half the sample
+    assert (got.p, got.s) == (4, 3840)
+    assert np.array_equal(gemm(a, bt[1::2], models.kernel_model(got), fmt="e4m3").astype(np.float32)
+                          .reshape(-1).view(np.uint32), want[1::2])      # the other half reproduced
+    for p in (3, 5):
+        other = models.kernel_model(ch.settled(c, p))
+        assert (gemm(a, bt, other, fmt="e4m3").astype(np.float32).reshape(-1).view(np.uint32) != want).any()
+    bad = want.copy()
+    bad[5] ^= 1
+    with pytest.raises(FpspecError, match="no candidate slice count"):
+        settle_choice(c, a, bt, bad)
+    with pytest.raises(FpspecError, match="sampled outputs for"):
+        settle_choice(c, a, bt, want[:10])
+    plain = ch.plan_from_kernel("torch-bf16", 64, 64, 16384, "nvjet_sm90_tss_64x32_64x16_1x2_h_bz_splitK_TNT",
+                                [1, 2, 32])
+    assert settle_choice(plain, a, bt, want) is plain
+    assert settle_sample(10, 4) == [0, 3, 6, 9] and settle_sample(10, 3, avoid=[0, 1, 2]) == [3, 6, 9]
+    assert settle_sample(1, 4, avoid=[0]) == [0]             # nothing else to take
+
+
+def test_fps_cub_10_observation_settles_and_accept_scores_the_other_half(tmp_path, monkeypatch, persistent_call):
+    """FPS-CUB-10: settle_observation picks P from the call's result at outputs outside the
+    scored sample, widening the sample while candidates tie; the acceptance tool settles on
+    the even sampled columns and scores the odd ones only (32 of 64)."""
+    from fpspec.adapters.torch_gemm import Observation, settle_observation
+
+    a, bt = _operands(persistent_call)
+    want = bits_from_hex(persistent_call["bits"]).view(np.float32).reshape(1, -1)
+    k = 14864
+    c = ch.plan_from_kernel("torch-scaled-mm", 1, 3344, k, _GEMV_FP8, [4, 30, 1])
+    obs = Observation("torch-scaled-mm", (1, want.shape[1], k), ((_GEMV_FP8, (4, 30, 1)),), _GEMV_FP8, (4, 30, 1),
+                      "correlation", error="ambiguous", result=want, choice=c)
+    done = settle_observation(obs, a, bt, avoid_cols=range(8))
+    assert done.error is None and done.choice.p == 4 and done.model.slice_lengths(k) == [3840, 3840, 3840, 3344]
+    assert "settled by the call's outputs" in done.to_dict()["settled"]
+    assert settle_observation(done, a, bt) is done
+    import fpspec.adapters.settle as settle_mod
+    from fpspec.adapters.settle import fitting_candidates
+
+    # one output leaves several candidates: the next, larger sample settles it; the largest
+    # sample still ambiguous is an error that says so
+    assert len(fitting_candidates(c, a, bt[:1], want[:, :1])) > 1
+    monkeypatch.setattr(settle_mod, "SETTLE_SAMPLES", ((1, 1), (1, 64)))
+    assert settle_observation(obs, a, bt).choice.p == 4
+    monkeypatch.setattr(settle_mod, "SETTLE_SAMPLES", ((1, 1),))
+    left = settle_observation(obs, a, bt)
+    assert left.model is None and "cannot settle P" in left.error
+    bad = want.copy()
+    bad[0, 0] = -bad[0, 0]
+    wrong = settle_observation(Observation(**{**obs.__dict__, "result": bad}), a, bt)
+    assert wrong.model is None and "no candidate slice count" in wrong.error
+    run = tmp_path / "run.jsonl"
+    run.write_text(json.dumps(persistent_call) + "\n")
+    rep = accept_tool.accept([str(run)])
+    d = rep["targets"]["torch-scaled-mm"]["all"]
+    assert (d["outputs"], d["observer_outputs"], d["observer"], d["settled_calls"]) == (64, 32, 32, 1)
+    assert "settled" in rep["failures"][0]

@@ -111,10 +111,14 @@ def test_sample_index_and_shapes_file(tmp_path):
 
 
 def test_heldout_shapes_are_not_in_the_grid():
-    held = common.parse_shapes_text((ROOT / "vectors/provenance/h200-cublas/heldout_shapes.txt").read_text())
+    """Each held-out set is new: not in the sweep's grid, nor in an earlier set."""
     grid = common.default_grid()
-    assert len(held) >= 60 and len(set(held)) == len(held) and not set(held) & set(grid)
-    assert any(m == 1 for m, _, _ in held) and any(8192 in (m, n) for m, n, _ in held)
+    before = set(grid)
+    for name in ("heldout", "heldout2", "heldout3", "heldout4"):
+        held = common.parse_shapes_text((ROOT / f"vectors/provenance/h200-cublas/{name}_shapes.txt").read_text())
+        assert len(held) >= 60 and len(set(held)) == len(held) and not set(held) & before, name
+        assert any(m == 1 for m, _, _ in held) and any(8192 in (m, n) for m, n, _ in held), name
+        before |= set(held)
     assert len(grid) == 455 and max(k for _, _, k in grid) == 32768 and min(k for _, _, k in grid) == 16
 
 
@@ -469,6 +473,25 @@ def test_fps_cub_9_accept_leave_one_out_and_committed_reports(tmp_path, heldout_
     assert got.confidence == "nearest" and got.source != (8192, 17, 4000)
     assert "offline, shape left out" in acc.rst_fragment(loo) and "offline (``resolve``)" in acc.rst_fragment(table)
     rendered = ROOT / "docs" / "cublas-reports"
-    for name in ("accept-sweep", "accept-heldout", "accept-loo", "accept-heldout-rule1"):
+    for name in ("accept-sweep", "accept-heldout", "accept-loo", "accept-heldout-rule1", "accept-heldout2",
+                 "accept-heldout3-first", "accept-heldout4"):
         assert acc.main(["--render", str(rendered / f"{name}.json"), "--rst", str(rendered / f"{name}.inc"),
                          "--check"]) == 0, name
+
+
+def test_fps_cub_9_fourth_heldout_run_reproduced_by_the_observer():
+    """FPS-CUB-9, FPS-CUB-10: the acceptance result quoted in docs/cublas-h200.rst: on the
+    fourth held-out run (never a table source) the observer reproduces every scored output
+    of all 328 calls, 9 of them persistent launches settled by half their sample; the
+    offline counts are the committed report's."""
+    import h200_cublas_accept as acc
+
+    rep = acc.accept([str(ROOT / "vectors/provenance/h200-cublas/heldout4.jsonl")])
+    committed = json.loads((ROOT / "docs/cublas-reports/accept-heldout4.json").read_text())
+    assert rep["calls"] == 328 and rep["operand_mismatches"] == 0
+    assert sum(d["all"]["settled_calls"] for d in rep["targets"].values()) == 9
+    for t, d in rep["targets"].items():
+        a = d["all"]
+        assert a["observer"] == a["observer_outputs"] and a["not_modelled_observer"] == 0, t
+        assert a["offline"] == committed["targets"][t]["all"]["offline"], t
+    assert rep["targets"]["torch-scaled-mm"]["all"]["offline"] == 5127          # 97.7 % of 5248

@@ -13,7 +13,10 @@ targets: the four of the sweep - it generates the operands of the sweep's hash
 and once under the profiler (:func:`fpspec.adapters.torch_gemm.observe_call`), reads the
 kernel and its grid, takes the model :func:`fpspec.models.model_for_kernel` gives, and
 compares fpspec's output under that model on the sampled outputs with the call's, bit for
-bit; it also records the offline model's match (``fpspec.models.resolve``).  A kernel the
+bit; it also records the offline model's match (``fpspec.models.resolve``).  A persistent
+split launch (FPS-CUB-10) has its slice count settled on outputs outside the sampled rows
+and columns (:func:`fpspec.adapters.torch_gemm.settle_observation`), so the sample the
+match is counted on played no part in choosing the model.  A kernel the
 observer does not model (SIMT) is recorded with its reason and no observer match.
 ``--device cpu`` runs the same on torch's CPU ops (no kernels, no grid: the observer
 models nothing there, and the CPU's FP32 results are not cuBLAS's) to test the script.
@@ -36,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from h200_cublas_common import TARGETS, bits_hex, code_checksum, codes_numpy, parse_shapes_text  # noqa: E402
 from h200_cublas_sweep import TorchBackend, build_jobs  # noqa: E402
 
-from fpspec.adapters.torch_gemm import observe_call, target_call  # noqa: E402
+from fpspec.adapters.torch_gemm import observe_call, settle_observation, target_call  # noqa: E402
 from fpspec.cublas_h200 import kernel_family  # noqa: E402
 from fpspec.errors import FpspecError  # noqa: E402
 from fpspec.matmul import gemm  # noqa: E402
@@ -77,6 +80,7 @@ def run_job(be: TorchBackend, job: dict) -> dict:
         a = be.operand(fmt, job["seed_a"], m, k)
         target_call(t, target, a, bt)
     obs = observe_call(lambda: target_call(t, target, a, bt), target, (m, n, k), torch=t)
+    obs = settle_observation(obs, a, bt, avoid_rows=job["rows"], avoid_cols=job["cols"])  # FPS-CUB-10
     rows = t.tensor(job["rows"], dtype=t.int64, device=be.device)
     cols = t.tensor(job["cols"], dtype=t.int64, device=be.device)
     y = obs.result.index_select(0, rows).index_select(1, cols).float().cpu().numpy().astype(np.float32)
@@ -88,7 +92,8 @@ def run_job(be: TorchBackend, job: dict) -> dict:
                kernels=[[nm, list(g) if g else None] for nm, g in obs.kernels],
                family=kernel_family(obs.kernel) if obs.kernel else "none", outputs=int(got.size),
                bits=bits_hex(got), observer_error=obs.error,
-               observer_model=obs.model.to_dict() if obs.model is not None else None)
+               observer_model=obs.model.to_dict() if obs.model is not None else None,
+               settled=obs.to_dict()["settled"])
     rec["observer_matched"] = None if obs.model is None else int((fpspec_bits(obs.model, fmt, job) == got).sum())
     try:
         offline = resolve(PRESET_OF[target], (m, n, k))

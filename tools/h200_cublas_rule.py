@@ -36,6 +36,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(ROOT))
 
+import numpy as np  # noqa: E402
+from h200_cublas_common import bits_from_hex, codes_numpy  # noqa: E402
+
 from fpspec import cublas_h200 as ch  # noqa: E402
 
 MODULE_WRAP = 118
@@ -93,7 +96,7 @@ def observations(calls: list[dict], log=None) -> dict[str, list[ch.Observation]]
         if kg is None:
             continue
         m, n, k = (int(v) for v in rec["shape"])
-        o = ch.Observation(m, n, k, kg[0], kg[1])
+        o = ch.Observation(m, n, k, kg[0], kg[1], persistent_p(rec, kg))
         key = (rec["target"], m, n, k)
         if key in seen:
             if seen[key] != o and log is not None:
@@ -102,6 +105,21 @@ def observations(calls: list[dict], log=None) -> dict[str, list[ch.Observation]]
         seen[key] = o
         out.setdefault(rec["target"], []).append(o)
     return out
+
+
+def persistent_p(rec: dict, kg: tuple[str, tuple[int, int, int]]) -> int | None:
+    """A persistent split launch's slice count, settled by the call's recorded outputs
+    (FPS-CUB-10, :func:`fpspec.adapters.settle.settle_choice`); None for any other call."""
+    m, n, k = (int(v) for v in rec["shape"])
+    choice = ch.plan_from_kernel(rec["target"], m, n, k, kg[0], kg[1])
+    if choice.confidence != "candidates":
+        return None
+    from fpspec.adapters.settle import settle_choice
+
+    dt = np.uint8 if rec["fmt"] == "e4m3" else np.uint16
+    a = codes_numpy(rec["fmt"], rec["seed_a"], rec["rows"], k).astype(dt)
+    bt = codes_numpy(rec["fmt"], rec["seed_b"], rec["cols"], k).astype(dt)
+    return settle_choice(choice, a, bt, bits_from_hex(rec["bits"])).p
 
 
 # ================================================================== emit
@@ -136,8 +154,9 @@ def module_text(sweep: str | Path | Sequence[str | Path]) -> str:
         *[f"{r} ({d})" for r, d in zip(rels, digests)],
         "",
         "CALLS: per target, every call of the sources: ``MxN`` (the output shape run) starts a group of",
-        "``K:kernel:grid`` items (K, the index of the call's GEMM kernel in KERNELS, its launch",
-        "grid x,y[,z]).  Read by fpspec.cublas_h200 (FPS-CUB-4).",
+        "``K:kernel:grid[:P]`` items (K, the index of the call's GEMM kernel in KERNELS, its launch",
+        "grid x,y[,z], and for a persistent split launch the slice count P its recorded outputs",
+        "settle, FPS-CUB-10).  Read by fpspec.cublas_h200 (FPS-CUB-4).",
         '"""',
         "",
         "from __future__ import annotations",
@@ -176,7 +195,7 @@ def module_text(sweep: str | Path | Sequence[str | Path]) -> str:
                 items.append(f"{o.m}x{o.n}")
                 last = (o.m, o.n)
             g = o.grid if o.grid[2] != 1 else o.grid[:2]
-            items.append(f"{o.k}:{kid[o.kernel]}:{','.join(str(v) for v in g)}")
+            items.append(f"{o.k}:{kid[o.kernel]}:{','.join(str(v) for v in g)}" + (f":{o.p}" if o.p else ""))
         lines.append(f"    {target!r}: (")
         for chunk in textwrap.wrap(" ".join(items), MODULE_WRAP - 12, break_long_words=False, break_on_hyphens=False):
             lines.append(f'        "{chunk} "')

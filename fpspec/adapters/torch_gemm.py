@@ -10,7 +10,7 @@ tests of this module; those kernels are not what the probe is after).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -18,7 +18,8 @@ import numpy as np
 from ..errors import FpspecError
 
 __all__ = ["require_torch", "TorchScaledMMTarget", "TorchMatmulTarget", "torch_info", "Observation",
-           "observe_call", "observation", "observation_from_trace", "observe", "target_call", "OBSERVE_TAG"]
+           "observe_call", "observation", "observation_from_trace", "settle_observation", "observe", "target_call",
+           "OBSERVE_TAG"]
 
 
 def require_torch(device: str = "cuda") -> Any:
@@ -156,8 +157,10 @@ _CPU_GEMM_OPS = ("aten::_scaled_mm", "aten::mm", "aten::addmm", "aten::bmm", "at
 class Observation:
     """One observed GEMM call: the target (a :data:`fpspec.cublas_h200.TARGETS` name), the
     shape (M, N, K), the kernels it launched (name, grid; in launch order), the GEMM kernel
-    among them, how they were attributed, the call's result, and the model
-    (:func:`fpspec.models.model_for_kernel`) or why there is none."""
+    among them, how they were attributed, the call's result, the kernel's
+    :class:`~fpspec.cublas_h200.KernelChoice` (``choice``; confidence ``"outputs"`` when
+    the call's outputs settled a persistent launch's slice count, FPS-CUB-10) and the
+    model (:func:`fpspec.models.kernel_model` of it) or why there is none."""
 
     target: str
     shape: tuple[int, int, int]
@@ -168,12 +171,15 @@ class Observation:
     model: Any = None
     error: str | None = None
     result: Any = field(default=None, repr=False, compare=False)
+    choice: Any = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict:
         return {"target": self.target, "shape": list(self.shape), "kernel": self.kernel,
                 "grid": list(self.grid) if self.grid else None, "method": self.method,
                 "kernels": [[n, list(g) if g else None] for n, g in self.kernels],
-                "model": self.model.to_dict() if self.model is not None else None, "error": self.error}
+                "model": self.model.to_dict() if self.model is not None else None, "error": self.error,
+                "settled": self.choice.note if self.choice is not None and self.choice.confidence == "outputs"
+                else None}
 
 
 def target_call(torch: Any, target: str, a: Any, bt: Any) -> Any:
@@ -232,8 +238,8 @@ def observation_from_trace(trace: dict, target: str, shape: Any, *, result: Any 
     """The :class:`Observation` of a kineto trace (Chrome JSON) in which the call ran inside
     ``record_function(OBSERVE_TAG)`` (FPS-CUB-8); pure Python.  Without CUDA kernel events
     torch's CPU GEMM ops stand in (no grid: no model)."""
-    from ..cublas_h200 import LIBRARY_PRESETS, pick_gemm_kernel
-    from ..models import model_for_kernel
+    from ..cublas_h200 import LIBRARY_PRESETS, choice_for_kernel, pick_gemm_kernel
+    from ..models import kernel_model
     from .kernel_trace import attribute_kernels
 
     target = LIBRARY_PRESETS.get(target, target)
@@ -252,13 +258,63 @@ def observation_from_trace(trace: dict, target: str, shape: Any, *, result: Any 
         return Observation(**base, kernel=None, grid=None, error="no kernel attributed to the call")
     name, grid = picked
     grid_seen = dict(kernels).get(name)
+    choice = None
     try:
         if grid_seen is None:
             raise FpspecError(f"{name}: the profiler gave no launch grid (a CPU op, or no CUDA activity)")
-        model = model_for_kernel(target, (m, n, k), name, grid)
+        choice = choice_for_kernel(target, (m, n, k), name, grid)
+        model = kernel_model(choice)
     except FpspecError as exc:
-        return Observation(**base, kernel=name, grid=tuple(grid_seen) if grid_seen else None, error=str(exc))
-    return Observation(**base, kernel=name, grid=tuple(grid), model=model)
+        return Observation(**base, kernel=name, grid=tuple(grid_seen) if grid_seen else None, error=str(exc),
+                           choice=choice)
+    return Observation(**base, kernel=name, grid=tuple(grid), model=model, choice=choice)
+
+
+def settle_observation(obs: Observation, a: Any, bt: Any, *, avoid_rows: Any = (),
+                       avoid_cols: Any = ()) -> Observation:
+    """``obs`` with a persistent launch's slice count settled by the call's outputs
+    (FPS-CUB-10, :func:`fpspec.adapters.settle.settle_choice`): the samples of
+    :data:`~fpspec.adapters.settle.SETTLE_SAMPLES` in turn (rows x columns spread over the
+    result, outside ``avoid_rows`` / ``avoid_cols`` where it can be), until one sample
+    leaves one candidate; a, bt are the call's operands (numpy codes or tensors).  Any
+    other observation is returned as it is; when no candidate reproduces a sample, or the
+    largest leaves more than one, there is no model and ``error`` says why."""
+    from ..models import kernel_model
+    from .settle import SETTLE_SAMPLES, fitting_candidates, settle_sample
+
+    if obs.choice is None or obs.choice.confidence != "candidates" or obs.result is None:
+        return obs
+    m, n, _ = obs.shape
+    y = obs.result
+    where = f"{obs.target} at {'x'.join(map(str, obs.shape))}"
+    for n_rows, n_cols in SETTLE_SAMPLES:
+        rows = settle_sample(m, n_rows, list(avoid_rows))
+        cols = settle_sample(n, n_cols, list(avoid_cols))
+        got = y[rows][:, cols]
+        want = np.asarray(got.float().cpu().numpy() if hasattr(got, "cpu") else got, dtype=np.float32)
+        try:
+            fits = fitting_candidates(obs.choice, _as_codes(a, rows), _as_codes(bt, cols), want)
+        except FpspecError as exc:
+            return replace(obs, error=str(exc))
+        if len(fits) == 1:
+            return replace(obs, choice=fits[0], model=kernel_model(fits[0]), error=None)
+        if not fits:
+            return replace(obs, error=f"{where}: no candidate slice count "
+                                      f"({', '.join(map(str, obs.choice.candidates))}) reproduces the "
+                                      f"{want.size} sampled outputs; not modelled")
+    return replace(obs, error=f"{where}: slice counts {', '.join(str(c.p) for c in fits)} all reproduce "
+                              f"{want.size} sampled outputs; the call's outputs cannot settle P")
+
+
+def _as_codes(x: Any, rows: list[int]) -> np.ndarray:
+    """The code arrays (uint8 / uint16 bit patterns) of some rows of an operand."""
+    if isinstance(x, np.ndarray):
+        return np.ascontiguousarray(x[rows])
+    sub = x[rows].cpu().contiguous()
+    width = sub.element_size()
+    import torch as _t  # x is a tensor, so torch is there
+    raw = sub.view(_t.uint8 if width == 1 else _t.int16).numpy()
+    return raw.view(np.uint8 if width == 1 else np.uint16)
 
 
 def observation(a: Any, bt: Any, target: str, *, device: str | None = None) -> Observation:
@@ -283,7 +339,8 @@ def observation(a: Any, bt: Any, target: str, *, device: str | None = None) -> O
         target_call(t, target, ta, tb)
     except RuntimeError as exc:
         raise FpspecError(f"{target} at {'x'.join(map(str, shape))}: torch refused the call: {exc}") from None
-    return observe_call(lambda: target_call(t, target, ta, tb), target, shape, torch=t)
+    obs = observe_call(lambda: target_call(t, target, ta, tb), target, shape, torch=t)
+    return settle_observation(obs, ta, tb)
 
 
 def observe(a: Any, bt: Any, target: str, *, device: str | None = None) -> Any:

@@ -96,9 +96,24 @@ class _CountingTarget:
             self._stream.flush()
 
 
-#: Operand codes of ``--observe`` (values in [1, 2) of each format: cuBLAS picks its kernel from
-#: the shape and types, never the values).
-_OBSERVE_ONE = {"bf16": (0x3F80, 0x80, np.uint16), "fp16": (0x3C00, 0x400, np.uint16), "e4m3": (0x38, 8, np.uint8)}
+#: Operand codes of ``--observe``: (exponent field bias, exponent spread, mantissa bits, code
+#: dtype) of each format.  cuBLAS picks its kernel from the shape and types, never the values;
+#: the values have random signs and one exponent per block of _OBSERVE_BLOCK k, spread over
+#: 2 x spread + 1 binades, so that partial sums of K blocks differ by many binades and the
+#: outputs tell slice plans apart where the call's outputs settle one (FPS-CUB-10).
+_OBSERVE_CODES = {"bf16": (127, 6, 7, np.uint16), "fp16": (15, 6, 10, np.uint16), "e4m3": (7, 6, 3, np.uint8)}
+_OBSERVE_BLOCK = 128
+
+
+def _observe_operand(fmt: str, rows: int, k: int, rng: np.random.Generator) -> np.ndarray:
+    """Random finite codes of ``fmt`` (normal numbers, both signs; see _OBSERVE_CODES)."""
+    bias, spread, mbits, dtype = _OBSERVE_CODES[fmt]
+    width = 8 * np.dtype(dtype).itemsize
+    sign = rng.integers(0, 2, (rows, k)) << (width - 1)
+    blocks = rng.integers(-spread, spread + 1, (rows, -(-k // _OBSERVE_BLOCK)))
+    expo = (bias + np.repeat(blocks, _OBSERVE_BLOCK, axis=1)[:, :k]) << mbits
+    mant = rng.integers(0, 1 << mbits, (rows, k))
+    return (sign | expo | mant).astype(dtype)
 
 
 def _cmd_observe(args: argparse.Namespace) -> int:
@@ -120,10 +135,9 @@ def _cmd_observe(args: argparse.Namespace) -> int:
         raise FpspecError(f"--shape expects MxN, got {args.shape!r}") from None
     k = parse_size(args.k, "--k", 1, MAX_K)
     check_gemm_size(m, n, k, "--shape and --k give")
-    base, span, dtype = _OBSERVE_ONE[TARGETS[target].fmt]
+    fmt = TARGETS[target].fmt
     rng = np.random.default_rng(0)
-    a = (base + rng.integers(0, span, (m, k))).astype(dtype)
-    bt = (base + rng.integers(0, span, (n, k))).astype(dtype)
+    a, bt = _observe_operand(fmt, m, k, rng), _observe_operand(fmt, n, k, rng)
     obs = observation(a, bt, target)
     if args.json:
         print(json.dumps(obs.to_dict(), indent=2))
@@ -137,6 +151,8 @@ def _cmd_observe(args: argparse.Namespace) -> int:
             print("model: " + ", ".join(f"{key}={v}" for key, v in d.items() if key != "slice_plan")
                   + (f", slice_plan=({len(d['slice_plan'])} slices: {d['slice_plan'][0]} ... "
                      f"{d['slice_plan'][-1]})" if d["slice_plan"] else ""))
+            if obs.to_dict()["settled"]:
+                print(obs.to_dict()["settled"])
     return 0 if obs.model is not None else 1
 
 
