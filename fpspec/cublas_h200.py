@@ -516,7 +516,7 @@ class Predictor:
         """The same predictor with one shape of one target left out."""
         plans = dict(self._plans)
         plans[target] = {s: p for s, p in plans.get(target, {}).items() if s != tuple(shape)}
-        new = Predictor.__new__(Predictor)
+        new = type(self).__new__(type(self))
         new._set(plans)
         return new
 
