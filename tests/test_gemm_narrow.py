@@ -1,6 +1,6 @@
 """FPS-GEMM-10: the narrow window kernel (``gemm_window_narrow_rows``: int32 lanes, operands
 on one scale) and its branch-free chain steps (``keep_magnitude``, ``keep_floor``,
-``accumulate_row``) equal the exact spec and the scalar steps they replace,
+``accumulate_row``, ``add_rne32``) equal the exact spec and the scalar steps they replace,
 bit for bit, on adversarial values: window edges (shift counts 0, 1, 31, 32 and beyond),
 negative truncation, FLOOR, zeros, subnormals, the largest exponents, overflow."""
 
@@ -14,8 +14,10 @@ import pytest
 
 from fpspec.fast import kernels
 from fpspec.fast.accumulate import _terms_kernel, narrow_window
-from fpspec.fast.chain import (FLOOR, NO_TERMS, TRUNCATE, accumulate, accumulate_row, accumulator_exponent,
-                               accumulator_exponent_row, chain_plan, chain_spec, keep, keep_floor, keep_magnitude)
+from fpspec.fast.chain import (FLOOR, NO_TERMS, PROMOTE, TRUNCATE, accumulate, accumulate_row, accumulator_exponent,
+                               accumulator_exponent_row, add_rne32, after_group, after_group_row, chain_plan,
+                               chain_spec, keep, keep_floor, keep_magnitude)
+from fpspec.fast.fp32 import FP32_LATTICE, RNE, add_round
 from fpspec.gemm_operands import operand_formats
 from fpspec.matmul import gemm
 from fpspec.models import get_model
@@ -135,6 +137,30 @@ def test_fpsgemm10_accumulator_exponent_row():
         accumulator_exponent_row(c, emax, spec)
         want = [accumulator_exponent(float(x), spec) if math.isfinite(x) else NO_TERMS for x in c]
         assert emax.tolist() == want
+
+
+def test_fpsgemm6_add_rne32_equals_add_round():
+    """add_rne32 = add_round(x, y, RNE, FP32) on FP32 pairs: far apart (TwoSum's error
+    nonzero), cancelling, ties, the overflow boundary (FLT_MAX + 2^103 is the midpoint to
+    2^128: Inf), subnormals, signed zeros (+0), Inf and NaN; and after_group_row's
+    promotion = after_group."""
+    rng = np.random.default_rng(9)
+    x = _fp32_values(rng, 20000)
+    y = np.concatenate([_fp32_values(rng, 10000), -x[:5000] * rng.choice([1.0, 0.5, 2.0], 5000),
+                        _fp32_values(rng, 5000)])
+    pairs = [(FLT_MAX, 2.0 ** 103), (FLT_MAX, 2.0 ** 102), (FLT_MAX, -(2.0 ** 103)), (1.0, 2.0 ** -24),
+             (1.0 + 2.0 ** -23, 2.0 ** -24), (-0.0, -0.0), (0.0, -0.0), (math.inf, -math.inf),
+             (2.0 ** 100, 2.0 ** -100), (TINY, -TINY), (TINY, TINY), (math.nan, 1.0)]
+    x[:len(pairs)] = [p[0] for p in pairs]
+    y[:len(pairs)] = [p[1] for p in pairs]
+    got = np.array([add_rne32(a, b) for a, b in zip(x, y)])
+    _same(got, np.array([add_round(a, b, RNE, FP32_LATTICE) for a, b in zip(x, y)]))
+    assert got[0] == math.inf and got[1] == FLT_MAX and math.copysign(1.0, got[5]) == 1.0
+    spec = chain_spec(get_model("km-h100-fp8-promote128"))
+    c, big, total = y.copy(), x.copy(), np.zeros(x.size)
+    after_group_row(c, big, total, PROMOTE, spec)
+    assert (c == 0).all()
+    _same(big, np.array([after_group(float(cj), float(bj), 0.0, PROMOTE, spec)[1] for cj, bj in zip(y, x)]))
 
 
 # ---------------------------------------------------------------- kernel

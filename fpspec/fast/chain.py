@@ -50,7 +50,7 @@ from .jit import gemm_jit
 
 __all__ = ["ChainSpec", "FinishSpec", "Plan", "chain_spec", "finish_spec", "chain_plan", "keep", "keep_magnitude",
            "keep_floor", "float_bits", "bits_float", "align_group", "lane_window", "join", "accumulator_exponent",
-           "accumulator_exponent_row", "group_step", "accumulate", "accumulate_row", "after_group",
+           "accumulator_exponent_row", "group_step", "accumulate", "accumulate_row", "after_group", "add_rne32",
            "after_group_fp32", "after_group_row", "snap", "scale_by_alpha", "finish",
            "NO_ROUNDING", "TRUNCATE", "FLOOR", "NO_WINDOW", "NO_EXPONENT_FLOOR", "NO_TERMS", "NO_SNAP",
            "NO_SPECIAL", "NO_DROP", "CONTINUE", "PROMOTE", "END_SLICE"]
@@ -571,10 +571,28 @@ def after_group_fp32(c, big, total, action, promotes):
     return c, big, total
 
 
+@gemm_jit(inline=True)
+def add_rne32(x, y):
+    """``add_round(x, y, RNE, FP32_LATTICE)`` for two FP32 values held in float64, without
+    branches: RNE32 of their float64 sum.  Rounding the sum of two binary32 numbers to
+    binary64 and then to binary32 equals rounding it to binary32 once (double rounding of
+    a sum is innocuous when the wider format has at least 2p + 1 bits, 53 >= 2 x 24 + 1;
+    Figueroa, "When is double rounding innocuous?", 1995), so TwoSum's error never changes
+    this rounding; Inf and NaN follow IEEE addition, which is ``add_specials``; a zero sum
+    is +0."""
+    return np.float64(np.float32(x + y)) + 0.0
+
+
 @gemm_jit
 def after_group_row(c, big, total, action, spec):
-    """:func:`after_group` for a row of outputs (arrays c, big, total)."""
+    """:func:`after_group` for a row of outputs (arrays c, big, total); a promotion with
+    ``promotion_rounding`` RNE through the branch-free :func:`add_rne32`."""
     if action == CONTINUE:
+        return
+    if action == PROMOTE and spec.promotion_rounding == RNE:
+        for j in range(c.size):
+            big[j] = add_rne32(big[j], c[j])
+            c[j] = 0.0
         return
     for j in range(c.size):
         c[j], big[j], total[j] = after_group(c[j], big[j], total[j], action, spec)
