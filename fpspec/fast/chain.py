@@ -448,7 +448,9 @@ def _accumulate_rtz_bits(c, acc, e, spec):
     """:func:`accumulate` (c, acc, e, spec) for a fused window model with RTZ accumulation
     as a float64 bit pattern, without branches, and whether that lane must take
     :func:`accumulate` instead (c not finite, or the result at or above 2^(top - 1) of the
-    lattice, where overflow rules apply).  Requires abs(acc) + 2^(F + 1) < 2^53.
+    lattice, where overflow rules apply).  Requires abs(acc) + 2^(F + 1) < 2^53 and, for a
+    finite nonzero c, e + F >= its alignment exponent (E counts c, as in a fused window),
+    so that c's kept part is below 2^(F + 1).
 
     c = (-1)^s m 2^(x - 52) from its bit pattern (m the 53-bit significand, 0 for c = 0);
     its kept part keep(+-m, x - 52 - e, below) is the shifted m (rounded up in magnitude
@@ -484,7 +486,8 @@ def _accumulate_rtz_bits(c, acc, e, spec):
 def accumulate_row(c, acc, emax, spec, fresh):
     """``c[j] = accumulate(c[j], acc[j], emax[j] - F, spec)`` for a row of outputs (acc[j]
     the kept sum of output j's group in quanta 2^(emax[j] - F)).  A fused window model
-    with RTZ accumulation (requiring abs(acc) + 2^(F + 1) < 2^53) takes the branch-free
+    with RTZ accumulation (requiring abs(acc) + 2^(F + 1) < 2^53 and emax[j] >= c[j]'s
+    alignment exponent) takes the branch-free
     :func:`_accumulate_rtz_bits` across the row (into ``fresh``, int64 scratch of the row's
     length), then :func:`accumulate` for the few lanes near overflow or with a non-finite
     c; every other model takes :func:`accumulate` lane by lane."""
