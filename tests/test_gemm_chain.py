@@ -48,7 +48,8 @@ def test_fpsgemm14_chain_plan_groups_promotions_slices():
 @pytest.mark.parametrize("over", [dict(split_k=64), dict(split_k=128, promotion_interval=64),
                                   dict(group_size=2 ** 40), dict(split_k=160, group_size=None)])
 @pytest.mark.parametrize("name,fmt,kernel", [
-    ("km-h100-fp8", "e4m3", "gemm_window_rows"),
+    ("km-h100-fp8", "e4m3", "gemm_window_narrow_rows"),
+    ("km-h100-bf16", "bf16", "gemm_window_rows"),
     ("seed-probe-matched-nosnap", "bf16", "gemm_products"),
     ("decoded-fp32", "fp16", "gemm_fp32_rows"),
 ])

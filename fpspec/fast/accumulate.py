@@ -33,16 +33,17 @@ from ..gemm_operands import operand_formats
 from ..models import NAN_BITS, GemmModel
 from ..quantized import QuantizedTensor
 from .chain import Plan, chain_plan, chain_spec, finish_spec
-from .kernels import (TermOperand, gemm_block_sums_rows, gemm_blocks, gemm_fp32_rows, gemm_products,
-                      gemm_scaled_blocks, gemm_window_rows)
-from .operands import (LOCAL_SCALE_BITS, block_operand, code_operand, code_values_of, fp32_exact, payload_ints,
-                       quantized_operand, quantized_values, scale_values, scaled_block_operand, transposed)
+from .kernels import (AlignedOperand, TermOperand, gemm_block_sums_rows, gemm_blocks, gemm_fp32_rows, gemm_products,
+                      gemm_scaled_blocks, gemm_window_narrow_rows, gemm_window_rows)
+from .operands import (LOCAL_SCALE_BITS, aligned_codes, aligned_operand, block_operand, code_operand, code_values_of,
+                       fp32_exact, payload_ints, quantized_operand, quantized_values, scale_values,
+                       scaled_block_operand, transposed)
 from .parallel import run_rows
 from .partials import gemm_partials
 from .rounding import encode_fast
 
-__all__ = ["gemm_fast", "rowdot_fast", "supports", "FastPathUnsupported", "payload_ints", "round_bf16_bits",
-           "LARGEST_INT32_BLOCK", "LOCAL_SCALE_BITS"]
+__all__ = ["gemm_fast", "rowdot_fast", "supports", "narrow_window", "FastPathUnsupported", "payload_ints",
+           "round_bf16_bits", "LARGEST_INT32_BLOCK", "LOCAL_SCALE_BITS"]
 
 #: The largest scale block whose payload sums stay in int32 lanes (144 B < 2^31).
 LARGEST_INT32_BLOCK = 1024
@@ -104,12 +105,74 @@ def _row_window(model: GemmModel) -> bool:
             and model.join_sum_bits is None and model.product_overflow == "none")
 
 
-def _product_kernel(opa: TermOperand, opb: TermOperand, model: GemmModel):
-    """Product terms: the row-vectorised window kernel where it applies, else the general one."""
+#: Bits of the int32 lanes of :func:`~fpspec.fast.kernels.gemm_window_narrow_rows`: a
+#: group's kept sum below 2^31.
+NARROW_BITS = 31
+#: Widest window of the narrow kernel: kept c below 2^(F + 1) and a kept sum below 2^31
+#: add below 2^53 (``accumulate_row``).
+NARROW_MAX_WINDOW = 50
+#: Largest alignment exponent magnitude of the narrow kernel's operands: E - eb - ea - shift
+#: stays in int32, also for E = NO_TERMS (-2^30).
+NARROW_EXPONENTS = 1 << 20
+
+
+def narrow_window(model: GemmModel, longest: int, wa: int, pa: int, wb: int, pb: int,
+                  exponents: int) -> bool:
+    """Whether a group's kept sum fits the int32 lanes of the narrow window kernel for
+    operands on one scale (widths wa, wb with wa + wb >= F; largest m of pa and pb bits;
+    groups of at most ``longest`` products; alignment exponents of magnitude at most
+    ``exponents``): a kept term is at most a product, below 2^(pa + pb), so G of them sum
+    below 2^(pa + pb + bitlen(G)) (FPS-GEMM-10)."""
+    f = model.window_bits
+    floor = abs(model.align_exponent_floor or 0)
+    return (wa + wb >= f and f <= NARROW_MAX_WINDOW and max(exponents, floor) <= NARROW_EXPONENTS
+            and pa + pb + max(longest, 1).bit_length() <= NARROW_BITS)
+
+
+def _narrow(bt: tuple, aligned_a, model: GemmModel, plan: Plan):
+    """The narrow window kernel and its operands, given BT on one scale (``bt``: the
+    AlignedOperand, its width and bits, from :func:`~fpspec.fast.operands.aligned_operand`)
+    and ``aligned_a(width)`` putting A on one scale of at least that width; None where a
+    group's kept sum may not fit int32 (:func:`narrow_window`)."""
+    ab, wb, pb = bt
+    if ab is None:
+        return None
+    aa, wa, pa = aligned_a(model.window_bits - wb)  # wa + wb >= F: every product cut by a right shift
+    if aa is None:
+        return None
+    exponents = max(int(np.abs(x.e).max(initial=0)) for x in (aa, ab))
+    if not narrow_window(model, plan.longest, wa, pa, wb, pb, exponents):
+        return None
+    # A is read one value at a time: int32 (its values' range unknown to the compiler, which
+    # then keeps the products in int32 lanes)
+    aa = AlignedOperand(aa.m.astype(np.int32), aa.e.astype(np.int32))
+    return gemm_window_narrow_rows, (aa, ab, model.window_bits - wa - wb)
+
+
+def _product_kernel(opa: TermOperand, opb: TermOperand, model: GemmModel, plan: Plan):
+    """Product terms: the row-vectorised window kernel where it applies (in int32 lanes
+    where a group's kept sum fits them), else the general one."""
     finite = not opa.special.any() and not opb.special.any()
     if _row_window(model) and finite:
-        return gemm_window_rows, (opa, transposed(opb))
+        bt = transposed(opb)
+        narrow = _narrow(aligned_operand(bt), lambda w: aligned_operand(opa, w), model, plan)
+        if narrow is not None:
+            return narrow
+        return gemm_window_rows, (opa, bt)
     return gemm_products, (opa, opb, model.product_exponent == "exact")
+
+
+def _code_kernel(a: np.ndarray, bt: np.ndarray, fmt, model: GemmModel, plan: Plan):
+    """Product terms of code operands: the narrow window kernel straight from the formats'
+    code tables where it applies (no per-element split), else :func:`_product_kernel`."""
+    fa, fb = operand_formats(fmt)
+    a, bt = np.asarray(a), np.asarray(bt)
+    if _row_window(model):
+        narrow = _narrow(aligned_codes(np.ascontiguousarray(bt.T), fb, model),
+                         lambda w: aligned_codes(a, fa, model, w), model, plan)
+        if narrow is not None:
+            return narrow
+    return _product_kernel(code_operand(a, fa, model), code_operand(bt, fb, model), model, plan)
 
 
 def _whole_terms(plan: Plan, size: int) -> bool:
@@ -162,9 +225,8 @@ def _terms_kernel(a, bt, model: GemmModel, fmt, plan: Plan):
         if kernel is not None:
             return kernel
     if quantized:
-        return _product_kernel(quantized_operand(a, model), quantized_operand(bt, model), model)
-    fa, fb = operand_formats(fmt)
-    return _product_kernel(code_operand(np.asarray(a), fa, model), code_operand(np.asarray(bt), fb, model), model)
+        return _product_kernel(quantized_operand(a, model), quantized_operand(bt, model), model, plan)
+    return _code_kernel(a, bt, fmt, model, plan)
 
 
 def _canonical_nan(y: np.ndarray, model: GemmModel) -> np.ndarray:

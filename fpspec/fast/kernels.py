@@ -34,15 +34,16 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .chain import (CONTINUE, NO_SPECIAL, NO_TERMS, accumulate, accumulator_exponent, after_group, after_group_fp32,
-                    after_group_row, finish, group_step, keep)
+from .chain import (CONTINUE, FLOOR, NO_EXPONENT_FLOOR, NO_SPECIAL, NO_TERMS, accumulate, accumulate_row,
+                    accumulator_exponent, accumulator_exponent_row, after_group, after_group_fp32, after_group_row,
+                    finish, group_step, keep, keep_floor, keep_magnitude)
 from .fp32 import add_specials, bitlen
 from .jit import gemm_jit
 
-__all__ = ["TermOperand", "BlockOperand", "ScaledBlockOperand", "FINITE", "POS_INF", "NEG_INF", "NAN", "E2M1_LSB",
-           "SPAN_TOO_WIDE", "OVERFLOW_EXPONENT", "product_terms", "block_terms", "scaled_block_terms",
-           "gemm_products", "gemm_blocks", "gemm_scaled_blocks", "gemm_window_rows", "gemm_block_sums_rows",
-           "gemm_fp32_rows"]
+__all__ = ["TermOperand", "AlignedOperand", "BlockOperand", "ScaledBlockOperand", "FINITE", "POS_INF", "NEG_INF",
+           "NAN", "E2M1_LSB", "SPAN_TOO_WIDE", "OVERFLOW_EXPONENT", "product_terms", "block_terms",
+           "scaled_block_terms", "gemm_products", "gemm_blocks", "gemm_scaled_blocks", "gemm_window_rows",
+           "gemm_window_narrow_rows", "gemm_block_sums_rows", "gemm_fp32_rows"]
 
 #: Special-value code of an operand element (:class:`TermOperand` ``special``).
 FINITE = 0
@@ -67,6 +68,17 @@ class TermOperand(NamedTuple):
     lsb: np.ndarray     # int32
     aexp: np.ndarray    # int32
     special: np.ndarray  # int8
+
+
+class AlignedOperand(NamedTuple):
+    """An operand of finite values as integers on one scale: value = m 2^(e - w) with w
+    one width for the whole operand (:func:`fpspec.fast.operands.aligned_operand`),
+    m = sig 2^(lsb - aexp + w) (0 for a zero), e the alignment exponent ``aexp``; arrays
+    (rows, K), or (K, rows) for a transposed BT, of the narrowest integer type that
+    holds them."""
+
+    m: np.ndarray
+    e: np.ndarray
 
 
 class BlockOperand(NamedTuple):
@@ -372,6 +384,79 @@ def gemm_window_rows(a, bt, plan, spec, fin, out, r0, r1):
             # step 4
             for j in range(n):
                 c[j] = accumulate(c[j], acc[j], emax[j] - window, spec)
+            after_group_row(c, big, total, plan.action[g], spec)
+        for j in range(n):
+            out[i, j] = finish(total[j], fin)
+
+
+@gemm_jit
+def gemm_window_narrow_rows(a, bt, shift, plan, spec, fin, out, r0, r1):
+    """:func:`gemm_window_rows` in int32 lanes, for operands on one scale each
+    (AlignedOperand a (rows, K) of width wa, bt transposed (K, N) of width wb, wa + wb >=
+    F) where a group's kept sum provably fits int32
+    (:func:`fpspec.fast.accumulate.narrow_window`).
+
+    A product is ma mb 2^(ea + eb - wa - wb), so its kept multiples of 2^(E - F) are
+    keep(ma mb, -r) with r = E - ea - eb - ``shift``, shift = F - wa - wb <= 0; E >= ea + eb
+    for every nonzero product, so r >= 0: a kept term is the product cut by a right
+    shift, at most abs(ma mb) < 2^(pa + pb) (pa, pb: the bits of the largest abs(m)), and G
+    of them sum below 2^31.  Step 3 runs as two straight passes over the row (the
+    alignment exponents E, then the kept terms with the branch-free
+    :func:`~fpspec.fast.chain.keep_magnitude` or :func:`~fpspec.fast.chain.keep_floor`),
+    step 4 as :func:`~fpspec.fast.chain.accumulate_row`."""
+    n = bt.m.shape[1]
+    emax = np.empty(n, dtype=np.int32)
+    acc = np.empty(n, dtype=np.int32)
+    c = np.zeros(n, dtype=np.float64)
+    big = np.zeros(n, dtype=np.float64)
+    total = np.zeros(n, dtype=np.float64)
+    fresh = np.empty(n, dtype=np.int64)
+    none = np.int32(NO_TERMS)
+    floor = spec.exponent_floor
+    for i in range(r0, r1):
+        c[:] = 0.0
+        big[:] = 0.0
+        total[:] = 0.0
+        for g in range(plan.start.size):
+            k0, k1 = plan.start[g], plan.stop[g]
+            # step 3: each output's alignment exponent E (c's when fused, then the products')
+            if spec.fused:
+                accumulator_exponent_row(c, emax, spec)
+            else:
+                emax[:] = none
+            for kk in range(k0, k1):
+                if a.m[i, kk] == 0 and not spec.zero_terms:
+                    continue
+                e_a = np.int32(a.e[i, kk])
+                erow = bt.e[kk]
+                mrow = bt.m[kk]
+                if spec.zero_terms:  # zero products align too
+                    for j in range(n):
+                        emax[j] = max(emax[j], np.int32(e_a + erow[j]))
+                else:
+                    for j in range(n):
+                        emax[j] = max(emax[j], np.int32(e_a + erow[j]) if mrow[j] != 0 else none)
+            if floor != NO_EXPONENT_FLOOR:
+                for j in range(n):
+                    if emax[j] != none and emax[j] < floor:
+                        emax[j] = floor
+            # ... and the kept multiples of 2^(E - F) of every product
+            acc[:] = 0
+            for kk in range(k0, k1):
+                m_a = a.m[i, kk]
+                if m_a == 0:
+                    continue
+                r_a = a.e[i, kk] + shift  # r = E - eb - r_a
+                erow = bt.e[kk]
+                mrow = bt.m[kk]
+                if spec.below == FLOOR:
+                    for j in range(n):
+                        acc[j] += keep_floor(np.int32(m_a * mrow[j]), np.int32(emax[j] - erow[j] - r_a))
+                else:
+                    for j in range(n):
+                        acc[j] += keep_magnitude(np.int32(m_a * mrow[j]), np.int32(emax[j] - erow[j] - r_a))
+            # step 4
+            accumulate_row(c, acc, emax, spec, fresh)
             after_group_row(c, big, total, plan.action[g], spec)
         for j in range(n):
             out[i, j] = finish(total[j], fin)

@@ -22,12 +22,14 @@ from ..formats import get_format
 from ..gemm_operands import code_format, tf32_truncate
 from ..models import ZERO_ALIGNMENT_EXPONENT, GemmModel
 from .chain import NO_TERMS, Plan
-from .kernels import FINITE, NAN, NEG_INF, POS_INF, SPAN_TOO_WIDE, BlockOperand, ScaledBlockOperand, TermOperand
+from .kernels import (FINITE, NAN, NEG_INF, POS_INF, SPAN_TOO_WIDE, AlignedOperand, BlockOperand, ScaledBlockOperand,
+                      TermOperand)
 from .rounding import decode_fast, decode_table
 
 __all__ = ["zero_exponent", "split_values", "code_values", "code_terms", "code_operand", "code_values_of",
            "payload_ints", "scale_values", "quantized_values", "floor_log2_table", "quantized_operand",
-           "scaled_block_operand", "block_operand", "transposed", "fp32_exact", "LOCAL_SCALE_BITS"]
+           "scaled_block_operand", "block_operand", "transposed", "fp32_exact", "aligned_operand", "aligned_codes",
+           "LOCAL_SCALE_BITS"]
 
 #: Widest local block-scale integers of a group (beyond: the exact term-by-term path).
 LOCAL_SCALE_BITS = 40
@@ -215,6 +217,53 @@ def block_operand(qt, scales: np.ndarray, plan: Plan | None, transposed: bool) -
     if transposed:
         arrays = tuple(np.ascontiguousarray(x.T) if x.shape != (1, 1) else x for x in arrays)
     return BlockOperand(*arrays)
+
+
+def _narrowest(x: np.ndarray) -> np.ndarray:
+    """x as the narrowest of int8, int16, int32 that holds every value."""
+    lo, hi = int(x.min(initial=0)), int(x.max(initial=0))
+    for t in (np.int8, np.int16, np.int32):
+        if np.iinfo(t).min <= lo and hi <= np.iinfo(t).max:
+            return x.astype(t)
+    raise FpspecError("aligned operand wider than 32 bits (internal)")
+
+
+def aligned_operand(op: TermOperand, width: int = 0) -> tuple[AlignedOperand | None, int, int]:
+    """A TermOperand of finite values on one scale: value = m 2^(aexp - w), m =
+    sig 2^(lsb - aexp + w), exact for w at least the largest aexp - lsb of the operand's
+    nonzero values: that, or ``width`` if larger.  Returns (the AlignedOperand, w, the bits
+    of the largest abs(m)); (None, w, 64) when some m would need more than 31 bits."""
+    nz = op.sig != 0
+    aexp = op.aexp.astype(np.int64)
+    gap = np.where(nz, aexp - op.lsb, 0)
+    w = max(int(gap.max(initial=0)), width, 0)
+    shift = np.where(nz, op.lsb - aexp + w, 0)  # >= 0
+    if int(shift.max(initial=0)) > 31:  # m >= 2^shift
+        return None, w, 64
+    m = op.sig.astype(np.int64) << shift  # below 2^62: sig < 2^31
+    top = int(np.abs(m).max(initial=0)).bit_length()
+    if top > 31:
+        return None, w, 64
+    return AlignedOperand(_narrowest(m), _narrowest(aexp)), w, top
+
+
+def aligned_codes(codes: np.ndarray, name: str, model: GemmModel,
+                  width: int = 0) -> tuple[AlignedOperand | None, int, int]:
+    """:func:`aligned_operand` of :func:`code_operand` (codes, name, model), made from the
+    format's table of every code (so w and the bits are those of the whole format), for
+    finite codes only: (None, 0, 64) when a code is Inf or NaN, or for ``tf32`` (no table)."""
+    if name == "tf32":
+        return None, 0, 64
+    fmt = code_format(name)
+    emin = FP32_EMIN if model.operand_domain == "decoded-fp32" else fmt.emin
+    table = code_terms(fmt.name, emin, zero_exponent(model))
+    idx = np.asarray(codes)
+    if (table.special != FINITE)[idx].any():
+        return None, 0, 64
+    lut, w, bits = aligned_operand(table, width)
+    if lut is None:
+        return None, w, bits
+    return AlignedOperand(lut.m[idx], lut.e[idx]), w, bits
 
 
 def transposed(op: TermOperand) -> TermOperand:

@@ -1,0 +1,244 @@
+"""FPS-GEMM-10: the narrow window kernel (``gemm_window_narrow_rows``: int32 lanes, operands
+on one scale) and its branch-free chain steps (``keep_magnitude``, ``keep_floor``,
+``accumulate_row``, ``add_rne32``) equal the exact spec and the scalar steps they replace,
+bit for bit, on adversarial values: window edges (shift counts 0, 1, 31, 32 and beyond),
+negative truncation, FLOOR, zeros, subnormals, the largest exponents, overflow."""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+import pytest
+
+from fpspec.fast import kernels
+from fpspec.fast.accumulate import _terms_kernel, narrow_window
+from fpspec.fast.chain import (FLOOR, NO_TERMS, PROMOTE, TRUNCATE, accumulate, accumulate_row, accumulator_exponent,
+                               accumulator_exponent_row, add_rne32, after_group, after_group_row, chain_plan,
+                               chain_spec, keep, keep_floor, keep_magnitude)
+from fpspec.fast.fp32 import FP32_LATTICE, RNE, add_round
+from fpspec.gemm_operands import operand_formats
+from fpspec.matmul import gemm
+from fpspec.models import get_model
+
+from gemm_helpers import codes_of, wide_codes
+
+FLT_MAX = float(np.finfo(np.float32).max)
+TINY = 2.0 ** -149
+
+
+def _bits(y):
+    return np.asarray(y, dtype=np.float32).view(np.uint32)
+
+
+def _same(got: np.ndarray, want: np.ndarray) -> None:
+    """Bit-equal float64 values, any NaN equal to any NaN."""
+    assert np.array_equal(np.isnan(got), np.isnan(want))
+    ok = ~np.isnan(want)
+    bad = np.flatnonzero(got[ok].view(np.int64) != want[ok].view(np.int64))
+    assert bad.size == 0, f"{bad.size} differ, first {got[ok][bad[0]]!r} vs {want[ok][bad[0]]!r}"
+
+
+# ------------------------------------------------------------------ keep
+@numba.njit
+def _keeps(s, r):
+    out = np.empty((4, s.size), dtype=np.int64)
+    for i in range(s.size):
+        out[0, i] = keep_magnitude(np.int32(s[i]), np.int32(r[i]))
+        out[1, i] = keep(np.int64(s[i]), -np.int64(r[i]), TRUNCATE)
+        out[2, i] = keep_floor(np.int32(s[i]), np.int32(r[i]))
+        out[3, i] = keep(np.int64(s[i]), -np.int64(r[i]), FLOOR)
+    return out
+
+
+def test_fpsgemm10_branch_free_keep_equals_keep():
+    """keep_magnitude(s, r) = keep(s, -r, TRUNCATE) and keep_floor(s, r) = keep(s, -r,
+    FLOOR) for int32 s (zero, +-1, odd and even values, +-(2^31 - 1)) and every count
+    0 .. 70 (a count of 31 or more leaves 0, or -1 for a negative s under FLOOR)."""
+    edge = [0, 1, -1, 2, -2, 3, -3, 7, -7, 8, -8, 225, -225, 28800, -28800, 2 ** 30 - 1, -(2 ** 30 - 1),
+            2 ** 31 - 1, -(2 ** 31 - 1), 2 ** 30, -(2 ** 30)]
+    rng = np.random.default_rng(101)
+    vals = np.concatenate([edge, rng.integers(-2 ** 31 + 1, 2 ** 31, 200)])
+    s, r = (x.ravel() for x in np.meshgrid(vals, np.arange(71)))
+    out = _keeps(s.astype(np.int64), r.astype(np.int64))
+    assert np.array_equal(out[0], out[1])
+    assert np.array_equal(out[2], out[3])
+    k = _keeps(np.array([-7, -7, 7, 5, -5, -5, -(2 ** 31 - 1)]), np.array([1, 0, 1, 40, 40, 3, 31]))
+    assert k[0].tolist() == [-3, -7, 3, 0, 0, 0, 0]
+    assert k[2].tolist() == [-4, -7, 3, 0, -1, -1, -1]
+
+
+# ------------------------------------------------------------ accumulate
+def _fp32_values(rng, n):
+    """FP32 values held in float64: random over the whole range, subnormals, zeros, the
+    largest ones, Inf and NaN."""
+    mant = rng.integers(1 << 23, 1 << 24, n).astype(np.float64)
+    e = rng.integers(-149 - 23, 128 - 23, n)
+    v = np.ldexp(mant, e) * rng.choice([-1.0, 1.0], n)
+    v = v.astype(np.float32).astype(np.float64)
+    special = [0.0, -0.0, TINY, -TINY, 2.0 ** -126, -(2.0 ** -126), FLT_MAX, -FLT_MAX, 2.0 ** 127,
+               -(2.0 ** 127), math.inf, -math.inf, math.nan, 1.0, -1.0, 3.0, 2.0 ** -130 * 3]
+    v[:len(special)] = special
+    return v
+
+
+def _row_case(spec, rng, n=6000):
+    """c, acc, emax for accumulate_row: emax counts c's alignment exponent (fused) and is
+    NO_TERMS only where acc is 0 and c is 0 or not finite, as the kernels hand them over."""
+    c = _fp32_values(rng, n)
+    acc = rng.integers(-2 ** 31 + 1, 2 ** 31, n)
+    acc[::7] = rng.integers(-300, 300, acc[::7].size)
+    acc[:40] = [0, 1, -1, 2 ** 31 - 1, -(2 ** 31 - 1)] * 8
+    emax = np.empty(n, dtype=np.int64)
+    for j in range(n):
+        ec = accumulator_exponent(c[j], spec) if math.isfinite(c[j]) else NO_TERMS
+        lo = ec if ec != NO_TERMS else -170
+        emax[j] = max(lo, rng.integers(-170, 140)) if rng.random() < 0.5 else lo + int(rng.integers(0, 3))
+    none = (acc == 0) & ((c == 0) | ~np.isfinite(c)) & (rng.random(n) < 0.5)
+    emax[none] = NO_TERMS
+    return c, acc.astype(np.int32), emax.astype(np.int32)
+
+
+@pytest.mark.parametrize("name,over", [
+    ("km-h100-fp8-promote128", {}),                # 13 bits, RTZ overflow to the largest value
+    ("sm89-fp8", {}),                               # 13 bits, overflow to Inf, zeros at -126
+    ("km-h100-bf16", {}),                           # the FP32 lattice
+    ("sm90-f16", {}),                               # FP32 lattice, overflow to Inf
+    ("km-h100-fp8", dict(below_window="floor")),    # c's kept part rounded toward -inf
+    ("sm80-f16-f16acc", {}),                        # RNE: lane by lane
+    ("km-h100-fp8", dict(fused=False)),             # not fused: lane by lane
+])
+def test_fpsgemm10_accumulate_row_equals_accumulate(name, over):
+    """accumulate_row over a row = accumulate lane by lane, with c over FP32's range
+    (subnormals, the largest values, Inf, NaN), kept sums up to 2^31 - 1 and alignment
+    exponents from the bottom of the subnormals to past 2^128 (both overflow outcomes)."""
+    spec = chain_spec(get_model(name, **over))
+    rng = np.random.default_rng(len(name) + 11 * len(over))
+    c, acc, emax = _row_case(spec, rng)
+    row = c.copy()
+    accumulate_row(row, acc, emax, spec, np.empty(c.size, dtype=np.int64))
+    want = np.array([accumulate(float(c[j]), int(acc[j]), int(emax[j]) - spec.window, spec)
+                     for j in range(c.size)])
+    _same(row, want)
+    finite = np.isfinite(want)
+    assert (np.abs(want[finite]) < 2.0 ** -126).any() and (want[finite] != 0).any()  # subnormal results
+    assert (np.abs(want) >= 2.0 ** 127).any()  # results at the top binade (Inf or the largest value)
+
+
+def test_fpsgemm10_accumulator_exponent_row():
+    """accumulator_exponent_row = accumulator_exponent for finite c (zeros per the zero rule)
+    and NO_TERMS for Inf and NaN."""
+    rng = np.random.default_rng(5)
+    c = _fp32_values(rng, 2000)
+    for name in ("km-h100-fp8", "sm89-fp8"):
+        spec = chain_spec(get_model(name))
+        emax = np.empty(c.size, dtype=np.int32)
+        accumulator_exponent_row(c, emax, spec)
+        want = [accumulator_exponent(float(x), spec) if math.isfinite(x) else NO_TERMS for x in c]
+        assert emax.tolist() == want
+
+
+def test_fpsgemm6_add_rne32_equals_add_round():
+    """add_rne32 = add_round(x, y, RNE, FP32) on FP32 pairs: far apart (TwoSum's error
+    nonzero), cancelling, ties, the overflow boundary (FLT_MAX + 2^103 is the midpoint to
+    2^128: Inf), subnormals, signed zeros (+0), Inf and NaN; and after_group_row's
+    promotion = after_group."""
+    rng = np.random.default_rng(9)
+    x = _fp32_values(rng, 20000)
+    y = np.concatenate([_fp32_values(rng, 10000), -x[:5000] * rng.choice([1.0, 0.5, 2.0], 5000),
+                        _fp32_values(rng, 5000)])
+    pairs = [(FLT_MAX, 2.0 ** 103), (FLT_MAX, 2.0 ** 102), (FLT_MAX, -(2.0 ** 103)), (1.0, 2.0 ** -24),
+             (1.0 + 2.0 ** -23, 2.0 ** -24), (-0.0, -0.0), (0.0, -0.0), (math.inf, -math.inf),
+             (2.0 ** 100, 2.0 ** -100), (TINY, -TINY), (TINY, TINY), (math.nan, 1.0)]
+    x[:len(pairs)] = [p[0] for p in pairs]
+    y[:len(pairs)] = [p[1] for p in pairs]
+    got = np.array([add_rne32(a, b) for a, b in zip(x, y)])
+    _same(got, np.array([add_round(a, b, RNE, FP32_LATTICE) for a, b in zip(x, y)]))
+    assert got[0] == math.inf and got[1] == FLT_MAX and math.copysign(1.0, got[5]) == 1.0
+    spec = chain_spec(get_model("km-h100-fp8-promote128"))
+    c, big, total = y.copy(), x.copy(), np.zeros(x.size)
+    after_group_row(c, big, total, PROMOTE, spec)
+    assert (c == 0).all()
+    _same(big, np.array([after_group(float(cj), float(bj), 0.0, PROMOTE, spec)[1] for cj, bj in zip(y, x)]))
+
+
+# ---------------------------------------------------------------- kernel
+def _kernel(a, bt, model, fmt):
+    return _terms_kernel(a, bt, model, fmt, chain_plan(a.shape[1], model))[0]
+
+
+def _window_edges(fmt: str, k: int, rng) -> tuple[np.ndarray, np.ndarray]:
+    """Operands whose products sit at every distance from the group's largest one: row 0 of
+    A (ones) times column j of B has one product of the format's largest magnitude per 16
+    and then products top 2^-s (1 + 2^-m) of both signs for s = 0 .. 40 (cut by 0, 1, ...,
+    31 and more bits), zeros, subnormals; row 1 is all zero (no terms), row 2 mixes the
+    largest, subnormal and odd values of both signs."""
+    vals = {"e4m3": (448.0, 2.0 ** -9, 2.0 ** -6, 1.125), "e5m2": (57344.0, 2.0 ** -16, 2.0 ** -14, 1.25),
+            "fp16": (65504.0, 2.0 ** -24, 2.0 ** -14, 1.0 + 2.0 ** -10)}[fmt]
+    top, sub, norm, odd = vals
+    a = np.zeros((4, k))
+    b = np.zeros((6, k))
+    a[0] = 1.0
+    a[2] = rng.choice([top, -top, sub, -sub, norm, odd, -odd, 0.0, 1.0, -3.0], k)
+    a[3] = -odd
+    for j in range(6):
+        for g0 in range(0, k, 16):
+            b[j, g0] = top if j % 2 == 0 else -top
+            for i in range(1, 16):
+                s = (j * 7 + i * 3 + g0) % 41
+                v = min(max(top * 2.0 ** -s * odd, sub), top)
+                b[j, g0 + i] = float(np.float32(v)) * (-1.0 if (i + j) % 3 == 0 else 1.0)
+    b[5, ::5] = 0.0
+    b[4, 1::4] = sub
+    a = np.clip(a, -top, top)
+    return codes_of(_representable(a, fmt), fmt), codes_of(_representable(b, fmt), fmt)
+
+
+def _representable(x, fmt):
+    from gemm_helpers import _DT
+    return x.astype(np.float32).astype(_DT[fmt]).astype(np.float64)
+
+
+@pytest.mark.parametrize("name,fmt,over", [
+    ("km-h100-fp8-promote128", "e4m3", {}),
+    ("km-h100-fp8", "e4m3", dict(require_full_groups=False, group_size=16, promotion_interval=48, split_k=96)),
+    ("km-h100-fp8", "e4m3", dict(below_window="floor")),
+    ("km-h100-fp8", "e4m3", dict(align_exponent_floor=4)),
+    ("km-h100-fp8", "e4m3", dict(fused=False)),
+    ("km-h100-fp8", "e4m3", dict(zero_alignment="emin")),
+    ("sm89-fp8", "e4m3", {}),
+    ("sm90-fp8", ("e4m3", "e5m2"), {}),
+    ("km-v100-fp16", "fp16", {}),
+    ("sm70-f16", "fp16", {}),
+])
+def test_fpsgemm10_narrow_kernel_equals_exact(name, fmt, over):
+    """The narrow kernel takes FP8 (and FP16 at G = 4) operands under a window and equals
+    the exact spec on window edges, signs, zeros, subnormals, the largest values and random
+    wide-range operands, with promotions, K slices, FLOOR, an exponent floor, a non-fused
+    chain and both zero rules."""
+    rng = np.random.default_rng(sum(map(ord, name)) + len(over))
+    model = get_model(name, **over)
+    k = 192
+    fa, fb = operand_formats(fmt)
+    a, bt = _window_edges(fa, k, rng)
+    if fa != fb:
+        bt = wide_codes(rng, (6, k), fb, span=10)
+    a = np.concatenate([a, wide_codes(rng, (3, k), fa, span=12)])
+    bt = np.concatenate([bt, wide_codes(rng, (5, k), fb, span=12)])
+    assert _kernel(a, bt, model, fmt) is kernels.gemm_window_narrow_rows
+    ye, yf = (gemm(a, bt, model, fmt=fmt, impl=impl) for impl in ("exact", "fast"))
+    assert np.array_equal(_bits(ye), _bits(yf))
+    assert (ye[1] == 0).all()
+
+
+def test_fpsgemm10_wide_kernels_where_int32_does_not_hold():
+    """Where a group's kept sum may pass 2^31 the row kernel keeps int64 (BF16 under a
+    25-bit window), and narrow_window follows its bound pa + pb + bitlen(G) <= 31."""
+    rng = np.random.default_rng(3)
+    a, bt = wide_codes(rng, (2, 64), "bf16"), wide_codes(rng, (3, 64), "bf16")
+    assert _kernel(a, bt, get_model("km-h100-bf16"), "bf16") is kernels.gemm_window_rows
+    m = get_model("km-h100-fp8")
+    assert narrow_window(m, 2 ** 15, 10, 11, 3, 4, 10)      # 11 + 4 + 16 = 31
+    assert not narrow_window(m, 2 ** 16, 10, 11, 3, 4, 10)  # 32
+    assert not narrow_window(m, 32, 5, 11, 3, 4, 10)        # wa + wb < F
