@@ -772,11 +772,12 @@ _SEED_TRITON = next(p.model for p in _INSTRUCTION_PRESETS if p.name == "sm90-f16
 
 # ------------------------------------------------------------ library presets
 #: The H200 cuBLAS runs in the table (vectors/provenance/h200-cublas): the sweep and the first
-#: held-out run; device and sampled outputs per target (27,243 + 4,249 and 28,527 + 4,400).
+#: three held-out runs; device and sampled outputs per target (27,243 + 4,249 + 3,928 + 4,968 and
+#: 28,527 + 4,400 + 4,096 + 5,248).
 _H200_CUBLAS = ("NVIDIA H200 (cuBLAS 13.1 through torch 2.11; vectors/provenance/h200-cublas/sweep.jsonl "
-                "and heldout.jsonl)")
-_H200_CUBLAS_OUTPUTS = {"torch-bf16": 31_492, "torch-fp16": 31_492, "torch-scaled-mm": 32_927,
-                        "torch-scaled-mm-fast": 32_927}
+                "and heldout{,2,3}.jsonl)")
+_H200_CUBLAS_OUTPUTS = {"torch-bf16": 40_388, "torch-fp16": 40_388, "torch-scaled-mm": 42_271,
+                        "torch-scaled-mm-fast": 42_271}
 _CUBLAS_REF = "docs/cublas-h200.rst; vectors/provenance/h200-cublas"
 
 
