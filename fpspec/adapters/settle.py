@@ -22,7 +22,7 @@ from ..errors import FpspecError
 from ..matmul import gemm
 from ..models import kernel_model
 
-__all__ = ["SETTLE_SAMPLES", "settle_sample", "fitting_candidates", "settle_choice"]
+__all__ = ["SETTLE_SAMPLES", "settle_sample", "fitting_candidates", "settle_choice", "unsettled"]
 
 #: The settling samples the observer tries in turn, (rows, columns) at most, evenly spread:
 #: the next, larger one only where more than one candidate reproduces the smaller one (a
@@ -71,9 +71,15 @@ def settle_choice(choice: KernelChoice, a: np.ndarray, bt: np.ndarray, want: np.
     fits = fitting_candidates(choice, a, bt, want)
     if len(fits) == 1:
         return fits[0]
+    raise FpspecError(unsettled(choice, fits, np.asarray(want).size, "sample more outputs to settle P"))
+
+
+def unsettled(choice: KernelChoice, fits: list[KernelChoice], size: int, tie_hint: str) -> str:
+    """Why ``size`` sampled outputs leave ``choice`` unsettled: no candidate fits them, or
+    several (``fits``) do; ``tie_hint`` says what to do about a tie."""
     where = f"{choice.target} at {'x'.join(map(str, choice.shape))}"
     if not fits:
-        raise FpspecError(f"{where}: no candidate slice count ({', '.join(map(str, choice.candidates))}) "
-                          f"reproduces the {np.asarray(want).size} sampled outputs; not modelled")
-    raise FpspecError(f"{where}: slice counts {', '.join(str(c.p) for c in fits)} all reproduce the "
-                      f"{np.asarray(want).size} sampled outputs; sample more outputs to settle P")
+        return (f"{where}: no candidate slice count ({', '.join(map(str, choice.candidates))}) reproduces the "
+                f"{size} sampled outputs; not modelled")
+    return (f"{where}: slice counts {', '.join(str(c.p) for c in fits)} all reproduce the {size} sampled "
+            f"outputs; {tie_hint}")

@@ -280,13 +280,12 @@ def settle_observation(obs: Observation, a: Any, bt: Any, *, avoid_rows: Any = (
     other observation is returned as it is; when no candidate reproduces a sample, or the
     largest leaves more than one, there is no model and ``error`` says why."""
     from ..models import kernel_model
-    from .settle import SETTLE_SAMPLES, fitting_candidates, settle_sample
+    from .settle import SETTLE_SAMPLES, fitting_candidates, settle_sample, unsettled
 
     if obs.choice is None or obs.choice.confidence != "candidates" or obs.result is None:
         return obs
     m, n, _ = obs.shape
     y = obs.result
-    where = f"{obs.target} at {'x'.join(map(str, obs.shape))}"
     for n_rows, n_cols in SETTLE_SAMPLES:
         rows = settle_sample(m, n_rows, list(avoid_rows))
         cols = settle_sample(n, n_cols, list(avoid_cols))
@@ -299,11 +298,8 @@ def settle_observation(obs: Observation, a: Any, bt: Any, *, avoid_rows: Any = (
         if len(fits) == 1:
             return replace(obs, choice=fits[0], model=kernel_model(fits[0]), error=None)
         if not fits:
-            return replace(obs, error=f"{where}: no candidate slice count "
-                                      f"({', '.join(map(str, obs.choice.candidates))}) reproduces the "
-                                      f"{want.size} sampled outputs; not modelled")
-    return replace(obs, error=f"{where}: slice counts {', '.join(str(c.p) for c in fits)} all reproduce "
-                              f"{want.size} sampled outputs; the call's outputs cannot settle P")
+            return replace(obs, error=unsettled(obs.choice, fits, want.size, ""))
+    return replace(obs, error=unsettled(obs.choice, fits, want.size, "the call's outputs cannot settle P"))
 
 
 def _as_codes(x: Any, rows: list[int]) -> np.ndarray:
