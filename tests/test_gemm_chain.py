@@ -135,3 +135,34 @@ def test_fpsgemm10_fast_path_output_is_float32_of_fp32_values():
     a = np.array([[0x7F] + [0x38] * 31], dtype=np.uint8)  # e4m3 NaN, then ones
     y = gemm_fast(a, a, get_model("km-h100-fp8"), fmt="e4m3")
     assert y.dtype == np.float32 and y.shape == (1, 1) and y.view(np.uint32)[0, 0] == 0x7FC00000
+
+
+@pytest.mark.parametrize("snap_bits, alpha", [(10, None), (12, 0.37109375), (None, 3.0517578125e-05), (None, None)])
+def test_fpsgemm10_finish_row_equals_finish(snap_bits, alpha):
+    """FPS-GEMM-7, FPS-GEMM-8: the branch-free row finish (snap as rint(y 2^L) 2^-L, then
+    alpha) equals ``finish`` output by output on FP32 values of every exponent, exact ties of
+    the snap lattice (even and odd), values that snap to -0 and +0, the largest finite
+    values, subnormals, Inf and NaN."""
+    from fpspec.fast.chain import NO_SNAP, FinishSpec, finish, finish_row
+
+    rng = np.random.default_rng(1007)
+    bits = rng.integers(0, 1 << 32, 4000, dtype=np.uint64).astype(np.uint32)
+    with np.errstate(invalid="ignore"):
+        y = bits.view(np.float32).astype(np.float64)
+    lattice = 2.0 ** -(snap_bits or 10)
+    ties = (rng.integers(-2000, 2000, 600) + 0.5) * lattice         # halfway: to even
+    near = (rng.integers(-3, 4, 300) + rng.choice([0.25, 0.5, 0.75], 300)) * lattice
+    special = np.array([0.0, -0.0, 0.4 * lattice, -0.4 * lattice, -0.5 * lattice, 0.5 * lattice,
+                        float(np.float32(3.4028234663852886e38)), -float(np.float32(3.4028234663852886e38)),
+                        2.0 ** -149, -2.0 ** -149, np.inf, -np.inf, np.nan])
+    y = np.concatenate([y, ties, near, special]).astype(np.float32).astype(np.float64)  # FP32 values
+    fin = FinishSpec(NO_SNAP if snap_bits is None else snap_bits, alpha is not None,
+                     0.0 if alpha is None else float(np.float32(alpha)))
+    got = np.empty_like(y)
+    finish_row(y, got, fin)
+    want = np.array([finish(float(v), fin) for v in y])
+    same = (got.view(np.int64) == want.view(np.int64)) | (np.isnan(got) & np.isnan(want))
+    assert same.all(), f"first difference at {np.flatnonzero(~same)[0]}: {y[~same][0]!r}"
+    if snap_bits is not None:  # a negative value that snaps to zero gives -0
+        to_zero = (y < 0) & (got == 0)
+        assert to_zero.any() and np.signbit(got[to_zero]).all()

@@ -14,6 +14,7 @@ steps 3-4 ``group_step``              :func:`group_step` (a group's terms)
 step 4 (after the sum)                :func:`accumulate` (a group's exact kept sum)
 step 5 promotion, slice sums          :func:`after_group`
 step 6 ``snap``, 7 alpha              :func:`snap`, :func:`scale_by_alpha`, :func:`finish`
+                                      (:func:`finish_row` for a row of outputs)
 ====================================  ===============================================
 
 Every kernel runs the same loop per output (vectorised kernels per row of outputs)::
@@ -51,7 +52,7 @@ from .jit import gemm_jit
 __all__ = ["ChainSpec", "FinishSpec", "Plan", "chain_spec", "finish_spec", "chain_plan", "keep", "keep_magnitude",
            "keep_floor", "float_bits", "bits_float", "align_group", "lane_window", "join", "accumulator_exponent",
            "accumulator_exponent_row", "group_step", "accumulate", "accumulate_row", "after_group", "add_rne32",
-           "after_group_fp32", "after_group_row", "snap", "scale_by_alpha", "finish",
+           "after_group_fp32", "after_group_row", "snap", "scale_by_alpha", "finish", "finish_row",
            "NO_ROUNDING", "TRUNCATE", "FLOOR", "NO_WINDOW", "NO_EXPONENT_FLOOR", "NO_TERMS", "NO_SNAP",
            "NO_SPECIAL", "NO_DROP", "CONTINUE", "PROMOTE", "END_SLICE"]
 
@@ -617,7 +618,7 @@ def snap(y, bits):
     return r if r != 0.0 else math.copysign(0.0, y)
 
 
-@gemm_jit
+@gemm_jit(inline=True)
 def scale_by_alpha(y, alpha):
     """Step 7 (FPS-GEMM-8): RNE32(alpha y).  y and alpha are FP32 values, so their float64
     product is exact (48 bits, exponents far inside float64's range) and one IEEE
@@ -634,3 +635,23 @@ def finish(y, fin):
     if fin.scaled:
         y = scale_by_alpha(y, fin.alpha)
     return y
+
+
+@gemm_jit(inline=True)
+def finish_row(total, out, fin):
+    """:func:`finish` for a row of outputs: ``out[j] = finish(total[j], fin)``, without
+    branches so that the row goes through together.  Step 6 as ``rint(y 2^L) 2^-L``: y
+    2^L and the product by 2^-L are exact (y is an FP32 value, L small), IEEE rint rounds
+    half to even and keeps the sign of a zero (-0.4 -> -0, as :func:`snap`), and passes
+    Inf and NaN through; step 7 is :func:`scale_by_alpha` itself.  Equal to ``finish`` by
+    test (``tests/test_gemm_chain.py``)."""
+    snapped = fin.snap_bits != NO_SNAP
+    up = math.ldexp(1.0, fin.snap_bits) if snapped else 1.0
+    down = math.ldexp(1.0, -fin.snap_bits) if snapped else 1.0
+    for j in range(total.size):
+        y = total[j]
+        if snapped:
+            y = np.rint(y * up) * down
+        if fin.scaled:
+            y = scale_by_alpha(y, fin.alpha)
+        out[j] = y

@@ -36,7 +36,7 @@ import numpy as np
 
 from .chain import (CONTINUE, FLOOR, NO_EXPONENT_FLOOR, NO_SPECIAL, NO_TERMS, accumulate, accumulate_row,
                     accumulator_exponent, accumulator_exponent_row, after_group, after_group_fp32, after_group_row,
-                    finish, group_step, keep, keep_floor, keep_magnitude)
+                    finish, finish_row, group_step, keep, keep_floor, keep_magnitude)
 from .fp32 import add_specials, bitlen
 from .jit import gemm_jit
 
@@ -385,8 +385,7 @@ def gemm_window_rows(a, bt, plan, spec, fin, out, r0, r1):
             for j in range(n):
                 c[j] = accumulate(c[j], acc[j], emax[j] - window, spec)
             after_group_row(c, big, total, plan.action[g], spec)
-        for j in range(n):
-            out[i, j] = finish(total[j], fin)
+        finish_row(total, out[i], fin)
 
 
 @gemm_jit
@@ -458,8 +457,7 @@ def gemm_window_narrow_rows(a, bt, shift, plan, spec, fin, out, r0, r1):
             # step 4
             accumulate_row(c, acc, emax, spec, fresh)
             after_group_row(c, big, total, plan.action[g], spec)
-        for j in range(n):
-            out[i, j] = finish(total[j], fin)
+        finish_row(total, out[i], fin)
 
 
 @gemm_jit
@@ -516,8 +514,7 @@ def gemm_block_sums_rows(a, bt, bsz, plan, spec, fin, out, r0, r1):
                             m += 1
                     c[j] = group_step(c[j], sigs, lsbs, lsbs, m, NO_SPECIAL, NO_SPECIAL, spec)
             after_group_row(c, big, total, plan.action[g], spec)
-        for j in range(n):
-            out[i, j] = finish(total[j], fin)
+        finish_row(total, out[i], fin)
 
 
 @gemm_jit
