@@ -316,8 +316,7 @@ def test_fpsgemm23_row_rounding_equals_accumulate():
     x[3::29] = 0.0
     spec = chain_spec(get_model("seed-probe-matched"))
     row = c.copy()
-    f32 = np.empty(n, dtype=np.float32)
-    partials.accumulate_row_rne_rtz(row, x, f32, f32.view(np.int32))
+    partials.accumulate_row_rne_rtz(row, x)
     want = np.empty(n)
     for k in range(n):
         if x[k] == 0.0:
@@ -339,3 +338,46 @@ def test_fpsgemm23_square_tiles():
     qb = random_quantized(rng, 16, 64, "e4m3", tile="BxB", span=4)
     _, _, st = _blas(qa, qb, "seed-probe-matched")
     assert st is not None and st.pairs == 32 * 16 and st.fallback == 0
+
+
+@pytest.mark.parametrize("scale_format", ["e4m3", "ue4m3", "ue5m3", "ue5m3fnu", "ue8m0"])
+@pytest.mark.parametrize("zero_terms", [False, True])
+def test_fpsgemm23_block_spans_equal_group_spans(scale_format, zero_terms):
+    """FPS-GEMM-24: the block-scaled operand pass (a mask of the payload magnitudes per scale
+    block, then tables per mask and scale code) gives the decoded values and exactly
+    ``group_spans`` of them: every scale code (zero, subnormal, largest, NaN), every payload
+    code, blocks whose codes are all zeros or one magnitude, and groups that start and end
+    inside a block (lengths 1, 7, 16, 23, 64)."""
+    from fpspec.fast.rounding import decode_table
+    from fpspec.formats import get_format
+    from fpspec.models import ZERO_ALIGNMENT_EXPONENT
+
+    rng = np.random.default_rng(2411)
+    sf = get_format(scale_format)
+    rows, k, block = 48, 256, 16
+    codes = rng.integers(0, 16, (rows, k)).astype(np.uint8)
+    codes[0] = 0                                   # all zeros
+    codes[1] = rng.choice([0, 8], k)               # +-0 only
+    codes[2] = rng.choice([7, 15], k)              # one magnitude
+    codes[3, ::3] = 0
+    scales = rng.integers(0, sf.num_codes, (rows, k // block)).astype(np.uint8)
+    scales[4:12] = np.arange(sf.num_codes, dtype=np.int64)[: 8 * (k // block)].reshape(8, -1) % sf.num_codes
+    scales[12:20] = (np.arange(8 * (k // block)).reshape(8, -1) + sf.num_codes - 64) % sf.num_codes
+    lengths = np.array([1, 7, 16, 23, 64, 9, 64, 36, 36], dtype=np.int64)
+    stop = np.cumsum(lengths)
+    start = stop - lengths
+    assert stop[-1] == k
+    zero = ZERO_ALIGNMENT_EXPONENT if zero_terms else 0
+    tables = partials._block_tables("e2m1", scale_format, zero, zero_terms)
+    values, spans, bad = partials.block_values_and_spans(codes, scales, block, *tables, start, stop,
+                                                         np.empty((rows, k)))
+    pv, sv = decode_table(get_format("e2m1")), decode_table(sf)
+    with np.errstate(invalid="ignore"):
+        want = pv[codes] * sv[np.repeat(scales, block, axis=1)]
+    assert np.array_equal(values, want, equal_nan=True)
+    assert bad == int((~np.isfinite(want)).sum())
+    assert (bad > 0) == bool((~np.isfinite(sv)).any())  # the NaN scale codes are drawn
+    finite = np.where(np.isfinite(want), want, 0.0)
+    wanted = partials.group_spans(finite, start, stop, -126, zero, zero_terms)
+    for got, exp, name in zip(spans, wanted, ("T", "L", "AE")):
+        assert np.array_equal(got, exp), f"{name} differs at {np.argwhere(got != exp)[:3].tolist()}"

@@ -38,6 +38,7 @@ groups at a time (:data:`PARTIAL_BYTES`), so no M x N x K temporary exists.
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 from fractions import Fraction
 from typing import Iterator, NamedTuple
@@ -50,7 +51,7 @@ from ..formats import get_format
 from ..models import ZERO_ALIGNMENT_EXPONENT, GemmModel
 from ..quantized import QuantizedTensor
 from .chain import (CONTINUE, NO_ROUNDING, NO_TERMS, NO_WINDOW, Plan, accumulate, accumulator_exponent, after_group,
-                    chain_spec, finish, finish_spec, group_step)
+                    chain_spec, finish_row, finish_spec, group_step)
 from .fp32 import RNE, RTZ, add_round, add_round_fp32, round_fp32_pair
 from .jit import gemm_jit
 from .kernels import TermOperand, product_terms
@@ -58,7 +59,7 @@ from .operands import code_operand, code_values, code_values_of, quantized_opera
 from .parallel import _pool, threads
 from .rounding import decode_table
 
-__all__ = ["PartialStats", "applies", "gemm_partials", "group_spans", "values_and_spans", "blas_partials",
+__all__ = ["PartialStats", "applies", "gemm_partials", "group_spans", "values_and_spans", "block_values_and_spans", "blas_partials",
            "blas_threads", "last_stats", "estimated_share", "accumulate_exact64", "accumulate_row_rne_rtz",
            "chain_partials", "fallback_group", "FLOAT64_BITS", "ACC_BITS", "BLAS_MIN_WORK", "BLAS_MIN_GROUP",
            "MAX_FALLBACK_SHARE", "SAMPLE_OUTPUTS", "ROW_BLOCK", "ROW_BLOCK_MIN", "PARTIAL_BYTES", "NO_VALUES"]
@@ -80,8 +81,11 @@ BLAS_MIN_GROUP = 16
 ROW_BLOCK = 256
 ROW_BLOCK_MIN = 64
 #: Bytes of group partials a worker holds at once (a chunk of groups of row block x N
-#: float64): bounds the path's memory whatever K is.
-PARTIAL_BYTES = 1 << 23
+#: float64): bounds the path's memory whatever K is.  1 MiB (one group at a time from N =
+#: 512 at 256 rows) lets the chain read a group's partials right after BLAS wrote them,
+#: from the core's cache: the seed model at 1024^3 on 2 threads ran 35 ms against 42-47 ms
+#: with 8 MiB chunks (4 groups).
+PARTIAL_BYTES = 1 << 20
 #: The BLAS path declines a GEMM (the term kernels take it) when more than this share of
 #: (output, group) pairs is estimated to fail the guard (:func:`estimated_share`): a fallback
 #: pair costs about as much as the term kernels' whole group, so past this share the BLAS
@@ -267,15 +271,15 @@ def group_spans(v, start, stop, emin, zero_aexp, zero_terms):
 
 
 @gemm_jit
-def values_and_spans(codes, scales, block, nscale, vlut, tlut, llut, aelut, start, stop):
-    """One pass over an operand's codes (rows, K): its float64 values ``vlut[index]`` and the
-    :func:`group_spans` of them from per-index tables (``index`` = code, or with block scales
-    (``nscale`` > 0) code x nscale + the element's scale code ``scales[i, k // block]``);
-    also the number of non-finite values.  The tables are :func:`group_spans` of every
-    index's value (:func:`_tables`), so the result is group_spans of the values."""
+def values_and_spans(codes, vlut, tlut, llut, aelut, start, stop, values):
+    """One pass over an operand's codes (rows, K): its float64 values ``vlut[code]`` and the
+    :func:`group_spans` of them from per-code tables; also the number of non-finite values.
+    The tables are :func:`group_spans` of every code's value (:func:`_tables`), so the
+    result is group_spans of the values.  ``values``: the (rows, K) float64 array to write
+    (allocated by numpy, which backs large arrays with huge pages: a 32 MB array allocated
+    in compiled code took 8 ms more to fill, in page faults)."""
     rows, kk = codes.shape
     ng = start.size
-    values = np.empty((rows, kk), dtype=np.float64)
     top = np.empty((rows, ng), dtype=np.int32)
     low = np.empty((rows, ng), dtype=np.int32)
     ae = np.empty((rows, ng), dtype=np.int32)
@@ -287,18 +291,58 @@ def values_and_spans(codes, scales, block, nscale, vlut, tlut, llut, aelut, star
             e_al = NO_TERMS
             for k in range(start[g], stop[g]):
                 x = np.int64(codes[i, k])
-                if nscale > 0:
-                    x = x * nscale + np.int64(scales[i, k // block])
                 v = vlut[x]
                 values[i, k] = v
-                if not math.isfinite(v):
-                    bad += 1
-                if tlut[x] > t:
-                    t = tlut[x]
-                if llut[x] < lo:
-                    lo = llut[x]
-                if aelut[x] > e_al:
-                    e_al = aelut[x]
+                bad += not math.isfinite(v)
+                t = max(t, tlut[x])
+                lo = min(lo, llut[x])
+                e_al = max(e_al, aelut[x])
+            top[i, g] = t
+            low[i, g] = lo
+            ae[i, g] = e_al
+    return values, (top, low, ae), bad
+
+
+@gemm_jit
+def block_values_and_spans(codes, scales, block, pv, sv, tmax, lmin, aemax, start, stop, values):
+    """:func:`values_and_spans` of E2M1 payload codes (rows, K) with one scale code per
+    ``block`` elements of a row (``scales[i, k // block]``): the values ``pv[code] x
+    sv[scale]`` (the product is exact: 2-bit by 4-bit significands) and their spans.
+
+    Per piece of a group inside one scale block, the loop keeps only the set of payload
+    magnitudes present (bit ``code & 7`` of a mask; E2M1 codes c and c + 8 are +-|v|); the
+    piece's (T, L, AE) are then the entries ``[mask, scale]`` of the tables
+    (:func:`_block_tables`), which hold the spans of the values of every magnitude in the
+    mask, so the result is group_spans of the values, as from the per-code tables.  A
+    non-finite scale makes every value of its block non-finite (E2M1 has no Inf or NaN)."""
+    rows, kk = codes.shape
+    ng = start.size
+    top = np.empty((rows, ng), dtype=np.int32)
+    low = np.empty((rows, ng), dtype=np.int32)
+    ae = np.empty((rows, ng), dtype=np.int32)
+    bad = 0
+    for i in range(rows):
+        for g in range(ng):
+            t = -NO_VALUES
+            lo = NO_VALUES
+            e_al = NO_TERMS
+            k0 = start[g]
+            while k0 < stop[g]:  # the group's pieces of one scale block each
+                b = k0 // block
+                k1 = min(stop[g], (b + 1) * block)
+                sc = np.int64(scales[i, b])
+                scale = sv[sc]
+                mask = np.int32(0)
+                for k in range(k0, k1):
+                    code = np.int32(codes[i, k])
+                    values[i, k] = pv[code] * scale
+                    mask |= np.int32(1) << (code & np.int32(7))
+                if not math.isfinite(scale):
+                    bad += k1 - k0
+                t = max(t, tmax[mask, sc])
+                lo = min(lo, lmin[mask, sc])
+                e_al = max(e_al, aemax[mask, sc])
+                k0 = k1
             top[i, g] = t
             low[i, g] = lo
             ae[i, g] = e_al
@@ -306,7 +350,7 @@ def values_and_spans(codes, scales, block, nscale, vlut, tlut, llut, aelut, star
 
 
 def _tables(vlut: np.ndarray, emin: int, zero_aexp: int, zero_terms: bool):
-    """Per-index (value, T, L, AE) tables of :func:`values_and_spans`: group_spans of each
+    """Per-code (value, T, L, AE) tables of :func:`values_and_spans`: group_spans of each
     finite value on its own (a non-finite one gets the spans of a zero; it never reaches
     BLAS)."""
     n = vlut.size
@@ -314,6 +358,38 @@ def _tables(vlut: np.ndarray, emin: int, zero_aexp: int, zero_terms: bool):
     idx = np.arange(n, dtype=np.int64)
     top, low, ae = group_spans(fin, idx, idx + 1, emin, zero_aexp, zero_terms)
     return np.ascontiguousarray(vlut, dtype=np.float64), top[0], low[0], ae[0]
+
+
+@functools.lru_cache(maxsize=8)
+def _block_tables(payload: str, scale: str, zero_aexp: int, zero_terms: bool):
+    """(pv, sv, tmax, lmin, aemax) of :func:`block_values_and_spans`: the decode tables of
+    the payload and scale codes, and for every magnitude mask (256) and scale code the
+    largest T, smallest L and largest AE of the values ``pv[c] x sv[s]`` over the payload
+    codes c whose magnitude ``c & 7`` is in the mask (from :func:`_tables` of every
+    (payload, scale) pair: group_spans of each value on its own)."""
+    pv = decode_table(get_format(payload))
+    sv = decode_table(get_format(scale))
+    if pv.size != 16:
+        raise ValueError(f"block_values_and_spans takes 4-bit (E2M1) payload codes, not {payload}")
+    with np.errstate(invalid="ignore"):
+        vlut = (pv[:, None] * sv[None, :]).reshape(-1)
+    _, top, low, ae = _tables(vlut, FP32_EMIN, zero_aexp, zero_terms)  # emin not read: no window on these
+    ns = sv.size
+    per_code = [x.reshape(16, ns).astype(np.int64) for x in (top, low, ae)]
+    # magnitude m stands for codes m and m + 8
+    tm = np.maximum(per_code[0][:8], per_code[0][8:])
+    lm = np.minimum(per_code[1][:8], per_code[1][8:])
+    am = np.maximum(per_code[2][:8], per_code[2][8:])
+    tmax = np.full((256, ns), -NO_VALUES, dtype=np.int64)
+    lmin = np.full((256, ns), NO_VALUES, dtype=np.int64)
+    aemax = np.full((256, ns), NO_TERMS, dtype=np.int64)
+    for mask in range(1, 256):
+        m = (mask & -mask).bit_length() - 1  # lowest magnitude in the mask
+        rest = mask & (mask - 1)
+        tmax[mask] = np.maximum(tmax[rest], tm[m])
+        lmin[mask] = np.minimum(lmin[rest], lm[m])
+        aemax[mask] = np.maximum(aemax[rest], am[m])
+    return (pv, sv) + tuple(np.ascontiguousarray(x, dtype=np.int32) for x in (tmax, lmin, aemax))
 
 
 # ======================================================================== chain
@@ -337,35 +413,48 @@ def accumulate_exact64(c, x, low, spec):
     return accumulate(c, np.int64(x * _POW2[-low - _POW2_LO]), low, spec)
 
 
+#: binary32 constants of :func:`accumulate_row_rne_rtz`: the largest finite value, 1 - 2^-24
+#: (|f| times it, rounded, is the binary32 value below a normal |f|), the smallest subnormal.
+_F32_MAX = np.float32(3.4028234663852886e38)
+_F32_BELOW = np.float32(1.0 - 2.0 ** -24)
+_F32_TINY = np.float32(2.0 ** -149)
+_F32_ZERO = np.float32(0.0)
+_F32_INF = np.float32(np.inf)
+
+
 @gemm_jit(inline=True)
-def accumulate_row_rne_rtz(c, x, f32, bits):
+def accumulate_row_rne_rtz(c, x):
     """:func:`accumulate_exact64` for a row of outputs under the seed models' rounding pair
     (not fused, group RNE to FP32, accumulator RTZ to FP32 with IEEE overflow): c[j] =
-    RTZ32(c[j] + RNE32(x[j])), each x[j] an exact float64, written without branches so
-    that the row's outputs go through together.  ``f32`` (float32) and ``bits`` (its int32
-    view) are scratch of the row's length.
+    RTZ32(c[j] + RNE32(x[j])), each x[j] an exact float64 and each c[j] a binary32 value
+    held as a float64, written in binary32 arithmetic without branches so that the row's
+    outputs go through together (16 lanes of a 512-bit vector).
 
-    p = RNE32(x) is the IEEE conversion (``round_fp32_pair`` of an exact value); s + err =
-    c + p exactly (TwoSum); f = RNE32(s) by conversion is either RTZ32(s + err) or the
-    FP32 value one step farther from zero, the latter exactly when |f| > |s| (f rounded
-    outward; f = Inf past the largest finite value) or f = s with err of the other sign
-    than s (the exact value lies just inside f).  One step toward zero is the magnitude bit
-    pattern minus one (sign-magnitude; Inf - 1 is the largest finite value, as RTZ's
-    overflow).  An overflowed p (Inf) gives t = Inf and a NaN err: both tests are false
-    and the Inf stands, as IEEE addition gives it.  Equal to ``accumulate`` by test
-    (``tests/test_gemm_partials.py``)."""
+    1. p = RNE32(x) by conversion (``round_fp32_pair`` of an exact value).
+    2. s = RNE32(c + p) and its error e (TwoSum in binary32: s + e = c + p exactly, when s
+       is finite).
+    3. RTZ32(c + p) is s where e is zero or of s's sign (s is not above the exact sum in
+       magnitude), else the binary32 value one step toward zero from s: the smaller of
+       RNE32(|s| (1 - 2^-24)) (exact step below a normal |s|: |s| 2^-24 lies between half
+       a step and a step below it) and RNE32(|s| - 2^-149) (exact step below a subnormal one).
+    4. Overflow: s = Inf from finite c and p means |c + p| is past the largest finite value,
+       which RTZ gives; an Inf p (x overflowed in step 1) or an Inf c stands, as IEEE
+       addition gives it (e is NaN then, never of the other sign).
+    5. The result, with s's sign (+0 for a zero: c + 0.0), back to the float64 row.
+
+    Equal to ``accumulate`` by test (``tests/test_gemm_partials.py``)."""
     for j in range(c.size):
-        p = np.float64(np.float32(x[j]))
-        cj = c[j]
-        t = cj + p
-        bp = t - cj
-        err = (cj - (t - bp)) + (p - bp)
-        f = np.float32(t)
-        fv = np.float64(f)
-        away = (abs(fv) > abs(t)) | ((fv == t) & (((err < 0.0) & (t > 0.0)) | ((err > 0.0) & (t < 0.0))))
-        f32[j] = f
-        bits[j] -= np.int32(away)
-        c[j] = np.float64(f32[j]) + 0.0
+        p = np.float32(x[j])                                   # 1.
+        cj = np.float32(c[j])
+        s = cj + p                                             # 2.
+        bp = s - cj
+        e = (cj - (s - bp)) + (p - bp)
+        a = abs(s)                                             # 3.
+        inward = ((e < _F32_ZERO) & (s > _F32_ZERO)) | ((e > _F32_ZERO) & (s < _F32_ZERO))
+        r = min(a * _F32_BELOW, a - _F32_TINY) if inward else a
+        overflow = (a == _F32_INF) & (abs(cj) < _F32_INF) & (abs(p) < _F32_INF)  # 4.
+        r = _F32_MAX if overflow else r
+        c[j] = np.float64(math.copysign(r, s)) + 0.0           # 5.
 
 
 @gemm_jit
@@ -399,8 +488,6 @@ def chain_partials(p, g0, ng, plan, logn, sa, sbt, widest_b, ta, tb, exact_expon
     windowed = spec.window != NO_WINDOW
     seed_pair = (not windowed and not spec.fused and spec.group_rounding == RNE and spec.accumulate_rounding == RTZ
                  and spec.fp32_lattice)
-    f32 = np.empty(n_cols, dtype=np.float32)
-    bits = f32.view(np.int32)
     for i in range(r0, r1):
         nfall = 0
         li = i - r0
@@ -415,7 +502,7 @@ def chain_partials(p, g0, ng, plan, logn, sa, sbt, widest_b, ta, tb, exact_expon
             ae_i = np.int64(ae_a[i, g])
             action = plan.action[g]
             if row_ok and seed_pair:
-                accumulate_row_rne_rtz(c[li], p[gl, li], f32, bits)
+                accumulate_row_rne_rtz(c[li], p[gl, li])
                 if action != CONTINUE:
                     for j in range(n_cols):
                         c[li, j], big[li, j], total[li, j] = after_group(c[li, j], big[li, j], total[li, j], action,
@@ -466,8 +553,7 @@ def chain_partials(p, g0, ng, plan, logn, sa, sbt, widest_b, ta, tb, exact_expon
                 else:
                     c[li, j], big[li, j], total[li, j] = after_group(ci, big[li, j], total[li, j], action, spec)
         if last:
-            for j in range(n_cols):
-                out[i, j] = finish(total[li, j], fin)
+            finish_row(total[li], out[i], fin)
         fallback[i] += nfall
 
 
@@ -533,24 +619,18 @@ def _may_fail(sa, sb, logn, windowed, fused):
 
 
 # ======================================================================= operands
-_NO_SCALES = np.zeros((1, 1), dtype=np.uint8)
-
-
 def _operand(x, fmt, side: int, model: GemmModel, plan: Plan, zero: int, zero_terms: bool):
     """An operand's float64 values (rows, K), spans (:func:`group_spans`) and number of
-    non-finite values, in one table-driven pass (:func:`values_and_spans`); TF32 codes
+    non-finite values, in one table-driven pass (:func:`values_and_spans`,
+    :func:`block_values_and_spans`); TF32 codes
     (2^32 of them) through :func:`group_spans` on the decoded values."""
 
     if isinstance(x, QuantizedTensor):
-        pv = decode_table(get_format(x.payload_format))
-        sv = decode_table(get_format(x.scale_format))
-        with np.errstate(invalid="ignore"):
-            vlut = (pv[:, None] * sv[None, :]).reshape(-1)  # exact: 2-bit x 4-bit significands
         grid = x.scales if x.tile == "1xB" else np.repeat(x.scales, x.block, axis=0)
         scale_values(x)  # range check of the scale codes (FpspecError)
-        tables = _tables(vlut, FP32_EMIN, zero, zero_terms)  # emin not read: no window on these
-        return values_and_spans(x.codes, np.ascontiguousarray(grid), x.block, sv.size, *tables, plan.start,
-                                plan.stop)
+        tables = _block_tables(x.payload_format, x.scale_format, zero, zero_terms)
+        return block_values_and_spans(x.codes, np.ascontiguousarray(grid), x.block, *tables, plan.start, plan.stop,
+                                      np.empty(x.codes.shape))
     name = operand_formats(fmt)[side]
     codes = np.asarray(x)
     emin = code_format(name).emin
@@ -558,7 +638,7 @@ def _operand(x, fmt, side: int, model: GemmModel, plan: Plan, zero: int, zero_te
         v = code_values_of(codes, name)
         return v, group_spans(v, plan.start, plan.stop, emin, zero, zero_terms), int((~np.isfinite(v)).sum())
     tables = _tables(code_values(code_format(name).name), emin, zero, zero_terms)
-    return values_and_spans(codes, _NO_SCALES, 1, 0, *tables, plan.start, plan.stop)
+    return values_and_spans(codes, *tables, plan.start, plan.stop, np.empty(codes.shape))
 
 
 def _fallback_terms(a, bt, model: GemmModel, fmt):
