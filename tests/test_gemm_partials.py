@@ -369,7 +369,11 @@ def test_fpsgemm23_block_spans_equal_group_spans(scale_format, zero_terms):
     assert stop[-1] == k
     zero = ZERO_ALIGNMENT_EXPONENT if zero_terms else 0
     tables = partials._block_tables("e2m1", scale_format, zero, zero_terms)
-    values, spans, bad = partials.block_values_and_spans(codes, scales, block, *tables, start, stop,
+    pieces = partials.block_pieces(start, stop, block)
+    cuts = sorted(set(start.tolist()) | set(range(0, k + 1, block)) | {k})  # K cut at group and block ends
+    assert pieces[0].tolist() == cuts[:-1] and pieces[1].tolist() == cuts[1:]
+    assert pieces[2].tolist()[:6] == [0, 1, 2, 2, 3, 3] and pieces[3].tolist()[:6] == [0, 0, 0, 1, 1, 2]
+    values, spans, bad = partials.block_values_and_spans(codes, scales, *tables, pieces, start.size,
                                                          np.empty((rows, k)))
     pv, sv = decode_table(get_format("e2m1")), decode_table(sf)
     with np.errstate(invalid="ignore"):

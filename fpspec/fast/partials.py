@@ -59,7 +59,7 @@ from .operands import code_operand, code_values, code_values_of, quantized_opera
 from .parallel import _pool, threads
 from .rounding import decode_table
 
-__all__ = ["PartialStats", "applies", "gemm_partials", "group_spans", "values_and_spans", "block_values_and_spans", "blas_partials",
+__all__ = ["PartialStats", "applies", "gemm_partials", "group_spans", "values_and_spans", "block_values_and_spans", "block_pieces", "blas_partials",
            "blas_threads", "last_stats", "estimated_share", "accumulate_exact64", "accumulate_row_rne_rtz",
            "chain_partials", "fallback_group", "FLOAT64_BITS", "ACC_BITS", "BLAS_MIN_WORK", "BLAS_MIN_GROUP",
            "MAX_FALLBACK_SHARE", "SAMPLE_OUTPUTS", "ROW_BLOCK", "ROW_BLOCK_MIN", "PARTIAL_BYTES", "NO_VALUES"]
@@ -304,49 +304,55 @@ def values_and_spans(codes, vlut, tlut, llut, aelut, start, stop, values):
 
 
 @gemm_jit
-def block_values_and_spans(codes, scales, block, pv, sv, tmax, lmin, aemax, start, stop, values):
-    """:func:`values_and_spans` of E2M1 payload codes (rows, K) with one scale code per
-    ``block`` elements of a row (``scales[i, k // block]``): the values ``pv[code] x
-    sv[scale]`` (the product is exact: 2-bit by 4-bit significands) and their spans.
+def block_values_and_spans(codes, scales, pv, sv, tmax, lmin, aemax, pieces, groups, values):
+    """:func:`values_and_spans` of E2M1 payload codes (rows, K) with block scale codes
+    ``scales`` (rows, K / block): the values ``pv[code] x sv[scale]`` (the product is exact:
+    2-bit by 4-bit significands) and their spans over ``groups`` planned groups.
 
-    Per piece of a group inside one scale block, the loop keeps only the set of payload
-    magnitudes present (bit ``code & 7`` of a mask; E2M1 codes c and c + 8 are +-|v|); the
-    piece's (T, L, AE) are then the entries ``[mask, scale]`` of the tables
-    (:func:`_block_tables`), which hold the spans of the values of every magnitude in the
-    mask, so the result is group_spans of the values, as from the per-code tables.  A
-    non-finite scale makes every value of its block non-finite (E2M1 has no Inf or NaN)."""
-    rows, kk = codes.shape
-    ng = start.size
-    top = np.empty((rows, ng), dtype=np.int32)
-    low = np.empty((rows, ng), dtype=np.int32)
-    ae = np.empty((rows, ng), dtype=np.int32)
+    ``pieces`` = (start, stop, group, block) cut K where a group or a scale block ends
+    (:func:`block_pieces`).  Per piece the loop keeps only the set of payload magnitudes
+    present (bit ``code & 7`` of a mask; E2M1 codes c and c + 8 are +-|v|); the piece's
+    (T, L, AE) are the entries ``[mask, scale]`` of the tables (:func:`_block_tables`),
+    which hold the spans of the values of every magnitude in the mask, and a group's are
+    the largest T and AE and the smallest L of its pieces, so the result is group_spans of
+    the values.  A non-finite scale makes every value of its block non-finite (E2M1 has
+    no Inf or NaN).  ``values``: as for :func:`values_and_spans`."""
+    p_start, p_stop, p_group, p_block = pieces
+    top = np.full((codes.shape[0], groups), -NO_VALUES, dtype=np.int32)
+    low = np.full((codes.shape[0], groups), NO_VALUES, dtype=np.int32)
+    ae = np.full((codes.shape[0], groups), NO_TERMS, dtype=np.int32)
     bad = 0
-    for i in range(rows):
-        for g in range(ng):
-            t = -NO_VALUES
-            lo = NO_VALUES
-            e_al = NO_TERMS
-            k0 = start[g]
-            while k0 < stop[g]:  # the group's pieces of one scale block each
-                b = k0 // block
-                k1 = min(stop[g], (b + 1) * block)
-                sc = np.int64(scales[i, b])
-                scale = sv[sc]
-                mask = np.int32(0)
-                for k in range(k0, k1):
-                    code = np.int32(codes[i, k])
-                    values[i, k] = pv[code] * scale
-                    mask |= np.int32(1) << (code & np.int32(7))
-                if not math.isfinite(scale):
-                    bad += k1 - k0
-                t = max(t, tmax[mask, sc])
-                lo = min(lo, lmin[mask, sc])
-                e_al = max(e_al, aemax[mask, sc])
-                k0 = k1
-            top[i, g] = t
-            low[i, g] = lo
-            ae[i, g] = e_al
+    for i in range(codes.shape[0]):
+        for q in range(p_start.size):
+            sc = np.int64(scales[i, p_block[q]])
+            scale = sv[sc]
+            mask = np.int32(0)
+            for k in range(p_start[q], p_stop[q]):
+                code = np.int32(codes[i, k])
+                values[i, k] = pv[code] * scale
+                mask |= np.int32(1) << (code & np.int32(7))
+            if not math.isfinite(scale):
+                bad += p_stop[q] - p_start[q]
+            g = p_group[q]
+            top[i, g] = max(top[i, g], tmax[mask, sc])
+            low[i, g] = min(low[i, g], lmin[mask, sc])
+            ae[i, g] = max(ae[i, g], aemax[mask, sc])
     return values, (top, low, ae), bad
+
+
+def block_pieces(start: np.ndarray, stop: np.ndarray, block: int):
+    """(start, stop, group, block) int64 arrays of the pieces of K that lie inside one
+    planned group (``start[g] .. stop[g] - 1``) and one scale block of ``block`` elements,
+    in order of k (the groups tile K)."""
+    rows = []
+    for g, (g0, g1) in enumerate(zip(start.tolist(), stop.tolist())):
+        k = g0
+        while k < g1:
+            end = min(g1, (k // block + 1) * block)
+            rows.append((k, end, g, k // block))
+            k = end
+    cols = np.array(rows, dtype=np.int64).reshape(-1, 4).T
+    return tuple(np.ascontiguousarray(c) for c in cols)
 
 
 def _tables(vlut: np.ndarray, emin: int, zero_aexp: int, zero_terms: bool):
@@ -629,7 +635,8 @@ def _operand(x, fmt, side: int, model: GemmModel, plan: Plan, zero: int, zero_te
         grid = x.scales if x.tile == "1xB" else np.repeat(x.scales, x.block, axis=0)
         scale_values(x)  # range check of the scale codes (FpspecError)
         tables = _block_tables(x.payload_format, x.scale_format, zero, zero_terms)
-        return block_values_and_spans(x.codes, np.ascontiguousarray(grid), x.block, *tables, plan.start, plan.stop,
+        return block_values_and_spans(x.codes, np.ascontiguousarray(grid), *tables,
+                                      block_pieces(plan.start, plan.stop, x.block), plan.start.size,
                                       np.empty(x.codes.shape))
     name = operand_formats(fmt)[side]
     codes = np.asarray(x)
