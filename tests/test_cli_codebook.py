@@ -160,6 +160,15 @@ def test_bench_encode_json_runs(capsys):
         assert r["codes_equal"] is True and r["ratio"] == pytest.approx(r["baseline_s"] / r["fpspec_s"])
 
 
+def test_bench_ratio_text():
+    """FPS-CLI-1: the printed ratio tells 1/3.7 from a goal of 1/4 (one decimal below 1/20),
+    stays whole far below, and prints speed-ups with two decimals."""
+    from fpspec.cli.bench import _ratio_text
+
+    assert [_ratio_text(r) for r in (1 / 3.68, 1 / 4.0, 1 / 12.96, 1 / 157.2, 2.714, 1.0)] == [
+        "1/3.7", "1/4.0", "1/13.0", "1/157", "2.71", "1.00"]
+
+
 def test_module_entry_point():
     """FPS-CLI-1: `python -m fpspec` is the same CLI, with exit status 2 on bad input."""
     done = subprocess.run([sys.executable, "-m", "fpspec", "codebook", "nosuch"], capture_output=True, text=True)

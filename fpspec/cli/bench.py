@@ -141,12 +141,15 @@ register_benchmark("encode", "float32 -> e2m1 / e4m3 under RNE vs ml_dtypes asty
 
 # ---------------------------------------------------------------------- the CLI
 def _ratio_text(ratio: float) -> str:
-    """A ratio for people: 2.71 above 1, 1/28 below (0.04 would hide the goal's scale)."""
-    return f"{ratio:.2f}" if ratio >= 1 else f"1/{1 / ratio:.0f}"
+    """A ratio for people: 2.71 above 1, 1/3.7 or 1/28 below (0.04 would hide the goal's
+    scale; one decimal below 1/20, where a goal of 1/4 is told from 1/3.7)."""
+    if ratio >= 1:
+        return f"{ratio:.2f}"
+    return f"1/{1 / ratio:.1f}" if 1 / ratio < 20 else f"1/{1 / ratio:.0f}"
 
 
 #: Optional row keys printed after the fixed columns, as ``key=value`` (a benchmark's extras).
-NOTE_KEYS = ("path", "fallback_share", "goal")
+NOTE_KEYS = ("path", "fallback_share", "goal", "meets_goal")
 
 
 def _note(key: str, value: object) -> str:
