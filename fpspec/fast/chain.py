@@ -639,8 +639,8 @@ def finish(y, fin):
 
 @gemm_jit(inline=True)
 def finish_row(total, out, fin):
-    """:func:`finish` for a row of outputs: ``out[j] = finish(total[j], fin)``, without
-    branches so that the row goes through together.  Step 6 as ``rint(y 2^L) 2^-L``: y
+    """:func:`finish` for a row of outputs: ``out[j] = finish(total[j], fin)``, with no
+    branch on the values, so that the row goes through together.  Step 6 as ``rint(y 2^L) 2^-L``: y
     2^L and the product by 2^-L are exact (y is an FP32 value, L small), IEEE rint rounds
     half to even and keeps the sign of a zero (-0.4 -> -0, as :func:`snap`), and passes
     Inf and NaN through; step 7 is :func:`scale_by_alpha` itself.  Equal to ``finish`` by

@@ -59,10 +59,11 @@ from .operands import code_operand, code_values, code_values_of, quantized_opera
 from .parallel import _pool, threads
 from .rounding import decode_table
 
-__all__ = ["PartialStats", "applies", "gemm_partials", "group_spans", "values_and_spans", "block_values_and_spans", "block_pieces", "blas_partials",
-           "blas_threads", "last_stats", "estimated_share", "accumulate_exact64", "accumulate_row_rne_rtz",
-           "chain_partials", "fallback_group", "FLOAT64_BITS", "ACC_BITS", "BLAS_MIN_WORK", "BLAS_MIN_GROUP",
-           "MAX_FALLBACK_SHARE", "SAMPLE_OUTPUTS", "ROW_BLOCK", "ROW_BLOCK_MIN", "PARTIAL_BYTES", "NO_VALUES"]
+__all__ = ["PartialStats", "applies", "gemm_partials", "group_spans", "values_and_spans", "block_values_and_spans",
+           "block_pieces", "blas_partials", "blas_threads", "last_stats", "estimated_share", "accumulate_exact64",
+           "accumulate_row_rne_rtz", "chain_partials", "fallback_group", "FLOAT64_BITS", "ACC_BITS", "BLAS_MIN_WORK",
+           "BLAS_MIN_GROUP", "MAX_FALLBACK_SHARE", "SAMPLE_OUTPUTS", "ROW_BLOCK", "ROW_BLOCK_MIN", "PARTIAL_BYTES",
+           "NO_VALUES"]
 
 #: Significand bits of float64: a multiple of 2^L below 2^(L + 53) is a float64 number.
 FLOAT64_BITS = 53
@@ -627,9 +628,9 @@ def _may_fail(sa, sb, logn, windowed, fused):
 # ======================================================================= operands
 def _operand(x, fmt, side: int, model: GemmModel, plan: Plan, zero: int, zero_terms: bool):
     """An operand's float64 values (rows, K), spans (:func:`group_spans`) and number of
-    non-finite values, in one table-driven pass (:func:`values_and_spans`,
-    :func:`block_values_and_spans`); TF32 codes
-    (2^32 of them) through :func:`group_spans` on the decoded values."""
+    non-finite values, in one table-driven pass (:func:`values_and_spans`; block-scaled
+    E2M1 by :func:`block_values_and_spans`); TF32 codes (2^32 of them) through
+    :func:`group_spans` on the decoded values."""
 
     if isinstance(x, QuantizedTensor):
         grid = x.scales if x.tile == "1xB" else np.repeat(x.scales, x.block, axis=0)
