@@ -36,6 +36,7 @@ __all__ = [
     "Target",
     "KernelName",
     "KernelChoice",
+    "CONFIDENCE_TEXT",
     "Observation",
     "Predictor",
     "MIN_SLICE_TILES",
@@ -60,6 +61,7 @@ __all__ = [
     "persistent_candidates",
     "settled",
     "choice_for_kernel",
+    "call_shape",
     "resolve_choice",
     "kernel_parameters",
     "predict",
@@ -68,6 +70,21 @@ __all__ = [
 ]
 
 Confidence = Literal["rule", "table", "nearest", "kernel", "outputs", "candidates", "unknown"]
+
+#: What each :class:`KernelChoice` confidence tells its user (``describe``): the offline
+#: answers ``table`` and ``rule`` are what the H200 ran, ``nearest`` is a guess whose
+#: held-out rates docs/cublas-h200.rst reports, and the observer (``fpspec probe
+#: --observe``) reads the call's own kernel.
+CONFIDENCE_TEXT: dict[str, str] = {
+    "table": "measured: this shape ran on the H200 in the committed sweep",
+    "rule": "by rule: no kernel splits K at this shape",
+    "nearest": "a guess from the nearest measured shape {source} (offline held-out rates in "
+               "docs/cublas-h200.rst; fpspec probe --observe reads the call's own kernel on the GPU)",
+    "kernel": "read from the launched kernel",
+    "outputs": "persistent launch, P settled by the call's outputs",
+    "candidates": "persistent launch: P is one of {candidates}, to be settled by the call's outputs",
+    "unknown": "not known",
+}
 KernelClass = Literal["nvjet", "sm80", "sm75", "simt", "reduce", "other"]
 
 
@@ -383,6 +400,28 @@ class KernelChoice:
         """True when the preset with ``split_k = s`` is the model of this call (an
         ``nvjet`` kernel whose S is known)."""
         return self.kclass == "nvjet" and self.confidence not in ("unknown", "candidates")
+
+    def describe(self) -> str:
+        """One line for people: the kernel, how K is cut, and where that comes from
+        (:data:`CONFIDENCE_TEXT`)."""
+        what = self.kernel or f"kernel class {self.kclass}"
+        if self.confidence in ("unknown", "candidates"):
+            cut = "K split not known"
+        elif self.p is None or self.p <= 1 or self.s is None:
+            cut = "one chain over K"
+        else:
+            cut = f"{self.p} slices of K (the first {self.s} long)"
+        why = CONFIDENCE_TEXT[self.confidence].format(
+            source="x".join(map(str, self.source)) if self.source else "-",
+            candidates=", ".join(map(str, self.candidates)) or "-")
+        return f"{what}; {cut}; {why}" + (f" ({self.note})" if self.note else "")
+
+    def to_json(self) -> dict[str, object]:
+        """The choice as JSON-ready data (``fpspec models --shape --json``)."""
+        d = dataclasses.asdict(self)
+        d["modelled"] = self.modelled
+        d["describe"] = self.describe()
+        return d
 
 
 def _grid_ctas(grid: object) -> tuple[int, int, int]:
@@ -782,6 +821,15 @@ def _shape3(shape: Sequence[int]) -> tuple[int, int, int]:
     except (TypeError, ValueError):
         raise FpspecError(f"shape must be (M, N, K), got {shape!r}") from None
     return m, n, k
+
+
+def call_shape(name: str, shape: Sequence[int]) -> tuple[int, int, int]:
+    """The shape the library runs a GEMM of ``shape`` at, for a library preset or target:
+    ``torch._scaled_mm`` pads N and K to multiples of 16 (the zero products change
+    nothing); the others run the shape as it is."""
+    tg = _target_of(name)
+    m, n, k = _shape3(shape)
+    return m, -(-n // tg.n_multiple) * tg.n_multiple, -(-k // tg.k_multiple) * tg.k_multiple
 
 
 def resolve_choice(name: str, shape: Sequence[int]) -> KernelChoice:

@@ -83,7 +83,7 @@ def _library_model(model, a, bt, fmt, shape) -> "str | GemmModel":
         if shape is not None:
             raise FpspecError("shape is for library presets (cublas-h200-*), whose model depends on it")
         return model
-    from .cublas_h200 import LIBRARY_PRESETS as TARGET_OF, TARGETS
+    from .cublas_h200 import call_shape
 
     if not isinstance(a, QuantizedTensor) and (np.ndim(a) != 2 or np.ndim(bt) != 2):
         raise FpspecError(f"A and BT must be 2-D code arrays, got {np.ndim(a)}-D and {np.ndim(bt)}-D")
@@ -98,10 +98,7 @@ def _library_model(model, a, bt, fmt, shape) -> "str | GemmModel":
     if kk != rows[2] or mm < rows[0] or nn < rows[1]:
         raise FpspecError(f"shape {mm}x{nn}x{kk} does not hold the operands ({rows[0]} rows of A, {rows[1]} of BT, "
                           f"K = {rows[2]}): K must be equal, M and N at least the rows given")
-    if TARGETS[TARGET_OF[model]].n_multiple > 1:
-        # torch._scaled_mm runs N and K padded to multiples of 16 (zero products change nothing)
-        nn, kk = -(-nn // 16) * 16, -(-kk // 16) * 16
-    return resolve(model, (mm, nn, kk))
+    return resolve(model, call_shape(model, (mm, nn, kk)))
 
 
 def _checked(a, bt, model, fmt, impl, overrides, shape=None):

@@ -114,6 +114,46 @@ def test_fps_cub_6_cli_shape_and_models(tmp_path, capsys, picked):
     assert js["cublas-h200-bf16"]["backing"]["device"].startswith("NVIDIA H200")
 
 
+def test_fps_cub_6_resolved_choice_says_how_sure(tmp_path, capsys):
+    """FPS-CUB-6: ``fpspec models --shape`` shows each library preset's kernel, K cut,
+    concrete model and where it comes from (measured, by rule, a guess from a named nearest
+    shape, or not modelled), ``--json`` the same as data; FP8 shapes are run as
+    torch._scaled_mm pads them; ``fpspec gemm`` with a library preset says the same on
+    stderr."""
+    assert ch.call_shape("cublas-h200-fp8", (1000, 1000, 9000)) == (1000, 1008, 9008)
+    assert ch.call_shape("cublas-h200-bf16", (1000, 1000, 9000)) == (1000, 1000, 9000)
+    swept = ch.predict("torch-bf16", 128, 128, 16384)
+    assert swept.confidence == "table" and "1536 long" in swept.describe() and "measured" in swept.describe()
+    guess = ch.predict("torch-bf16", 1000, 1000, 9000)
+    assert guess.confidence == "nearest" and "a guess from the nearest measured shape 1000x1000x8192" in \
+        guess.describe()
+    assert "by rule: no kernel splits K" in ch.predict("torch-bf16", 3000, 3000, 1024).describe()
+
+    assert main(["models", "--shape", "7,7,1024", "--json"]) == 0
+    rows = {r["preset"]: r for r in json.loads(capsys.readouterr().out)}
+    assert list(rows) == list(LIBRARY_PRESETS)
+    bf16 = rows["cublas-h200-bf16"]
+    assert bf16["model"] is None and "simt kernel" in bf16["not_modelled"] and bf16["choice"]["kclass"] == "simt"
+    fp8 = rows["cublas-h200-fp8"]
+    assert fp8["call_shape"] == [7, 16, 1024] and fp8["model"]["promotion_interval"] == 128
+    assert fp8["choice"]["confidence"] in ("table", "rule", "nearest")
+    assert main(["models", "--shape", "128,128,16384", "--model", "cublas-h200-fp16"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("cublas-h200-fp16 at 128x128x16384\n") and "split_k=1408" in out and "measured" in out
+    assert main(["models", "--shape", "1,2,3", "--model", "km-h100-bf16"]) == 2
+    assert "not a library preset" in capsys.readouterr().err
+    assert main(["models", "--model", "cublas-h200-fp16"]) == 2
+    assert "--model goes with --shape" in capsys.readouterr().err
+
+    rng = np.random.default_rng(61)
+    np.save(tmp_path / "a.npy", rng.integers(0, 0x7E, (3, 9000)).astype(np.uint8))
+    np.save(tmp_path / "bt.npy", rng.integers(0, 0x7E, (2, 9000)).astype(np.uint8))
+    assert main(["gemm", str(tmp_path / "a.npy"), str(tmp_path / "bt.npy"), "--model", "cublas-h200-fp8-fast",
+                 "--format", "e4m3", "--shape", "1000,1000,9000", "--out", str(tmp_path / "y.npy")]) == 0
+    err = capsys.readouterr().err
+    assert err.startswith("fpspec gemm: cublas-h200-fp8-fast at 1000x1008x9008: nvjet_sm90") and "a guess" in err
+
+
 def test_fps_cub_7_kernel_families_and_slices():
     """FPS-CUB-7: the family of each kernel and its model: cutlass slices of 152 at
     100 x 100 x 5000 over z = 33 (issue 14); s1688 in units of 64 where 64 divides K (704 =

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import json
+import sys
 
 import ml_dtypes
 import numpy as np
@@ -10,7 +12,8 @@ import numpy as np
 from ..errors import FpspecError
 from ..io import check_output, load_npy, save_npy
 from ..matmul import CODE_FORMATS, gemm
-from ..models import LIBRARY, PARAMETER_HELP, PRESETS, parse_overrides, presets_json
+from ..cublas_h200 import call_shape, resolve_choice
+from ..models import LIBRARY, PARAMETER_HELP, PRESETS, parse_overrides, presets_json, resolve
 from ..quantization import quantize
 from ..quantized import QuantizedTensor
 from .bench import best_time, register_benchmark, result_row
@@ -38,6 +41,10 @@ def _cmd_gemm(args: argparse.Namespace) -> int:
             y = gemm(a, bt, args.model, fmt=fmt, impl=args.impl, shape=_shape(args.shape), **overrides)
         except FpspecError as exc:
             raise FpspecError(f"{args.a}, {args.bt}: {exc}") from None
+        if args.model in LIBRARY:  # say which kernel the output stands for, and how sure that is
+            run = call_shape(args.model, _shape(args.shape) or (a.shape[0], bt.shape[0], a.shape[1]))
+            print(f"fpspec gemm: {args.model} at {'x'.join(map(str, run))}: "
+                  f"{resolve_choice(args.model, run).describe()}", file=sys.stderr)
     bits = np.uint16 if y.dtype == np.float16 else np.uint32
     save_npy(args.out, y.view(bits) if args.bits else y)
     return 0
@@ -54,7 +61,49 @@ def _shape(text: str | None) -> tuple[int, int, int] | None:
     return m, n, k
 
 
+def _resolved(shape: tuple[int, int, int], names: list[str]) -> list[dict]:
+    """The library presets ``names`` resolved at ``shape`` (FPS-CUB-6): the kernel choice
+    and, where the kernel is modelled, the concrete model's parameters (else the reason)."""
+    rows = []
+    for name in names:
+        run = call_shape(name, shape)
+        choice = resolve_choice(name, run)
+        try:
+            model, why = resolve(name, run).to_dict(), None
+        except FpspecError as exc:
+            model, why = None, str(exc)
+        rows.append({"preset": name, "shape": list(shape), "call_shape": list(run), "choice": choice.to_json(),
+                     "model": model, "not_modelled": why})
+    return rows
+
+
+def _cmd_models_at_shape(args: argparse.Namespace) -> int:
+    """``fpspec models --shape M,N,K [--model PRESET] [--json]``."""
+    names = [args.model] if args.model else list(LIBRARY)
+    for name in names:
+        if name not in LIBRARY:
+            raise FpspecError(f"--model {name!r} is not a library preset; --shape resolves one of "
+                              f"{', '.join(LIBRARY)}")
+    rows = _resolved(_shape(args.shape), names)
+    if args.json:
+        print(json.dumps(rows, indent=1))
+        return 0
+    for r in rows:
+        ran = "" if r["call_shape"] == r["shape"] else f" (run as {'x'.join(map(str, r['call_shape']))})"
+        print(f"{r['preset']} at {'x'.join(map(str, r['shape']))}{ran}")
+        print(f"    {r['choice']['describe']}")
+        if r["model"] is None:
+            print(f"    not modelled: {r['not_modelled']}")
+        else:
+            print("    " + ", ".join(f"{k}={v}" for k, v in r["model"].items()))
+    return 0
+
+
 def _cmd_models(args: argparse.Namespace) -> int:
+    if args.shape is not None:
+        return _cmd_models_at_shape(args)
+    if args.model:
+        raise FpspecError("--model goes with --shape (a library preset resolved at that shape)")
     if args.json:
         print(presets_json())
         return 0
@@ -109,6 +158,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     q = sub.add_parser("models", help="list the GEMM model presets and their parameters",
                        description="List every GEMM accumulation preset with its parameters and source.")
     q.add_argument("--json", action="store_true", help="machine-readable output")
+    q.add_argument("--shape", default=None, metavar="M,N,K",
+                   help="resolve the library presets (cublas-h200-*) at this GEMM shape: the kernel cuBLAS runs, "
+                        "how it cuts K, whether that was measured, follows by rule or is a guess, and the "
+                        "concrete model")
+    q.add_argument("--model", default=None, metavar="PRESET", help="with --shape: only this library preset")
     q.set_defaults(func=_cmd_models)
 
 
