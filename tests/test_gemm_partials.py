@@ -205,13 +205,13 @@ def test_fpsgemm23_specials_take_the_term_kernels():
 
 
 def test_fpsgemm23_not_taken():
-    """FPS-GEMM-24: models outside the path's domain keep the term kernels (block-placed
-    scales, decoded domains, lanes and joins, groups shorter than BLAS_MIN_GROUP), and a GEMM
-    below BLAS_MIN_WORK products is left to them unless forced."""
+    """FPS-GEMM-24: models outside the path's domain keep the term kernels (decoded domains,
+    lanes and joins, groups shorter than BLAS_MIN_GROUP; block terms: the next tests), and a
+    GEMM below BLAS_MIN_WORK products is left to them unless forced."""
     rng = np.random.default_rng(234)
     qa = random_quantized(rng, 2, 64, "e4m3")
     qb = random_quantized(rng, 3, 64, "e4m3")
-    for name in ("sm100-mxf4nvf4", "decoded-fp32", "exact"):
+    for name in ("decoded-fp32", "exact"):
         _, _, st = _blas(qa, qb, name)
         assert st is None, name
     a = wide_codes(rng, (2, 64), "e4m3", span=2)
@@ -385,3 +385,42 @@ def test_fpsgemm23_block_spans_equal_group_spans(scale_format, zero_terms):
     wanted = partials.group_spans(finite, start, stop, -126, zero, zero_terms)
     for got, exp, name in zip(spans, wanted, ("T", "L", "AE")):
         assert np.array_equal(got, exp), f"{name} differs at {np.argwhere(got != exp)[:3].tolist()}"
+
+
+@pytest.mark.parametrize("name", ["sm100-mxf4nvf4", "sm120-mxf4nvf4"])
+@pytest.mark.parametrize("scale_format, block, span, falls", [("ue4m3", 16, 4, False), ("ue8m0", 32, 3, False),
+                                                              ("ue8m0", 32, 30, True), ("ue8m0", 16, 60, True)])
+def test_fpsgemm23_block_terms_aligned_by_scales(name, scale_format, block, span, falls):
+    """FPS-GEMM-22, FPS-GEMM-24: block-term presets (terms of 16 products times both scales,
+    aligned at e(s_a) + e(s_b), fused window F = 35) through BLAS equal the exact spec: NVFP4
+    and MXFP4 (UE8M0 blocks of 32 holding two terms each) scales, a narrow span where every
+    term fits the window and wide spans where terms lose bits below it (those pairs fall
+    back to the block terms), zero payload blocks and a zero UE4M3 scale (which aligns at
+    -126 under zero_alignment="emin")."""
+    rng = np.random.default_rng(2500 + span + block)
+    qa = random_quantized(rng, 9, 256, scale_format, block=block, span=span)
+    qb = random_quantized(rng, 7, 256, scale_format, block=block, span=span)
+    qa.codes[1, :64] = 0                                   # a group of zero terms in row 1
+    qb.codes[2, 16:48] = 8                                 # -0 payloads
+    if scale_format == "ue4m3":
+        qa.scales[3, 0] = 0                                # a zero scale (UE8M0 has none)
+    _, _, st = _blas(qa, qb, name)
+    assert st is not None and st.pairs == 9 * 7 * 4
+    assert (st.fallback > 0) == falls
+
+
+def test_fpsgemm23_block_terms_declined():
+    """FPS-GEMM-24: block terms the guard cannot bound stay with the term kernels: aligned by
+    their own value (block_exponent="value": E may exceed the scales' sum), a term across
+    two scale blocks (term 32 over blocks of 16), a slice plan whose groups cut terms."""
+    rng = np.random.default_rng(2510)
+    qa = random_quantized(rng, 4, 128, "ue4m3")
+    qb = random_quantized(rng, 3, 128, "ue4m3")
+    base = get_model("sm100-mxf4nvf4")
+    plan = chain_plan(128, base)
+    with partials.blas_partials(True):
+        assert partials.applies(qa, qb, base, plan)
+        assert not partials.applies(qa, qb, base.replace(block_exponent="value", zero_alignment="excluded"), plan)
+        assert not partials.applies(qa, qb, base.replace(block_term_size=32), plan)
+        cut = base.replace(slice_plan=(40, 88), instruction_k=None)  # groups at 0, 40, 104: terms cut
+        assert not partials.applies(qa, qb, cut, chain_plan(128, cut))

@@ -50,12 +50,13 @@ from ..gemm_operands import code_format, operand_formats
 from ..formats import get_format
 from ..models import ZERO_ALIGNMENT_EXPONENT, GemmModel
 from ..quantized import QuantizedTensor
-from .chain import (CONTINUE, NO_ROUNDING, NO_TERMS, NO_WINDOW, Plan, accumulate, accumulator_exponent, after_group,
-                    chain_spec, finish_row, finish_spec, group_step)
+from .chain import (CONTINUE, NO_ROUNDING, NO_SPECIAL, NO_TERMS, NO_WINDOW, Plan, accumulate, accumulator_exponent,
+                    after_group, chain_spec, finish_row, finish_spec, group_step)
 from .fp32 import RNE, RTZ, add_round, add_round_fp32, round_fp32_pair
 from .jit import gemm_jit
-from .kernels import TermOperand, product_terms
-from .operands import code_operand, code_values, code_values_of, quantized_operand, scale_values
+from .kernels import ScaledBlockOperand, TermOperand, product_terms, scaled_block_terms
+from .operands import (code_operand, code_values, code_values_of, floor_log2_table, quantized_operand,
+                       scale_values, scaled_block_operand)
 from .parallel import _pool, threads
 from .rounding import decode_table
 
@@ -203,23 +204,41 @@ def _window_ok(model: GemmModel) -> bool:
 
 
 def applies(a, bt, model: GemmModel, plan: Plan) -> bool:
-    """Whether :func:`gemm_partials` computes this GEMM: product-placed terms in the encoded
-    domain, groups of at least :data:`BLAS_MIN_GROUP` products, a supported window (or
-    none), and at least :data:`BLAS_MIN_WORK` products (unless forced by
-    :func:`blas_partials`).  Windows only for code operands (a block-scaled value's
-    alignment exponent may come from its scales, FPS-GEMM-22)."""
+    """Whether :func:`gemm_partials` computes this GEMM: terms in the encoded domain, groups
+    of at least :data:`BLAS_MIN_GROUP` products, a supported window (or none), and at least
+    :data:`BLAS_MIN_WORK` products (unless forced by :func:`blas_partials`).  Terms are
+    products (``scale_placement="product"``), or block terms of E2M1 operands aligned by
+    their scales (:func:`_block_terms_ok`).  A window on product terms only for code
+    operands (a block-scaled value's alignment exponent may come from its scales,
+    FPS-GEMM-22)."""
     if _FORCED is False:
         return False
-    if model.operand_domain != "encoded" or model.scale_placement != "product" or plan.longest < BLAS_MIN_GROUP:
+    if model.operand_domain != "encoded" or plan.longest < BLAS_MIN_GROUP:
         return False
     quantized = isinstance(a, QuantizedTensor)
-    if model.window_bits is not None and (quantized or not _window_ok(model)):
-        return False
     if quantized and (a.payload_format != "e2m1" or bt.payload_format != "e2m1"):
+        return False
+    if model.scale_placement == "block":
+        if not (quantized and _block_terms_ok(a, bt, model, plan)):
+            return False
+    elif model.scale_placement != "product" or model.window_bits is not None and quantized:
+        return False
+    if model.window_bits is not None and not _window_ok(model):
         return False
     if _FORCED is None and a.shape[0] * bt.shape[0] * a.shape[1] < BLAS_MIN_WORK:
         return False
     return True
+
+
+def _block_terms_ok(a, bt, model: GemmModel, plan: Plan) -> bool:
+    """Block terms (FPS-GEMM-22) the BLAS path computes: aligned by the scales' exponents
+    (``block_exponent="scales"``: E is at most the largest scale exponent of A's row in the
+    group plus B's, the bound the guard needs), each term inside one scale block of both
+    operands (its products share their scales, so the group's sum of products is the sum of
+    its terms), and every planned group made of whole terms."""
+    term = model.block_term_size or a.block
+    return (model.block_exponent == "scales" and a.block % term == 0 and bt.block % term == 0
+            and not (plan.start % term).any() and not (plan.stop % term).any())
 
 
 # ======================================================================== spans
@@ -368,12 +387,15 @@ def _tables(vlut: np.ndarray, emin: int, zero_aexp: int, zero_terms: bool):
 
 
 @functools.lru_cache(maxsize=8)
-def _block_tables(payload: str, scale: str, zero_aexp: int, zero_terms: bool):
+def _block_tables(payload: str, scale: str, zero_aexp: int, zero_terms: bool, scale_zero: int | None = None):
     """(pv, sv, tmax, lmin, aemax) of :func:`block_values_and_spans`: the decode tables of
     the payload and scale codes, and for every magnitude mask (256) and scale code the
     largest T, smallest L and largest AE of the values ``pv[c] x sv[s]`` over the payload
     codes c whose magnitude ``c & 7`` is in the mask (from :func:`_tables` of every
-    (payload, scale) pair: group_spans of each value on its own)."""
+    (payload, scale) pair: group_spans of each value on its own).  With ``scale_zero``
+    (block terms aligned by their scales, FPS-GEMM-22) AE is the scale's alignment
+    exponent max(floor(log2 s), emin of the scale format) whatever the payloads
+    (``scale_zero`` for a zero scale, as ``scaled_block_operand``)."""
     pv = decode_table(get_format(payload))
     sv = decode_table(get_format(scale))
     if pv.size != 16:
@@ -396,6 +418,8 @@ def _block_tables(payload: str, scale: str, zero_aexp: int, zero_terms: bool):
         tmax[mask] = np.maximum(tmax[rest], tm[m])
         lmin[mask] = np.minimum(lmin[rest], lm[m])
         aemax[mask] = np.maximum(aemax[rest], am[m])
+    if scale_zero is not None:
+        aemax[1:] = floor_log2_table(sv, get_format(scale).emin, scale_zero)[None, :]
     return (pv, sv) + tuple(np.ascontiguousarray(x, dtype=np.int32) for x in (tmax, lmin, aemax))
 
 
@@ -464,17 +488,41 @@ def accumulate_row_rne_rtz(c, x):
         c[j] = np.float64(math.copysign(r, s)) + 0.0           # 5.
 
 
+class Fallback(NamedTuple):
+    """What the fallback of an (output, group) needs (:func:`fallback_group`): the product
+    terms' operands ``ta``, ``tb`` (TermOperand) with ``exact_exponent``, or, where
+    ``blocks`` (``scale_placement="block"``), the block terms' operands ``ba``, ``bb``
+    (ScaledBlockOperand) with the term size, both scale block sizes and
+    ``scale_exponent``; the other pair is a placeholder (:func:`no_fallback`)."""
+
+    ta: TermOperand
+    tb: TermOperand
+    exact_exponent: bool
+    blocks: bool
+    ba: ScaledBlockOperand
+    bb: ScaledBlockOperand
+    term: int
+    block_a: int
+    block_b: int
+    scale_exponent: bool
+
+
 @gemm_jit
-def fallback_group(c, ta, i, tb, j, k0, k1, exact_exponent, spec, sigs, lsbs, aexps):
-    """The fallback of one (output, group): its product terms (``product_terms``) through
-    ``group_step``, as the term kernels compute it (kept out of line: it is the rare case)."""
-    n, special, overflow = product_terms(ta, i, tb, j, k0, k1, exact_exponent, spec, sigs, lsbs, aexps)
+def fallback_group(c, fb, i, j, k0, k1, spec, sigs, lsbs, aexps):
+    """The fallback of one (output, group): its terms (``product_terms``, or
+    ``scaled_block_terms`` for block terms) through ``group_step``, as the term kernels
+    compute it (kept out of line: it is the rare case)."""
+    if fb.blocks:
+        n, special = scaled_block_terms(fb.ba, i, fb.bb, j, k0, k1, fb.term, fb.block_a, fb.block_b,
+                                        fb.scale_exponent, spec, sigs, lsbs, aexps)
+        return group_step(c, sigs, lsbs, aexps, n, special, NO_SPECIAL, spec)
+    n, special, overflow = product_terms(fb.ta, i, fb.tb, j, k0, k1, fb.exact_exponent, spec, sigs, lsbs, aexps)
     return group_step(c, sigs, lsbs, aexps, n, special, overflow, spec)
 
 
 @gemm_jit
-def chain_partials(p, g0, ng, plan, logn, sa, sbt, widest_b, ta, tb, exact_exponent, spec, fin, c, big, total,
-                   last, out, fallback, r0, r1):
+def chain_partials(p, g0, ng, plan, logn, sa, sbt, widest_b, fb, spec, fin, c, big, total, last, out, fallback,
+                   r0, r1):
     """Steps 3-7 for rows r0 .. r1 - 1 over the partials ``p[gl, i - r0, j]`` of planned
     groups g0 .. g0 + ng - 1 (gl = g - g0), continuing the chain state c, big, total (rows
     r0 .. r1 - 1, local index i - r0, as p); ``last``: the chunk ends K, so the outputs are
@@ -482,8 +530,8 @@ def chain_partials(p, g0, ng, plan, logn, sa, sbt, widest_b, ta, tb, exact_expon
 
     ``sa = (TA, LA, AEA)`` (M, groups) (:func:`group_spans`), ``sbt`` B's, transposed
     (groups, N), ``widest_b[g]`` the largest T - L of B's columns in group g;
-    ``logn[g]`` = ceil(log2(products of group g)); ``ta``, ``tb``: the operands' product
-    terms for the fallback.  ``fallback[i]`` counts row i's (output, group) pairs that
+    ``logn[g]`` = ceil(log2(products of group g)); ``fb``: the operands for the fallback
+    (:class:`Fallback`).  ``fallback[i]`` counts row i's (output, group) pairs that
     failed the guard."""
     n_cols = c.shape[1]
     room = plan.longest + 2
@@ -553,8 +601,7 @@ def chain_partials(p, g0, ng, plan, logn, sa, sbt, widest_b, ta, tb, exact_expon
                     ok = False
                 if not ok:
                     nfall += 1
-                    ci = fallback_group(ci, ta, i, tb, j, plan.start[g], plan.stop[g], exact_exponent, spec, sigs,
-                                        lsbs, aexps)
+                    ci = fallback_group(ci, fb, i, j, plan.start[g], plan.stop[g], spec, sigs, lsbs, aexps)
                 if action == CONTINUE:
                     c[li, j] = ci
                 else:
@@ -635,7 +682,10 @@ def _operand(x, fmt, side: int, model: GemmModel, plan: Plan, zero: int, zero_te
     if isinstance(x, QuantizedTensor):
         grid = x.scales if x.tile == "1xB" else np.repeat(x.scales, x.block, axis=0)
         scale_values(x)  # range check of the scale codes (FpspecError)
-        tables = _block_tables(x.payload_format, x.scale_format, zero, zero_terms)
+        scale_zero = None
+        if model.scale_placement == "block":  # block terms align by their scales (applies())
+            scale_zero = ZERO_ALIGNMENT_EXPONENT if model.zero_alignment == "emin" else NO_TERMS
+        tables = _block_tables(x.payload_format, x.scale_format, zero, zero_terms, scale_zero)
         return block_values_and_spans(x.codes, np.ascontiguousarray(grid), *tables,
                                       block_pieces(plan.start, plan.stop, x.block), plan.start.size,
                                       np.empty(x.codes.shape))
@@ -649,18 +699,35 @@ def _operand(x, fmt, side: int, model: GemmModel, plan: Plan, zero: int, zero_te
     return values_and_spans(codes, *tables, plan.start, plan.stop, np.empty(codes.shape))
 
 
-def _fallback_terms(a, bt, model: GemmModel, fmt):
-    """The operands as TermOperands for the fallback's product terms."""
-
-    if isinstance(a, QuantizedTensor):
-        return quantized_operand(a, model), quantized_operand(bt, model)
-    fa, fb = operand_formats(fmt)
-    return code_operand(np.asarray(a), fa, model), code_operand(np.asarray(bt), fb, model)
-
-
 def _empty_terms() -> TermOperand:
     z = np.zeros((1, 1), dtype=np.int32)
     return TermOperand(z, z, z, np.zeros((1, 1), dtype=np.int8))
+
+
+def _empty_blocks() -> ScaledBlockOperand:
+    z = np.zeros((1, 1), dtype=np.int32)
+    return ScaledBlockOperand(np.zeros((1, 1), dtype=np.int8), z, z, z, np.zeros((1, 1), dtype=np.int8))
+
+
+def no_fallback(model: GemmModel) -> Fallback:
+    """A :class:`Fallback` of placeholders (no pair can fail the guard)."""
+    return Fallback(_empty_terms(), _empty_terms(), model.product_exponent == "exact", False, _empty_blocks(),
+                    _empty_blocks(), 1, 1, 1, False)
+
+
+def _fallback(a, bt, model: GemmModel, fmt) -> Fallback:
+    """The operands of the fallback: block terms' (``scale_placement="block"``) or product
+    terms'."""
+    if model.scale_placement == "block":
+        return no_fallback(model)._replace(
+            blocks=True, ba=scaled_block_operand(a, model), bb=scaled_block_operand(bt, model),
+            term=model.block_term_size or a.block, block_a=a.block, block_b=bt.block,
+            scale_exponent=model.block_exponent == "scales")
+    if isinstance(a, QuantizedTensor):
+        return no_fallback(model)._replace(ta=quantized_operand(a, model), tb=quantized_operand(bt, model))
+    fa, fb = operand_formats(fmt)
+    return no_fallback(model)._replace(ta=code_operand(np.asarray(a), fa, model),
+                                       tb=code_operand(np.asarray(bt), fb, model))
 
 
 def gemm_partials(a, bt, model: GemmModel, fmt, plan: Plan, alpha: Fraction | None) -> np.ndarray | None:
@@ -687,15 +754,14 @@ def gemm_partials(a, bt, model: GemmModel, fmt, plan: Plan, alpha: Fraction | No
     floor = spec.exponent_floor
     if _FORCED is None and estimated_share(sa, sb, logn, window, floor, SAMPLE_OUTPUTS) > MAX_FALLBACK_SHARE:
         return None  # mostly fallback: the term kernels are faster
-    ta = tb = _empty_terms()
+    fb = no_fallback(model)
     if _may_fail(sa, sb, logn, model.window_bits is not None, model.fused):
-        ta, tb = _fallback_terms(a, bt, model, fmt)
+        fb = _fallback(a, bt, model, fmt)
     ngroups = plan.start.size
     sbt = tuple(np.ascontiguousarray(x.T) for x in sb)
     widest_b = (sbt[0].astype(np.int64) - sbt[1]).max(axis=1, initial=-2 * NO_VALUES)
     out = np.empty((m, n), dtype=np.float64)
     fallback = np.zeros(m, dtype=np.int64)
-    exact_exponent = model.product_exponent == "exact"
     rb = min(ROW_BLOCK, max(ROW_BLOCK_MIN, m // (2 * threads())))
     chunk = max(1, min(ngroups, PARTIAL_BYTES // max(1, 8 * rb * n)))
 
@@ -708,8 +774,8 @@ def gemm_partials(a, bt, model: GemmModel, fmt, plan: Plan, alpha: Fraction | No
             for gl in range(ng):
                 s0, s1 = int(plan.start[g0 + gl]), int(plan.stop[g0 + gl])
                 np.matmul(va[r0:r1, s0:s1], vb[:, s0:s1].T, out=p[gl])  # exact under the guard (docstring)
-            chain_partials(p, g0, ng, plan, logn, sa, sbt, widest_b, ta, tb, exact_exponent, spec, fin, c, big,
-                           total, g0 + ng == ngroups, out, fallback, r0, r1)
+            chain_partials(p, g0, ng, plan, logn, sa, sbt, widest_b, fb, spec, fin, c, big, total,
+                           g0 + ng == ngroups, out, fallback, r0, r1)
 
     blocks = [(r, min(r + rb, m)) for r in range(0, m, rb)]
     nt = min(threads(), len(blocks))
