@@ -330,6 +330,61 @@ def test_fpsgemm23_row_rounding_equals_accumulate():
     assert ((np.abs(row) < 2.0 ** -126) & (row != 0)).any()  # subnormal results
 
 
+@pytest.mark.parametrize("name", ["sm100-mxf4nvf4", "km-h100-fp8"])
+def test_fpsgemm23_window_row_equals_accumulate(name):
+    """FPS-GEMM-24: the row step of a fused window with RTZ accumulation
+    (``accumulate_row_window``) leaves a lane to the pair step exactly where the guard
+    fails and otherwise equals ``accumulate`` of the exact partial in quanta 2^(E - F),
+    E = max(AEA + AEB, e(c), floor), lane by lane: random FP32 accumulators (zero, Inf,
+    NaN, low bits below the window, values that set E), products whose lsb lies at, above
+    or just below the window's quantum, no terms on either side, sums that cancel c."""
+    from fractions import Fraction
+
+    from fpspec.fast.chain import NO_TERMS, accumulate, accumulator_exponent, chain_spec
+
+    spec = chain_spec(get_model(name))
+    rng = np.random.default_rng(2600)
+    n = 4000
+    c = _fp32_values(rng, n)                            # every exponent: c mostly sets E
+    near = np.ldexp(rng.integers(-(1 << 8), 1 << 8, n).astype(np.float64), rng.integers(-26, -8, n))
+    c[n // 4:] = near[n // 4:]                          # few bits, near the products' sums
+    c[::31] = np.inf
+    c[1::37] = np.nan
+    c[2::5] = np.float32(1.0) + np.float32(2.0 ** -23) * rng.integers(0, 1 << 23, c[2::5].size)  # low bits
+    ae_i = -3
+    ae_b = rng.integers(-8, 6, n)
+    ae_b[::41] = NO_TERMS
+    low_i = -6
+    q_terms = np.maximum(ae_i + ae_b, spec.exponent_floor) - spec.window
+    low_b = q_terms - low_i + rng.integers(-2, 4, n)   # lsb of the products: below the quantum for some
+    sig = rng.integers(-(1 << 34), 1 << 34, n)
+    x = sig.astype(np.float64) * np.ldexp(1.0, low_i + low_b)
+    x[3::13] = -c[3::13]                               # cancels c (where c is a multiple of the lsb)
+    x[ae_b == NO_TERMS] = 0.0
+    row = c.copy()
+    emax = np.empty(n, dtype=np.int64)
+    left = np.zeros(n, dtype=np.bool_)
+    partials.accumulate_row_window(row, x, low_i, low_b.astype(np.int32), ae_i, ae_b.astype(np.int32), spec,
+                                   emax, left)
+    done = 0
+    for j in range(n):
+        ec = accumulator_exponent(float(c[j]), spec) if np.isfinite(c[j]) else NO_TERMS
+        eb = NO_TERMS if ae_b[j] == NO_TERMS else ae_i + int(ae_b[j])
+        e = max(eb, ec)
+        q = max(e, spec.exponent_floor) - spec.window
+        must_leave = (e == NO_TERMS or not np.isfinite(c[j]) or low_i + int(low_b[j]) < q
+                      or (Fraction(float(c[j])) / Fraction(2) ** q).denominator != 1)
+        if must_leave or left[j]:
+            assert left[j] and row.view(np.int64)[j] == c.view(np.int64)[j], (j, c[j], x[j])
+            continue
+        done += 1
+        acc = Fraction(float(x[j])) / Fraction(2) ** q
+        assert acc.denominator == 1
+        want = accumulate(float(c[j]), int(acc), q, spec)
+        assert row.view(np.int64)[j] == np.float64(want).view(np.int64), (j, c[j], x[j], q)
+    assert done > n // 8 and left.sum() > n // 8   # both sides of the guard were taken
+
+
 def test_fpsgemm23_square_tiles():
     """FPS-GEMM-24: 16 x 16 scale tiles (tile="BxB", one scale per tile, shared by 16 rows)
     reach every element's scale through the repeated grid."""

@@ -51,8 +51,8 @@ from .jit import gemm_jit
 
 __all__ = ["ChainSpec", "FinishSpec", "Plan", "chain_spec", "finish_spec", "chain_plan", "keep", "keep_magnitude",
            "keep_floor", "float_bits", "bits_float", "align_group", "lane_window", "join", "accumulator_exponent",
-           "accumulator_exponent_row", "group_step", "accumulate", "accumulate_row", "after_group", "add_rne32",
-           "after_group_fp32", "after_group_row", "snap", "scale_by_alpha", "finish", "finish_row",
+           "accumulator_exponent_row", "group_step", "accumulate", "accumulate_rtz_bits", "accumulate_row", "after_group",
+           "add_rne32", "after_group_fp32", "after_group_row", "snap", "scale_by_alpha", "finish", "finish_row",
            "NO_ROUNDING", "TRUNCATE", "FLOOR", "NO_WINDOW", "NO_EXPONENT_FLOOR", "NO_TERMS", "NO_SNAP",
            "NO_SPECIAL", "NO_DROP", "CONTINUE", "PROMOTE", "END_SLICE"]
 
@@ -445,7 +445,7 @@ def accumulator_exponent_row(c, emax, spec):
 
 
 @gemm_jit(inline=True)
-def _accumulate_rtz_bits(c, acc, e, spec):
+def accumulate_rtz_bits(c, acc, e, spec):
     """:func:`accumulate` (c, acc, e, spec) for a fused window model with RTZ accumulation
     as a float64 bit pattern, without branches, and whether that lane must take
     :func:`accumulate` instead (c not finite, or the result at or above 2^(top - 1) of the
@@ -489,7 +489,7 @@ def accumulate_row(c, acc, emax, spec, fresh):
     the kept sum of output j's group in quanta 2^(emax[j] - F)).  A fused window model
     with RTZ accumulation (requiring abs(acc) + 2^(F + 1) < 2^53 and emax[j] >= c[j]'s
     alignment exponent) takes the branch-free
-    :func:`_accumulate_rtz_bits` across the row (into ``fresh``, int64 scratch of the row's
+    :func:`accumulate_rtz_bits` across the row (into ``fresh``, int64 scratch of the row's
     length), then :func:`accumulate` for the few lanes near overflow or with a non-finite
     c; every other model takes :func:`accumulate` lane by lane."""
     window = spec.window
@@ -499,12 +499,12 @@ def accumulate_row(c, acc, emax, spec, fresh):
         return
     left = 0
     for j in range(c.size):
-        r, hard = _accumulate_rtz_bits(c[j], acc[j], np.int64(emax[j]) - window, spec)
+        r, hard = accumulate_rtz_bits(c[j], acc[j], np.int64(emax[j]) - window, spec)
         fresh[j] = r
         left += hard
     if left:
         for j in range(c.size):
-            r, hard = _accumulate_rtz_bits(c[j], acc[j], np.int64(emax[j]) - window, spec)
+            r, hard = accumulate_rtz_bits(c[j], acc[j], np.int64(emax[j]) - window, spec)
             if hard:
                 fresh[j] = float_bits(accumulate(c[j], np.int64(acc[j]), np.int64(emax[j]) - window, spec))
     for j in range(c.size):

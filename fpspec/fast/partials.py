@@ -50,8 +50,9 @@ from ..gemm_operands import code_format, operand_formats
 from ..formats import get_format
 from ..models import ZERO_ALIGNMENT_EXPONENT, GemmModel
 from ..quantized import QuantizedTensor
-from .chain import (CONTINUE, NO_ROUNDING, NO_SPECIAL, NO_TERMS, NO_WINDOW, Plan, accumulate, accumulator_exponent,
-                    after_group, chain_spec, finish_row, finish_spec, group_step)
+from .chain import (CONTINUE, NO_ROUNDING, NO_SPECIAL, NO_TERMS, NO_WINDOW, Plan, accumulate, accumulate_rtz_bits,
+                    accumulator_exponent, accumulator_exponent_row, after_group, bits_float, chain_spec, finish_row,
+                    finish_spec, float_bits, group_step)
 from .fp32 import RNE, RTZ, add_round, add_round_fp32, round_fp32_pair
 from .jit import gemm_jit
 from .kernels import ScaledBlockOperand, TermOperand, product_terms, scaled_block_terms
@@ -62,9 +63,9 @@ from .rounding import decode_table
 
 __all__ = ["PartialStats", "applies", "gemm_partials", "group_spans", "values_and_spans", "block_values_and_spans",
            "block_pieces", "blas_partials", "blas_threads", "last_stats", "estimated_share", "accumulate_exact64",
-           "accumulate_row_rne_rtz", "chain_partials", "fallback_group", "FLOAT64_BITS", "ACC_BITS", "BLAS_MIN_WORK",
-           "BLAS_MIN_GROUP", "MAX_FALLBACK_SHARE", "SAMPLE_OUTPUTS", "ROW_BLOCK", "ROW_BLOCK_MIN", "PARTIAL_BYTES",
-           "NO_VALUES"]
+           "accumulate_row_rne_rtz", "accumulate_row_window", "chain_partials", "fallback_group", "FLOAT64_BITS",
+           "ACC_BITS", "BLAS_MIN_WORK", "BLAS_MIN_GROUP", "MAX_FALLBACK_SHARE", "SAMPLE_OUTPUTS", "ROW_BLOCK",
+           "ROW_BLOCK_MIN", "PARTIAL_BYTES", "NO_VALUES"]
 
 #: Significand bits of float64: a multiple of 2^L below 2^(L + 53) is a float64 number.
 FLOAT64_BITS = 53
@@ -106,6 +107,8 @@ NO_VALUES = 1 << 20
 #: the quantum by a product with a power of two, exact).
 _POW2_LO, _POW2_HI = -1000, 1000
 _POW2 = np.array([math.ldexp(1.0, e) for e in range(_POW2_LO, _POW2_HI + 1)], dtype=np.float64)
+#: The sign-free bits of a float64 bit pattern (:func:`~fpspec.fast.chain.float_bits`).
+_F64_MAGNITUDE = (1 << 63) - 1
 
 _FORCED: bool | None = None  # blas_partials(): None = the size rules decide
 
@@ -488,6 +491,52 @@ def accumulate_row_rne_rtz(c, x):
         c[j] = np.float64(math.copysign(r, s)) + 0.0           # 5.
 
 
+@gemm_jit
+def accumulate_row_window(c, x, low_i, low_b, ae_i, ae_b, spec, emax, left):
+    """Step 4 of a fused window model with RTZ accumulation for a row of outputs whose
+    partials ``x[j]`` are exact (the float64 half of the guard holds for the row), on the
+    float64 bit pattern (:func:`~fpspec.fast.chain.accumulate_rtz_bits`), with the window
+    half of the guard per lane.  ``low_i``, ``ae_i``: the row's smallest lsb exponent and
+    largest alignment exponent in the group; ``low_b``, ``ae_b``: the columns'.  Sets
+    ``c[j]`` where the lane is done and ``left[j] = 1`` where it is not (c not finite,
+    nothing aligns, a product or c with bits below the window, a sum too wide for the bit
+    pattern's step, or a result near overflow): those take the pair's own step
+    (:func:`chain_partials`), which decides between accumulate and the fallback.  The same
+    guard and the same results, lane by lane, as that step (``tests/test_gemm_partials.py``).
+
+    1. ec = c's alignment exponent (NO_TERMS for an Inf or NaN c);
+    2. E = max(AEA + AEB, ec), raised to the exponent floor (NO_TERMS: nothing aligns, left);
+    3. q = E - F; every product whole in the window (LA + LB >= q), and c's kept part
+       whole: no set bit of c's significand below 2^q (the same test as c's lsb >= q);
+    4. x 2^-q (2^-q from its bit pattern, q in the pair step's range) is an integer (3.);
+       below 2^53 - 2^(F + 1) it is ``accumulate_rtz_bits``'s acc;
+    5. the bit pattern's sum rounded RTZ is c, unless it is near the lattice's top.
+    No branch on the values: the row goes through together."""
+    accumulator_exponent_row(c, emax, spec)                                     # 1.
+    window = spec.window
+    wide = math.ldexp(1.0, FLOAT64_BITS) - math.ldexp(1.0, window + 1)
+    for j in range(c.size):
+        ec = emax[j]
+        none = (ae_i == NO_TERMS) | (ae_b[j] == NO_TERMS)
+        e = max(NO_TERMS if none else ae_i + np.int64(ae_b[j]), ec)            # 2.
+        bad = e == NO_TERMS
+        e = max(e, spec.exponent_floor)
+        q = e - window                                                          # 3.
+        b = float_bits(c[j])
+        below = min(max(q - ((b >> 52) & 0x7FF) + 1075, 0), 63)  # c's bits below 2^q
+        bad |= ((b >> 52) & 0x7FF) == 0x7FF                      # c not finite
+        bad |= (b & ((np.int64(1) << 52) - 1) & ((np.int64(1) << below) - 1)) != 0
+        bad |= ((b & _F64_MAGNITUDE) != 0) & (below > 52)  # even the implicit bit
+        bad |= low_i + np.int64(low_b[j]) < q
+        bad |= (q < -_POW2_HI) | (q > -_POW2_LO)                                # 4.
+        qq = min(max(q, -_POW2_HI), -_POW2_LO)
+        a = x[j] * bits_float(np.int64(1023 - qq) << 52)
+        bad |= abs(a) >= wide
+        r, hard = accumulate_rtz_bits(c[j], np.int64(0.0 if bad else a), q, spec)  # 5. (a select, not a branch)
+        bad |= hard
+        left[j] = bad
+        c[j] = c[j] if bad else bits_float(r)
+
 class Fallback(NamedTuple):
     """What the fallback of an (output, group) needs (:func:`fallback_group`): the product
     terms' operands ``ta``, ``tb`` (TermOperand) with ``exact_exponent``, or, where
@@ -543,6 +592,9 @@ def chain_partials(p, g0, ng, plan, logn, sa, sbt, widest_b, fb, spec, fin, c, b
     windowed = spec.window != NO_WINDOW
     seed_pair = (not windowed and not spec.fused and spec.group_rounding == RNE and spec.accumulate_rounding == RTZ
                  and spec.fp32_lattice)
+    window_rows = windowed and spec.fused and spec.accumulate_rounding == RTZ
+    emax = np.empty(n_cols, dtype=np.int64)
+    left = np.ones(n_cols, dtype=np.bool_)
     for i in range(r0, r1):
         nfall = 0
         li = i - r0
@@ -563,8 +615,15 @@ def chain_partials(p, g0, ng, plan, logn, sa, sbt, widest_b, fb, spec, fin, c, b
                         c[li, j], big[li, j], total[li, j] = after_group(c[li, j], big[li, j], total[li, j], action,
                                                                          spec)
                 continue
+            by_row = row_ok and window_rows
+            if by_row:
+                accumulate_row_window(c[li], p[gl, li], low_i, low_b[g], ae_i, ae_b[g], spec, emax, left)
             for j in range(n_cols):
                 ci = c[li, j]
+                if by_row and not left[j]:  # done by accumulate_row_window
+                    if action != CONTINUE:
+                        c[li, j], big[li, j], total[li, j] = after_group(ci, big[li, j], total[li, j], action, spec)
+                    continue
                 low = low_i + np.int64(low_b[g, j])
                 ok = row_ok or top_i + np.int64(top_b[g, j]) - low <= FLOAT64_BITS
                 x = p[gl, li, j]
