@@ -226,8 +226,10 @@ DISAGREEMENTS: tuple[Disagreement, ...] = (
     Disagreement(
         "double-rounding", "Rounding a float64 input: once, or through float32",
         (
-            Behaviour("ml_dtypes astype from float64", "narrows to float32 first (2.5+2^-30 -> 2.0)", (),
-                      "reproduce by casting the input to float32 before encoding"),
+            Behaviour("ml_dtypes before 0.7, astype from float64", "narrows to float32 first (2.5+2^-30 -> 2.0)",
+                      (), "reproduce by casting the input to float32 before encoding"),
+            Behaviour("ml_dtypes 0.7 astype from float64 (measured on 0.7.0)", "one rounding (2.5+2^-30 -> 3.0)",
+                      _sel("rounding=rne")),
         ),
         "round the exact input value once (2.5+2^-30 -> 3.0), in every mode.", ("FPS-RND-0",)),
     Disagreement(
@@ -260,7 +262,8 @@ DISAGREEMENTS: tuple[Disagreement, ...] = (
                       "significand 1 is odd", _sel("format=ue8m0, rounding=rne-bits, rounding=rna")),
             Behaviour("fpspec rne", "the tie goes to the even code (3.0 -> 2.0, code 0x80)", _sel("format=ue8m0, rounding=rne")),
         ),
-        "rne, as for every other format; rne-bits (or rna, away from 2^-127) reproduces ml_dtypes and torch.",
+        "rne, as for every other format; rna reproduces ml_dtypes 0.7, rne-bits (or rna, away from 2^-127) "
+        "earlier ml_dtypes and torch.",
         ("FPS-RND-1", "FPS-RND-13", "FPS-RND-15"),
         default_selects=_sel("rounding=rne")),
     Disagreement(
@@ -274,10 +277,12 @@ DISAGREEMENTS: tuple[Disagreement, ...] = (
     Disagreement(
         "e8m0-f32-subnormal", "E8M0 of float32 subnormals just above 2^-127",
         (
-            Behaviour("ml_dtypes and torch float8_e8m0fnu", "bits 0x400001..0x5FFFFF (below the midpoint) go up "
-                      "to 2^-126", _sel("format=ue8m0, rounding=rne-bits"),
+            Behaviour("ml_dtypes before 0.7 and torch float8_e8m0fnu", "bits 0x400001..0x5FFFFF (below the "
+                      "midpoint) go up to 2^-126", _sel("format=ue8m0, rounding=rne-bits"),
                       "both round binary32 bits as if E8M0 had a subnormal binade [0, 2^-126) whose midpoint is "
                       "2^-127"),
+            Behaviour("ml_dtypes 0.7 float8_e8m0fnu (measured on 0.7.0)", "2^-127 (code 0x00), by value",
+                      _sel("format=ue8m0, rounding=rna")),
             Behaviour("fpspec rne and rna", "2^-127 (code 0x00)", _sel("format=ue8m0, rounding=rne")),
         ),
         "2^-127 under rne and rna: the exact value is nearer; rne-bits reproduces the bit-level casts.",

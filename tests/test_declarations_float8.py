@@ -15,7 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fpspec.adapters.ml_dtypes_vectors import ML_DTYPES_DECLARATION, ML_DTYPES_SETS, write_ml_dtypes_cast_results
+from fpspec.adapters.ml_dtypes_vectors import (ML_DTYPES_06_DECLARATION, ML_DTYPES_07_DECLARATION, ML_DTYPES_SETS,
+                                               ml_dtypes_declaration, write_ml_dtypes_cast_results)
 from fpspec.adapters.torch_vectors import (TORCH_211_FLOAT8_DECLARATION, TORCH_FLOAT8_DECLARATION,
                                            TORCH_FLOAT8_SETS, torch_float8_declaration, write_torch_cast_results)
 from fpspec.cli import main
@@ -52,7 +53,11 @@ def torch_results(tmp_path_factory):
 
 def test_declaration_files_equal_the_adapters():
     """FPS-CHK-5: each file in vectors/declarations/ is the declaration its adapter uses."""
-    assert load_declaration(DECL / "ml_dtypes.yaml") == Declaration.from_mapping(ML_DTYPES_DECLARATION)
+    assert load_declaration(DECL / "ml_dtypes-0.6.yaml") == Declaration.from_mapping(ML_DTYPES_06_DECLARATION)
+    assert load_declaration(DECL / "ml_dtypes-0.7.yaml") == Declaration.from_mapping(ML_DTYPES_07_DECLARATION)
+    assert ml_dtypes_declaration("0.5.4") is ML_DTYPES_06_DECLARATION
+    assert ml_dtypes_declaration("0.6.0") is ML_DTYPES_06_DECLARATION
+    assert ml_dtypes_declaration("0.7.0") is ML_DTYPES_07_DECLARATION
     assert load_declaration(DECL / "torch-2.13.yaml") == Declaration.from_mapping(TORCH_FLOAT8_DECLARATION)
     assert load_declaration(DECL / "torch-2.11.yaml") == Declaration.from_mapping(TORCH_211_FLOAT8_DECLARATION)
     assert torch_float8_declaration("2.11.0+cu130") is TORCH_211_FLOAT8_DECLARATION
@@ -60,18 +65,22 @@ def test_declaration_files_equal_the_adapters():
     assert torch_float8_declaration("2.13.0+cpu") is TORCH_FLOAT8_DECLARATION
 
 
-def test_ml_dtypes_passes_with_its_declaration(ml_results, capsys):
-    """FPS-CHK-5, FPS-CHK-9, FPS-RND-13, FPS-RND-15: ml_dtypes' casts pass every output they declare
-    (decode of six formats; encode to e2m1 with nan=flipped-zero, e4m3 with fpspec's defaults,
-    e5m2 with nan=quiet, ue8m0 with rne-bits), 18 outputs, exit 0."""
-    import ml_dtypes
+def _ml_dtypes_e8m0_output() -> str:
+    """The E8M0 output the installed ml_dtypes claims: rne_bits before 0.7, rna from 0.7."""
+    return "rna" if ml_dtypes_declaration() is ML_DTYPES_07_DECLARATION else "rne_bits"
 
-    assert ml_dtypes.__version__.startswith("0.6")  # the version the declaration was measured on
-    code, out = _check(ml_results, ML_DTYPES_SETS, DECL / "ml_dtypes.yaml", capsys)
+
+def test_ml_dtypes_passes_with_its_declaration(ml_results, capsys):
+    """FPS-CHK-5, FPS-CHK-9, FPS-RND-13, FPS-RND-15: ml_dtypes' casts pass every output the
+    declaration of the installed release claims (decode of six formats; encode to e2m1 with
+    nan=flipped-zero, e4m3 with fpspec's defaults, e5m2 with nan=quiet, ue8m0 with rne-bits
+    before 0.7 and rna from 0.7), 18 outputs, exit 0."""
+    decl = ml_dtypes_declaration()
+    code, out = _check(ml_results, ML_DTYPES_SETS, DECL / f"{decl['name']}.yaml", capsys)
     assert code == 0, out
     assert "summary: not-supported 66, pass 18; exit 0" in out
     for claimed in ("encode-fp32-e2m1-boundary/rne_nan_flipped_zero", "encode-fp32-e5m2-boundary/rne_nan_quiet",
-                    "encode-fp32-ue8m0-boundary/rne_bits", "encode-bf16-e4m3-exhaustive/rne"):
+                    f"encode-fp32-ue8m0-boundary/{_ml_dtypes_e8m0_output()}", "encode-bf16-e4m3-exhaustive/rne"):
         assert any(line.startswith(claimed + " ") and " pass " in line for line in out.splitlines()), claimed
 
 
@@ -93,24 +102,27 @@ def test_each_ml_dtypes_policy_is_needed(ml_results, fmt, policy, output, tag, c
     instead, which then fails exactly on NaN inputs."""
     from fpspec.vectors.checker import check
 
-    decl = dict(ML_DTYPES_DECLARATION, policies={k: v for k, v in ML_DTYPES_DECLARATION["policies"].items()
-                                                 if k != fmt})
+    ours = ml_dtypes_declaration()
+    decl = dict(ours, policies={k: v for k, v in ours["policies"].items() if k != fmt})
     rep = check(PACK, ml_results, select=ML_DTYPES_SETS, declaration=Declaration.from_mapping(decl))
     o = {f"{x.set}/{x.output}": x for x in rep.outputs}[output]
     assert o.status == "fail" and o.tag_counts[tag] == o.mismatched_cases > 0
     assert rep.exit_code == 1
 
 
-def test_ml_dtypes_e8m0_needs_rne_bits(ml_results):
-    """FPS-RND-15: claimed as rna instead, ml_dtypes' E8M0 fails exactly on the FP32/BF16
-    subnormals strictly between 2^-127 and 1.5 * 2^-127 (31 BF16 cases)."""
+def test_ml_dtypes_e8m0_rounding_is_the_release_s(ml_results):
+    """FPS-RND-15: claimed with the other release's E8M0 rounding (rna before 0.7, rne-bits from
+    0.7), ml_dtypes' E8M0 fails exactly on the FP32/BF16 subnormals strictly between 2^-127
+    and 1.5 * 2^-127 (31 BF16 cases, 5 FP32 boundary cases), where 0.7 changed."""
     from fpspec.vectors.checker import check
 
-    decl = dict(ML_DTYPES_DECLARATION, rounding=dict(ML_DTYPES_DECLARATION["rounding"], ue8m0=["rna"]))
+    ours = ml_dtypes_declaration()
+    other = ML_DTYPES_06_DECLARATION if ours is ML_DTYPES_07_DECLARATION else ML_DTYPES_07_DECLARATION
+    decl = dict(ours, rounding=other["rounding"])
     rep = check(PACK, ml_results, select="encode-*-ue8m0-*", declaration=Declaration.from_mapping(decl))
-    fails = {f"{o.set}/{o.output}": o for o in rep.outputs if o.status == "fail"}
-    assert set(fails) == {"encode-bf16-ue8m0-exhaustive/rna", "encode-fp32-ue8m0-boundary/rna"}
-    assert fails["encode-bf16-ue8m0-exhaustive/rna"].mismatched_cases == 31
+    fails = {f"{o.set}/{o.output}": o.mismatched_cases for o in rep.outputs if o.status == "fail"}
+    name = "rne_bits" if other is ML_DTYPES_06_DECLARATION else "rna"
+    assert fails == {f"encode-bf16-ue8m0-exhaustive/{name}": 31, f"encode-fp32-ue8m0-boundary/{name}": 5}
     assert all("subnormal_input" in m.tags for m in rep.mismatches)
 
 

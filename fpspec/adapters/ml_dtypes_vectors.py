@@ -1,7 +1,9 @@
 """ml_dtypes' casts as an implementation under test of the decode and encode sets (FPS-CHK-9).
 
-The declaration of what they implement is vectors/declarations/ml_dtypes.yaml (the same as
-:data:`ML_DTYPES_DECLARATION`); tests/test_declarations_float8.py runs them on the pack.
+What they implement depends on the ml_dtypes version: vectors/declarations/ml_dtypes-0.6.yaml
+(:data:`ML_DTYPES_06_DECLARATION`, releases before 0.7) and ml_dtypes-0.7.yaml
+(:data:`ML_DTYPES_07_DECLARATION`); :func:`ml_dtypes_declaration` picks one for a version.
+tests/test_declarations_float8.py runs the installed release on the pack.
 """
 
 from __future__ import annotations
@@ -13,24 +15,54 @@ import numpy as np
 
 from ..errors import FpspecError
 
-__all__ = ["ML_DTYPES_SETS", "ML_DTYPES_DECLARATION", "ml_dtypes_cast_outputs", "write_ml_dtypes_cast_results"]
+__all__ = ["ML_DTYPES_SETS", "ML_DTYPES_06_DECLARATION", "ML_DTYPES_07_DECLARATION", "ml_dtypes_declaration",
+           "ml_dtypes_cast_outputs", "write_ml_dtypes_cast_results"]
 
 #: The sets ml_dtypes' types implement, as a ``--select`` value of ``fpspec check``.
 ML_DTYPES_SETS = ("decode-e2m1,decode-e4m3,decode-e5m2,decode-ue8m0,decode-fp16,decode-bf16,"
                   "encode-*-e2m1-*,encode-*-e4m3-*,encode-*-e5m2-*,encode-*-ue8m0-*")
 
-#: Measured on ml_dtypes 0.6.0: RNE everywhere (rne-bits in E8M0: ties up, the lowest
-#: binade up), E2M1 NaN -> a zero of the opposite sign, E5M2 NaN -> the quiet NaN 0x7E/0xFE;
-#: E4M3 past 464 -> NaN and E8M0 0.0 / negatives -> NaN are fpspec's vector defaults.
-ML_DTYPES_DECLARATION: dict[str, Any] = {
-    "name": "ml_dtypes-0.6",
+_ML_DTYPES_COMMON: dict[str, Any] = {
     "operations": ["decode", "encode"],
     "formats": ["e2m1", "e4m3", "e5m2", "ue8m0", "fp16", "bf16", "fp32"],
-    "rounding": {"e2m1": ["rne"], "e4m3": ["rne"], "e5m2": ["rne"], "ue8m0": ["rne-bits"]},
     "policies": {"e2m1": {"nan": "flipped-zero"}, "e5m2": {"nan": "quiet"}},
     # widening FP16 / BF16 to float32 (numpy, ml_dtypes) keeps NaN payloads, unquieted
     "nan_payloads": ["fp16", "bf16"],
 }
+
+#: Measured on ml_dtypes 0.5.4 and 0.6.0: RNE everywhere (rne-bits in E8M0: ties up, the
+#: float32 subnormals in (2^-127, 2^-126) up to 2^-126), E2M1 NaN -> a zero of the opposite
+#: sign, E5M2 NaN -> the quiet NaN 0x7E/0xFE; E4M3 past 464 -> NaN and E8M0 0.0 / negatives
+#: -> NaN are fpspec's vector defaults.
+ML_DTYPES_06_DECLARATION: dict[str, Any] = {
+    "name": "ml_dtypes-0.6", **_ML_DTYPES_COMMON,
+    "rounding": {"e2m1": ["rne"], "e4m3": ["rne"], "e5m2": ["rne"], "ue8m0": ["rne-bits"]},
+}
+
+#: Measured on ml_dtypes 0.7.0: as 0.6 except E8M0, which rounds every input by its value
+#: with ties up (fpspec ``rna``), the float32 subnormals in (2^-127, 1.5 2^-127) included
+#: (down to 2^-127 now).  0.7.0 also casts float64 in one rounding (0.6 narrowed it to
+#: float32 first); the pack's encode inputs are FP16, BF16 and FP32, so the declaration is
+#: the same for both input paths.
+ML_DTYPES_07_DECLARATION: dict[str, Any] = {
+    "name": "ml_dtypes-0.7", **_ML_DTYPES_COMMON,
+    "rounding": {"e2m1": ["rne"], "e4m3": ["rne"], "e5m2": ["rne"], "ue8m0": ["rna"]},
+}
+
+
+def ml_dtypes_declaration(version: str | None = None) -> dict[str, Any]:
+    """The declaration for an ml_dtypes version (default: the one installed): 0.7 and newer
+    round E8M0 by value (``rna``), older releases by the binary32 bits (``rne-bits``;
+    measured on 0.5.4 and 0.6.0)."""
+    if version is None:
+        import ml_dtypes
+
+        version = ml_dtypes.__version__
+    try:
+        major, minor = (int(p) for p in version.split("+")[0].split(".")[:2])
+    except ValueError:
+        raise FpspecError(f"cannot read an ml_dtypes version from {version!r}") from None
+    return ML_DTYPES_07_DECLARATION if (major, minor) >= (0, 7) else ML_DTYPES_06_DECLARATION
 
 
 def _types() -> dict[str, Any]:
