@@ -70,8 +70,9 @@ _ALT_OUTPUTS: dict[str, list[tuple[str, str, dict[str, str]]]] = {
     "e4m3": [("rne_ovf_sat", "rne", {"overflow": "sat"})],
     # ml_dtypes float8_e5m2 writes the IEEE quiet NaN 0x7E/0xFE.
     "e5m2": [("rne_nan_quiet", "rne", {"nan": "quiet"})],
-    # E8M0 rounded on binary32 bits (ties up, the lowest binade up): ml_dtypes with 0.0 and
-    # negatives -> NaN; torch with 0.0 -> 0x00 and negatives -> the code of |x|.
+    # E8M0 rounded on binary32 bits (ties up, the lowest binade up): ml_dtypes before 0.7 with
+    # 0.0 and negatives -> NaN; torch with 0.0 -> 0x00 and negatives -> the code of |x|
+    # (ml_dtypes 0.7 is the plain rna output).
     # rna_zero_min is the older approximation of torch's cast (before rne-bits existed).
     "ue8m0": [("rna_zero_min", "rna", {"zero": "min"}),
               ("rne_bits", "rne-bits", {}),
