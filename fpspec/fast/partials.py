@@ -537,6 +537,7 @@ def accumulate_row_window(c, x, low_i, low_b, ae_i, ae_b, spec, emax, left):
         left[j] = bad
         c[j] = c[j] if bad else bits_float(r)
 
+
 class Fallback(NamedTuple):
     """What the fallback of an (output, group) needs (:func:`fallback_group`): the product
     terms' operands ``ta``, ``tb`` (TermOperand) with ``exact_exponent``, or, where
