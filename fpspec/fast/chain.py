@@ -51,8 +51,9 @@ from .jit import gemm_jit
 
 __all__ = ["ChainSpec", "FinishSpec", "Plan", "chain_spec", "finish_spec", "chain_plan", "keep", "keep_magnitude",
            "keep_floor", "float_bits", "bits_float", "align_group", "lane_window", "join", "accumulator_exponent",
-           "accumulator_exponent_row", "group_step", "accumulate", "accumulate_rtz_bits", "accumulate_row", "after_group",
-           "add_rne32", "after_group_fp32", "after_group_row", "snap", "scale_by_alpha", "finish", "finish_row",
+           "accumulator_exponent_row", "group_step", "accumulate", "bits_below", "accumulate_rtz_bits",
+           "accumulate_row", "after_group", "add_rne32", "after_group_fp32", "after_group_row", "snap",
+           "scale_by_alpha", "finish", "finish_row",
            "NO_ROUNDING", "TRUNCATE", "FLOOR", "NO_WINDOW", "NO_EXPONENT_FLOOR", "NO_TERMS", "NO_SNAP",
            "NO_SPECIAL", "NO_DROP", "CONTINUE", "PROMOTE", "END_SLICE"]
 
@@ -442,6 +443,17 @@ def accumulator_exponent_row(c, emax, spec):
         e = ex if ex > spec.acc_emin else spec.acc_emin
         e = zero if (b & _F64_MAGNITUDE) == 0 else e
         emax[j] = none if ex == _F64_NONFINITE else e
+
+
+@gemm_jit(inline=True)
+def bits_below(b, q):
+    """Whether the float64 with bit pattern b, finite and zero or normal (a binary32 value
+    held in float64), has a set significand bit below 2^q, without branches: its 53-bit
+    significand m (0 for a zero) weighs 2^(x - 52), so the bits below 2^q are m's lowest
+    q - (x - 52) (clamped to [0, 63]; m < 2^53)."""
+    m = ((b & _F64_FRACTION) | _F64_IMPLICIT) & -np.int64((b & _F64_MAGNITUDE) != 0)
+    below = min(max(q - (_f64_exponent(b) - 52), 0), 63)
+    return (m & ((np.int64(1) << below) - 1)) != 0
 
 
 @gemm_jit(inline=True)

@@ -51,8 +51,8 @@ from ..formats import get_format
 from ..models import ZERO_ALIGNMENT_EXPONENT, GemmModel
 from ..quantized import QuantizedTensor
 from .chain import (CONTINUE, NO_ROUNDING, NO_SPECIAL, NO_TERMS, NO_WINDOW, Plan, accumulate, accumulate_rtz_bits,
-                    accumulator_exponent, accumulator_exponent_row, after_group, bits_float, chain_spec, finish_row,
-                    finish_spec, float_bits, group_step)
+                    accumulator_exponent, accumulator_exponent_row, after_group, bits_below, bits_float, chain_spec,
+                    finish_row, finish_spec, float_bits, group_step)
 from .fp32 import RNE, RTZ, add_round, add_round_fp32, round_fp32_pair
 from .jit import gemm_jit
 from .kernels import ScaledBlockOperand, TermOperand, product_terms, scaled_block_terms
@@ -107,8 +107,6 @@ NO_VALUES = 1 << 20
 #: the quantum by a product with a power of two, exact).
 _POW2_LO, _POW2_HI = -1000, 1000
 _POW2 = np.array([math.ldexp(1.0, e) for e in range(_POW2_LO, _POW2_HI + 1)], dtype=np.float64)
-#: The sign-free bits of a float64 bit pattern (:func:`~fpspec.fast.chain.float_bits`).
-_F64_MAGNITUDE = (1 << 63) - 1
 
 _FORCED: bool | None = None  # blas_partials(): None = the size rules decide
 
@@ -522,11 +520,8 @@ def accumulate_row_window(c, x, low_i, low_b, ae_i, ae_b, spec, emax, left):
         bad = e == NO_TERMS
         e = max(e, spec.exponent_floor)
         q = e - window                                                          # 3.
-        b = float_bits(c[j])
-        below = min(max(q - ((b >> 52) & 0x7FF) + 1075, 0), 63)  # c's bits below 2^q
-        bad |= ((b >> 52) & 0x7FF) == 0x7FF                      # c not finite
-        bad |= (b & ((np.int64(1) << 52) - 1) & ((np.int64(1) << below) - 1)) != 0
-        bad |= ((b & _F64_MAGNITUDE) != 0) & (below > 52)  # even the implicit bit
+        bad |= not math.isfinite(c[j])
+        bad |= bits_below(float_bits(c[j]), q)
         bad |= low_i + np.int64(low_b[j]) < q
         bad |= (q < -_POW2_HI) | (q > -_POW2_LO)                                # 4.
         qq = min(max(q, -_POW2_HI), -_POW2_LO)
