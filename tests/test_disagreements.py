@@ -15,6 +15,8 @@ from fpspec.convert import encode
 from fpspec.disagreements import DISAGREEMENTS, SELECTOR_KINDS, Selector, resolve
 from fpspec.exact.rounding import round_to_code
 
+from test_ml_dtypes_agreement import ML_07
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "docs" / "_ext"))
 
 
@@ -65,12 +67,6 @@ def test_fps_doc_5_nan_into_e2m1_behaviours():
     assert md.tolist() == [0x8, 0x0]
 
 
-def _ml_dtypes_07() -> bool:
-    from fpspec.adapters.ml_dtypes_vectors import ML_DTYPES_07_DECLARATION, ml_dtypes_declaration
-
-    return ml_dtypes_declaration() is ML_DTYPES_07_DECLARATION
-
-
 def test_fps_doc_5_signed_zero_and_double_rounding():
     """FPS-DOC-5: -0.0 keeps its sign (0x8); 2.5 + 2^-30 from float64 rounds once to 3.0 (code 5),
     where the float32 detour of ml_dtypes before 0.7 gives 2.0 (0.7 rounds once too)."""
@@ -78,7 +74,7 @@ def test_fps_doc_5_signed_zero_and_double_rounding():
     x = 2.5 + 2.0**-30
     assert _enc(x, "e2m1") == 0x5 and round_to_code(Fraction(x), "e2m1", "rne") == 0x5
     assert _enc(float(np.float32(x)), "e2m1") == 0x4  # the detour, by name
-    assert float(np.array([x]).astype(ml_dtypes.float4_e2m1fn)[0]) == (3.0 if _ml_dtypes_07() else 2.0)
+    assert float(np.array([x]).astype(ml_dtypes.float4_e2m1fn)[0]) == (3.0 if ML_07 else 2.0)
 
 
 def test_fps_doc_5_e4m3_overflow_and_e8m0_specials():
@@ -112,7 +108,7 @@ def test_fps_doc_5_e8m0_ties_e5m2_nan_and_subnormals_against_ml_dtypes():
     assert nan.astype(ml_dtypes.float8_e5m2).view(np.uint8)[0] == 0x7E
     assert encode(nan, "e5m2").tolist() == [0x7F]
     sub = np.array([0x400001], dtype=np.uint32).view(np.float32)
-    assert sub.astype(ml_dtypes.float8_e8m0fnu).view(np.uint8)[0] == (0x00 if _ml_dtypes_07() else 0x01)
+    assert sub.astype(ml_dtypes.float8_e8m0fnu).view(np.uint8)[0] == (0x00 if ML_07 else 0x01)
     assert encode(sub, "ue8m0").tolist() == [0x00] and encode(sub, "ue8m0", "rna").tolist() == [0x00]
     assert encode(sub, "ue8m0", "rne-bits").tolist() == [0x01]
 

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import FpspecError
+from .release import major_minor
 
 __all__ = ["ML_DTYPES_SETS", "ML_DTYPES_06_DECLARATION", "ML_DTYPES_07_DECLARATION", "ml_dtypes_declaration",
            "ml_dtypes_cast_outputs", "write_ml_dtypes_cast_results"]
@@ -58,11 +59,7 @@ def ml_dtypes_declaration(version: str | None = None) -> dict[str, Any]:
         import ml_dtypes
 
         version = ml_dtypes.__version__
-    try:
-        major, minor = (int(p) for p in version.split("+")[0].split(".")[:2])
-    except ValueError:
-        raise FpspecError(f"cannot read an ml_dtypes version from {version!r}") from None
-    return ML_DTYPES_07_DECLARATION if (major, minor) >= (0, 7) else ML_DTYPES_06_DECLARATION
+    return ML_DTYPES_07_DECLARATION if major_minor("ml_dtypes", version) >= (0, 7) else ML_DTYPES_06_DECLARATION
 
 
 def _types() -> dict[str, Any]:

@@ -18,6 +18,7 @@ import numpy as np
 from ..errors import FpspecError
 from ..vectors.declare import Declaration
 from ..vectors.harness import Harness, register_converter
+from .release import major_minor
 
 __all__ = ["require_torch", "torch_dtype", "bits_to_torch", "torch_to_bits", "torch_cast_outputs",
            "TORCH_FLOAT8_SETS", "TORCH_FLOAT8_DECLARATION", "TORCH_211_FLOAT8_DECLARATION",
@@ -127,11 +128,7 @@ def torch_float8_declaration(version: str | None = None) -> dict[str, Any]:
     give NaN on E4M3 overflow, 2.12 and newer saturate (pytorch#178817)."""
     if version is None:
         version = require_torch().__version__
-    try:
-        major, minor = (int(p) for p in version.split("+")[0].split(".")[:2])
-    except ValueError:
-        raise FpspecError(f"cannot read a torch version from {version!r}") from None
-    return TORCH_FLOAT8_DECLARATION if (major, minor) >= (2, 12) else TORCH_211_FLOAT8_DECLARATION
+    return TORCH_FLOAT8_DECLARATION if major_minor("torch", version) >= (2, 12) else TORCH_211_FLOAT8_DECLARATION
 
 
 def check_torch_casts(pack: Any, device: str = "cpu", select: str | None = None,
