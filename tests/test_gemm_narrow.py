@@ -242,3 +242,119 @@ def test_fpsgemm10_wide_kernels_where_int32_does_not_hold():
     assert narrow_window(m, 2 ** 15, 10, 11, 3, 4, 10)      # 11 + 4 + 16 = 31
     assert not narrow_window(m, 2 ** 16, 10, 11, 3, 4, 10)  # 32
     assert not narrow_window(m, 32, 5, 11, 3, 4, 10)        # wa + wb < F
+
+
+# ------------------------------------------------------- float32 products
+def _range(float32=True, bits=8, low=-20, high=10, least=-20):
+    from fpspec.fast.operands import ValueRange
+    return ValueRange(float32, bits, low, high, least)
+
+
+def test_fpsgemm10_float_products_guard_edges():
+    """float_products holds exactly up to each of its bounds: significands of 24 bits
+    together (25 not), product exponents down to -126 and up to 125 (floor(log2) sums),
+    F - least ea - least eb <= 127, truncation only, float32 values only."""
+    from fpspec.fast.accumulate import float_products
+    m = get_model("km-h100-fp8")  # F = 13
+    ok = _range()
+    assert float_products(m, ok, ok)
+    assert float_products(m, _range(bits=12), _range(bits=12))
+    assert not float_products(m, _range(bits=12), _range(bits=13))
+    assert float_products(m, _range(low=-63, least=-50), _range(low=-63, least=-50))
+    assert not float_products(m, _range(low=-63, least=-50), _range(low=-64, least=-50))
+    assert float_products(m, _range(high=62), _range(high=63))
+    assert not float_products(m, _range(high=63), _range(high=63))
+    assert float_products(m, _range(least=-57), _range(least=-57))      # 13 + 114 = 127
+    assert not float_products(m, _range(least=-57), _range(least=-58))  # 128
+    assert not float_products(m, _range(float32=False), ok)
+    assert not float_products(get_model("km-h100-fp8", below_window="floor"), ok, ok)
+
+
+def test_fpsgemm10_aligned_values_equal_integer_reference():
+    """aligned_values (one integer pass) gives every value m 2^(e - w) as float32 exactly
+    where all are float32 numbers, and the value range (bits, floor(log2) extremes, least
+    exponent) of the nonzero ones, as a Python-integer reference computes them; one value
+    past float32 (25 bits, 2^128, below 2^-149) turns the float32 flag off."""
+    from fpspec.fast.kernels import AlignedOperand
+    from fpspec.fast.operands import aligned_values
+    rng = np.random.default_rng(11)
+    m = rng.integers(-(2 ** 24) + 1, 2 ** 24, (40, 33)).astype(np.int32)
+    m[:, ::5] = 0
+    m[0, :6] = [1, -1, 2 ** 23, -(2 ** 24 - 1), 3 * 2 ** 20, 7]
+    e = rng.integers(-60, 60, m.shape).astype(np.int32)
+    w = 20
+
+    def reference(m, e, w):
+        nz = [(int(x), int(y)) for x, y in zip(m.ravel(), e.ravel()) if x]
+        bits = max(abs(x).bit_length() - ((abs(x) & -abs(x)).bit_length() - 1) for x, _ in nz)
+        lgs = [abs(x).bit_length() - 1 + y - w for x, y in nz]
+        return bits, min(lgs), max(lgs), min(y for _, y in nz)
+
+    v, r = aligned_values(AlignedOperand(m, e), w)
+    assert r.float32 and (r.bits, r.low, r.high, r.least_exponent) == reference(m, e, w)
+    want = np.array([math.ldexp(float(x), int(y) - w) for x, y in zip(m.ravel(), e.ravel())]).reshape(m.shape)
+    assert np.array_equal(v.astype(np.float64), want)
+    for x, y in ((2 ** 24 + 1, 0), (1, 128 + w), (1, -150 + w), (3, -150 + w)):
+        m2, e2 = m.copy(), e.copy()
+        m2[3, 3], e2[3, 3] = x, y
+        v2, r2 = aligned_values(AlignedOperand(m2, e2), w)
+        assert v2 is None and not r2.float32, (x, y)
+    m2, e2 = m.copy(), e.copy()
+    m2[3, 3], e2[3, 3] = 2, -150 + w  # 2^-149: the smallest float32 subnormal
+    assert aligned_values(AlignedOperand(m2, e2), w)[1].float32
+    zero = aligned_values(AlignedOperand(np.zeros((2, 3), np.int32), np.zeros((2, 3), np.int32)), 5)
+    assert zero[1].float32 and not zero[0].any()
+
+
+@pytest.mark.parametrize("name,fmt,over", [
+    ("km-h100-fp8-promote128", "e4m3", {}),
+    ("km-h100-fp8", "e4m3", dict(align_exponent_floor=4)),
+    ("km-h100-fp8", "e4m3", dict(fused=False)),
+    ("km-h100-fp8", "e4m3", dict(zero_alignment="emin")),
+    ("sm90-fp8", ("e4m3", "e5m2"), {}),
+    ("km-v100-fp16", "fp16", {}),
+])
+def test_fpsgemm10_narrow_float_and_integer_products_agree(name, fmt, over, monkeypatch):
+    """The narrow kernel's two forms of pass 2, float32 products (taken by default where
+    float_products proves them exact: FP8, and FP16 at G = 4) and the integer shifts (forced
+    here), both equal the exact spec on the window-edge operands and wide random ones."""
+    import fpspec.fast.accumulate as acc
+    rng = np.random.default_rng(sum(map(ord, name)) + 7 * len(over))
+    model = get_model(name, **over)
+    k = 160
+    fa, fb = operand_formats(fmt)
+    a, bt = _window_edges(fa, k, rng)
+    if fa != fb:
+        bt = wide_codes(rng, (6, k), fb, span=10)
+    a = np.concatenate([a, wide_codes(rng, (3, k), fa, span=12)])
+    bt = np.concatenate([bt, wide_codes(rng, (5, k), fb, span=12)])
+    kernel, ops = _terms_kernel(a, bt, model, fmt, chain_plan(k, model))
+    assert kernel is kernels.gemm_window_narrow_rows and ops[-1] is True
+    ye = gemm(a, bt, model, fmt=fmt, impl="exact")
+    assert np.array_equal(_bits(ye), _bits(gemm(a, bt, model, fmt=fmt, impl="fast")))
+    monkeypatch.setattr(acc, "float_products", lambda *args: False)
+    kernel, ops = _terms_kernel(a, bt, model, fmt, chain_plan(k, model))
+    assert kernel is kernels.gemm_window_narrow_rows and ops[-1] is False
+    assert np.array_equal(_bits(ye), _bits(gemm(a, bt, model, fmt=fmt, impl="fast")))
+
+
+def test_fpsgemm10_float_products_scale_extremes():
+    """Under a fused window an accumulator near 2^34 far above the products (down to 2^-48)
+    makes 2^(F - E) small and most kept parts 0 or a few quanta (va vb 2^(F - E) below 1 or
+    just above), and groups of zeros leave E from c alone: equal to the exact spec with
+    the float32 products."""
+    model = get_model("km-v100-fp16")  # G = 4, F = 23, fused
+    k = 64
+    a = np.zeros((3, k))
+    bt = np.zeros((4, k))
+    a[:, :4] = 65504.0
+    bt[:, :4] = 65504.0                   # c near 2^32 after the first group
+    a[:, 8:] = 2.0 ** -24
+    bt[:, 8:] = np.linspace(2.0 ** -24, 3.0, k - 8)   # products down to 2^-48, far below c
+    a[1, 8:] *= -1.0
+    bt[2, 20:40] = 0.0
+    a, bt = codes_of(_representable(a, "fp16"), "fp16"), codes_of(_representable(bt, "fp16"), "fp16")
+    kernel, ops = _terms_kernel(a, bt, model, "fp16", chain_plan(k, model))
+    assert ops[-1] is True
+    ye, yf = (gemm(a, bt, model, fmt="fp16", impl=impl) for impl in ("exact", "fast"))
+    assert np.array_equal(_bits(ye), _bits(yf))

@@ -18,7 +18,8 @@ step 8 ``round_bf16``                          :func:`round_bf16_bits` (here)
 ============================================  ==========================================
 
 Every value is carried as an integer significand and a power-of-two exponent; the only
-floating-point numbers are FP32 results held in float64 (exact).  The exactness
+floating-point numbers are FP32 results held in float64 (exact) and, in the narrow window
+kernel, float32 products proved exact (:func:`float_products`).  The exactness
 argument, step by step, is in docs/gemm.rst ("The fast path").  A product of two operand
 terms is ``(sa sb) 2^(la+lb)`` with ``sa sb < 2^60``: exact in int64.
 """
@@ -29,21 +30,22 @@ from fractions import Fraction
 
 import numpy as np
 
+from ..exact.binary32 import FP32_EMIN
 from ..gemm_operands import operand_formats
 from ..models import NAN_BITS, GemmModel
 from ..quantized import QuantizedTensor
 from .chain import Plan, chain_plan, chain_spec, finish_spec
 from .kernels import (AlignedOperand, TermOperand, gemm_block_sums_rows, gemm_blocks, gemm_fp32_rows, gemm_products,
                       gemm_scaled_blocks, gemm_window_narrow_rows, gemm_window_rows)
-from .operands import (LOCAL_SCALE_BITS, aligned_codes, aligned_operand, block_operand, code_operand, code_values_of,
-                       fp32_exact, payload_ints, quantized_operand, quantized_values, scale_values,
-                       scaled_block_operand, transposed)
+from .operands import (LOCAL_SCALE_BITS, ValueRange, aligned_codes, aligned_operand, aligned_values, block_operand,
+                       code_operand, code_values_of, fp32_exact, narrow_lanes, payload_ints, quantized_operand,
+                       quantized_values, scale_values, scaled_block_operand, transposed)
 from .parallel import run_rows
 from .partials import gemm_partials
 from .rounding import encode_fast
 
-__all__ = ["gemm_fast", "rowdot_fast", "supports", "narrow_window", "FastPathUnsupported", "payload_ints",
-           "round_bf16_bits", "LARGEST_INT32_BLOCK", "LOCAL_SCALE_BITS"]
+__all__ = ["gemm_fast", "rowdot_fast", "supports", "narrow_window", "float_products", "FastPathUnsupported",
+           "payload_ints", "round_bf16_bits", "LARGEST_INT32_BLOCK", "LOCAL_SCALE_BITS", "FLOAT32_BITS"]
 
 #: The largest scale block whose payload sums stay in int32 lanes (144 B < 2^31).
 LARGEST_INT32_BLOCK = 1024
@@ -129,11 +131,32 @@ def narrow_window(model: GemmModel, longest: int, wa: int, pa: int, wb: int, pb:
             and pa + pb + max(longest, 1).bit_length() <= NARROW_BITS)
 
 
+#: Significand bits of float32: a product of values of at most this many significant bits
+#: together is a float32 number when it is a normal one.
+FLOAT32_BITS = 24
+
+
+def float_products(model: GemmModel, ra: ValueRange, rb: ValueRange) -> bool:
+    """Whether the narrow window kernel may form every product's kept part as
+    trunc(va vb 2^(F - E)) in float32 (FPS-GEMM-10), given the operands' value ranges
+    (:func:`~fpspec.fast.operands.aligned_values`): the window truncates toward zero;
+    every value is a float32 number; a product's significand has at most 24 bits (so va vb
+    is exact where it is normal) and is normal (floor(log2|va|) + floor(log2|vb|) in
+    [-126, 125]: |va vb| in [2^-126, 2^127)); and 2^(F - E) is a float32 number for every
+    E a nonzero product can have (E >= ea + eb, so F - least ea - least eb <= 127).  Then
+    va vb 2^(F - E) is exact where it is at least 2^-126, and below 1 (a kept 0) where not."""
+    if model.below_window != "truncate" or not (ra.float32 and rb.float32):
+        return False
+    return (ra.bits + rb.bits <= FLOAT32_BITS and ra.low + rb.low >= FP32_EMIN and ra.high + rb.high <= 125
+            and model.window_bits - ra.least_exponent - rb.least_exponent <= 127)
+
+
 def _narrow(bt: tuple, aligned_a, model: GemmModel, plan: Plan):
     """The narrow window kernel and its operands, given BT on one scale (``bt``: the
     AlignedOperand, its width and bits, from :func:`~fpspec.fast.operands.aligned_operand`)
     and ``aligned_a(width)`` putting A on one scale of at least that width; None where a
-    group's kept sum may not fit int32 (:func:`narrow_window`)."""
+    group's kept sum may not fit int32 (:func:`narrow_window`) or an exponent does not fit
+    the int16 lanes; the float32 products where :func:`float_products` proves them exact."""
     ab, wb, pb = bt
     if ab is None:
         return None
@@ -143,10 +166,17 @@ def _narrow(bt: tuple, aligned_a, model: GemmModel, plan: Plan):
     exponents = max(int(np.abs(x.e).max(initial=0)) for x in (aa, ab))
     if not narrow_window(model, plan.longest, wa, pa, wb, pb, exponents):
         return None
+    (va, ra), (vb, rb) = aligned_values(aa, wa), aligned_values(ab, wb)
+    products = va is not None and vb is not None and float_products(model, ra, rb)
+    zero_terms = model.zero_alignment == "emin"
+    la = narrow_lanes(aa, zero_terms, va if products else None)
+    lb = narrow_lanes(ab, zero_terms, vb if products else None)
+    if la is None or lb is None:
+        return None
     # A is read one value at a time: int32 (its values' range unknown to the compiler, which
     # then keeps the products in int32 lanes)
     aa = AlignedOperand(aa.m.astype(np.int32), aa.e.astype(np.int32))
-    return gemm_window_narrow_rows, (aa, ab, model.window_bits - wa - wb)
+    return gemm_window_narrow_rows, (aa, ab, la, lb, model.window_bits - wa - wb, products)
 
 
 def _product_kernel(opa: TermOperand, opb: TermOperand, model: GemmModel, plan: Plan):

@@ -3,7 +3,8 @@
 Numba's on-disk cache (``cache=True``) checks only the file that defines a compiled
 function; a kernel that calls a helper of another module would keep running the old
 helper after an edit of that module.  The GEMM path is written across modules
-(:mod:`fpspec.fast.fp32` -> :mod:`fpspec.fast.chain` -> :mod:`fpspec.fast.kernels`),
+(:mod:`fpspec.fast.fp32` -> :mod:`fpspec.fast.chain` -> :mod:`fpspec.fast.kernels`,
+:mod:`fpspec.fast.operands`),
 so every function compiled with :func:`gemm_jit` is cached against the contents of
 all of :data:`GEMM_SOURCES`: an edit of any of them recompiles the whole path.
 
@@ -32,7 +33,7 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 
 #: The modules of the fast GEMM path whose compiled functions call each other.
 GEMM_SOURCES: tuple[str, ...] = tuple(os.path.join(_HERE, name)
-                                      for name in ("fp32.py", "chain.py", "kernels.py", "partials.py"))
+                                      for name in ("fp32.py", "chain.py", "kernels.py", "operands.py", "partials.py"))
 
 
 @functools.lru_cache(maxsize=None)

@@ -15,6 +15,9 @@ formed:
 * :func:`gemm_window_rows`: product terms of finite operands under a window with
   ``product_exponent="operands"``, the window's kept sums formed for a whole row of
   outputs at once;
+* :func:`gemm_window_narrow_rows`: the same where a group's kept sum fits int32, in
+  narrow lanes (int16 exponents; the kept terms from float32 products where those are
+  exact);
 * :func:`gemm_block_sums_rows`: E2M1 operands without a window, where a group's exact
   sum does not depend on the per-product exponents: integer block sums for a whole row;
 * :func:`gemm_fp32_rows`: the sequential FP32 chain (G = 1, every rounding FP32 RNE) as
@@ -23,7 +26,8 @@ formed:
 Operands are integers: a value is ``sig 2^lsb`` with ``sig`` odd (:class:`TermOperand`,
 also carrying the alignment exponent and a special-value code), or an E2M1 payload as
 the integer 2q (value q = 2q 2^-1) with per-block scales ``sig 2^lsb``
-(:class:`BlockOperand`).  The exactness argument of each is in docs/gemm.rst ("The
+(:class:`BlockOperand`); the narrow window kernel also reads float32 values
+(:class:`NarrowLanes`) where their products are proved exact.  The exactness argument of each is in docs/gemm.rst ("The
 fast path").
 """
 
@@ -36,12 +40,13 @@ import numpy as np
 
 from .chain import (CONTINUE, FLOOR, NO_EXPONENT_FLOOR, NO_SPECIAL, NO_TERMS, accumulate, accumulate_row,
                     accumulator_exponent, accumulator_exponent_row, after_group, after_group_fp32, after_group_row,
-                    finish, finish_row, group_step, keep, keep_floor, keep_magnitude)
+                    bits_float, finish, finish_row, group_step, keep, keep_floor, keep_magnitude)
 from .fp32 import add_specials, bitlen
 from .jit import gemm_jit
 
-__all__ = ["TermOperand", "AlignedOperand", "BlockOperand", "ScaledBlockOperand", "FINITE", "POS_INF", "NEG_INF",
-           "NAN", "E2M1_LSB", "SPAN_TOO_WIDE", "OVERFLOW_EXPONENT", "product_terms", "block_terms",
+__all__ = ["TermOperand", "AlignedOperand", "NarrowLanes", "BlockOperand", "ScaledBlockOperand", "FINITE", "POS_INF",
+           "NEG_INF", "NAN", "ABSENT_EXPONENT", "LANE_EXPONENTS", "E2M1_LSB", "SPAN_TOO_WIDE", "OVERFLOW_EXPONENT",
+           "product_terms", "block_terms",
            "scaled_block_terms", "gemm_products", "gemm_blocks", "gemm_scaled_blocks", "gemm_window_rows",
            "gemm_window_narrow_rows", "gemm_block_sums_rows", "gemm_fp32_rows"]
 
@@ -79,6 +84,28 @@ class AlignedOperand(NamedTuple):
 
     m: np.ndarray
     e: np.ndarray
+
+
+class NarrowLanes(NamedTuple):
+    """What :func:`gemm_window_narrow_rows` reads besides an :class:`AlignedOperand` (same
+    layout): ``ez`` (int16) the alignment exponent of every value that takes part in step
+    3, :data:`ABSENT_EXPONENT` for a zero that does not; ``v`` (float32) the values, where
+    its float32 products are used (else a 1 x 1 placeholder)."""
+
+    ez: np.ndarray  # int16
+    v: np.ndarray   # float32
+
+
+#: ``NarrowLanes.ez`` of a value that takes no part in step 3 (a zero without
+#: ``zero_alignment="emin"``).  With every alignment exponent within +-LANE_EXPONENTS, a
+#: sum of two real ones lies in [-4000, 4000] and a sum with this one in [-32000, -28000]:
+#: below every real sum, and no int16 sum wraps.
+ABSENT_EXPONENT = -30000
+#: Largest alignment exponent magnitude of the int16 lanes (FP32-decoded values reach 149).
+LANE_EXPONENTS = 2000
+#: int16 lane sums at or below this hold an absent value (none is real).
+_ABSENT_SUMS = -20000
+_INT16_MIN = np.int16(-32768)
 
 
 class BlockOperand(NamedTuple):
@@ -389,71 +416,98 @@ def gemm_window_rows(a, bt, plan, spec, fin, out, r0, r1):
 
 
 @gemm_jit
-def gemm_window_narrow_rows(a, bt, shift, plan, spec, fin, out, r0, r1):
-    """:func:`gemm_window_rows` in int32 lanes, for operands on one scale each
+def gemm_window_narrow_rows(a, bt, lanes_a, lanes_bt, shift, float_products, plan, spec, fin, out, r0, r1):
+    """:func:`gemm_window_rows` in narrow lanes, for operands on one scale each
     (AlignedOperand a (rows, K) of width wa, bt transposed (K, N) of width wb, wa + wb >=
     F) where a group's kept sum provably fits int32
-    (:func:`fpspec.fast.accumulate.narrow_window`).
+    (:func:`fpspec.fast.accumulate.narrow_window`); ``lanes_a``, ``lanes_bt``: their
+    :class:`NarrowLanes`.
 
-    A product is ma mb 2^(ea + eb - wa - wb), so its kept multiples of 2^(E - F) are
-    keep(ma mb, -r) with r = E - ea - eb - ``shift``, shift = F - wa - wb <= 0; E >= ea + eb
-    for every nonzero product, so r >= 0: a kept term is the product cut by a right
-    shift, at most abs(ma mb) < 2^(pa + pb) (pa, pb: the bits of the largest abs(m)), and G
-    of them sum below 2^31.  Step 3 runs as two straight passes over the row (the
-    alignment exponents E, then the kept terms with the branch-free
-    :func:`~fpspec.fast.chain.keep_magnitude` or :func:`~fpspec.fast.chain.keep_floor`),
-    step 4 as :func:`~fpspec.fast.chain.accumulate_row`."""
+    Step 3 runs as two straight passes over the row:
+
+    1. each output's alignment exponent E: the largest ea + eb in int16 lanes over the
+       operands' ``ez`` (:data:`ABSENT_EXPONENT` for a zero that takes no part, so that
+       no test of the value is needed), then c's (fused) and the exponent floor in int32;
+    2. the kept multiples of 2^(E - F) of every product, summed in int32 lanes:
+
+       * ``float_products`` (:func:`fpspec.fast.accumulate.float_products` proved it
+         exact): trunc(va vb 2^(F - E)), a float32 product of the float32 values
+         (exact: their significands have at most 24 bits together and the product is a
+         normal number), scaled by the power of two 2^(F - E) (exact, or below 2^-126
+         and so below 1) and truncated toward zero by the conversion to int32;
+       * else keep(ma mb, -r) with r = E - ea - eb - ``shift``, shift = F - wa - wb <= 0:
+         a product is ma mb 2^(ea + eb - wa - wb) and E >= ea + eb for every nonzero
+         product, so r >= 0, and a kept term is the product cut by a right shift
+         (the branch-free :func:`~fpspec.fast.chain.keep_magnitude` or
+         :func:`~fpspec.fast.chain.keep_floor`);
+
+       a kept term is at most abs(ma mb) < 2^(pa + pb) (pa, pb: the bits of the largest
+       abs(m)), and G of them sum below 2^31.
+
+    Step 4 runs as :func:`~fpspec.fast.chain.accumulate_row`."""
     n = bt.m.shape[1]
+    prod16 = np.empty(n, dtype=np.int16)
     emax = np.empty(n, dtype=np.int32)
     acc = np.empty(n, dtype=np.int32)
+    scale = np.empty(n, dtype=np.float32)
     c = np.zeros(n, dtype=np.float64)
     big = np.zeros(n, dtype=np.float64)
     total = np.zeros(n, dtype=np.float64)
     fresh = np.empty(n, dtype=np.int64)
     none = np.int32(NO_TERMS)
     floor = spec.exponent_floor
+    window = spec.window
     for i in range(r0, r1):
         c[:] = 0.0
         big[:] = 0.0
         total[:] = 0.0
         for g in range(plan.start.size):
             k0, k1 = plan.start[g], plan.stop[g]
-            # step 3: each output's alignment exponent E (c's when fused, then the products')
+            # step 3, pass 1: the products' largest ea + eb in int16 lanes ...
+            prod16[:] = _INT16_MIN
+            for kk in range(k0, k1):
+                e_a = lanes_a.ez[i, kk]
+                if e_a == ABSENT_EXPONENT:
+                    continue
+                erow = lanes_bt.ez[kk]
+                for j in range(n):
+                    prod16[j] = max(prod16[j], np.int16(e_a + erow[j]))
+            # ... then c's (fused) and the floor: each output's E
             if spec.fused:
                 accumulator_exponent_row(c, emax, spec)
             else:
                 emax[:] = none
-            for kk in range(k0, k1):
-                if a.m[i, kk] == 0 and not spec.zero_terms:
-                    continue
-                e_a = np.int32(a.e[i, kk])
-                erow = bt.e[kk]
-                mrow = bt.m[kk]
-                if spec.zero_terms:  # zero products align too
-                    for j in range(n):
-                        emax[j] = max(emax[j], np.int32(e_a + erow[j]))
-                else:
-                    for j in range(n):
-                        emax[j] = max(emax[j], np.int32(e_a + erow[j]) if mrow[j] != 0 else none)
-            if floor != NO_EXPONENT_FLOOR:
-                for j in range(n):
-                    if emax[j] != none and emax[j] < floor:
-                        emax[j] = floor
-            # ... and the kept multiples of 2^(E - F) of every product
+            for j in range(n):
+                p = np.int32(prod16[j])
+                e = max(emax[j], p if p > _ABSENT_SUMS else none)
+                emax[j] = floor if (floor != NO_EXPONENT_FLOOR) & (e != none) & (e < floor) else e
+            # pass 2: the kept multiples of 2^(E - F) of every product
             acc[:] = 0
-            for kk in range(k0, k1):
-                m_a = a.m[i, kk]
-                if m_a == 0:
-                    continue
-                r_a = a.e[i, kk] + shift  # r = E - eb - r_a
-                erow = bt.e[kk]
-                mrow = bt.m[kk]
-                if spec.below == FLOOR:
+            if float_products:
+                for j in range(n):  # 2^(F - E) from its float64 bit pattern; E < F - 127 has no nonzero product
+                    x = window - min(max(np.int64(emax[j]), window - 127), window + 149)  # in [-149, 127]
+                    scale[j] = np.float32(bits_float((x + 1023) << 52))
+                for kk in range(k0, k1):
+                    v_a = lanes_a.v[i, kk]
+                    if v_a == 0.0:
+                        continue
+                    vrow = lanes_bt.v[kk]
                     for j in range(n):
-                        acc[j] += keep_floor(np.int32(m_a * mrow[j]), np.int32(emax[j] - erow[j] - r_a))
-                else:
-                    for j in range(n):
-                        acc[j] += keep_magnitude(np.int32(m_a * mrow[j]), np.int32(emax[j] - erow[j] - r_a))
+                        acc[j] += np.int32(v_a * vrow[j] * scale[j])
+            else:
+                for kk in range(k0, k1):
+                    m_a = a.m[i, kk]
+                    if m_a == 0:
+                        continue
+                    r_a = a.e[i, kk] + shift  # r = E - eb - r_a
+                    erow = bt.e[kk]
+                    mrow = bt.m[kk]
+                    if spec.below == FLOOR:
+                        for j in range(n):
+                            acc[j] += keep_floor(np.int32(m_a * mrow[j]), np.int32(emax[j] - erow[j] - r_a))
+                    else:
+                        for j in range(n):
+                            acc[j] += keep_magnitude(np.int32(m_a * mrow[j]), np.int32(emax[j] - erow[j] - r_a))
             # step 4
             accumulate_row(c, acc, emax, spec, fresh)
             after_group_row(c, big, total, plan.action[g], spec)

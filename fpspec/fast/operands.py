@@ -13,6 +13,7 @@ E2M1 payloads are held as the integers 2q in [-12, 12] (:func:`payload_ints`).
 from __future__ import annotations
 
 import functools
+from typing import NamedTuple
 
 import numpy as np
 
@@ -21,15 +22,17 @@ from ..exact.binary32 import FP32_EMIN
 from ..formats import get_format
 from ..gemm_operands import code_format, tf32_truncate
 from ..models import ZERO_ALIGNMENT_EXPONENT, GemmModel
-from .chain import NO_TERMS, Plan
-from .kernels import (FINITE, NAN, NEG_INF, POS_INF, SPAN_TOO_WIDE, AlignedOperand, BlockOperand, ScaledBlockOperand,
-                      TermOperand)
+from .chain import NO_TERMS, Plan, bits_float
+from .fp32 import bitlen
+from .jit import gemm_jit
+from .kernels import (ABSENT_EXPONENT, FINITE, LANE_EXPONENTS, NAN, NEG_INF, POS_INF, SPAN_TOO_WIDE, AlignedOperand,
+                      BlockOperand, NarrowLanes, ScaledBlockOperand, TermOperand)
 from .rounding import decode_fast, decode_table
 
 __all__ = ["zero_exponent", "split_values", "code_values", "code_terms", "code_operand", "code_values_of",
            "payload_ints", "scale_values", "quantized_values", "floor_log2_table", "quantized_operand",
            "scaled_block_operand", "block_operand", "transposed", "fp32_exact", "aligned_operand", "aligned_codes",
-           "LOCAL_SCALE_BITS"]
+           "ValueRange", "aligned_values", "narrow_lanes", "LOCAL_SCALE_BITS"]
 
 #: Widest local block-scale integers of a group (beyond: the exact term-by-term path).
 LOCAL_SCALE_BITS = 40
@@ -264,6 +267,70 @@ def aligned_codes(codes: np.ndarray, name: str, model: GemmModel,
     if lut is None:
         return None, w, bits
     return AlignedOperand(lut.m[idx], lut.e[idx]), w, bits
+
+
+class ValueRange(NamedTuple):
+    """What the float32 products of :func:`fpspec.fast.accumulate.float_products` need to
+    know of an operand's values (nonzero ones; zeros add nothing): whether each is a
+    float32 number, the most significant bits of one (``sig`` odd: its bit length), the
+    smallest and largest floor(log2|v|), and the smallest alignment exponent."""
+
+    float32: bool
+    bits: int
+    low: int
+    high: int
+    least_exponent: int
+
+
+@gemm_jit
+def _value_range(m, e, width, v):
+    """:func:`aligned_values` in one pass over m, e (any shape, flattened): writes the
+    float32 values into ``v`` where every one is a float32 number, and returns the
+    :class:`ValueRange` fields, all from integer arithmetic on m and e."""
+    mf, ef, vf = m.ravel(), e.ravel(), v.ravel()
+    float32, bits, low, high, least = True, 0, 1 << 30, -(1 << 30), 1 << 30
+    for k in range(mf.size):
+        x = np.int64(mf[k])
+        if x == 0:
+            continue
+        mag = abs(x)
+        top = bitlen(mag)                       # |x| in [2^(top - 1), 2^top)
+        tz = bitlen(mag & -mag) - 1             # its lowest set bit, 2^tz
+        ex = np.int64(ef[k])
+        lg = top - 1 + ex - width               # floor(log2|value|)
+        bits = max(bits, top - tz)
+        low = min(low, lg)
+        high = max(high, lg)
+        least = min(least, ex)
+        float32 &= (top - tz <= 24) & (lg <= 127) & (tz + ex - width >= -149)
+    if float32:
+        for k in range(mf.size):
+            # m < 2^31 is a float64 and 2^(e - w) scales it exactly; a float32 number converts exactly
+            vf[k] = np.float32(np.float64(mf[k]) * bits_float((np.int64(ef[k]) - width + 1023) << 52))
+    return float32, bits, low, high, least
+
+
+def aligned_values(op: AlignedOperand, width: int) -> tuple[np.ndarray | None, ValueRange]:
+    """The values m 2^(e - width) of an AlignedOperand as float32 (None unless every one is
+    a float32 number) and their :class:`ValueRange`."""
+    v = np.empty(op.m.shape, dtype=np.float32)
+    float32, bits, low, high, least = _value_range(op.m, op.e, width, v)
+    if bits == 0:  # no nonzero value
+        return v, ValueRange(True, 0, 0, 0, 0)
+    return (v if float32 else None), ValueRange(bool(float32), int(bits), int(low), int(high), int(least))
+
+
+def narrow_lanes(op: AlignedOperand, zero_terms: bool, values: np.ndarray | None) -> NarrowLanes | None:
+    """The :class:`NarrowLanes` of an AlignedOperand: ``ez`` its alignment exponents as
+    int16, :data:`~fpspec.fast.kernels.ABSENT_EXPONENT` for a zero unless ``zero_terms``;
+    ``v`` the float32 ``values`` (a 1 x 1 placeholder for None).  None where an
+    exponent is beyond :data:`~fpspec.fast.kernels.LANE_EXPONENTS`."""
+    if int(np.abs(op.e.astype(np.int64)).max(initial=0)) > LANE_EXPONENTS:
+        return None
+    ez = op.e.astype(np.int16)
+    if not zero_terms:
+        ez[op.m == 0] = ABSENT_EXPONENT
+    return NarrowLanes(ez, np.zeros((1, 1), dtype=np.float32) if values is None else values)
 
 
 def transposed(op: TermOperand) -> TermOperand:
