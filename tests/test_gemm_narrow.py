@@ -330,6 +330,8 @@ def test_fpsgemm10_narrow_float_and_integer_products_agree(name, fmt, over, monk
     bt = np.concatenate([bt, wide_codes(rng, (5, k), fb, span=12)])
     kernel, ops = _terms_kernel(a, bt, model, fmt, chain_plan(k, model))
     assert kernel is kernels.gemm_window_narrow_rows and ops[-1] is True
+    # zeros align at -126 under zero_alignment="emin": beyond the int8 lanes
+    assert ops[2].ez.dtype == ops[3].ez.dtype == (np.int16 if over.get("zero_alignment") == "emin" else np.int8)
     ye = gemm(a, bt, model, fmt=fmt, impl="exact")
     assert np.array_equal(_bits(ye), _bits(gemm(a, bt, model, fmt=fmt, impl="fast")))
     monkeypatch.setattr(acc, "float_products", lambda *args: False)
@@ -358,3 +360,21 @@ def test_fpsgemm10_float_products_scale_extremes():
     assert ops[-1] is True
     ye, yf = (gemm(a, bt, model, fmt="fp16", impl=impl) for impl in ("exact", "fast"))
     assert np.array_equal(_bits(ye), _bits(yf))
+
+
+def test_fpsgemm10_narrow_lanes_widths():
+    """narrow_lanes takes the narrowest lanes that hold the exponents (int8 up to 31, int16
+    up to 2000, none beyond), marks zeros absent unless zeros align, and every sum of two
+    real exponents stays above ``absent_sums`` while every sum with ``absent`` stays at or
+    below it, without wrapping."""
+    from fpspec.fast.kernels import LANE_WIDTHS, AlignedOperand
+    from fpspec.fast.operands import narrow_lanes
+    op = AlignedOperand(np.array([[0, 3, -5]], np.int32), np.array([[-7, 31, -31]], np.int32))
+    lanes = narrow_lanes(op, False, None, 31)
+    assert lanes.ez.dtype == np.int8 and lanes.ez.tolist() == [[-97, 31, -31]] and lanes.absent == -97
+    assert narrow_lanes(op, True, None, 31).ez.tolist() == [[-7, 31, -31]]
+    assert narrow_lanes(op, False, None, 32).ez.dtype == np.int16
+    assert narrow_lanes(op, False, None, 2001) is None
+    for lane, limit, absent, absent_sums in LANE_WIDTHS:
+        lo, hi = np.iinfo(lane).min, np.iinfo(lane).max
+        assert -2 * limit > absent_sums >= absent + limit and absent - limit >= lo and 2 * limit <= hi

@@ -169,8 +169,8 @@ def _narrow(bt: tuple, aligned_a, model: GemmModel, plan: Plan):
     (va, ra), (vb, rb) = aligned_values(aa, wa), aligned_values(ab, wb)
     products = va is not None and vb is not None and float_products(model, ra, rb)
     zero_terms = model.zero_alignment == "emin"
-    la = narrow_lanes(aa, zero_terms, va if products else None)
-    lb = narrow_lanes(ab, zero_terms, vb if products else None)
+    la = narrow_lanes(aa, zero_terms, va if products else None, exponents)
+    lb = narrow_lanes(ab, zero_terms, vb if products else None, exponents)
     if la is None or lb is None:
         return None
     # A is read one value at a time: int32 (its values' range unknown to the compiler, which

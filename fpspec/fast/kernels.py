@@ -37,6 +37,8 @@ import math
 from typing import NamedTuple
 
 import numpy as np
+from numba import types
+from numba.extending import overload
 
 from .chain import (CONTINUE, FLOOR, NO_EXPONENT_FLOOR, NO_SPECIAL, NO_TERMS, accumulate, accumulate_row,
                     accumulator_exponent, accumulator_exponent_row, after_group, after_group_fp32, after_group_row,
@@ -45,7 +47,7 @@ from .fp32 import add_specials, bitlen
 from .jit import gemm_jit
 
 __all__ = ["TermOperand", "AlignedOperand", "NarrowLanes", "BlockOperand", "ScaledBlockOperand", "FINITE", "POS_INF",
-           "NEG_INF", "NAN", "ABSENT_EXPONENT", "LANE_EXPONENTS", "E2M1_LSB", "SPAN_TOO_WIDE", "OVERFLOW_EXPONENT",
+           "NEG_INF", "NAN", "LANE_WIDTHS", "lane_sum", "E2M1_LSB", "SPAN_TOO_WIDE", "OVERFLOW_EXPONENT",
            "product_terms", "block_terms",
            "scaled_block_terms", "gemm_products", "gemm_blocks", "gemm_scaled_blocks", "gemm_window_rows",
            "gemm_window_narrow_rows", "gemm_block_sums_rows", "gemm_fp32_rows"]
@@ -88,24 +90,45 @@ class AlignedOperand(NamedTuple):
 
 class NarrowLanes(NamedTuple):
     """What :func:`gemm_window_narrow_rows` reads besides an :class:`AlignedOperand` (same
-    layout): ``ez`` (int16) the alignment exponent of every value that takes part in step
-    3, :data:`ABSENT_EXPONENT` for a zero that does not; ``v`` (float32) the values, where
-    its float32 products are used (else a 1 x 1 placeholder)."""
+    layout): ``ez`` the alignment exponent of every value that takes part in step 3, in
+    int8 or int16 lanes (:data:`LANE_WIDTHS`), ``absent`` for a zero that does not; ``v``
+    (float32) the values where their float32 products are used (else a 1 x 1
+    placeholder); ``lowest`` (the lane type's least value) and ``absent_sums`` (lane sums
+    at or below it hold an absent value) from :data:`LANE_WIDTHS`."""
 
-    ez: np.ndarray  # int16
+    ez: np.ndarray  # int8 or int16
     v: np.ndarray   # float32
+    absent: np.integer
+    lowest: np.integer
+    absent_sums: int
 
 
-#: ``NarrowLanes.ez`` of a value that takes no part in step 3 (a zero without
-#: ``zero_alignment="emin"``).  With every alignment exponent within +-LANE_EXPONENTS, a
-#: sum of two real ones lies in [-4000, 4000] and a sum with this one in [-32000, -28000]:
-#: below every real sum, and no int16 sum wraps.
-ABSENT_EXPONENT = -30000
-#: Largest alignment exponent magnitude of the int16 lanes (FP32-decoded values reach 149).
-LANE_EXPONENTS = 2000
-#: int16 lane sums at or below this hold an absent value (none is real).
-_ABSENT_SUMS = -20000
-_INT16_MIN = np.int16(-32768)
+#: The pass-1 lanes of :func:`gemm_window_narrow_rows`, narrowest first: (lane type, the
+#: largest alignment exponent magnitude L it holds, ``absent``, ``absent_sums``).  A sum of
+#: two real exponents lies in [-2L, 2L] and a sum with ``absent`` in [absent - L, absent + L]:
+#: below ``absent_sums`` < -2L, and inside the lane type (no sum wraps).  int8 lanes (L = 31)
+#: hold every FP8 and FP16 exponent, int16 (L = 2000) every format's (FP32-decoded: 149).
+LANE_WIDTHS: tuple[tuple[type, int, int, int], ...] = (
+    (np.int8, 31, -97, -64),
+    (np.int16, 2000, -30000, -20000),
+)
+
+
+def lane_sum(a, b):
+    """a + b in the integer type of a (the pass-1 lanes keep every sum in range)."""
+    return type(a)(a + b)
+
+
+@overload(lane_sum, inline="always")
+def _lane_sum(a, b):
+    if isinstance(a, types.Integer):
+        cast = getattr(np, a.name)
+
+        def impl(a, b):
+            return cast(a + b)
+
+        return impl
+    return None
 
 
 class BlockOperand(NamedTuple):
@@ -425,9 +448,9 @@ def gemm_window_narrow_rows(a, bt, lanes_a, lanes_bt, shift, float_products, pla
 
     Step 3 runs as two straight passes over the row:
 
-    1. each output's alignment exponent E: the largest ea + eb in int16 lanes over the
-       operands' ``ez`` (:data:`ABSENT_EXPONENT` for a zero that takes no part, so that
-       no test of the value is needed), then c's (fused) and the exponent floor in int32;
+    1. each output's alignment exponent E: the largest ea + eb in int8 or int16 lanes
+       over the operands' ``ez`` (``absent`` for a zero that takes no part, so that no test
+       of the value is needed), then c's (fused) and the exponent floor in int32;
     2. the kept multiples of 2^(E - F) of every product, summed in int32 lanes:
 
        * ``float_products`` (:func:`fpspec.fast.accumulate.float_products` proved it
@@ -446,7 +469,7 @@ def gemm_window_narrow_rows(a, bt, lanes_a, lanes_bt, shift, float_products, pla
 
     Step 4 runs as :func:`~fpspec.fast.chain.accumulate_row`."""
     n = bt.m.shape[1]
-    prod16 = np.empty(n, dtype=np.int16)
+    prod = np.empty(n, dtype=lanes_bt.ez.dtype)
     emax = np.empty(n, dtype=np.int32)
     acc = np.empty(n, dtype=np.int32)
     scale = np.empty(n, dtype=np.float32)
@@ -463,23 +486,23 @@ def gemm_window_narrow_rows(a, bt, lanes_a, lanes_bt, shift, float_products, pla
         total[:] = 0.0
         for g in range(plan.start.size):
             k0, k1 = plan.start[g], plan.stop[g]
-            # step 3, pass 1: the products' largest ea + eb in int16 lanes ...
-            prod16[:] = _INT16_MIN
+            # step 3, pass 1: the products' largest ea + eb in narrow lanes ...
+            prod[:] = lanes_bt.lowest
             for kk in range(k0, k1):
                 e_a = lanes_a.ez[i, kk]
-                if e_a == ABSENT_EXPONENT:
+                if e_a == lanes_a.absent:
                     continue
                 erow = lanes_bt.ez[kk]
                 for j in range(n):
-                    prod16[j] = max(prod16[j], np.int16(e_a + erow[j]))
+                    prod[j] = max(prod[j], lane_sum(e_a, erow[j]))
             # ... then c's (fused) and the floor: each output's E
             if spec.fused:
                 accumulator_exponent_row(c, emax, spec)
             else:
                 emax[:] = none
             for j in range(n):
-                p = np.int32(prod16[j])
-                e = max(emax[j], p if p > _ABSENT_SUMS else none)
+                p = np.int32(prod[j])
+                e = max(emax[j], p if p > lanes_bt.absent_sums else none)
                 emax[j] = floor if (floor != NO_EXPONENT_FLOOR) & (e != none) & (e < floor) else e
             # pass 2: the kept multiples of 2^(E - F) of every product
             acc[:] = 0

@@ -25,8 +25,8 @@ from ..models import ZERO_ALIGNMENT_EXPONENT, GemmModel
 from .chain import NO_TERMS, Plan, bits_float
 from .fp32 import bitlen
 from .jit import gemm_jit
-from .kernels import (ABSENT_EXPONENT, FINITE, LANE_EXPONENTS, NAN, NEG_INF, POS_INF, SPAN_TOO_WIDE, AlignedOperand,
-                      BlockOperand, NarrowLanes, ScaledBlockOperand, TermOperand)
+from .kernels import (FINITE, LANE_WIDTHS, NAN, NEG_INF, POS_INF, SPAN_TOO_WIDE, AlignedOperand, BlockOperand,
+                      NarrowLanes, ScaledBlockOperand, TermOperand)
 from .rounding import decode_fast, decode_table
 
 __all__ = ["zero_exponent", "split_values", "code_values", "code_terms", "code_operand", "code_values_of",
@@ -320,17 +320,21 @@ def aligned_values(op: AlignedOperand, width: int) -> tuple[np.ndarray | None, V
     return (v if float32 else None), ValueRange(bool(float32), int(bits), int(low), int(high), int(least))
 
 
-def narrow_lanes(op: AlignedOperand, zero_terms: bool, values: np.ndarray | None) -> NarrowLanes | None:
-    """The :class:`NarrowLanes` of an AlignedOperand: ``ez`` its alignment exponents as
-    int16, :data:`~fpspec.fast.kernels.ABSENT_EXPONENT` for a zero unless ``zero_terms``;
-    ``v`` the float32 ``values`` (a 1 x 1 placeholder for None).  None where an
-    exponent is beyond :data:`~fpspec.fast.kernels.LANE_EXPONENTS`."""
-    if int(np.abs(op.e.astype(np.int64)).max(initial=0)) > LANE_EXPONENTS:
-        return None
-    ez = op.e.astype(np.int16)
-    if not zero_terms:
-        ez[op.m == 0] = ABSENT_EXPONENT
-    return NarrowLanes(ez, np.zeros((1, 1), dtype=np.float32) if values is None else values)
+def narrow_lanes(op: AlignedOperand, zero_terms: bool, values: np.ndarray | None,
+                 exponents: int) -> NarrowLanes | None:
+    """The :class:`NarrowLanes` of an AlignedOperand, in the narrowest lanes of
+    :data:`~fpspec.fast.kernels.LANE_WIDTHS` that hold ``exponents`` (the largest alignment
+    exponent magnitude of both operands; None when none does): ``ez`` its alignment
+    exponents, ``absent`` for a zero unless ``zero_terms``; ``v`` the float32 ``values`` (a
+    1 x 1 placeholder for None)."""
+    for lane, limit, absent, absent_sums in LANE_WIDTHS:
+        if exponents <= limit:
+            ez = op.e.astype(lane)
+            if not zero_terms:
+                ez[op.m == 0] = absent
+            v = np.zeros((1, 1), dtype=np.float32) if values is None else values
+            return NarrowLanes(ez, v, lane(absent), np.iinfo(lane).min, absent_sums)
+    return None
 
 
 def transposed(op: TermOperand) -> TermOperand:
