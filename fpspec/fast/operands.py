@@ -260,13 +260,28 @@ def aligned_codes(codes: np.ndarray, name: str, model: GemmModel,
     fmt = code_format(name)
     emin = FP32_EMIN if model.operand_domain == "decoded-fp32" else fmt.emin
     table = code_terms(fmt.name, emin, zero_exponent(model))
-    idx = np.asarray(codes)
-    if (table.special != FINITE)[idx].any():
-        return None, 0, 64
     lut, w, bits = aligned_operand(table, width)
     if lut is None:
         return None, w, bits
-    return AlignedOperand(lut.m[idx], lut.e[idx]), w, bits
+    m, e = np.empty(np.shape(codes), dtype=lut.m.dtype), np.empty(np.shape(codes), dtype=lut.e.dtype)
+    if not _gather_finite(np.ascontiguousarray(codes), lut.m, lut.e, table.special != FINITE, m, e):
+        return None, 0, 64
+    return AlignedOperand(m, e), w, bits
+
+
+@gemm_jit
+def _gather_finite(codes, m_lut, e_lut, special, m, e):
+    """m[...] = m_lut[codes], e[...] = e_lut[codes] in one pass (a table gather without
+    numpy's conversion of the codes to intp); False, at the first code whose ``special``
+    is set (Inf or NaN), with m and e left partly written."""
+    cf, mf, ef = codes.ravel(), m.ravel(), e.ravel()
+    for k in range(cf.size):
+        c = np.int64(cf[k])
+        if special[c]:
+            return False
+        mf[k] = m_lut[c]
+        ef[k] = e_lut[c]
+    return True
 
 
 class ValueRange(NamedTuple):
