@@ -43,7 +43,7 @@ __all__ = [
     "CTA_LIMIT",
     "PERSISTENT_CTAS",
     "CUTLASS_SLICE_UNIT",
-    "S1688_WHOLE_UNIT",
+    "CUTLASS_WHOLE_UNIT",
     "cutlass_slice_unit",
     "cutlass_slices",
     "NEAREST_AREA_FLOOR",
@@ -471,7 +471,7 @@ def plan_from_kernel(target: str, m: int, n: int, k: int, kernel_name: str,
         p = ctas // t
         return KernelChoice(**base, confidence="kernel", p=p, s=slice_length(k, info.kt, p), tiles=t)
     if info.kclass in ("sm75", "sm80") and info.tile is not None and tg.fmt in ("bf16", "fp16"):
-        plan = cutlass_slices(k, z, cutlass_slice_unit(info, k))
+        plan = cutlass_slices(k, z, cutlass_slice_unit(k))
         return KernelChoice(**base, confidence="kernel", p=z, s=plan[0] if plan else None,
                             note="cutlass kernel: slices = grid z; the arithmetic is not the nvjet preset's")
     return KernelChoice(**base, confidence="unknown", note=f"{info.kclass} kernel: its reduction over K is not modelled")
@@ -640,7 +640,7 @@ class Predictor:
             # scaled by K: leave-one-shape-out on sweep + heldout, docs/cublas-h200.rst), at most
             # one slice per 8 products
             p = 1 if not near.s or not near.p else max(1, min(near.p, -(-k // CUTLASS_SLICE_UNIT)))
-            plan = cutlass_slices(k, p, cutlass_slice_unit(near.kernel, k) if near.kernel else CUTLASS_SLICE_UNIT)
+            plan = cutlass_slices(k, p, cutlass_slice_unit(k))
             return _replace(near, shape=shape, confidence="nearest", p=p, s=plan[0] if plan else None,
                             source=near.shape, note="cutlass kernel and grid z of the nearest measured call")
         cap = slice_cap(k, tg.kt)
@@ -765,31 +765,31 @@ def kernel_parameters(choice: KernelChoice) -> tuple[str, dict[str, Any]]:
         kt = choice.kt or (S1688_K_TILE if s1688 else None)
         if kt is None:
             raise FpspecError(f"{where}: the cutlass kernel {choice.kernel} names no K tile; not modelled")
-        unit = S1688_WHOLE_UNIT if s1688 and k % S1688_WHOLE_UNIT == 0 else CUTLASS_SLICE_UNIT
         params: dict[str, Any] = {"group_size": S1688_GROUP} if s1688 else {}
-        params.update(slice_plan=cutlass_slices(k, choice.p or 1, unit), k_tile=kt, slice_residue="first")
+        params.update(slice_plan=cutlass_slices(k, choice.p or 1, cutlass_slice_unit(k)), k_tile=kt,
+                      slice_residue="first")
         return tg.preset, params
     raise FpspecError(f"{where}: the {choice.kclass} kernel {choice.kernel or '(unknown)'} is not modelled by "
                       "fpspec (no tensor-core chain reproduces it)")
 
 
-#: The slice unit of an ``s1688gemm`` split when K is a multiple of it (FPS-CUB-7): its
-#: slices are then ceil(K / (64 P)) 64 long, else ceil(K / (8 P)) 8 like the other cutlass
-#: kernels (:data:`CUTLASS_SLICE_UNIT`).  Fitted on sweep.jsonl and heldout.jsonl: 64
-#: reproduces the z = 6 calls at 4096 x 33 x {4096, 8192, 16384} (S = 704, 1408, 2752;
-#: units of 8 give 688, 1368, 2736 and miss), 8 every call whose K is not a multiple of 64
-#: (8192 x 17 x 4000: S = 1000, not 1024; 2047 x 63 x 14000: 880, not 896; 1023 x 1025 x
-#: 3500: 504, not 512); where K is a multiple of 64 the two agree on every other call.
-S1688_WHOLE_UNIT = 64
+#: The slice unit of a cutlass split when K is a multiple of it (FPS-CUB-7): its slices are
+#: then ceil(K / (64 P)) 64 long, else ceil(K / (8 P)) 8 (:data:`CUTLASS_SLICE_UNIT`).
+#: Fitted on the s1688 calls of sweep.jsonl and heldout.jsonl: 64 reproduces the z = 6
+#: calls at 4096 x 33 x {4096, 8192, 16384} (S = 704, 1408, 2752; units of 8 give 688,
+#: 1368, 2736 and miss), 8 every call whose K is not a multiple of 64 (8192 x 17 x 4000:
+#: S = 1000, not 1024; 2047 x 63 x 14000: 880, not 896; 1023 x 1025 x 3500: 504, not 512).
+#: train1.jsonl (1200 shapes measured after the rule, none of them fitted on) showed the
+#: same for ``wmma`` kernels (FP16 56 x 23 x 832, z = 7; 16 x 193 x 7488, z = 24; 896 x 21
+#: x 2944, z = 8: 64 reproduces all sampled outputs, 8 one to three of 16), so the unit is
+#: one rule for every cutlass kernel; no ``s16816`` call has K where the two differ.
+CUTLASS_WHOLE_UNIT = 64
 
 
-def cutlass_slice_unit(kernel: KernelName | str, k: int) -> int:
-    """The unit of a cutlass kernel's K slices at K (FPS-CUB-7): :data:`S1688_WHOLE_UNIT`
-    for an ``s1688gemm`` kernel when it divides K, else :data:`CUTLASS_SLICE_UNIT` (8)."""
-    info = parse_kernel_name(kernel) if isinstance(kernel, str) else kernel
-    if info.instr_k == 8 and "wmma" not in info.flags and k % S1688_WHOLE_UNIT == 0:
-        return S1688_WHOLE_UNIT
-    return CUTLASS_SLICE_UNIT
+def cutlass_slice_unit(k: int) -> int:
+    """The unit of a cutlass kernel's K slices at K (FPS-CUB-7): :data:`CUTLASS_WHOLE_UNIT`
+    when it divides K, else :data:`CUTLASS_SLICE_UNIT` (8)."""
+    return CUTLASS_WHOLE_UNIT if k % CUTLASS_WHOLE_UNIT == 0 else CUTLASS_SLICE_UNIT
 
 
 def cutlass_slices(k: int, p: int, unit: int = CUTLASS_SLICE_UNIT) -> tuple[int, ...] | None:

@@ -156,19 +156,17 @@ def test_fps_cub_6_resolved_choice_says_how_sure(tmp_path, capsys):
 
 def test_fps_cub_7_kernel_families_and_slices():
     """FPS-CUB-7: the family of each kernel and its model: cutlass slices of 152 at
-    100 x 100 x 5000 over z = 33 (issue 14); s1688 in units of 64 where 64 divides K (704 =
+    100 x 100 x 5000 over z = 33 (issue 14); every cutlass split in units of 64 where 64 divides K (704 =
     ceil(4096 / 384) 64 over z = 6), else of 8 (1000 at K = 4000 over z = 4, not 1024; 880
     = ceil(14000 / 128) 8 over z = 16, not 896; 16 over z = 313 at K = 5000); K tiles of the
     kernel's K tile, residue first; G = 8 for s1688."""
     assert ch.cutlass_slices(5000, 33)[:2] == (152, 152) and sum(ch.cutlass_slices(5000, 33)) == 5000
     assert len(ch.cutlass_slices(5000, 33)) == 33
     s1688 = "cutlass_75_tensorop_s1688gemm_bf16_64x64_tn_align1"
-    s16816 = "cutlass_80_tensorop_s16816gemm_bf16_64x64_64x6_tn_align2"
-    assert [ch.cutlass_slice_unit(s1688, k) for k in (4096, 4000, 14000, 5000, 64)] == [64, 8, 8, 8, 64]
-    assert ch.cutlass_slice_unit(s16816, 4096) == 8
+    assert [ch.cutlass_slice_unit(k) for k in (4096, 4000, 14000, 5000, 64, 832)] == [64, 8, 8, 8, 64, 64]
     assert ch.cutlass_slices(4096, 6, 64) == (704,) * 5 + (576,)
     assert ch.cutlass_slices(4096, 6) == (688,) * 5 + (656,)
-    assert ch.cutlass_slices(4000, 4, ch.cutlass_slice_unit(s1688, 4000)) == (1000,) * 4
+    assert ch.cutlass_slices(4000, 4, ch.cutlass_slice_unit(4000)) == (1000,) * 4
     assert ch.cutlass_slices(14000, 16, 8) == (880,) * 15 + (800,)
     assert ch.cutlass_slices(5000, 313, 8)[:1] == (16,) and len(ch.cutlass_slices(5000, 313, 8)) == 313
     assert ch.cutlass_slices(64, 2, 64) == (32, 32)          # 64 would give one slice: units of 8

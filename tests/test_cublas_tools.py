@@ -354,6 +354,7 @@ def test_torch_cpu_sweep_path(tmp_path):
 
 # ------------------------------------------------------------------ held-out run (training data since stage 4)
 HELDOUT = ROOT / "vectors" / "provenance" / "h200-cublas" / "heldout.jsonl"
+TRAIN1 = ROOT / "vectors" / "provenance" / "h200-cublas" / "train1.jsonl"
 #: the s1688 calls of heldout.jsonl that the stage-3 slice units (first of 64/32/16/8 giving
 #: z slices) missed: (target, shape) -> slice plan the recorded outputs need
 S1688_HELDOUT = {
@@ -362,6 +363,12 @@ S1688_HELDOUT = {
     ("torch-fp16", (63, 2047, 14000)): (880,) * 15 + (800,),
     ("torch-fp16", (1023, 1025, 3500)): (504,) * 6 + (476,),      # ceil(3500 / 56) 8, residue first
 }
+
+
+@pytest.fixture(scope="module")
+def train1_calls() -> dict:
+    return {(r["target"], tuple(r["shape"])): r for r in common.read_records([TRAIN1])
+            if r.get("kind") == "call" and r.get("bits")}
 
 
 @pytest.fixture(scope="module")
@@ -375,6 +382,38 @@ def _codes(rec: dict):
     k = rec["shape"][2]
     return (common.codes_numpy(rec["fmt"], rec["seed_a"], rec["rows"], k).astype(dt),
             common.codes_numpy(rec["fmt"], rec["seed_b"], rec["cols"], k).astype(dt))
+
+
+#: train1.jsonl's wmma calls whose K is a multiple of 64: slices in units of 64 (the
+#: FPS-CUB-7 unit rule), where units of 8 reproduce 3, 1 and 3 of the 16 sampled outputs.
+WMMA_TRAIN1 = {
+    ("torch-fp16", (56, 23, 832)): (128,) * 6 + (64,),            # z = 7: ceil(832 / 448) 64
+    ("torch-fp16", (16, 193, 7488)): (320,) * 23 + (128,),        # z = 24
+    ("torch-fp16", (896, 21, 2944)): (384,) * 7 + (256,),         # z = 8
+}
+
+
+def test_fps_cub_7_wmma_calls_in_units_of_64(train1_calls):
+    """FPS-CUB-7: a wmma split over K a multiple of 64 is cut in units of 64, as an s1688
+    one is (train1.jsonl, measured after the s1688 rule was fitted): the observer's model
+    reproduces every sampled output; slices in units of 8 miss most of them."""
+    from fpspec.cublas_h200 import cutlass_slices, pick_gemm_kernel
+    from fpspec.models import model_for_kernel
+    from fpspec.matmul import gemm
+
+    for (target, shape), plan in WMMA_TRAIN1.items():
+        rec = train1_calls[(target, shape)]
+        name, grid = pick_gemm_kernel([(x["name"], x["grid"]) for x in rec["kernels"]])
+        assert "wmma" in name and len(plan) == grid[2]
+        model = model_for_kernel(target, shape, name, grid)
+        assert model.slice_plan == plan and model.slice_residue == "first"
+        a, bt = _codes(rec)
+        want = common.bits_from_hex(rec["bits"])
+        got = gemm(a, bt, model, fmt=rec["fmt"]).astype(np.float32).reshape(-1).view(np.uint32)
+        assert np.array_equal(got, want), (target, shape)
+        eights = cutlass_slices(shape[2], grid[2], 8)
+        got = gemm(a, bt, model.replace(slice_plan=eights), fmt=rec["fmt"]).astype(np.float32)
+        assert (got.reshape(-1).view(np.uint32) == want).sum() <= want.size // 4, (target, shape)
 
 
 def test_fps_cub_7_s1688_heldout_calls_reproduced_by_the_observer(heldout_calls):
