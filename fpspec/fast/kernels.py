@@ -16,8 +16,8 @@ formed:
   ``product_exponent="operands"``, the window's kept sums formed for a whole row of
   outputs at once;
 * :func:`gemm_window_narrow_rows`: the same where a group's kept sum fits int32, in
-  narrow lanes (int16 exponents; the kept terms from float32 products where those are
-  exact);
+  narrow lanes (int8 or int16 exponents; the kept terms from float32 products where
+  those are exact);
 * :func:`gemm_block_sums_rows`: E2M1 operands without a window, where a group's exact
   sum does not depend on the per-product exponents: integer block sums for a whole row;
 * :func:`gemm_fp32_rows`: the sequential FP32 chain (G = 1, every rounding FP32 RNE) as
@@ -27,8 +27,8 @@ Operands are integers: a value is ``sig 2^lsb`` with ``sig`` odd (:class:`TermOp
 also carrying the alignment exponent and a special-value code), or an E2M1 payload as
 the integer 2q (value q = 2q 2^-1) with per-block scales ``sig 2^lsb``
 (:class:`BlockOperand`); the narrow window kernel also reads float32 values
-(:class:`NarrowLanes`) where their products are proved exact.  The exactness argument of each is in docs/gemm.rst ("The
-fast path").
+(:class:`NarrowLanes`) where their products are proved exact.  The exactness argument
+of each is in docs/gemm.rst ("The fast path").
 """
 
 from __future__ import annotations
@@ -48,8 +48,7 @@ from .jit import gemm_jit
 
 __all__ = ["TermOperand", "AlignedOperand", "NarrowLanes", "BlockOperand", "ScaledBlockOperand", "FINITE", "POS_INF",
            "NEG_INF", "NAN", "LANE_WIDTHS", "lane_sum", "E2M1_LSB", "SPAN_TOO_WIDE", "OVERFLOW_EXPONENT",
-           "product_terms", "block_terms",
-           "scaled_block_terms", "gemm_products", "gemm_blocks", "gemm_scaled_blocks", "gemm_window_rows",
+           "product_terms", "block_terms", "scaled_block_terms", "gemm_products", "gemm_blocks", "gemm_scaled_blocks", "gemm_window_rows",
            "gemm_window_narrow_rows", "gemm_block_sums_rows", "gemm_fp32_rows"]
 
 #: Special-value code of an operand element (:class:`TermOperand` ``special``).
