@@ -4,6 +4,7 @@
         vectors/provenance/h200-cublas/heldout.jsonl \
         vectors/provenance/h200-cublas/heldout2.jsonl \
         vectors/provenance/h200-cublas/heldout3.jsonl \
+        vectors/provenance/h200-cublas/train1.jsonl \
         --out fpspec/cublas_h200_table.py
 
 Sources (sha256):
@@ -11,6 +12,7 @@ vectors/provenance/h200-cublas/sweep.jsonl (3344aeefc3f58df738184c7061ba5b78b0fd
 vectors/provenance/h200-cublas/heldout.jsonl (7d929a98737ba58e7364a2b7be26e122dd338b51a50bba7944fd17723c6a56db)
 vectors/provenance/h200-cublas/heldout2.jsonl (0eea029cc8007aa813c97d5da96e50746bd543166109e777c7fb549e75011b73)
 vectors/provenance/h200-cublas/heldout3.jsonl (8e6458d9f8f09a408d119cdd4798189f4454f3167cf442faa173ac98ae330ef8)
+vectors/provenance/h200-cublas/train1.jsonl (11e2ccf2b895bf47d10b5e76b61d9dbb6c9f5e43753c49d647f7688cace633e9)
 
 CALLS: per target, every call of the sources: ``MxN`` (the output shape run) starts a group of
 ``K:kernel:grid[:P]`` items (K, the index of the call's GEMM kernel in KERNELS, its launch
@@ -30,6 +32,8 @@ SOURCES: tuple[tuple[str, str], ...] = (
      '0eea029cc8007aa813c97d5da96e50746bd543166109e777c7fb549e75011b73'),
     ('vectors/provenance/h200-cublas/heldout3.jsonl',
      '8e6458d9f8f09a408d119cdd4798189f4454f3167cf442faa173ac98ae330ef8'),
+    ('vectors/provenance/h200-cublas/train1.jsonl',
+     '11e2ccf2b895bf47d10b5e76b61d9dbb6c9f5e43753c49d647f7688cace633e9'),
 )
 SWEEP_FILE = 'vectors/provenance/h200-cublas/sweep.jsonl'
 SWEEP_SHA256 = '3344aeefc3f58df738184c7061ba5b78b0fd07b618be3e4fc88fb3499e8c8ac1'
@@ -60,8 +64,11 @@ KERNELS: tuple[str, ...] = (
     'cutlass_75_tensorop_s1688gemm_bf16_128x128_tn_align1', 'cutlass_75_tensorop_s1688gemm_bf16_256x128_tn_align1',
     'cutlass_75_tensorop_s1688gemm_bf16_64x64_tn_align1', 'cutlass_75_tensorop_s1688gemm_f16_128x128_tn_align1',
     'cutlass_75_tensorop_s1688gemm_f16_256x128_tn_align1', 'cutlass_75_tensorop_s1688gemm_f16_64x64_tn_align1',
+    'cutlass_75_wmma_tensorop_s161616gemm_f16_16x16_128x1_tn_align1',
     'cutlass_75_wmma_tensorop_s161616gemm_f16_16x16_128x2_tn_align1',
+    'cutlass_75_wmma_tensorop_s161616gemm_f16_16x16_64x1_tn_align1',
     'cutlass_75_wmma_tensorop_s161616gemm_f16_32x32_128x1_tn_align1',
+    'cutlass_75_wmma_tensorop_s161616gemm_f16_32x32_128x2_tn_align1',
     'cutlass_75_wmma_tensorop_s161616gemm_f16_32x32_64x1_tn_align1',
     'cutlass_80_tensorop_s16816gemm_bf16_128x128_64x3_tn_align2',
     'cutlass_80_tensorop_s16816gemm_bf16_128x256_32x3_tn_align2',
@@ -93,124 +100,234 @@ KERNELS: tuple[str, ...] = (
     'cutlass_80_wmma_tensorop_s161616gemm_f16_32x32_128x2_tn_align2',
     'cutlass_80_wmma_tensorop_s161616gemm_f16_32x32_64x1_tn_align2',
     'cutlass_80_wmma_tensorop_s161616gemm_f16_32x32_64x2_tn_align2', 'dot_kernel<float, 128, 0>',
+    'gemmSN_TN_kernel<float, 128, 16, 2, 4, 10, 11, false>', 'gemmSN_TN_kernel<float, 128, 16, 2, 4, 14, 15, false>',
+    'gemmSN_TN_kernel<float, 128, 16, 2, 4, 4, 4, false>', 'gemmSN_TN_kernel<float, 128, 16, 2, 4, 6, 7, false>',
     'gemmSN_TN_kernel<float, 128, 16, 2, 4, 8, 9, false>',
     'gemv2T_kernel_val<int, int, __half, float, float, float, 128, 16, 4, 4, false, false>',
     'gemv2T_kernel_val<int, int, __nv_bfloat16, float, float, float, 128, 16, 4, 4, false, false>',
     'internal::gemvx::kernel<int, int, __half, float, float, float, false, true, true, false, 6, false>',
+    'internal::gemvx::kernel<int, int, __half, float, float, float, false, true, true, false, 7, false>',
     'internal::gemvx::kernel<int, int, __nv_bfloat16, float, float, float, false, true, true, false, 7, false>',
+    'nvjet_sm90_hss_104x128_64x7_2x1_v_bz_TNN', 'nvjet_sm90_hss_104x64_64x10_2x2_h_bz_splitK_TNN',
     'nvjet_sm90_hss_112x128_64x7_1x2_h_bz_splitK_TNN', 'nvjet_sm90_hss_112x128_64x7_2x1_v_bz_TNN',
-    'nvjet_sm90_hss_112x128_64x7_4x2_h_bz_TNN', 'nvjet_sm90_hss_112x64_64x9_4x1_v_bz_splitK_TNN',
+    'nvjet_sm90_hss_112x128_64x7_2x1_v_bz_splitK_TNN', 'nvjet_sm90_hss_112x128_64x7_4x2_h_bz_TNN',
+    'nvjet_sm90_hss_112x64_64x9_1x2_h_bz_splitK_TNN', 'nvjet_sm90_hss_112x64_64x9_4x1_v_bz_splitK_TNN',
+    'nvjet_sm90_hss_128x120_64x6_1x2_h_bz_TNT', 'nvjet_sm90_hss_128x120_64x6_2x4_h_bz_TNT',
     'nvjet_sm90_hss_128x128_64x6_1x1_h_bz_splitK_TNT', 'nvjet_sm90_hss_128x128_64x6_1x2_h_bz_splitK_TNT',
     'nvjet_sm90_hss_128x128_64x6_2x1_v_bz_TNT', 'nvjet_sm90_hss_128x128_64x6_2x1_v_bz_splitK_TNT',
-    'nvjet_sm90_hss_128x160_64x5_1x2_h_bz_splitK_TNT', 'nvjet_sm90_hss_128x16_64x11_4x1_v_bz_splitK_TNT',
-    'nvjet_sm90_hss_128x192_64x5_2x1_v_bz_coopB_TNN', 'nvjet_sm90_hss_128x192_64x5_2x1_v_bz_coopB_splitK_TNN',
-    'nvjet_sm90_hss_128x256_64x4_2x1_v_bz_coopA_splitK_TNN', 'nvjet_sm90_hss_128x40_64x10_2x1_v_bz_splitK_TNT',
-    'nvjet_sm90_hss_128x40_64x10_4x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_128x64_64x8_1x2_h_bz_TNT',
-    'nvjet_sm90_hss_128x64_64x8_1x2_h_bz_splitK_TNT', 'nvjet_sm90_hss_128x64_64x8_1x4_h_bz_splitK_TNT',
-    'nvjet_sm90_hss_128x64_64x8_4x2_h_bz_splitK_TNT', 'nvjet_sm90_hss_128x80_64x8_1x4_h_bz_splitK_TNT',
-    'nvjet_sm90_hss_128x80_64x8_4x2_h_bz_TNT', 'nvjet_sm90_hss_128x8_64x12_2x1_v_bz_splitK_TNT',
-    'nvjet_sm90_hss_128x8_64x12_4x1_v_bz_TNT', 'nvjet_sm90_hss_128x8_64x12_4x1_v_bz_splitK_TNT',
-    'nvjet_sm90_hss_144x128_64x6_1x2_h_bz_TNN', 'nvjet_sm90_hss_144x64_64x8_1x2_h_bz_TNN',
-    'nvjet_sm90_hss_144x64_64x8_4x1_v_bz_splitK_TNN', 'nvjet_sm90_hss_152x256_64x4_2x1_v_bz_coopA_TNN',
-    'nvjet_sm90_hss_160x192_64x4_1x2_h_bz_coopB_splitK_TNN', 'nvjet_sm90_hss_168x128_64x5_1x1_h_bz_splitK_TNN',
-    'nvjet_sm90_hss_168x128_64x5_1x2_h_bz_TNN', 'nvjet_sm90_hss_16x64_64x16_1x1_h_bz_splitK_TNN',
-    'nvjet_sm90_hss_16x64_64x16_1x2_h_bz_TNN', 'nvjet_sm90_hss_16x64_64x16_4x1_v_bz_splitK_TNN',
+    'nvjet_sm90_hss_128x136_64x6_2x1_v_bz_TNT', 'nvjet_sm90_hss_128x136_64x6_4x2_h_bz_TNT',
+    'nvjet_sm90_hss_128x152_64x6_2x1_v_bz_TNT', 'nvjet_sm90_hss_128x152_64x6_2x1_v_bz_splitK_TNT',
+    'nvjet_sm90_hss_128x160_64x5_1x2_h_bz_splitK_TNT', 'nvjet_sm90_hss_128x160_64x5_2x1_v_bz_TNT',
+    'nvjet_sm90_hss_128x16_64x11_4x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_128x192_64x5_2x1_v_bz_coopB_TNN',
+    'nvjet_sm90_hss_128x192_64x5_2x1_v_bz_coopB_splitK_TNN', 'nvjet_sm90_hss_128x256_64x4_2x1_v_bz_coopA_splitK_TNN',
+    'nvjet_sm90_hss_128x304_64x3_2x1_v_bz_coopA_TNT', 'nvjet_sm90_hss_128x32_64x10_4x1_v_bz_splitK_TNT',
+    'nvjet_sm90_hss_128x40_64x10_2x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_128x40_64x10_4x1_v_bz_splitK_TNT',
+    'nvjet_sm90_hss_128x64_64x8_1x2_h_bz_TNT', 'nvjet_sm90_hss_128x64_64x8_1x2_h_bz_splitK_TNT',
+    'nvjet_sm90_hss_128x64_64x8_1x4_h_bz_splitK_TNT', 'nvjet_sm90_hss_128x64_64x8_4x2_h_bz_splitK_TNT',
+    'nvjet_sm90_hss_128x80_64x8_1x2_h_bz_TNT', 'nvjet_sm90_hss_128x80_64x8_1x4_h_bz_splitK_TNT',
+    'nvjet_sm90_hss_128x80_64x8_4x2_h_bz_TNT', 'nvjet_sm90_hss_128x8_64x12_1x1_h_bz_splitK_TNT',
+    'nvjet_sm90_hss_128x8_64x12_2x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_128x8_64x12_4x1_v_bz_TNT',
+    'nvjet_sm90_hss_128x8_64x12_4x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_128x96_64x7_1x2_h_bz_TNT',
+    'nvjet_sm90_hss_136x128_64x6_1x2_h_bz_TNN', 'nvjet_sm90_hss_136x256_64x4_2x1_v_bz_coopA_TNN',
+    'nvjet_sm90_hss_144x128_64x6_1x2_h_bz_TNN', 'nvjet_sm90_hss_144x256_64x4_2x1_v_bz_coopA_TNN',
+    'nvjet_sm90_hss_144x64_64x8_1x2_h_bz_TNN', 'nvjet_sm90_hss_144x64_64x8_4x1_v_bz_splitK_TNN',
+    'nvjet_sm90_hss_152x256_64x4_1x2_h_bz_coopA_TNN', 'nvjet_sm90_hss_152x256_64x4_2x1_v_bz_coopA_TNN',
+    'nvjet_sm90_hss_152x64_64x7_2x4_h_bz_TNN', 'nvjet_sm90_hss_160x128_64x5_1x2_h_bz_TNN',
+    'nvjet_sm90_hss_160x192_64x4_1x2_h_bz_coopB_TNN', 'nvjet_sm90_hss_160x192_64x4_1x2_h_bz_coopB_splitK_TNN',
+    'nvjet_sm90_hss_160x256_64x4_1x2_h_bz_coopA_TNN', 'nvjet_sm90_hss_160x256_64x4_2x1_v_bz_coopA_TNN',
+    'nvjet_sm90_hss_168x128_64x5_1x1_h_bz_splitK_TNN', 'nvjet_sm90_hss_168x128_64x5_1x2_h_bz_TNN',
+    'nvjet_sm90_hss_16x64_64x16_1x1_h_bz_splitK_TNN', 'nvjet_sm90_hss_16x64_64x16_1x2_h_bz_TNN',
+    'nvjet_sm90_hss_16x64_64x16_1x2_h_bz_splitK_TNN', 'nvjet_sm90_hss_16x64_64x16_1x4_h_bz_TNN',
+    'nvjet_sm90_hss_16x64_64x16_1x4_h_bz_splitK_TNN', 'nvjet_sm90_hss_16x64_64x16_2x2_h_bz_splitK_TNN',
+    'nvjet_sm90_hss_16x64_64x16_2x4_h_bz_TNN', 'nvjet_sm90_hss_16x64_64x16_2x4_h_bz_splitK_TNN',
+    'nvjet_sm90_hss_16x64_64x16_4x1_v_bz_TNN', 'nvjet_sm90_hss_16x64_64x16_4x1_v_bz_splitK_TNN',
+    'nvjet_sm90_hss_16x64_64x16_4x2_h_bz_TNN', 'nvjet_sm90_hss_176x128_64x5_2x1_v_bz_TNN',
     'nvjet_sm90_hss_192x128_64x5_1x2_h_bz_coopB_TNT', 'nvjet_sm90_hss_192x128_64x5_1x2_h_bz_coopB_splitK_TNT',
-    'nvjet_sm90_hss_192x192_64x4_1x2_h_bz_coopB_TNN', 'nvjet_sm90_hss_192x192_64x4_2x1_v_bz_coopB_TNN',
-    'nvjet_sm90_hss_192x192_64x4_2x1_v_bz_coopB_splitK_TNN', 'nvjet_sm90_hss_192x208_64x4_1x2_h_bz_coopB_TNT',
-    'nvjet_sm90_hss_192x8_64x8_4x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_24x64_64x16_4x2_h_bz_TNN',
+    'nvjet_sm90_hss_192x160_64x4_1x2_h_bz_coopB_TNT', 'nvjet_sm90_hss_192x192_64x4_1x2_h_bz_coopB_TNN',
+    'nvjet_sm90_hss_192x192_64x4_2x1_v_bz_coopB_TNN', 'nvjet_sm90_hss_192x192_64x4_2x1_v_bz_coopB_splitK_TNN',
+    'nvjet_sm90_hss_192x208_64x4_1x2_h_bz_coopB_TNT', 'nvjet_sm90_hss_192x208_64x4_2x1_v_bz_coopB_TNT',
+    'nvjet_sm90_hss_192x72_64x6_1x2_h_bz_TNT', 'nvjet_sm90_hss_192x80_64x6_1x2_h_bz_TNT',
+    'nvjet_sm90_hss_192x8_64x8_2x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_192x8_64x8_4x1_v_bz_splitK_TNT',
+    'nvjet_sm90_hss_192x96_64x5_1x2_h_bz_TNT', 'nvjet_sm90_hss_208x192_64x4_2x1_v_bz_coopB_TNN',
+    'nvjet_sm90_hss_224x128_64x4_1x2_h_bz_coopA_TNN', 'nvjet_sm90_hss_248x128_64x4_1x2_h_bz_coopA_TNN',
+    'nvjet_sm90_hss_24x64_64x16_1x2_h_bz_TNN', 'nvjet_sm90_hss_24x64_64x16_1x4_h_bz_TNN',
+    'nvjet_sm90_hss_24x64_64x16_1x4_h_bz_splitK_TNN', 'nvjet_sm90_hss_24x64_64x16_2x4_h_bz_TNN',
+    'nvjet_sm90_hss_24x64_64x16_2x4_h_bz_splitK_TNN', 'nvjet_sm90_hss_24x64_64x16_4x1_v_bz_TNN',
+    'nvjet_sm90_hss_24x64_64x16_4x1_v_bz_splitK_TNN', 'nvjet_sm90_hss_24x64_64x16_4x2_h_bz_TNN',
     'nvjet_sm90_hss_256x128_64x4_1x2_h_bz_coopA_TNT', 'nvjet_sm90_hss_256x128_64x4_1x2_h_bz_coopA_splitK_TNT',
-    'nvjet_sm90_hss_256x144_64x4_2x1_v_bz_coopA_TNT', 'nvjet_sm90_hss_256x160_64x4_1x2_h_bz_coopA_TNT',
+    'nvjet_sm90_hss_256x128_64x4_2x1_v_bz_coopA_TNT', 'nvjet_sm90_hss_256x144_64x4_2x1_v_bz_coopA_TNT',
+    'nvjet_sm90_hss_256x152_64x4_1x2_h_bz_coopA_TNT', 'nvjet_sm90_hss_256x160_64x4_1x2_h_bz_coopA_TNT',
+    'nvjet_sm90_hss_256x160_64x4_2x1_v_bz_coopA_TNT', 'nvjet_sm90_hss_256x16_64x6_4x1_v_bz_splitK_TNT',
     'nvjet_sm90_hss_256x40_64x5_2x4_h_bz_TNT', 'nvjet_sm90_hss_256x64_64x5_2x1_v_bz_splitK_TNT',
     'nvjet_sm90_hss_256x8_64x6_2x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_256x8_64x6_4x1_v_bz_splitK_TNT',
-    'nvjet_sm90_hss_272x128_64x4_1x2_h_bz_coopA_TNN', 'nvjet_sm90_hss_320x128_64x3_1x2_h_bz_coopB_TNT',
-    'nvjet_sm90_hss_320x128_64x3_1x2_h_bz_coopB_splitK_TNT', 'nvjet_sm90_hss_320x128_64x3_4x2_h_bz_coopB_splitK_TNT',
-    'nvjet_sm90_hss_32x64_64x16_1x4_h_bz_splitK_TNN', 'nvjet_sm90_hss_32x64_64x16_4x1_v_bz_splitK_TNN',
-    'nvjet_sm90_hss_384x8_64x4_4x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_40x256_64x5_4x2_h_bz_TNN',
+    'nvjet_sm90_hss_272x128_64x4_1x2_h_bz_coopA_TNN', 'nvjet_sm90_hss_304x128_64x3_1x2_h_bz_coopA_TNN',
+    'nvjet_sm90_hss_320x128_64x3_1x2_h_bz_coopB_TNT', 'nvjet_sm90_hss_320x128_64x3_1x2_h_bz_coopB_splitK_TNT',
+    'nvjet_sm90_hss_320x128_64x3_4x2_h_bz_coopB_splitK_TNT', 'nvjet_sm90_hss_32x128_64x10_1x2_h_bz_splitK_TNN',
+    'nvjet_sm90_hss_32x64_64x16_1x2_h_bz_splitK_TNN', 'nvjet_sm90_hss_32x64_64x16_1x4_h_bz_TNN',
+    'nvjet_sm90_hss_32x64_64x16_1x4_h_bz_splitK_TNN', 'nvjet_sm90_hss_32x64_64x16_2x4_h_bz_TNN',
+    'nvjet_sm90_hss_32x64_64x16_2x4_h_bz_splitK_TNN', 'nvjet_sm90_hss_32x64_64x16_4x1_v_bz_splitK_TNN',
+    'nvjet_sm90_hss_32x64_64x16_4x2_h_bz_TNN', 'nvjet_sm90_hss_384x8_64x4_2x1_v_bz_splitK_TNT',
+    'nvjet_sm90_hss_384x8_64x4_4x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_40x128_64x10_2x4_h_bz_splitK_TNN',
+    'nvjet_sm90_hss_40x256_64x5_4x2_h_bz_TNN', 'nvjet_sm90_hss_40x64_64x16_1x2_h_bz_TNN',
     'nvjet_sm90_hss_40x64_64x16_1x4_h_bz_TNN', 'nvjet_sm90_hss_40x64_64x16_1x4_h_bz_splitK_TNN',
     'nvjet_sm90_hss_40x64_64x16_4x2_h_bz_TNN', 'nvjet_sm90_hss_48x64_64x15_1x2_h_bz_TNN',
-    'nvjet_sm90_hss_48x64_64x15_1x4_h_bz_TNN', 'nvjet_sm90_hss_56x64_64x14_1x2_h_bz_splitK_TNN',
-    'nvjet_sm90_hss_56x64_64x14_1x4_h_bz_splitK_TNN', 'nvjet_sm90_hss_56x64_64x14_4x2_h_bz_TNN',
+    'nvjet_sm90_hss_48x64_64x15_1x4_h_bz_TNN', 'nvjet_sm90_hss_48x64_64x15_1x4_h_bz_splitK_TNN',
+    'nvjet_sm90_hss_48x64_64x15_2x4_h_bz_splitK_TNN', 'nvjet_sm90_hss_48x64_64x15_4x1_v_bz_splitK_TNN',
+    'nvjet_sm90_hss_48x64_64x15_4x2_h_bz_TNN', 'nvjet_sm90_hss_56x128_64x9_1x2_h_bz_splitK_TNN',
+    'nvjet_sm90_hss_56x128_64x9_1x4_h_bz_splitK_TNN', 'nvjet_sm90_hss_56x64_64x14_1x2_h_bz_splitK_TNN',
+    'nvjet_sm90_hss_56x64_64x14_1x4_h_bz_splitK_TNN', 'nvjet_sm90_hss_56x64_64x14_2x1_v_bz_splitK_TNN',
+    'nvjet_sm90_hss_56x64_64x14_4x2_h_bz_TNN', 'nvjet_sm90_hss_64x104_64x10_1x4_h_bz_splitK_TNT',
     'nvjet_sm90_hss_64x104_64x10_2x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_64x104_64x10_4x1_v_bz_splitK_TNT',
-    'nvjet_sm90_hss_64x120_64x9_2x1_v_bz_TNT', 'nvjet_sm90_hss_64x120_64x9_4x1_v_bz_TNT',
-    'nvjet_sm90_hss_64x128_64x8_1x2_h_bz_splitK_TNN', 'nvjet_sm90_hss_64x128_64x8_2x1_v_bz_TNN',
-    'nvjet_sm90_hss_64x128_64x8_2x1_v_bz_splitK_TNN', 'nvjet_sm90_hss_64x136_64x8_1x2_h_bz_TNT',
-    'nvjet_sm90_hss_64x136_64x8_4x1_v_bz_TNT', 'nvjet_sm90_hss_64x168_64x7_4x2_h_bz_splitK_TNT',
+    'nvjet_sm90_hss_64x112_64x9_1x1_h_bz_splitK_TNT', 'nvjet_sm90_hss_64x112_64x9_4x1_v_bz_splitK_TNT',
+    'nvjet_sm90_hss_64x112_64x9_4x2_h_bz_TNT', 'nvjet_sm90_hss_64x120_64x9_2x1_v_bz_TNT',
+    'nvjet_sm90_hss_64x120_64x9_4x1_v_bz_TNT', 'nvjet_sm90_hss_64x128_64x8_1x2_h_bz_splitK_TNN',
+    'nvjet_sm90_hss_64x128_64x8_2x1_v_bz_TNN', 'nvjet_sm90_hss_64x128_64x8_2x1_v_bz_splitK_TNN',
+    'nvjet_sm90_hss_64x136_64x8_1x2_h_bz_TNT', 'nvjet_sm90_hss_64x136_64x8_4x1_v_bz_TNT',
+    'nvjet_sm90_hss_64x144_64x8_1x2_h_bz_splitK_TNT', 'nvjet_sm90_hss_64x144_64x8_2x1_v_bz_TNT',
+    'nvjet_sm90_hss_64x144_64x8_2x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_64x168_64x7_4x2_h_bz_splitK_TNT',
     'nvjet_sm90_hss_64x16_64x16_1x1_h_bz_splitK_TNT', 'nvjet_sm90_hss_64x16_64x16_1x4_h_bz_TNT',
-    'nvjet_sm90_hss_64x192_64x6_2x1_v_bz_splitK_TNN', 'nvjet_sm90_hss_64x24_64x16_1x2_h_bz_TNT',
-    'nvjet_sm90_hss_64x24_64x16_2x1_v_bz_TNT', 'nvjet_sm90_hss_64x24_64x16_2x4_h_bz_TNT',
-    'nvjet_sm90_hss_64x24_64x16_4x2_h_bz_TNT', 'nvjet_sm90_hss_64x256_64x5_1x2_h_bz_splitK_TNN',
-    'nvjet_sm90_hss_64x32_64x16_1x2_h_bz_TNT', 'nvjet_sm90_hss_64x32_64x16_1x2_h_bz_splitK_TNT',
-    'nvjet_sm90_hss_64x32_64x16_1x4_h_bz_splitK_TNT', 'nvjet_sm90_hss_64x32_64x16_2x4_h_bz_splitK_TNT',
-    'nvjet_sm90_hss_64x32_64x16_4x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_64x32_64x16_4x2_h_bz_TNT',
-    'nvjet_sm90_hss_64x40_64x16_2x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_64x48_64x15_2x1_v_bz_TNT',
-    'nvjet_sm90_hss_64x48_64x15_2x4_h_bz_TNT', 'nvjet_sm90_hss_64x56_64x14_4x1_v_bz_TNT',
+    'nvjet_sm90_hss_64x16_64x16_1x4_h_bz_splitK_TNT', 'nvjet_sm90_hss_64x16_64x16_2x1_v_bz_TNT',
+    'nvjet_sm90_hss_64x16_64x16_2x4_h_bz_TNT', 'nvjet_sm90_hss_64x16_64x16_4x1_v_bz_TNT',
+    'nvjet_sm90_hss_64x16_64x16_4x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_64x16_64x16_4x2_h_bz_TNT',
+    'nvjet_sm90_hss_64x16_64x16_4x2_h_bz_splitK_TNT', 'nvjet_sm90_hss_64x192_64x6_2x1_v_bz_splitK_TNN',
+    'nvjet_sm90_hss_64x24_64x16_1x2_h_bz_TNT', 'nvjet_sm90_hss_64x24_64x16_1x4_h_bz_TNT',
+    'nvjet_sm90_hss_64x24_64x16_1x4_h_bz_splitK_TNT', 'nvjet_sm90_hss_64x24_64x16_2x1_v_bz_TNT',
+    'nvjet_sm90_hss_64x24_64x16_2x4_h_bz_TNT', 'nvjet_sm90_hss_64x24_64x16_4x1_v_bz_splitK_TNT',
+    'nvjet_sm90_hss_64x24_64x16_4x2_h_bz_TNT', 'nvjet_sm90_hss_64x24_64x16_4x2_h_bz_splitK_TNT',
+    'nvjet_sm90_hss_64x256_64x5_1x2_h_bz_splitK_TNN', 'nvjet_sm90_hss_64x32_64x16_1x2_h_bz_TNT',
+    'nvjet_sm90_hss_64x32_64x16_1x2_h_bz_splitK_TNT', 'nvjet_sm90_hss_64x32_64x16_1x4_h_bz_TNT',
+    'nvjet_sm90_hss_64x32_64x16_1x4_h_bz_splitK_TNT', 'nvjet_sm90_hss_64x32_64x16_2x4_h_bz_TNT',
+    'nvjet_sm90_hss_64x32_64x16_2x4_h_bz_splitK_TNT', 'nvjet_sm90_hss_64x32_64x16_4x1_v_bz_splitK_TNT',
+    'nvjet_sm90_hss_64x32_64x16_4x2_h_bz_TNT', 'nvjet_sm90_hss_64x32_64x16_4x2_h_bz_splitK_TNT',
+    'nvjet_sm90_hss_64x40_64x16_1x4_h_bz_splitK_TNT', 'nvjet_sm90_hss_64x40_64x16_2x1_v_bz_TNT',
+    'nvjet_sm90_hss_64x40_64x16_2x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_64x40_64x16_4x1_v_bz_splitK_TNT',
+    'nvjet_sm90_hss_64x40_64x16_4x2_h_bz_TNT', 'nvjet_sm90_hss_64x40_64x16_4x2_h_bz_splitK_TNT',
+    'nvjet_sm90_hss_64x48_64x15_1x4_h_bz_TNT', 'nvjet_sm90_hss_64x48_64x15_2x1_v_bz_TNT',
+    'nvjet_sm90_hss_64x48_64x15_2x4_h_bz_TNT', 'nvjet_sm90_hss_64x48_64x15_4x1_v_bz_TNT',
+    'nvjet_sm90_hss_64x48_64x15_4x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_64x48_64x15_4x2_h_bz_TNT',
+    'nvjet_sm90_hss_64x48_64x15_4x2_h_bz_splitK_TNT', 'nvjet_sm90_hss_64x56_64x14_1x4_h_bz_TNT',
+    'nvjet_sm90_hss_64x56_64x14_4x1_v_bz_TNT', 'nvjet_sm90_hss_64x56_64x14_4x1_v_bz_splitK_TNT',
     'nvjet_sm90_hss_64x56_64x14_4x2_h_bz_splitK_TNT', 'nvjet_sm90_hss_64x64_64x13_1x2_h_bz_TNT',
+    'nvjet_sm90_hss_64x64_64x13_1x4_h_bz_TNT', 'nvjet_sm90_hss_64x64_64x13_1x4_h_bz_splitK_TNT',
     'nvjet_sm90_hss_64x64_64x13_2x1_v_bz_TNT', 'nvjet_sm90_hss_64x64_64x13_2x1_v_bz_splitK_TNT',
-    'nvjet_sm90_hss_64x64_64x13_2x2_h_bz_splitK_TNT', 'nvjet_sm90_hss_64x64_64x13_2x4_h_bz_splitK_TNT',
+    'nvjet_sm90_hss_64x64_64x13_2x2_h_bz_splitK_TNT', 'nvjet_sm90_hss_64x64_64x13_2x4_h_bz_TNT',
+    'nvjet_sm90_hss_64x64_64x13_2x4_h_bz_splitK_TNT', 'nvjet_sm90_hss_64x64_64x13_4x1_v_bz_TNT',
     'nvjet_sm90_hss_64x64_64x13_4x2_h_bz_TNT', 'nvjet_sm90_hss_64x64_64x13_4x2_h_bz_splitK_TNT',
-    'nvjet_sm90_hss_64x80_64x11_1x4_h_bz_TNT', 'nvjet_sm90_hss_64x80_64x11_4x1_v_bz_TNT',
-    'nvjet_sm90_hss_64x80_64x11_4x2_h_bz_TNT', 'nvjet_sm90_hss_64x88_64x11_4x1_v_bz_TNT',
-    'nvjet_sm90_hss_64x8_64x16_1x1_h_bz_splitK_TNT', 'nvjet_sm90_hss_64x8_64x16_1x2_h_bz_TNT',
-    'nvjet_sm90_hss_64x8_64x16_1x4_h_bz_TNT', 'nvjet_sm90_hss_64x8_64x16_2x1_v_bz_TNT',
-    'nvjet_sm90_hss_64x8_64x16_2x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_64x8_64x16_2x4_h_bz_TNT',
-    'nvjet_sm90_hss_64x8_64x16_2x4_h_bz_splitK_TNT', 'nvjet_sm90_hss_64x8_64x16_4x1_v_bz_TNT',
-    'nvjet_sm90_hss_64x8_64x16_4x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_64x96_64x10_1x1_h_bz_splitK_TNT',
-    'nvjet_sm90_hss_64x96_64x10_4x2_h_bz_TNT', 'nvjet_sm90_hss_72x128_64x8_2x4_h_bz_TNN',
-    'nvjet_sm90_hss_72x64_64x12_1x2_h_bz_TNN', 'nvjet_sm90_hss_72x64_64x12_4x1_v_bz_TNN',
-    'nvjet_sm90_hss_80x128_64x8_2x1_v_bz_TNN', 'nvjet_sm90_hss_80x128_64x8_2x1_v_bz_splitK_TNN',
-    'nvjet_sm90_hss_80x64_64x11_1x4_h_bz_TNN', 'nvjet_sm90_hss_80x64_64x11_4x1_v_bz_TNN',
+    'nvjet_sm90_hss_64x72_64x12_1x4_h_bz_splitK_TNT', 'nvjet_sm90_hss_64x72_64x12_2x1_v_bz_TNT',
+    'nvjet_sm90_hss_64x72_64x12_2x4_h_bz_splitK_TNT', 'nvjet_sm90_hss_64x72_64x12_4x1_v_bz_splitK_TNT',
+    'nvjet_sm90_hss_64x80_64x11_1x2_h_bz_TNT', 'nvjet_sm90_hss_64x80_64x11_1x4_h_bz_TNT',
+    'nvjet_sm90_hss_64x80_64x11_1x4_h_bz_splitK_TNT', 'nvjet_sm90_hss_64x80_64x11_2x4_h_bz_TNT',
+    'nvjet_sm90_hss_64x80_64x11_4x1_v_bz_TNT', 'nvjet_sm90_hss_64x80_64x11_4x1_v_bz_splitK_TNT',
+    'nvjet_sm90_hss_64x80_64x11_4x2_h_bz_TNT', 'nvjet_sm90_hss_64x88_64x11_2x1_v_bz_splitK_TNT',
+    'nvjet_sm90_hss_64x88_64x11_4x1_v_bz_TNT', 'nvjet_sm90_hss_64x88_64x11_4x2_h_bz_TNT',
+    'nvjet_sm90_hss_64x8_64x16_1x1_h_bz_TNT', 'nvjet_sm90_hss_64x8_64x16_1x1_h_bz_splitK_TNT',
+    'nvjet_sm90_hss_64x8_64x16_1x2_h_bz_TNT', 'nvjet_sm90_hss_64x8_64x16_1x2_h_bz_splitK_TNT',
+    'nvjet_sm90_hss_64x8_64x16_1x4_h_bz_TNT', 'nvjet_sm90_hss_64x8_64x16_1x4_h_bz_splitK_TNT',
+    'nvjet_sm90_hss_64x8_64x16_2x1_v_bz_TNT', 'nvjet_sm90_hss_64x8_64x16_2x1_v_bz_splitK_TNT',
+    'nvjet_sm90_hss_64x8_64x16_2x4_h_bz_TNT', 'nvjet_sm90_hss_64x8_64x16_2x4_h_bz_splitK_TNT',
+    'nvjet_sm90_hss_64x8_64x16_4x1_v_bz_TNT', 'nvjet_sm90_hss_64x8_64x16_4x1_v_bz_splitK_TNT',
+    'nvjet_sm90_hss_64x8_64x16_4x2_h_bz_TNT', 'nvjet_sm90_hss_64x8_64x16_4x2_h_bz_splitK_TNT',
+    'nvjet_sm90_hss_64x96_64x10_1x1_h_bz_splitK_TNT', 'nvjet_sm90_hss_64x96_64x10_4x1_v_bz_splitK_TNT',
+    'nvjet_sm90_hss_64x96_64x10_4x2_h_bz_TNT', 'nvjet_sm90_hss_72x128_64x8_1x2_h_bz_splitK_TNN',
+    'nvjet_sm90_hss_72x128_64x8_1x4_h_bz_splitK_TNN', 'nvjet_sm90_hss_72x128_64x8_2x1_v_bz_TNN',
+    'nvjet_sm90_hss_72x128_64x8_2x4_h_bz_TNN', 'nvjet_sm90_hss_72x64_64x12_1x2_h_bz_TNN',
+    'nvjet_sm90_hss_72x64_64x12_1x4_h_bz_TNN', 'nvjet_sm90_hss_72x64_64x12_1x4_h_bz_splitK_TNN',
+    'nvjet_sm90_hss_72x64_64x12_4x1_v_bz_TNN', 'nvjet_sm90_hss_80x128_64x8_1x2_h_bz_TNN',
+    'nvjet_sm90_hss_80x128_64x8_1x2_h_bz_splitK_TNN', 'nvjet_sm90_hss_80x128_64x8_2x1_v_bz_TNN',
+    'nvjet_sm90_hss_80x128_64x8_2x1_v_bz_splitK_TNN', 'nvjet_sm90_hss_80x64_64x11_1x2_h_bz_TNN',
+    'nvjet_sm90_hss_80x64_64x11_1x4_h_bz_TNN', 'nvjet_sm90_hss_80x64_64x11_1x4_h_bz_splitK_TNN',
+    'nvjet_sm90_hss_80x64_64x11_4x1_v_bz_TNN', 'nvjet_sm90_hss_88x128_64x7_2x1_v_bz_TNN',
     'nvjet_sm90_hss_88x192_64x6_1x2_h_bz_splitK_TNN', 'nvjet_sm90_hss_88x64_64x11_1x2_h_bz_splitK_TNN',
-    'nvjet_sm90_hss_88x64_64x11_4x2_h_bz_TNN', 'nvjet_sm90_hss_8x64_64x16_1x4_h_bz_splitK_TNN',
-    'nvjet_sm90_hss_8x64_64x16_2x1_v_bz_TNN', 'nvjet_sm90_hss_8x64_64x16_4x1_v_bz_TNN',
+    'nvjet_sm90_hss_88x64_64x11_4x2_h_bz_TNN', 'nvjet_sm90_hss_8x256_64x6_1x4_h_bz_splitK_TNN',
+    'nvjet_sm90_hss_8x64_64x16_1x1_h_bz_TNN', 'nvjet_sm90_hss_8x64_64x16_1x1_h_bz_splitK_TNN',
+    'nvjet_sm90_hss_8x64_64x16_1x2_h_bz_TNN', 'nvjet_sm90_hss_8x64_64x16_1x4_h_bz_TNN',
+    'nvjet_sm90_hss_8x64_64x16_1x4_h_bz_splitK_TNN', 'nvjet_sm90_hss_8x64_64x16_2x1_v_bz_TNN',
+    'nvjet_sm90_hss_8x64_64x16_2x2_h_bz_TNN', 'nvjet_sm90_hss_8x64_64x16_2x4_h_bz_TNN',
+    'nvjet_sm90_hss_8x64_64x16_4x1_v_bz_TNN', 'nvjet_sm90_hss_8x64_64x16_4x1_v_bz_splitK_TNN',
+    'nvjet_sm90_hss_8x64_64x16_4x2_h_bz_TNN', 'nvjet_sm90_hss_8x64_64x16_4x2_h_bz_splitK_TNN',
     'nvjet_sm90_hss_96x128_64x7_1x2_h_bz_TNN', 'nvjet_sm90_hss_96x128_64x7_1x2_h_bz_splitK_TNN',
     'nvjet_sm90_hss_96x128_64x7_2x1_v_bz_TNN', 'nvjet_sm90_hss_96x128_64x7_2x1_v_bz_splitK_TNN',
-    'nvjet_sm90_hss_96x192_64x5_1x2_h_bz_splitK_TNN', 'nvjet_sm90_hss_96x64_64x10_1x2_h_bz_splitK_TNN',
-    'nvjet_sm90_hss_96x64_64x10_2x4_h_bz_TNN', 'nvjet_sm90_hss_96x64_64x10_4x2_h_bz_splitK_TNN',
-    'nvjet_sm90_qqsss_112x128_128x7_2x1_v_bz_TNN', 'nvjet_sm90_qqsss_112x128_128x7_4x2_h_bz_TNN',
-    'nvjet_sm90_qqsss_112x128_128x7_4x2_h_bz_coopA_algo2_TNN', 'nvjet_sm90_qqsss_112x64_128x9_4x2_h_bz_TNN',
-    'nvjet_sm90_qqsss_112x64_128x9_4x2_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_128x112_128x7_2x1_v_bz_coopA_algo2_TNT',
-    'nvjet_sm90_qqsss_128x128_128x6_2x1_v_bz_TNT', 'nvjet_sm90_qqsss_128x128_128x6_2x1_v_bz_coopA_algo2_TNT',
-    'nvjet_sm90_qqsss_128x144_128x6_2x1_v_bz_coopA_algo2_TNT', 'nvjet_sm90_qqsss_128x152_128x6_4x2_h_bz_TNT',
+    'nvjet_sm90_hss_96x192_64x5_1x2_h_bz_splitK_TNN', 'nvjet_sm90_hss_96x64_64x10_1x1_h_bz_splitK_TNN',
+    'nvjet_sm90_hss_96x64_64x10_1x2_h_bz_TNN', 'nvjet_sm90_hss_96x64_64x10_1x2_h_bz_splitK_TNN',
+    'nvjet_sm90_hss_96x64_64x10_2x1_v_bz_TNN', 'nvjet_sm90_hss_96x64_64x10_2x4_h_bz_TNN',
+    'nvjet_sm90_hss_96x64_64x10_4x1_v_bz_splitK_TNN', 'nvjet_sm90_hss_96x64_64x10_4x2_h_bz_splitK_TNN',
+    'nvjet_sm90_qqsss_104x64_128x10_4x1_v_bz_TNN', 'nvjet_sm90_qqsss_104x64_128x10_4x1_v_bz_algo2_TNN',
+    'nvjet_sm90_qqsss_112x128_128x7_2x1_v_bz_TNN', 'nvjet_sm90_qqsss_112x128_128x7_2x1_v_bz_coopA_algo2_TNN',
+    'nvjet_sm90_qqsss_112x128_128x7_4x1_v_bz_TNN', 'nvjet_sm90_qqsss_112x128_128x7_4x1_v_bz_coopA_algo2_TNN',
+    'nvjet_sm90_qqsss_112x128_128x7_4x2_h_bz_TNN', 'nvjet_sm90_qqsss_112x128_128x7_4x2_h_bz_coopA_algo2_TNN',
+    'nvjet_sm90_qqsss_112x64_128x9_1x2_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_112x64_128x9_2x4_h_bz_algo2_TNN',
+    'nvjet_sm90_qqsss_112x64_128x9_4x2_h_bz_TNN', 'nvjet_sm90_qqsss_112x64_128x9_4x2_h_bz_algo2_TNN',
+    'nvjet_sm90_qqsss_128x104_128x7_2x1_v_bz_coopA_algo2_TNT', 'nvjet_sm90_qqsss_128x112_128x7_2x1_v_bz_TNT',
+    'nvjet_sm90_qqsss_128x112_128x7_2x1_v_bz_coopA_algo2_TNT', 'nvjet_sm90_qqsss_128x120_128x6_1x2_h_bz_TNT',
+    'nvjet_sm90_qqsss_128x120_128x6_1x2_h_bz_coopA_algo2_TNT', 'nvjet_sm90_qqsss_128x128_128x6_2x1_v_bz_TNT',
+    'nvjet_sm90_qqsss_128x128_128x6_2x1_v_bz_coopA_algo2_TNT', 'nvjet_sm90_qqsss_128x136_128x6_2x1_v_bz_TNT',
+    'nvjet_sm90_qqsss_128x136_128x6_2x1_v_bz_coopA_algo2_TNT', 'nvjet_sm90_qqsss_128x136_128x6_4x2_h_bz_TNT',
+    'nvjet_sm90_qqsss_128x136_128x6_4x2_h_bz_coopA_algo2_TNT',
+    'nvjet_sm90_qqsss_128x144_128x6_2x1_v_bz_coopA_algo2_TNT', 'nvjet_sm90_qqsss_128x152_128x6_2x1_v_bz_TNT',
+    'nvjet_sm90_qqsss_128x152_128x6_2x1_v_bz_coopA_algo2_TNT', 'nvjet_sm90_qqsss_128x152_128x6_4x2_h_bz_TNT',
     'nvjet_sm90_qqsss_128x152_128x6_4x2_h_bz_coopA_algo2_TNT',
     'nvjet_sm90_qqsss_128x160_128x5_1x2_h_bz_coopA_algo2_TNT',
+    'nvjet_sm90_qqsss_128x160_128x5_1x4_h_bz_coopA_algo2_TNT', 'nvjet_sm90_qqsss_128x160_128x5_2x1_v_bz_TNT',
     'nvjet_sm90_qqsss_128x160_128x5_2x1_v_bz_coopA_algo2_TNT', 'nvjet_sm90_qqsss_128x192_128x5_2x1_v_bz_coopB_TNN',
-    'nvjet_sm90_qqsss_128x256_128x4_1x2_h_bz_coopA_TNN', 'nvjet_sm90_qqsss_128x48_128x9_2x4_h_bz_TNT',
+    'nvjet_sm90_qqsss_128x256_128x4_1x2_h_bz_coopA_TNN', 'nvjet_sm90_qqsss_128x256_128x4_2x1_v_bz_coopA_TNN',
+    'nvjet_sm90_qqsss_128x304_128x3_2x1_v_bz_coopA_TNT', 'nvjet_sm90_qqsss_128x48_128x9_2x4_h_bz_TNT',
     'nvjet_sm90_qqsss_128x48_128x9_2x4_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_128x64_128x8_1x2_h_bz_TNT',
     'nvjet_sm90_qqsss_128x64_128x8_1x2_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_128x72_128x8_4x2_h_bz_TNT',
-    'nvjet_sm90_qqsss_128x72_128x8_4x2_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_128x80_128x8_4x2_h_bz_TNT',
-    'nvjet_sm90_qqsss_128x80_128x8_4x2_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_128x8_128x12_2x1_v_bz_algo2_splitK_TNT',
-    'nvjet_sm90_qqsss_128x8_128x12_2x1_v_bz_splitK_TNT', 'nvjet_sm90_qqsss_128x8_128x12_4x1_v_bz_TNT',
-    'nvjet_sm90_qqsss_128x8_128x12_4x1_v_bz_algo2_TNT', 'nvjet_sm90_qqsss_128x96_128x7_1x2_h_bz_TNT',
-    'nvjet_sm90_qqsss_128x96_128x7_1x2_h_bz_coopA_algo2_TNT', 'nvjet_sm90_qqsss_144x128_128x6_1x2_h_bz_TNN',
-    'nvjet_sm90_qqsss_144x128_128x6_1x2_h_bz_coopA_algo2_TNN',
-    'nvjet_sm90_qqsss_144x128_128x6_2x1_v_bz_coopA_algo2_TNN', 'nvjet_sm90_qqsss_144x64_128x8_1x2_h_bz_TNN',
-    'nvjet_sm90_qqsss_144x64_128x8_1x2_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_160x128_128x5_1x2_h_bz_coopA_algo2_TNN',
+    'nvjet_sm90_qqsss_128x72_128x8_4x2_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_128x80_128x8_1x2_h_bz_TNT',
+    'nvjet_sm90_qqsss_128x80_128x8_1x2_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_128x80_128x8_4x2_h_bz_TNT',
+    'nvjet_sm90_qqsss_128x80_128x8_4x2_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_128x88_128x7_1x2_h_bz_TNT',
+    'nvjet_sm90_qqsss_128x8_128x12_2x1_v_bz_algo2_splitK_TNT', 'nvjet_sm90_qqsss_128x8_128x12_2x1_v_bz_splitK_TNT',
+    'nvjet_sm90_qqsss_128x8_128x12_4x1_v_bz_TNT', 'nvjet_sm90_qqsss_128x8_128x12_4x1_v_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_128x8_128x12_4x1_v_bz_algo2_splitK_TNT', 'nvjet_sm90_qqsss_128x8_128x12_4x1_v_bz_splitK_TNT',
+    'nvjet_sm90_qqsss_128x96_128x7_1x2_h_bz_TNT', 'nvjet_sm90_qqsss_128x96_128x7_1x2_h_bz_coopA_algo2_TNT',
+    'nvjet_sm90_qqsss_144x128_128x6_1x2_h_bz_TNN', 'nvjet_sm90_qqsss_144x128_128x6_1x2_h_bz_coopA_algo2_TNN',
+    'nvjet_sm90_qqsss_144x128_128x6_2x1_v_bz_coopA_algo2_TNN', 'nvjet_sm90_qqsss_144x256_128x4_2x1_v_bz_coopA_TNN',
+    'nvjet_sm90_qqsss_144x64_128x8_1x2_h_bz_TNN', 'nvjet_sm90_qqsss_144x64_128x8_1x2_h_bz_algo2_TNN',
+    'nvjet_sm90_qqsss_160x128_128x5_1x2_h_bz_TNN', 'nvjet_sm90_qqsss_160x128_128x5_1x2_h_bz_coopA_algo2_TNN',
+    'nvjet_sm90_qqsss_160x192_128x4_1x2_h_bz_coopB_TNN', 'nvjet_sm90_qqsss_160x256_128x4_1x2_h_bz_coopA_TNN',
     'nvjet_sm90_qqsss_168x128_128x5_1x2_h_bz_TNN', 'nvjet_sm90_qqsss_16x64_128x16_1x1_h_bz_algo2_splitK_TNN',
     'nvjet_sm90_qqsss_16x64_128x16_1x1_h_bz_splitK_TNN', 'nvjet_sm90_qqsss_16x64_128x16_1x2_h_bz_TNN',
     'nvjet_sm90_qqsss_16x64_128x16_1x2_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_16x64_128x16_1x2_h_bz_algo2_splitK_TNN',
     'nvjet_sm90_qqsss_16x64_128x16_1x2_h_bz_splitK_TNN', 'nvjet_sm90_qqsss_16x64_128x16_1x4_h_bz_TNN',
     'nvjet_sm90_qqsss_16x64_128x16_1x4_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_16x64_128x16_1x4_h_bz_algo2_splitK_TNN',
     'nvjet_sm90_qqsss_16x64_128x16_1x4_h_bz_splitK_TNN', 'nvjet_sm90_qqsss_16x64_128x16_2x2_h_bz_algo2_splitK_TNN',
-    'nvjet_sm90_qqsss_16x64_128x16_2x2_h_bz_splitK_TNN', 'nvjet_sm90_qqsss_16x64_128x16_4x1_v_bz_TNN',
+    'nvjet_sm90_qqsss_16x64_128x16_2x2_h_bz_splitK_TNN', 'nvjet_sm90_qqsss_16x64_128x16_2x4_h_bz_TNN',
+    'nvjet_sm90_qqsss_16x64_128x16_2x4_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_16x64_128x16_4x1_v_bz_TNN',
     'nvjet_sm90_qqsss_16x64_128x16_4x1_v_bz_algo2_TNN', 'nvjet_sm90_qqsss_16x64_128x16_4x1_v_bz_algo2_splitK_TNN',
     'nvjet_sm90_qqsss_16x64_128x16_4x1_v_bz_splitK_TNN', 'nvjet_sm90_qqsss_16x64_128x16_4x2_h_bz_TNN',
     'nvjet_sm90_qqsss_16x64_128x16_4x2_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_16x64_128x16_4x2_h_bz_algo2_splitK_TNN',
-    'nvjet_sm90_qqsss_16x64_128x16_4x2_h_bz_splitK_TNN', 'nvjet_sm90_qqsss_192x128_128x5_1x2_h_bz_coopB_TNT',
+    'nvjet_sm90_qqsss_16x64_128x16_4x2_h_bz_splitK_TNN', 'nvjet_sm90_qqsss_176x128_128x5_2x1_v_bz_TNN',
+    'nvjet_sm90_qqsss_176x64_128x7_1x2_h_bz_TNN', 'nvjet_sm90_qqsss_176x64_128x7_1x2_h_bz_algo2_TNN',
+    'nvjet_sm90_qqsss_192x128_128x5_1x2_h_bz_coopB_TNT', 'nvjet_sm90_qqsss_192x160_128x4_1x2_h_bz_coopB_TNT',
     'nvjet_sm90_qqsss_192x192_128x4_1x2_h_bz_coopB_TNN', 'nvjet_sm90_qqsss_192x192_128x4_2x1_v_bz_coopB_TNN',
-    'nvjet_sm90_qqsss_192x208_128x4_1x2_h_bz_coopB_TNT', 'nvjet_sm90_qqsss_192x96_128x5_1x2_h_bz_TNT',
+    'nvjet_sm90_qqsss_192x208_128x4_1x2_h_bz_coopB_TNT', 'nvjet_sm90_qqsss_192x208_128x4_2x1_v_bz_coopB_TNT',
+    'nvjet_sm90_qqsss_192x72_128x6_1x2_h_bz_TNT', 'nvjet_sm90_qqsss_192x80_128x6_1x2_h_bz_TNT',
+    'nvjet_sm90_qqsss_192x80_128x6_1x2_h_bz_coopB_algo2_TNT',
+    'nvjet_sm90_qqsss_192x80_128x6_2x1_v_bz_coopB_algo2_TNT', 'nvjet_sm90_qqsss_192x96_128x5_1x2_h_bz_TNT',
+    'nvjet_sm90_qqsss_192x96_128x5_1x2_h_bz_coopB_algo2_TNT', 'nvjet_sm90_qqsss_208x192_128x4_2x1_v_bz_coopB_TNN',
+    'nvjet_sm90_qqsss_224x128_128x4_1x2_h_bz_coopA_TNN', 'nvjet_sm90_qqsss_240x64_128x5_2x1_v_bz_coopB_algo2_TNN',
     'nvjet_sm90_qqsss_24x64_128x16_2x1_v_bz_TNN', 'nvjet_sm90_qqsss_24x64_128x16_2x1_v_bz_algo2_TNN',
     'nvjet_sm90_qqsss_24x64_128x16_2x4_h_bz_TNN', 'nvjet_sm90_qqsss_24x64_128x16_2x4_h_bz_algo2_TNN',
+    'nvjet_sm90_qqsss_24x64_128x16_4x1_v_bz_TNN', 'nvjet_sm90_qqsss_24x64_128x16_4x1_v_bz_algo2_TNN',
     'nvjet_sm90_qqsss_24x64_128x16_4x2_h_bz_TNN', 'nvjet_sm90_qqsss_24x64_128x16_4x2_h_bz_algo2_TNN',
-    'nvjet_sm90_qqsss_256x128_128x4_1x2_h_bz_coopA_TNT', 'nvjet_sm90_qqsss_256x144_128x4_2x1_v_bz_coopA_TNT',
-    'nvjet_sm90_qqsss_256x160_128x4_1x2_h_bz_coopA_TNT', 'nvjet_sm90_qqsss_256x40_128x5_2x4_h_bz_TNT',
-    'nvjet_sm90_qqsss_256x40_128x5_2x4_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_272x128_128x4_1x2_h_bz_coopA_TNN',
+    'nvjet_sm90_qqsss_256x128_128x4_1x2_h_bz_coopA_TNT', 'nvjet_sm90_qqsss_256x128_128x4_2x1_v_bz_coopA_TNT',
+    'nvjet_sm90_qqsss_256x144_128x4_2x1_v_bz_coopA_TNT', 'nvjet_sm90_qqsss_256x152_128x4_1x2_h_bz_coopA_TNT',
+    'nvjet_sm90_qqsss_256x160_128x4_1x2_h_bz_coopA_TNT', 'nvjet_sm90_qqsss_256x160_128x4_2x1_v_bz_coopA_TNT',
+    'nvjet_sm90_qqsss_256x40_128x5_2x4_h_bz_TNT', 'nvjet_sm90_qqsss_256x40_128x5_2x4_h_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_272x128_128x4_1x2_h_bz_coopA_TNN', 'nvjet_sm90_qqsss_304x128_128x3_1x2_h_bz_coopA_TNN',
     'nvjet_sm90_qqsss_320x128_128x3_1x2_h_bz_coopB_TNT', 'nvjet_sm90_qqsss_32x192_128x7_4x2_h_bz_TNN',
-    'nvjet_sm90_qqsss_32x192_128x7_4x2_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_32x64_128x16_1x2_h_bz_TNN',
-    'nvjet_sm90_qqsss_32x64_128x16_1x2_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_32x64_128x16_2x1_v_bz_algo2_splitK_TNN',
+    'nvjet_sm90_qqsss_32x192_128x7_4x2_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_32x64_128x16_1x1_h_bz_algo2_splitK_TNN',
+    'nvjet_sm90_qqsss_32x64_128x16_1x1_h_bz_splitK_TNN', 'nvjet_sm90_qqsss_32x64_128x16_1x2_h_bz_TNN',
+    'nvjet_sm90_qqsss_32x64_128x16_1x2_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_32x64_128x16_1x2_h_bz_algo2_splitK_TNN',
+    'nvjet_sm90_qqsss_32x64_128x16_1x2_h_bz_splitK_TNN', 'nvjet_sm90_qqsss_32x64_128x16_1x4_h_bz_TNN',
+    'nvjet_sm90_qqsss_32x64_128x16_1x4_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_32x64_128x16_1x4_h_bz_algo2_splitK_TNN',
+    'nvjet_sm90_qqsss_32x64_128x16_1x4_h_bz_splitK_TNN', 'nvjet_sm90_qqsss_32x64_128x16_2x1_v_bz_algo2_splitK_TNN',
     'nvjet_sm90_qqsss_32x64_128x16_2x1_v_bz_splitK_TNN', 'nvjet_sm90_qqsss_32x64_128x16_2x4_h_bz_TNN',
-    'nvjet_sm90_qqsss_32x64_128x16_2x4_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_32x64_128x16_4x2_h_bz_TNN',
-    'nvjet_sm90_qqsss_32x64_128x16_4x2_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_40x64_128x16_1x2_h_bz_TNN',
+    'nvjet_sm90_qqsss_32x64_128x16_2x4_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_32x64_128x16_2x4_h_bz_algo2_splitK_TNN',
+    'nvjet_sm90_qqsss_32x64_128x16_2x4_h_bz_splitK_TNN', 'nvjet_sm90_qqsss_32x64_128x16_4x1_v_bz_algo2_splitK_TNN',
+    'nvjet_sm90_qqsss_32x64_128x16_4x1_v_bz_splitK_TNN', 'nvjet_sm90_qqsss_32x64_128x16_4x2_h_bz_TNN',
+    'nvjet_sm90_qqsss_32x64_128x16_4x2_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_32x64_128x16_4x2_h_bz_algo2_splitK_TNN',
+    'nvjet_sm90_qqsss_32x64_128x16_4x2_h_bz_splitK_TNN', 'nvjet_sm90_qqsss_40x64_128x16_1x2_h_bz_TNN',
     'nvjet_sm90_qqsss_40x64_128x16_1x2_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_40x64_128x16_2x1_v_bz_TNN',
     'nvjet_sm90_qqsss_40x64_128x16_2x1_v_bz_algo2_TNN', 'nvjet_sm90_qqsss_40x64_128x16_2x4_h_bz_TNN',
     'nvjet_sm90_qqsss_40x64_128x16_2x4_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_40x64_128x16_4x1_v_bz_TNN',
@@ -218,612 +335,1708 @@ KERNELS: tuple[str, ...] = (
     'nvjet_sm90_qqsss_40x64_128x16_4x2_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_48x128_128x9_2x1_v_bz_TNN',
     'nvjet_sm90_qqsss_48x64_128x15_1x2_h_bz_TNN', 'nvjet_sm90_qqsss_48x64_128x15_1x2_h_bz_algo2_TNN',
     'nvjet_sm90_qqsss_48x64_128x15_1x4_h_bz_TNN', 'nvjet_sm90_qqsss_48x64_128x15_1x4_h_bz_algo2_TNN',
-    'nvjet_sm90_qqsss_48x64_128x15_2x4_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_48x64_128x15_4x1_v_bz_algo2_splitK_TNN',
-    'nvjet_sm90_qqsss_48x64_128x15_4x1_v_bz_splitK_TNN', 'nvjet_sm90_qqsss_48x64_128x15_4x2_h_bz_TNN',
-    'nvjet_sm90_qqsss_48x64_128x15_4x2_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_48x64_128x15_4x2_h_bz_algo2_splitK_TNN',
-    'nvjet_sm90_qqsss_48x64_128x15_4x2_h_bz_splitK_TNN', 'nvjet_sm90_qqsss_56x64_128x14_2x4_h_bz_TNN',
-    'nvjet_sm90_qqsss_56x64_128x14_2x4_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_56x64_128x14_4x2_h_bz_TNN',
-    'nvjet_sm90_qqsss_56x64_128x14_4x2_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_64x112_128x9_2x1_v_bz_algo2_TNT',
-    'nvjet_sm90_qqsss_64x120_128x9_2x1_v_bz_TNT', 'nvjet_sm90_qqsss_64x120_128x9_2x1_v_bz_algo2_TNT',
-    'nvjet_sm90_qqsss_64x120_128x9_4x1_v_bz_TNT', 'nvjet_sm90_qqsss_64x120_128x9_4x1_v_bz_algo2_TNT',
-    'nvjet_sm90_qqsss_64x136_128x8_2x1_v_bz_TNT', 'nvjet_sm90_qqsss_64x136_128x8_2x1_v_bz_algo2_TNT',
-    'nvjet_sm90_qqsss_64x136_128x8_4x1_v_bz_TNT', 'nvjet_sm90_qqsss_64x136_128x8_4x1_v_bz_algo2_TNT',
-    'nvjet_sm90_qqsss_64x144_128x8_2x1_v_bz_TNT', 'nvjet_sm90_qqsss_64x144_128x8_2x1_v_bz_algo2_TNT',
-    'nvjet_sm90_qqsss_64x152_128x7_2x1_v_bz_TNT', 'nvjet_sm90_qqsss_64x152_128x7_2x1_v_bz_algo2_TNT',
-    'nvjet_sm90_qqsss_64x152_128x7_4x2_h_bz_TNT', 'nvjet_sm90_qqsss_64x16_128x16_1x1_h_bz_algo2_splitK_TNT',
-    'nvjet_sm90_qqsss_64x16_128x16_1x1_h_bz_splitK_TNT', 'nvjet_sm90_qqsss_64x16_128x16_1x4_h_bz_TNT',
-    'nvjet_sm90_qqsss_64x16_128x16_1x4_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x16_128x16_1x4_h_bz_algo2_splitK_TNT',
-    'nvjet_sm90_qqsss_64x16_128x16_1x4_h_bz_splitK_TNT', 'nvjet_sm90_qqsss_64x16_128x16_2x4_h_bz_TNT',
-    'nvjet_sm90_qqsss_64x16_128x16_2x4_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x16_128x16_2x4_h_bz_algo2_splitK_TNT',
-    'nvjet_sm90_qqsss_64x16_128x16_2x4_h_bz_splitK_TNT', 'nvjet_sm90_qqsss_64x16_128x16_4x1_v_bz_algo2_splitK_TNT',
-    'nvjet_sm90_qqsss_64x16_128x16_4x1_v_bz_splitK_TNT', 'nvjet_sm90_qqsss_64x16_128x16_4x2_h_bz_TNT',
-    'nvjet_sm90_qqsss_64x16_128x16_4x2_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x192_128x6_2x1_v_bz_coopB_algo2_TNT',
+    'nvjet_sm90_qqsss_48x64_128x15_1x4_h_bz_algo2_splitK_TNN', 'nvjet_sm90_qqsss_48x64_128x15_1x4_h_bz_splitK_TNN',
+    'nvjet_sm90_qqsss_48x64_128x15_2x1_v_bz_TNN', 'nvjet_sm90_qqsss_48x64_128x15_2x1_v_bz_algo2_TNN',
+    'nvjet_sm90_qqsss_48x64_128x15_2x4_h_bz_TNN', 'nvjet_sm90_qqsss_48x64_128x15_2x4_h_bz_algo2_TNN',
+    'nvjet_sm90_qqsss_48x64_128x15_2x4_h_bz_algo2_splitK_TNN', 'nvjet_sm90_qqsss_48x64_128x15_2x4_h_bz_splitK_TNN',
+    'nvjet_sm90_qqsss_48x64_128x15_4x1_v_bz_algo2_splitK_TNN', 'nvjet_sm90_qqsss_48x64_128x15_4x1_v_bz_splitK_TNN',
+    'nvjet_sm90_qqsss_48x64_128x15_4x2_h_bz_TNN', 'nvjet_sm90_qqsss_48x64_128x15_4x2_h_bz_algo2_TNN',
+    'nvjet_sm90_qqsss_48x64_128x15_4x2_h_bz_algo2_splitK_TNN', 'nvjet_sm90_qqsss_48x64_128x15_4x2_h_bz_splitK_TNN',
+    'nvjet_sm90_qqsss_56x128_128x9_2x1_v_bz_TNN', 'nvjet_sm90_qqsss_56x64_128x14_1x4_h_bz_TNN',
+    'nvjet_sm90_qqsss_56x64_128x14_1x4_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_56x64_128x14_2x4_h_bz_TNN',
+    'nvjet_sm90_qqsss_56x64_128x14_2x4_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_56x64_128x14_4x1_v_bz_TNN',
+    'nvjet_sm90_qqsss_56x64_128x14_4x1_v_bz_algo2_TNN', 'nvjet_sm90_qqsss_56x64_128x14_4x2_h_bz_TNN',
+    'nvjet_sm90_qqsss_56x64_128x14_4x2_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_64x104_128x10_1x4_h_bz_TNT',
+    'nvjet_sm90_qqsss_64x104_128x10_1x4_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x104_128x10_4x2_h_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x112_128x9_2x1_v_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x112_128x9_4x2_h_bz_TNT',
+    'nvjet_sm90_qqsss_64x112_128x9_4x2_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x120_128x9_2x1_v_bz_TNT',
+    'nvjet_sm90_qqsss_64x120_128x9_2x1_v_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x120_128x9_4x1_v_bz_TNT',
+    'nvjet_sm90_qqsss_64x120_128x9_4x1_v_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x128_128x8_1x4_h_bz_TNN',
+    'nvjet_sm90_qqsss_64x128_128x8_1x4_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_64x128_128x8_2x1_v_bz_TNN',
+    'nvjet_sm90_qqsss_64x128_128x8_2x1_v_bz_algo2_TNN', 'nvjet_sm90_qqsss_64x136_128x8_2x1_v_bz_TNT',
+    'nvjet_sm90_qqsss_64x136_128x8_2x1_v_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x136_128x8_4x1_v_bz_TNT',
+    'nvjet_sm90_qqsss_64x136_128x8_4x1_v_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x144_128x8_2x1_v_bz_TNT',
+    'nvjet_sm90_qqsss_64x144_128x8_2x1_v_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x152_128x7_2x1_v_bz_TNT',
+    'nvjet_sm90_qqsss_64x152_128x7_2x1_v_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x152_128x7_4x2_h_bz_TNT',
+    'nvjet_sm90_qqsss_64x16_128x16_1x1_h_bz_algo2_splitK_TNT', 'nvjet_sm90_qqsss_64x16_128x16_1x1_h_bz_splitK_TNT',
+    'nvjet_sm90_qqsss_64x16_128x16_1x2_h_bz_TNT', 'nvjet_sm90_qqsss_64x16_128x16_1x2_h_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x16_128x16_1x4_h_bz_TNT', 'nvjet_sm90_qqsss_64x16_128x16_1x4_h_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x16_128x16_1x4_h_bz_algo2_splitK_TNT', 'nvjet_sm90_qqsss_64x16_128x16_1x4_h_bz_splitK_TNT',
+    'nvjet_sm90_qqsss_64x16_128x16_2x1_v_bz_TNT', 'nvjet_sm90_qqsss_64x16_128x16_2x1_v_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x16_128x16_2x1_v_bz_algo2_splitK_TNT', 'nvjet_sm90_qqsss_64x16_128x16_2x1_v_bz_splitK_TNT',
+    'nvjet_sm90_qqsss_64x16_128x16_2x4_h_bz_TNT', 'nvjet_sm90_qqsss_64x16_128x16_2x4_h_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x16_128x16_2x4_h_bz_algo2_splitK_TNT', 'nvjet_sm90_qqsss_64x16_128x16_2x4_h_bz_splitK_TNT',
+    'nvjet_sm90_qqsss_64x16_128x16_4x1_v_bz_TNT', 'nvjet_sm90_qqsss_64x16_128x16_4x1_v_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x16_128x16_4x1_v_bz_algo2_splitK_TNT', 'nvjet_sm90_qqsss_64x16_128x16_4x1_v_bz_splitK_TNT',
+    'nvjet_sm90_qqsss_64x16_128x16_4x2_h_bz_TNT', 'nvjet_sm90_qqsss_64x16_128x16_4x2_h_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x16_128x16_4x2_h_bz_algo2_splitK_TNT', 'nvjet_sm90_qqsss_64x16_128x16_4x2_h_bz_splitK_TNT',
+    'nvjet_sm90_qqsss_64x176_128x7_2x1_v_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x192_128x6_2x1_v_bz_coopB_algo2_TNT',
     'nvjet_sm90_qqsss_64x24_128x16_1x2_h_bz_TNT', 'nvjet_sm90_qqsss_64x24_128x16_1x2_h_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x24_128x16_1x4_h_bz_TNT', 'nvjet_sm90_qqsss_64x24_128x16_1x4_h_bz_algo2_TNT',
     'nvjet_sm90_qqsss_64x24_128x16_1x4_h_bz_algo2_splitK_TNT', 'nvjet_sm90_qqsss_64x24_128x16_1x4_h_bz_splitK_TNT',
     'nvjet_sm90_qqsss_64x24_128x16_2x1_v_bz_TNT', 'nvjet_sm90_qqsss_64x24_128x16_2x1_v_bz_algo2_TNT',
-    'nvjet_sm90_qqsss_64x24_128x16_2x4_h_bz_TNT', 'nvjet_sm90_qqsss_64x24_128x16_2x4_h_bz_algo2_TNT',
-    'nvjet_sm90_qqsss_64x24_128x16_4x2_h_bz_TNT', 'nvjet_sm90_qqsss_64x24_128x16_4x2_h_bz_algo2_TNT',
-    'nvjet_sm90_qqsss_64x32_128x16_1x2_h_bz_algo2_splitK_TNT', 'nvjet_sm90_qqsss_64x32_128x16_1x2_h_bz_splitK_TNT',
-    'nvjet_sm90_qqsss_64x32_128x16_1x4_h_bz_algo2_splitK_TNT', 'nvjet_sm90_qqsss_64x32_128x16_1x4_h_bz_splitK_TNT',
-    'nvjet_sm90_qqsss_64x32_128x16_2x4_h_bz_TNT', 'nvjet_sm90_qqsss_64x32_128x16_2x4_h_bz_algo2_TNT',
-    'nvjet_sm90_qqsss_64x32_128x16_2x4_h_bz_algo2_splitK_TNT', 'nvjet_sm90_qqsss_64x32_128x16_2x4_h_bz_splitK_TNT',
-    'nvjet_sm90_qqsss_64x32_128x16_4x2_h_bz_TNT', 'nvjet_sm90_qqsss_64x32_128x16_4x2_h_bz_algo2_TNT',
-    'nvjet_sm90_qqsss_64x40_128x16_2x4_h_bz_TNT', 'nvjet_sm90_qqsss_64x40_128x16_2x4_h_bz_algo2_TNT',
-    'nvjet_sm90_qqsss_64x40_128x16_2x4_h_bz_algo2_splitK_TNT', 'nvjet_sm90_qqsss_64x40_128x16_2x4_h_bz_splitK_TNT',
-    'nvjet_sm90_qqsss_64x40_128x16_4x1_v_bz_TNT', 'nvjet_sm90_qqsss_64x40_128x16_4x1_v_bz_algo2_TNT',
-    'nvjet_sm90_qqsss_64x40_128x16_4x2_h_bz_algo2_splitK_TNT', 'nvjet_sm90_qqsss_64x40_128x16_4x2_h_bz_splitK_TNT',
-    'nvjet_sm90_qqsss_64x48_128x15_1x4_h_bz_TNT', 'nvjet_sm90_qqsss_64x48_128x15_1x4_h_bz_algo2_TNT',
-    'nvjet_sm90_qqsss_64x48_128x15_1x4_h_bz_algo2_splitK_TNT', 'nvjet_sm90_qqsss_64x48_128x15_1x4_h_bz_splitK_TNT',
-    'nvjet_sm90_qqsss_64x48_128x15_2x1_v_bz_TNT', 'nvjet_sm90_qqsss_64x48_128x15_2x1_v_bz_algo2_TNT',
-    'nvjet_sm90_qqsss_64x48_128x15_2x4_h_bz_TNT', 'nvjet_sm90_qqsss_64x48_128x15_2x4_h_bz_algo2_TNT',
-    'nvjet_sm90_qqsss_64x48_128x15_4x2_h_bz_algo2_splitK_TNT', 'nvjet_sm90_qqsss_64x48_128x15_4x2_h_bz_splitK_TNT',
-    'nvjet_sm90_qqsss_64x56_128x14_2x4_h_bz_TNT', 'nvjet_sm90_qqsss_64x56_128x14_2x4_h_bz_algo2_TNT',
-    'nvjet_sm90_qqsss_64x56_128x14_4x1_v_bz_TNT', 'nvjet_sm90_qqsss_64x56_128x14_4x1_v_bz_algo2_TNT',
-    'nvjet_sm90_qqsss_64x56_128x14_4x2_h_bz_TNT', 'nvjet_sm90_qqsss_64x56_128x14_4x2_h_bz_algo2_TNT',
-    'nvjet_sm90_qqsss_64x64_128x13_2x1_v_bz_TNT', 'nvjet_sm90_qqsss_64x64_128x13_2x1_v_bz_algo2_TNT',
-    'nvjet_sm90_qqsss_64x64_128x13_4x1_v_bz_TNT', 'nvjet_sm90_qqsss_64x64_128x13_4x1_v_bz_algo2_TNT',
-    'nvjet_sm90_qqsss_64x64_128x13_4x2_h_bz_TNT', 'nvjet_sm90_qqsss_64x64_128x13_4x2_h_bz_algo2_TNT',
-    'nvjet_sm90_qqsss_64x72_128x12_2x4_h_bz_TNT', 'nvjet_sm90_qqsss_64x72_128x12_2x4_h_bz_algo2_TNT',
-    'nvjet_sm90_qqsss_64x72_128x12_4x2_h_bz_TNT', 'nvjet_sm90_qqsss_64x72_128x12_4x2_h_bz_algo2_TNT',
-    'nvjet_sm90_qqsss_64x80_128x11_1x4_h_bz_TNT', 'nvjet_sm90_qqsss_64x80_128x11_1x4_h_bz_algo2_TNT',
-    'nvjet_sm90_qqsss_64x80_128x11_2x1_v_bz_TNT', 'nvjet_sm90_qqsss_64x80_128x11_2x1_v_bz_algo2_TNT',
-    'nvjet_sm90_qqsss_64x80_128x11_2x4_h_bz_TNT', 'nvjet_sm90_qqsss_64x80_128x11_2x4_h_bz_algo2_TNT',
-    'nvjet_sm90_qqsss_64x80_128x11_4x1_v_bz_TNT', 'nvjet_sm90_qqsss_64x80_128x11_4x1_v_bz_algo2_TNT',
-    'nvjet_sm90_qqsss_64x88_128x11_1x4_h_bz_TNT', 'nvjet_sm90_qqsss_64x88_128x11_1x4_h_bz_algo2_TNT',
-    'nvjet_sm90_qqsss_64x88_128x11_4x1_v_bz_TNT', 'nvjet_sm90_qqsss_64x88_128x11_4x1_v_bz_algo2_TNT',
-    'nvjet_sm90_qqsss_64x88_128x11_4x2_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x8_128x16_1x1_h_bz_TNT',
-    'nvjet_sm90_qqsss_64x8_128x16_1x1_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x8_128x16_1x1_h_bz_algo2_splitK_TNT',
-    'nvjet_sm90_qqsss_64x8_128x16_1x1_h_bz_splitK_TNT', 'nvjet_sm90_qqsss_64x8_128x16_1x2_h_bz_TNT',
-    'nvjet_sm90_qqsss_64x8_128x16_1x2_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x8_128x16_1x4_h_bz_TNT',
-    'nvjet_sm90_qqsss_64x8_128x16_1x4_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x8_128x16_1x4_h_bz_algo2_splitK_TNT',
-    'nvjet_sm90_qqsss_64x8_128x16_1x4_h_bz_splitK_TNT', 'nvjet_sm90_qqsss_64x8_128x16_2x1_v_bz_TNT',
-    'nvjet_sm90_qqsss_64x8_128x16_2x1_v_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x8_128x16_2x1_v_bz_algo2_splitK_TNT',
-    'nvjet_sm90_qqsss_64x8_128x16_2x1_v_bz_splitK_TNT', 'nvjet_sm90_qqsss_64x8_128x16_2x4_h_bz_TNT',
-    'nvjet_sm90_qqsss_64x8_128x16_2x4_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x8_128x16_2x4_h_bz_algo2_splitK_TNT',
-    'nvjet_sm90_qqsss_64x8_128x16_2x4_h_bz_splitK_TNT', 'nvjet_sm90_qqsss_64x8_128x16_4x1_v_bz_TNT',
-    'nvjet_sm90_qqsss_64x8_128x16_4x1_v_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x8_128x16_4x1_v_bz_algo2_splitK_TNT',
-    'nvjet_sm90_qqsss_64x8_128x16_4x1_v_bz_splitK_TNT', 'nvjet_sm90_qqsss_64x96_128x10_2x1_v_bz_TNT',
-    'nvjet_sm90_qqsss_64x96_128x10_2x1_v_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x96_128x10_4x2_h_bz_TNT',
-    'nvjet_sm90_qqsss_64x96_128x10_4x2_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_72x64_128x12_2x4_h_bz_TNN',
+    'nvjet_sm90_qqsss_64x24_128x16_2x1_v_bz_splitK_TNT', 'nvjet_sm90_qqsss_64x24_128x16_2x4_h_bz_TNT',
+    'nvjet_sm90_qqsss_64x24_128x16_2x4_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x24_128x16_2x4_h_bz_algo2_splitK_TNT',
+    'nvjet_sm90_qqsss_64x24_128x16_2x4_h_bz_splitK_TNT', 'nvjet_sm90_qqsss_64x24_128x16_4x1_v_bz_algo2_splitK_TNT',
+    'nvjet_sm90_qqsss_64x24_128x16_4x1_v_bz_splitK_TNT', 'nvjet_sm90_qqsss_64x24_128x16_4x2_h_bz_TNT',
+    'nvjet_sm90_qqsss_64x24_128x16_4x2_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x24_128x16_4x2_h_bz_algo2_splitK_TNT',
+    'nvjet_sm90_qqsss_64x24_128x16_4x2_h_bz_splitK_TNT', 'nvjet_sm90_qqsss_64x32_128x16_1x2_h_bz_algo2_splitK_TNT',
+    'nvjet_sm90_qqsss_64x32_128x16_1x2_h_bz_splitK_TNT', 'nvjet_sm90_qqsss_64x32_128x16_1x4_h_bz_TNT',
+    'nvjet_sm90_qqsss_64x32_128x16_1x4_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x32_128x16_1x4_h_bz_algo2_splitK_TNT',
+    'nvjet_sm90_qqsss_64x32_128x16_1x4_h_bz_splitK_TNT', 'nvjet_sm90_qqsss_64x32_128x16_2x1_v_bz_algo2_splitK_TNT',
+    'nvjet_sm90_qqsss_64x32_128x16_2x1_v_bz_splitK_TNT', 'nvjet_sm90_qqsss_64x32_128x16_2x2_h_bz_algo2_splitK_TNT',
+    'nvjet_sm90_qqsss_64x32_128x16_2x2_h_bz_splitK_TNT', 'nvjet_sm90_qqsss_64x32_128x16_2x4_h_bz_TNT',
+    'nvjet_sm90_qqsss_64x32_128x16_2x4_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x32_128x16_2x4_h_bz_algo2_splitK_TNT',
+    'nvjet_sm90_qqsss_64x32_128x16_2x4_h_bz_splitK_TNT', 'nvjet_sm90_qqsss_64x32_128x16_4x1_v_bz_algo2_splitK_TNT',
+    'nvjet_sm90_qqsss_64x32_128x16_4x1_v_bz_splitK_TNT', 'nvjet_sm90_qqsss_64x32_128x16_4x2_h_bz_TNT',
+    'nvjet_sm90_qqsss_64x32_128x16_4x2_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x32_128x16_4x2_h_bz_algo2_splitK_TNT',
+    'nvjet_sm90_qqsss_64x32_128x16_4x2_h_bz_splitK_TNT', 'nvjet_sm90_qqsss_64x40_128x16_1x4_h_bz_TNT',
+    'nvjet_sm90_qqsss_64x40_128x16_1x4_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x40_128x16_1x4_h_bz_algo2_splitK_TNT',
+    'nvjet_sm90_qqsss_64x40_128x16_1x4_h_bz_splitK_TNT', 'nvjet_sm90_qqsss_64x40_128x16_2x1_v_bz_TNT',
+    'nvjet_sm90_qqsss_64x40_128x16_2x1_v_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x40_128x16_2x4_h_bz_TNT',
+    'nvjet_sm90_qqsss_64x40_128x16_2x4_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x40_128x16_2x4_h_bz_algo2_splitK_TNT',
+    'nvjet_sm90_qqsss_64x40_128x16_2x4_h_bz_splitK_TNT', 'nvjet_sm90_qqsss_64x40_128x16_4x1_v_bz_TNT',
+    'nvjet_sm90_qqsss_64x40_128x16_4x1_v_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x40_128x16_4x1_v_bz_algo2_splitK_TNT',
+    'nvjet_sm90_qqsss_64x40_128x16_4x1_v_bz_splitK_TNT', 'nvjet_sm90_qqsss_64x40_128x16_4x2_h_bz_TNT',
+    'nvjet_sm90_qqsss_64x40_128x16_4x2_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x40_128x16_4x2_h_bz_algo2_splitK_TNT',
+    'nvjet_sm90_qqsss_64x40_128x16_4x2_h_bz_splitK_TNT', 'nvjet_sm90_qqsss_64x48_128x15_1x2_h_bz_TNT',
+    'nvjet_sm90_qqsss_64x48_128x15_1x2_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x48_128x15_1x4_h_bz_TNT',
+    'nvjet_sm90_qqsss_64x48_128x15_1x4_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x48_128x15_1x4_h_bz_algo2_splitK_TNT',
+    'nvjet_sm90_qqsss_64x48_128x15_1x4_h_bz_splitK_TNT', 'nvjet_sm90_qqsss_64x48_128x15_2x1_v_bz_TNT',
+    'nvjet_sm90_qqsss_64x48_128x15_2x1_v_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x48_128x15_2x4_h_bz_TNT',
+    'nvjet_sm90_qqsss_64x48_128x15_2x4_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x48_128x15_2x4_h_bz_algo2_splitK_TNT',
+    'nvjet_sm90_qqsss_64x48_128x15_2x4_h_bz_splitK_TNT', 'nvjet_sm90_qqsss_64x48_128x15_4x1_v_bz_TNT',
+    'nvjet_sm90_qqsss_64x48_128x15_4x1_v_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x48_128x15_4x1_v_bz_algo2_splitK_TNT',
+    'nvjet_sm90_qqsss_64x48_128x15_4x1_v_bz_splitK_TNT', 'nvjet_sm90_qqsss_64x48_128x15_4x2_h_bz_TNT',
+    'nvjet_sm90_qqsss_64x48_128x15_4x2_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x48_128x15_4x2_h_bz_algo2_splitK_TNT',
+    'nvjet_sm90_qqsss_64x48_128x15_4x2_h_bz_splitK_TNT', 'nvjet_sm90_qqsss_64x56_128x14_1x4_h_bz_TNT',
+    'nvjet_sm90_qqsss_64x56_128x14_1x4_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x56_128x14_2x1_v_bz_TNT',
+    'nvjet_sm90_qqsss_64x56_128x14_2x1_v_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x56_128x14_2x4_h_bz_TNT',
+    'nvjet_sm90_qqsss_64x56_128x14_2x4_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x56_128x14_2x4_h_bz_algo2_splitK_TNT',
+    'nvjet_sm90_qqsss_64x56_128x14_2x4_h_bz_splitK_TNT', 'nvjet_sm90_qqsss_64x56_128x14_4x1_v_bz_TNT',
+    'nvjet_sm90_qqsss_64x56_128x14_4x1_v_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x56_128x14_4x2_h_bz_TNT',
+    'nvjet_sm90_qqsss_64x56_128x14_4x2_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x64_128x13_1x4_h_bz_TNT',
+    'nvjet_sm90_qqsss_64x64_128x13_1x4_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x64_128x13_2x1_v_bz_TNT',
+    'nvjet_sm90_qqsss_64x64_128x13_2x1_v_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x64_128x13_2x4_h_bz_TNT',
+    'nvjet_sm90_qqsss_64x64_128x13_2x4_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x64_128x13_4x1_v_bz_TNT',
+    'nvjet_sm90_qqsss_64x64_128x13_4x1_v_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x64_128x13_4x2_h_bz_TNT',
+    'nvjet_sm90_qqsss_64x64_128x13_4x2_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x72_128x12_1x2_h_bz_TNT',
+    'nvjet_sm90_qqsss_64x72_128x12_1x2_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x72_128x12_1x4_h_bz_TNT',
+    'nvjet_sm90_qqsss_64x72_128x12_1x4_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x72_128x12_2x1_v_bz_TNT',
+    'nvjet_sm90_qqsss_64x72_128x12_2x1_v_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x72_128x12_2x4_h_bz_TNT',
+    'nvjet_sm90_qqsss_64x72_128x12_2x4_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x72_128x12_4x2_h_bz_TNT',
+    'nvjet_sm90_qqsss_64x72_128x12_4x2_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x80_128x11_1x2_h_bz_TNT',
+    'nvjet_sm90_qqsss_64x80_128x11_1x2_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x80_128x11_1x4_h_bz_TNT',
+    'nvjet_sm90_qqsss_64x80_128x11_1x4_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x80_128x11_2x1_v_bz_TNT',
+    'nvjet_sm90_qqsss_64x80_128x11_2x1_v_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x80_128x11_2x4_h_bz_TNT',
+    'nvjet_sm90_qqsss_64x80_128x11_2x4_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x80_128x11_4x1_v_bz_TNT',
+    'nvjet_sm90_qqsss_64x80_128x11_4x1_v_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x88_128x11_1x4_h_bz_TNT',
+    'nvjet_sm90_qqsss_64x88_128x11_1x4_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x88_128x11_2x1_v_bz_TNT',
+    'nvjet_sm90_qqsss_64x88_128x11_2x1_v_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x88_128x11_4x1_v_bz_TNT',
+    'nvjet_sm90_qqsss_64x88_128x11_4x1_v_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x88_128x11_4x2_h_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x8_128x16_1x1_h_bz_TNT', 'nvjet_sm90_qqsss_64x8_128x16_1x1_h_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x8_128x16_1x1_h_bz_algo2_splitK_TNT', 'nvjet_sm90_qqsss_64x8_128x16_1x1_h_bz_splitK_TNT',
+    'nvjet_sm90_qqsss_64x8_128x16_1x2_h_bz_TNT', 'nvjet_sm90_qqsss_64x8_128x16_1x2_h_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x8_128x16_1x2_h_bz_algo2_splitK_TNT', 'nvjet_sm90_qqsss_64x8_128x16_1x2_h_bz_splitK_TNT',
+    'nvjet_sm90_qqsss_64x8_128x16_1x4_h_bz_TNT', 'nvjet_sm90_qqsss_64x8_128x16_1x4_h_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x8_128x16_1x4_h_bz_algo2_splitK_TNT', 'nvjet_sm90_qqsss_64x8_128x16_1x4_h_bz_splitK_TNT',
+    'nvjet_sm90_qqsss_64x8_128x16_2x1_v_bz_TNT', 'nvjet_sm90_qqsss_64x8_128x16_2x1_v_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x8_128x16_2x1_v_bz_algo2_splitK_TNT', 'nvjet_sm90_qqsss_64x8_128x16_2x1_v_bz_splitK_TNT',
+    'nvjet_sm90_qqsss_64x8_128x16_2x2_h_bz_TNT', 'nvjet_sm90_qqsss_64x8_128x16_2x2_h_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x8_128x16_2x4_h_bz_TNT', 'nvjet_sm90_qqsss_64x8_128x16_2x4_h_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x8_128x16_2x4_h_bz_algo2_splitK_TNT', 'nvjet_sm90_qqsss_64x8_128x16_2x4_h_bz_splitK_TNT',
+    'nvjet_sm90_qqsss_64x8_128x16_4x1_v_bz_TNT', 'nvjet_sm90_qqsss_64x8_128x16_4x1_v_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x8_128x16_4x1_v_bz_algo2_splitK_TNT', 'nvjet_sm90_qqsss_64x8_128x16_4x1_v_bz_splitK_TNT',
+    'nvjet_sm90_qqsss_64x8_128x16_4x2_h_bz_TNT', 'nvjet_sm90_qqsss_64x8_128x16_4x2_h_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x8_128x16_4x2_h_bz_algo2_splitK_TNT', 'nvjet_sm90_qqsss_64x8_128x16_4x2_h_bz_splitK_TNT',
+    'nvjet_sm90_qqsss_64x96_128x10_2x1_v_bz_TNT', 'nvjet_sm90_qqsss_64x96_128x10_2x1_v_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x96_128x10_4x2_h_bz_TNT', 'nvjet_sm90_qqsss_64x96_128x10_4x2_h_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_72x128_128x8_2x1_v_bz_TNN', 'nvjet_sm90_qqsss_72x64_128x12_1x4_h_bz_TNN',
+    'nvjet_sm90_qqsss_72x64_128x12_1x4_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_72x64_128x12_2x1_v_bz_TNN',
+    'nvjet_sm90_qqsss_72x64_128x12_2x1_v_bz_algo2_TNN', 'nvjet_sm90_qqsss_72x64_128x12_2x4_h_bz_TNN',
     'nvjet_sm90_qqsss_72x64_128x12_2x4_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_72x64_128x12_4x1_v_bz_TNN',
     'nvjet_sm90_qqsss_72x64_128x12_4x1_v_bz_algo2_TNN', 'nvjet_sm90_qqsss_72x64_128x12_4x2_h_bz_TNN',
-    'nvjet_sm90_qqsss_72x64_128x12_4x2_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_80x128_128x8_2x1_v_bz_TNN',
+    'nvjet_sm90_qqsss_72x64_128x12_4x2_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_80x128_128x8_1x2_h_bz_TNN',
+    'nvjet_sm90_qqsss_80x128_128x8_1x2_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_80x128_128x8_2x1_v_bz_TNN',
     'nvjet_sm90_qqsss_80x128_128x8_2x1_v_bz_algo2_TNN', 'nvjet_sm90_qqsss_80x128_128x8_2x4_h_bz_TNN',
-    'nvjet_sm90_qqsss_80x128_128x8_2x4_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_80x64_128x11_1x4_h_bz_TNN',
-    'nvjet_sm90_qqsss_80x64_128x11_1x4_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_80x64_128x11_2x4_h_bz_TNN',
-    'nvjet_sm90_qqsss_80x64_128x11_2x4_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_8x64_128x16_2x1_v_bz_TNN',
-    'nvjet_sm90_qqsss_8x64_128x16_2x1_v_bz_algo2_TNN', 'nvjet_sm90_qqsss_8x64_128x16_2x4_h_bz_TNN',
-    'nvjet_sm90_qqsss_8x64_128x16_2x4_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_8x64_128x16_4x1_v_bz_TNN',
-    'nvjet_sm90_qqsss_8x64_128x16_4x1_v_bz_algo2_TNN', 'nvjet_sm90_qqsss_8x64_128x16_4x2_h_bz_TNN',
-    'nvjet_sm90_qqsss_8x64_128x16_4x2_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_96x128_128x7_1x2_h_bz_coopA_algo2_TNN',
+    'nvjet_sm90_qqsss_80x128_128x8_2x4_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_80x128_128x8_4x1_v_bz_TNN',
+    'nvjet_sm90_qqsss_80x128_128x8_4x1_v_bz_algo2_TNN', 'nvjet_sm90_qqsss_80x192_128x6_1x2_h_bz_coopB_algo2_TNN',
+    'nvjet_sm90_qqsss_80x64_128x11_1x2_h_bz_TNN', 'nvjet_sm90_qqsss_80x64_128x11_1x2_h_bz_algo2_TNN',
+    'nvjet_sm90_qqsss_80x64_128x11_1x4_h_bz_TNN', 'nvjet_sm90_qqsss_80x64_128x11_1x4_h_bz_algo2_TNN',
+    'nvjet_sm90_qqsss_80x64_128x11_2x4_h_bz_TNN', 'nvjet_sm90_qqsss_80x64_128x11_2x4_h_bz_algo2_TNN',
+    'nvjet_sm90_qqsss_80x64_128x11_4x2_h_bz_TNN', 'nvjet_sm90_qqsss_80x64_128x11_4x2_h_bz_algo2_TNN',
+    'nvjet_sm90_qqsss_88x64_128x11_4x1_v_bz_TNN', 'nvjet_sm90_qqsss_88x64_128x11_4x1_v_bz_algo2_TNN',
+    'nvjet_sm90_qqsss_8x64_128x16_2x1_v_bz_TNN', 'nvjet_sm90_qqsss_8x64_128x16_2x1_v_bz_algo2_TNN',
+    'nvjet_sm90_qqsss_8x64_128x16_2x2_h_bz_TNN', 'nvjet_sm90_qqsss_8x64_128x16_2x2_h_bz_algo2_TNN',
+    'nvjet_sm90_qqsss_8x64_128x16_2x4_h_bz_TNN', 'nvjet_sm90_qqsss_8x64_128x16_2x4_h_bz_algo2_TNN',
+    'nvjet_sm90_qqsss_8x64_128x16_4x1_v_bz_TNN', 'nvjet_sm90_qqsss_8x64_128x16_4x1_v_bz_algo2_TNN',
+    'nvjet_sm90_qqsss_8x64_128x16_4x2_h_bz_TNN', 'nvjet_sm90_qqsss_8x64_128x16_4x2_h_bz_algo2_TNN',
+    'nvjet_sm90_qqsss_96x128_128x7_1x2_h_bz_TNN', 'nvjet_sm90_qqsss_96x128_128x7_1x2_h_bz_coopA_algo2_TNN',
     'nvjet_sm90_qqsss_96x128_128x7_2x1_v_bz_TNN', 'nvjet_sm90_qqsss_96x128_128x7_2x1_v_bz_coopA_algo2_TNN',
     'nvjet_sm90_qqsss_96x64_128x10_1x2_h_bz_TNN', 'nvjet_sm90_qqsss_96x64_128x10_1x2_h_bz_algo2_TNN',
     'nvjet_sm90_qqsss_96x64_128x10_2x4_h_bz_TNN', 'nvjet_sm90_qqsss_96x64_128x10_2x4_h_bz_algo2_TNN',
+    'nvjet_sm90_qqsss_96x64_128x10_4x2_h_bz_TNN', 'nvjet_sm90_qqsss_96x64_128x10_4x2_h_bz_algo2_TNN',
+    'nvjet_sm90_tss_104x128_64x7_2x1_v_bz_TNN', 'nvjet_sm90_tss_104x64_64x10_2x4_h_bz_splitK_TNN',
     'nvjet_sm90_tss_112x128_64x7_1x2_h_bz_splitK_TNN', 'nvjet_sm90_tss_112x128_64x7_2x1_v_bz_TNN',
-    'nvjet_sm90_tss_112x128_64x7_4x2_h_bz_TNN', 'nvjet_sm90_tss_112x64_64x9_4x1_v_bz_splitK_TNN',
+    'nvjet_sm90_tss_112x128_64x7_2x1_v_bz_splitK_TNN', 'nvjet_sm90_tss_112x128_64x7_4x2_h_bz_TNN',
+    'nvjet_sm90_tss_112x64_64x9_1x2_h_bz_TNN', 'nvjet_sm90_tss_112x64_64x9_1x2_h_bz_splitK_TNN',
+    'nvjet_sm90_tss_112x64_64x9_4x1_v_bz_splitK_TNN', 'nvjet_sm90_tss_128x120_64x6_1x2_h_bz_TNT',
     'nvjet_sm90_tss_128x128_64x6_1x1_h_bz_splitK_TNT', 'nvjet_sm90_tss_128x128_64x6_1x2_h_bz_splitK_TNT',
     'nvjet_sm90_tss_128x128_64x6_2x1_v_bz_TNT', 'nvjet_sm90_tss_128x128_64x6_2x1_v_bz_splitK_TNT',
-    'nvjet_sm90_tss_128x160_64x5_1x2_h_bz_splitK_TNT', 'nvjet_sm90_tss_128x192_64x5_2x1_v_bz_coopB_TNN',
+    'nvjet_sm90_tss_128x152_64x6_2x1_v_bz_TNT', 'nvjet_sm90_tss_128x152_64x6_2x1_v_bz_splitK_TNT',
+    'nvjet_sm90_tss_128x160_64x5_1x2_h_bz_splitK_TNT', 'nvjet_sm90_tss_128x160_64x5_2x1_v_bz_TNT',
+    'nvjet_sm90_tss_128x16_64x11_2x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_128x192_64x5_2x1_v_bz_coopB_TNN',
     'nvjet_sm90_tss_128x256_64x4_2x1_v_bz_coopA_TNN', 'nvjet_sm90_tss_128x256_64x4_2x1_v_bz_coopA_splitK_TNN',
+    'nvjet_sm90_tss_128x304_64x3_2x1_v_bz_coopA_TNT', 'nvjet_sm90_tss_128x32_64x10_4x1_v_bz_splitK_TNT',
     'nvjet_sm90_tss_128x40_64x10_2x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_128x48_64x9_2x4_h_bz_TNT',
     'nvjet_sm90_tss_128x64_64x8_1x1_h_bz_splitK_TNT', 'nvjet_sm90_tss_128x64_64x8_1x2_h_bz_TNT',
     'nvjet_sm90_tss_128x64_64x8_1x2_h_bz_splitK_TNT', 'nvjet_sm90_tss_128x64_64x8_1x4_h_bz_splitK_TNT',
     'nvjet_sm90_tss_128x64_64x8_2x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_128x64_64x8_4x2_h_bz_splitK_TNT',
-    'nvjet_sm90_tss_128x80_64x8_1x4_h_bz_splitK_TNT', 'nvjet_sm90_tss_128x80_64x8_4x2_h_bz_TNT',
+    'nvjet_sm90_tss_128x80_64x8_1x2_h_bz_TNT', 'nvjet_sm90_tss_128x80_64x8_1x4_h_bz_splitK_TNT',
+    'nvjet_sm90_tss_128x80_64x8_4x2_h_bz_TNT', 'nvjet_sm90_tss_128x8_64x12_1x1_h_bz_splitK_TNT',
     'nvjet_sm90_tss_128x8_64x12_2x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_128x8_64x12_4x1_v_bz_TNT',
-    'nvjet_sm90_tss_128x8_64x12_4x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_144x128_64x6_1x2_h_bz_TNN',
-    'nvjet_sm90_tss_144x64_64x8_1x2_h_bz_TNN', 'nvjet_sm90_tss_152x256_64x4_2x1_v_bz_coopA_TNN',
-    'nvjet_sm90_tss_160x192_64x4_1x2_h_bz_coopB_splitK_TNN', 'nvjet_sm90_tss_168x128_64x5_1x2_h_bz_TNN',
+    'nvjet_sm90_tss_128x8_64x12_4x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_128x96_64x7_1x2_h_bz_TNT',
+    'nvjet_sm90_tss_136x128_64x6_1x2_h_bz_TNN', 'nvjet_sm90_tss_136x256_64x4_2x1_v_bz_coopA_TNN',
+    'nvjet_sm90_tss_144x128_64x6_1x2_h_bz_TNN', 'nvjet_sm90_tss_144x256_64x4_2x1_v_bz_coopA_TNN',
+    'nvjet_sm90_tss_144x64_64x8_1x2_h_bz_TNN', 'nvjet_sm90_tss_152x256_64x4_1x2_h_bz_coopA_TNN',
+    'nvjet_sm90_tss_152x256_64x4_2x1_v_bz_coopA_TNN', 'nvjet_sm90_tss_152x64_64x7_2x4_h_bz_TNN',
+    'nvjet_sm90_tss_160x128_64x5_1x2_h_bz_TNN', 'nvjet_sm90_tss_160x192_64x4_1x2_h_bz_coopB_TNN',
+    'nvjet_sm90_tss_160x192_64x4_1x2_h_bz_coopB_splitK_TNN', 'nvjet_sm90_tss_160x256_64x4_1x2_h_bz_coopA_TNN',
+    'nvjet_sm90_tss_160x256_64x4_2x1_v_bz_coopA_TNN', 'nvjet_sm90_tss_168x128_64x5_1x2_h_bz_TNN',
     'nvjet_sm90_tss_16x64_64x16_1x1_h_bz_splitK_TNN', 'nvjet_sm90_tss_16x64_64x16_1x2_h_bz_TNN',
-    'nvjet_sm90_tss_16x64_64x16_4x1_v_bz_splitK_TNN', 'nvjet_sm90_tss_192x128_64x5_1x2_h_bz_coopB_TNT',
-    'nvjet_sm90_tss_192x128_64x5_1x2_h_bz_coopB_splitK_TNT', 'nvjet_sm90_tss_192x16_64x8_4x1_v_bz_splitK_TNT',
+    'nvjet_sm90_tss_16x64_64x16_1x2_h_bz_splitK_TNN', 'nvjet_sm90_tss_16x64_64x16_1x4_h_bz_TNN',
+    'nvjet_sm90_tss_16x64_64x16_1x4_h_bz_splitK_TNN', 'nvjet_sm90_tss_16x64_64x16_2x2_h_bz_splitK_TNN',
+    'nvjet_sm90_tss_16x64_64x16_2x4_h_bz_TNN', 'nvjet_sm90_tss_16x64_64x16_2x4_h_bz_splitK_TNN',
+    'nvjet_sm90_tss_16x64_64x16_4x1_v_bz_TNN', 'nvjet_sm90_tss_16x64_64x16_4x1_v_bz_splitK_TNN',
+    'nvjet_sm90_tss_16x64_64x16_4x2_h_bz_TNN', 'nvjet_sm90_tss_176x128_64x5_2x1_v_bz_TNN',
+    'nvjet_sm90_tss_192x128_64x5_1x2_h_bz_coopB_TNT', 'nvjet_sm90_tss_192x128_64x5_1x2_h_bz_coopB_splitK_TNT',
+    'nvjet_sm90_tss_192x160_64x4_1x2_h_bz_coopB_TNT', 'nvjet_sm90_tss_192x16_64x8_4x1_v_bz_splitK_TNT',
     'nvjet_sm90_tss_192x192_64x4_1x2_h_bz_coopB_TNN', 'nvjet_sm90_tss_192x192_64x4_2x1_v_bz_coopB_TNN',
     'nvjet_sm90_tss_192x192_64x4_2x1_v_bz_coopB_splitK_TNN', 'nvjet_sm90_tss_192x208_64x4_1x2_h_bz_coopB_TNT',
-    'nvjet_sm90_tss_192x8_64x8_2x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_192x8_64x8_4x1_v_bz_splitK_TNT',
+    'nvjet_sm90_tss_192x208_64x4_2x1_v_bz_coopB_TNT', 'nvjet_sm90_tss_192x72_64x6_1x2_h_bz_TNT',
+    'nvjet_sm90_tss_192x80_64x6_1x2_h_bz_TNT', 'nvjet_sm90_tss_192x8_64x8_2x1_v_bz_splitK_TNT',
+    'nvjet_sm90_tss_192x8_64x8_4x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_208x192_64x4_2x1_v_bz_coopB_TNN',
+    'nvjet_sm90_tss_224x128_64x4_1x2_h_bz_coopA_TNN', 'nvjet_sm90_tss_240x64_64x5_2x1_v_bz_TNN',
+    'nvjet_sm90_tss_248x128_64x4_1x2_h_bz_coopA_TNN', 'nvjet_sm90_tss_24x64_64x16_1x2_h_bz_TNN',
+    'nvjet_sm90_tss_24x64_64x16_1x4_h_bz_TNN', 'nvjet_sm90_tss_24x64_64x16_1x4_h_bz_splitK_TNN',
+    'nvjet_sm90_tss_24x64_64x16_2x4_h_bz_TNN', 'nvjet_sm90_tss_24x64_64x16_2x4_h_bz_splitK_TNN',
+    'nvjet_sm90_tss_24x64_64x16_4x1_v_bz_TNN', 'nvjet_sm90_tss_24x64_64x16_4x1_v_bz_splitK_TNN',
     'nvjet_sm90_tss_24x64_64x16_4x2_h_bz_TNN', 'nvjet_sm90_tss_256x128_64x4_1x2_h_bz_coopA_TNT',
-    'nvjet_sm90_tss_256x128_64x4_1x2_h_bz_coopA_splitK_TNT', 'nvjet_sm90_tss_256x144_64x4_2x1_v_bz_coopA_TNT',
-    'nvjet_sm90_tss_256x160_64x4_1x2_h_bz_coopA_TNT', 'nvjet_sm90_tss_256x40_64x5_2x4_h_bz_TNT',
-    'nvjet_sm90_tss_256x64_64x5_2x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_256x8_64x6_2x1_v_bz_splitK_TNT',
-    'nvjet_sm90_tss_272x128_64x4_1x2_h_bz_coopA_TNN', 'nvjet_sm90_tss_320x128_64x3_1x2_h_bz_coopB_TNT',
+    'nvjet_sm90_tss_256x128_64x4_1x2_h_bz_coopA_splitK_TNT', 'nvjet_sm90_tss_256x128_64x4_2x1_v_bz_coopA_TNT',
+    'nvjet_sm90_tss_256x144_64x4_2x1_v_bz_coopA_TNT', 'nvjet_sm90_tss_256x152_64x4_1x2_h_bz_coopA_TNT',
+    'nvjet_sm90_tss_256x160_64x4_1x2_h_bz_coopA_TNT', 'nvjet_sm90_tss_256x160_64x4_2x1_v_bz_coopA_TNT',
+    'nvjet_sm90_tss_256x40_64x5_2x4_h_bz_TNT', 'nvjet_sm90_tss_256x64_64x5_2x1_v_bz_splitK_TNT',
+    'nvjet_sm90_tss_256x8_64x6_2x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_272x128_64x4_1x2_h_bz_coopA_TNN',
+    'nvjet_sm90_tss_304x128_64x3_1x2_h_bz_coopA_TNN', 'nvjet_sm90_tss_320x128_64x3_1x2_h_bz_coopB_TNT',
     'nvjet_sm90_tss_320x128_64x3_1x2_h_bz_coopB_splitK_TNT', 'nvjet_sm90_tss_320x128_64x3_4x2_h_bz_coopB_splitK_TNT',
-    'nvjet_sm90_tss_32x64_64x16_1x4_h_bz_splitK_TNN', 'nvjet_sm90_tss_32x64_64x16_2x1_v_bz_TNN',
-    'nvjet_sm90_tss_32x64_64x16_2x1_v_bz_splitK_TNN', 'nvjet_sm90_tss_32x64_64x16_2x4_h_bz_TNN',
-    'nvjet_sm90_tss_32x64_64x16_4x1_v_bz_splitK_TNN', 'nvjet_sm90_tss_32x64_64x16_4x2_h_bz_splitK_TNN',
+    'nvjet_sm90_tss_32x64_64x16_1x2_h_bz_TNN', 'nvjet_sm90_tss_32x64_64x16_1x2_h_bz_splitK_TNN',
+    'nvjet_sm90_tss_32x64_64x16_1x4_h_bz_TNN', 'nvjet_sm90_tss_32x64_64x16_1x4_h_bz_splitK_TNN',
+    'nvjet_sm90_tss_32x64_64x16_2x1_v_bz_TNN', 'nvjet_sm90_tss_32x64_64x16_2x1_v_bz_splitK_TNN',
+    'nvjet_sm90_tss_32x64_64x16_2x4_h_bz_TNN', 'nvjet_sm90_tss_32x64_64x16_2x4_h_bz_splitK_TNN',
+    'nvjet_sm90_tss_32x64_64x16_4x1_v_bz_splitK_TNN', 'nvjet_sm90_tss_32x64_64x16_4x2_h_bz_TNN',
+    'nvjet_sm90_tss_32x64_64x16_4x2_h_bz_splitK_TNN', 'nvjet_sm90_tss_384x8_64x4_2x1_v_bz_splitK_TNT',
     'nvjet_sm90_tss_384x8_64x4_4x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_40x256_64x5_4x2_h_bz_TNN',
-    'nvjet_sm90_tss_40x64_64x16_1x4_h_bz_TNN', 'nvjet_sm90_tss_40x64_64x16_1x4_h_bz_splitK_TNN',
-    'nvjet_sm90_tss_40x64_64x16_4x2_h_bz_TNN', 'nvjet_sm90_tss_48x64_64x15_1x2_h_bz_TNN',
-    'nvjet_sm90_tss_48x64_64x15_1x4_h_bz_TNN', 'nvjet_sm90_tss_48x64_64x15_4x2_h_bz_TNN',
-    'nvjet_sm90_tss_56x64_64x14_4x2_h_bz_TNN', 'nvjet_sm90_tss_64x104_64x10_2x1_v_bz_splitK_TNT',
+    'nvjet_sm90_tss_40x64_64x16_1x2_h_bz_TNN', 'nvjet_sm90_tss_40x64_64x16_1x4_h_bz_TNN',
+    'nvjet_sm90_tss_40x64_64x16_1x4_h_bz_splitK_TNN', 'nvjet_sm90_tss_40x64_64x16_4x2_h_bz_TNN',
+    'nvjet_sm90_tss_48x64_64x15_1x2_h_bz_TNN', 'nvjet_sm90_tss_48x64_64x15_1x4_h_bz_TNN',
+    'nvjet_sm90_tss_48x64_64x15_1x4_h_bz_splitK_TNN', 'nvjet_sm90_tss_48x64_64x15_4x2_h_bz_TNN',
+    'nvjet_sm90_tss_56x128_64x9_1x2_h_bz_splitK_TNN', 'nvjet_sm90_tss_56x64_64x14_1x2_h_bz_TNN',
+    'nvjet_sm90_tss_56x64_64x14_1x4_h_bz_splitK_TNN', 'nvjet_sm90_tss_56x64_64x14_2x1_v_bz_splitK_TNN',
+    'nvjet_sm90_tss_56x64_64x14_4x2_h_bz_TNN', 'nvjet_sm90_tss_64x104_64x10_1x4_h_bz_splitK_TNT',
+    'nvjet_sm90_tss_64x104_64x10_2x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_64x112_64x9_1x1_h_bz_splitK_TNT',
+    'nvjet_sm90_tss_64x112_64x9_4x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_64x112_64x9_4x2_h_bz_TNT',
     'nvjet_sm90_tss_64x120_64x9_2x1_v_bz_TNT', 'nvjet_sm90_tss_64x120_64x9_4x1_v_bz_TNT',
     'nvjet_sm90_tss_64x128_64x8_1x2_h_bz_splitK_TNN', 'nvjet_sm90_tss_64x128_64x8_2x1_v_bz_TNN',
     'nvjet_sm90_tss_64x128_64x8_2x1_v_bz_splitK_TNN', 'nvjet_sm90_tss_64x136_64x8_1x2_h_bz_TNT',
-    'nvjet_sm90_tss_64x136_64x8_4x1_v_bz_TNT', 'nvjet_sm90_tss_64x168_64x7_4x2_h_bz_splitK_TNT',
+    'nvjet_sm90_tss_64x136_64x8_4x1_v_bz_TNT', 'nvjet_sm90_tss_64x144_64x8_1x2_h_bz_splitK_TNT',
+    'nvjet_sm90_tss_64x144_64x8_2x1_v_bz_TNT', 'nvjet_sm90_tss_64x168_64x7_4x2_h_bz_splitK_TNT',
     'nvjet_sm90_tss_64x16_64x16_1x1_h_bz_splitK_TNT', 'nvjet_sm90_tss_64x16_64x16_1x4_h_bz_TNT',
-    'nvjet_sm90_tss_64x192_64x6_2x1_v_bz_splitK_TNN', 'nvjet_sm90_tss_64x24_64x16_1x2_h_bz_TNT',
-    'nvjet_sm90_tss_64x24_64x16_2x1_v_bz_TNT', 'nvjet_sm90_tss_64x24_64x16_2x4_h_bz_TNT',
-    'nvjet_sm90_tss_64x24_64x16_4x2_h_bz_TNT', 'nvjet_sm90_tss_64x256_64x5_1x2_h_bz_splitK_TNN',
-    'nvjet_sm90_tss_64x32_64x16_1x2_h_bz_TNT', 'nvjet_sm90_tss_64x32_64x16_1x2_h_bz_splitK_TNT',
+    'nvjet_sm90_tss_64x16_64x16_1x4_h_bz_splitK_TNT', 'nvjet_sm90_tss_64x16_64x16_2x1_v_bz_TNT',
+    'nvjet_sm90_tss_64x16_64x16_2x4_h_bz_TNT', 'nvjet_sm90_tss_64x16_64x16_4x1_v_bz_TNT',
+    'nvjet_sm90_tss_64x16_64x16_4x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_64x16_64x16_4x2_h_bz_TNT',
+    'nvjet_sm90_tss_64x16_64x16_4x2_h_bz_splitK_TNT', 'nvjet_sm90_tss_64x192_64x6_2x1_v_bz_splitK_TNN',
+    'nvjet_sm90_tss_64x24_64x16_1x2_h_bz_TNT', 'nvjet_sm90_tss_64x24_64x16_1x4_h_bz_TNT',
+    'nvjet_sm90_tss_64x24_64x16_1x4_h_bz_splitK_TNT', 'nvjet_sm90_tss_64x24_64x16_2x1_v_bz_TNT',
+    'nvjet_sm90_tss_64x24_64x16_2x4_h_bz_TNT', 'nvjet_sm90_tss_64x24_64x16_4x1_v_bz_splitK_TNT',
+    'nvjet_sm90_tss_64x24_64x16_4x2_h_bz_TNT', 'nvjet_sm90_tss_64x24_64x16_4x2_h_bz_splitK_TNT',
+    'nvjet_sm90_tss_64x256_64x5_1x2_h_bz_splitK_TNN', 'nvjet_sm90_tss_64x32_64x16_1x2_h_bz_TNT',
+    'nvjet_sm90_tss_64x32_64x16_1x2_h_bz_splitK_TNT', 'nvjet_sm90_tss_64x32_64x16_1x4_h_bz_TNT',
     'nvjet_sm90_tss_64x32_64x16_1x4_h_bz_splitK_TNT', 'nvjet_sm90_tss_64x32_64x16_2x4_h_bz_TNT',
     'nvjet_sm90_tss_64x32_64x16_2x4_h_bz_splitK_TNT', 'nvjet_sm90_tss_64x32_64x16_4x1_v_bz_splitK_TNT',
-    'nvjet_sm90_tss_64x32_64x16_4x2_h_bz_TNT', 'nvjet_sm90_tss_64x40_64x16_2x1_v_bz_splitK_TNT',
-    'nvjet_sm90_tss_64x48_64x15_2x1_v_bz_TNT', 'nvjet_sm90_tss_64x48_64x15_2x4_h_bz_TNT',
-    'nvjet_sm90_tss_64x56_64x14_1x2_h_bz_splitK_TNT', 'nvjet_sm90_tss_64x56_64x14_4x1_v_bz_TNT',
-    'nvjet_sm90_tss_64x56_64x14_4x2_h_bz_splitK_TNT', 'nvjet_sm90_tss_64x64_64x13_1x2_h_bz_TNT',
-    'nvjet_sm90_tss_64x64_64x13_1x2_h_bz_splitK_TNT', 'nvjet_sm90_tss_64x64_64x13_2x1_v_bz_TNT',
-    'nvjet_sm90_tss_64x64_64x13_2x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_64x64_64x13_2x2_h_bz_splitK_TNT',
-    'nvjet_sm90_tss_64x64_64x13_2x4_h_bz_splitK_TNT', 'nvjet_sm90_tss_64x64_64x13_4x2_h_bz_TNT',
-    'nvjet_sm90_tss_64x64_64x13_4x2_h_bz_splitK_TNT', 'nvjet_sm90_tss_64x80_64x11_1x4_h_bz_TNT',
-    'nvjet_sm90_tss_64x80_64x11_4x1_v_bz_TNT', 'nvjet_sm90_tss_64x88_64x11_4x1_v_bz_TNT',
+    'nvjet_sm90_tss_64x32_64x16_4x2_h_bz_TNT', 'nvjet_sm90_tss_64x32_64x16_4x2_h_bz_splitK_TNT',
+    'nvjet_sm90_tss_64x40_64x16_1x4_h_bz_splitK_TNT', 'nvjet_sm90_tss_64x40_64x16_2x1_v_bz_TNT',
+    'nvjet_sm90_tss_64x40_64x16_2x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_64x40_64x16_4x1_v_bz_TNT',
+    'nvjet_sm90_tss_64x40_64x16_4x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_64x40_64x16_4x2_h_bz_TNT',
+    'nvjet_sm90_tss_64x48_64x15_1x4_h_bz_TNT', 'nvjet_sm90_tss_64x48_64x15_2x1_v_bz_TNT',
+    'nvjet_sm90_tss_64x48_64x15_2x4_h_bz_TNT', 'nvjet_sm90_tss_64x48_64x15_4x1_v_bz_TNT',
+    'nvjet_sm90_tss_64x48_64x15_4x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_64x48_64x15_4x2_h_bz_splitK_TNT',
+    'nvjet_sm90_tss_64x56_64x14_1x2_h_bz_splitK_TNT', 'nvjet_sm90_tss_64x56_64x14_1x4_h_bz_TNT',
+    'nvjet_sm90_tss_64x56_64x14_2x1_v_bz_TNT', 'nvjet_sm90_tss_64x56_64x14_4x1_v_bz_TNT',
+    'nvjet_sm90_tss_64x56_64x14_4x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_64x56_64x14_4x2_h_bz_splitK_TNT',
+    'nvjet_sm90_tss_64x64_64x13_1x2_h_bz_TNT', 'nvjet_sm90_tss_64x64_64x13_1x2_h_bz_splitK_TNT',
+    'nvjet_sm90_tss_64x64_64x13_1x4_h_bz_TNT', 'nvjet_sm90_tss_64x64_64x13_1x4_h_bz_splitK_TNT',
+    'nvjet_sm90_tss_64x64_64x13_2x1_v_bz_TNT', 'nvjet_sm90_tss_64x64_64x13_2x1_v_bz_splitK_TNT',
+    'nvjet_sm90_tss_64x64_64x13_2x2_h_bz_splitK_TNT', 'nvjet_sm90_tss_64x64_64x13_2x4_h_bz_TNT',
+    'nvjet_sm90_tss_64x64_64x13_2x4_h_bz_splitK_TNT', 'nvjet_sm90_tss_64x64_64x13_4x1_v_bz_TNT',
+    'nvjet_sm90_tss_64x64_64x13_4x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_64x64_64x13_4x2_h_bz_TNT',
+    'nvjet_sm90_tss_64x64_64x13_4x2_h_bz_splitK_TNT', 'nvjet_sm90_tss_64x72_64x12_1x4_h_bz_splitK_TNT',
+    'nvjet_sm90_tss_64x72_64x12_2x1_v_bz_TNT', 'nvjet_sm90_tss_64x72_64x12_2x4_h_bz_splitK_TNT',
+    'nvjet_sm90_tss_64x72_64x12_4x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_64x80_64x11_1x2_h_bz_TNT',
+    'nvjet_sm90_tss_64x80_64x11_1x4_h_bz_TNT', 'nvjet_sm90_tss_64x80_64x11_1x4_h_bz_splitK_TNT',
+    'nvjet_sm90_tss_64x80_64x11_4x1_v_bz_TNT', 'nvjet_sm90_tss_64x80_64x11_4x1_v_bz_splitK_TNT',
+    'nvjet_sm90_tss_64x88_64x11_4x1_v_bz_TNT', 'nvjet_sm90_tss_64x8_64x16_1x1_h_bz_TNT',
     'nvjet_sm90_tss_64x8_64x16_1x1_h_bz_splitK_TNT', 'nvjet_sm90_tss_64x8_64x16_1x2_h_bz_TNT',
-    'nvjet_sm90_tss_64x8_64x16_1x4_h_bz_TNT', 'nvjet_sm90_tss_64x8_64x16_2x1_v_bz_TNT',
+    'nvjet_sm90_tss_64x8_64x16_1x2_h_bz_splitK_TNT', 'nvjet_sm90_tss_64x8_64x16_1x4_h_bz_TNT',
+    'nvjet_sm90_tss_64x8_64x16_1x4_h_bz_splitK_TNT', 'nvjet_sm90_tss_64x8_64x16_2x1_v_bz_TNT',
     'nvjet_sm90_tss_64x8_64x16_2x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_64x8_64x16_2x4_h_bz_TNT',
     'nvjet_sm90_tss_64x8_64x16_2x4_h_bz_splitK_TNT', 'nvjet_sm90_tss_64x8_64x16_4x1_v_bz_TNT',
-    'nvjet_sm90_tss_64x8_64x16_4x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_64x96_64x10_1x1_h_bz_splitK_TNT',
-    'nvjet_sm90_tss_64x96_64x10_4x2_h_bz_TNT', 'nvjet_sm90_tss_72x64_64x12_1x2_h_bz_TNN',
-    'nvjet_sm90_tss_72x64_64x12_4x1_v_bz_TNN', 'nvjet_sm90_tss_80x128_64x8_2x1_v_bz_TNN',
-    'nvjet_sm90_tss_80x128_64x8_2x1_v_bz_splitK_TNN', 'nvjet_sm90_tss_80x64_64x11_1x4_h_bz_TNN',
+    'nvjet_sm90_tss_64x8_64x16_4x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_64x8_64x16_4x2_h_bz_TNT',
+    'nvjet_sm90_tss_64x96_64x10_1x1_h_bz_splitK_TNT', 'nvjet_sm90_tss_64x96_64x10_4x1_v_bz_splitK_TNT',
+    'nvjet_sm90_tss_64x96_64x10_4x2_h_bz_TNT', 'nvjet_sm90_tss_72x128_64x8_1x2_h_bz_splitK_TNN',
+    'nvjet_sm90_tss_72x128_64x8_2x1_v_bz_TNN', 'nvjet_sm90_tss_72x192_64x6_2x1_v_bz_TNN',
+    'nvjet_sm90_tss_72x64_64x12_1x2_h_bz_TNN', 'nvjet_sm90_tss_72x64_64x12_1x2_h_bz_splitK_TNN',
+    'nvjet_sm90_tss_72x64_64x12_1x4_h_bz_TNN', 'nvjet_sm90_tss_72x64_64x12_1x4_h_bz_splitK_TNN',
+    'nvjet_sm90_tss_72x64_64x12_4x1_v_bz_TNN', 'nvjet_sm90_tss_80x128_64x8_1x2_h_bz_TNN',
+    'nvjet_sm90_tss_80x128_64x8_1x2_h_bz_splitK_TNN', 'nvjet_sm90_tss_80x128_64x8_2x1_v_bz_TNN',
+    'nvjet_sm90_tss_80x128_64x8_2x1_v_bz_splitK_TNN', 'nvjet_sm90_tss_80x64_64x11_1x2_h_bz_TNN',
+    'nvjet_sm90_tss_80x64_64x11_1x4_h_bz_TNN', 'nvjet_sm90_tss_80x64_64x11_1x4_h_bz_splitK_TNN',
     'nvjet_sm90_tss_80x64_64x11_4x1_v_bz_TNN', 'nvjet_sm90_tss_88x128_64x7_2x1_v_bz_TNN',
-    'nvjet_sm90_tss_88x128_64x7_4x2_h_bz_TNN', 'nvjet_sm90_tss_88x64_64x11_4x2_h_bz_TNN',
+    'nvjet_sm90_tss_88x128_64x7_4x2_h_bz_TNN', 'nvjet_sm90_tss_88x192_64x6_2x1_v_bz_TNN',
+    'nvjet_sm90_tss_88x64_64x11_1x2_h_bz_splitK_TNN', 'nvjet_sm90_tss_88x64_64x11_4x2_h_bz_TNN',
+    'nvjet_sm90_tss_8x64_64x16_1x1_h_bz_TNN', 'nvjet_sm90_tss_8x64_64x16_1x1_h_bz_splitK_TNN',
+    'nvjet_sm90_tss_8x64_64x16_1x2_h_bz_TNN', 'nvjet_sm90_tss_8x64_64x16_1x4_h_bz_TNN',
     'nvjet_sm90_tss_8x64_64x16_1x4_h_bz_splitK_TNN', 'nvjet_sm90_tss_8x64_64x16_2x1_v_bz_TNN',
-    'nvjet_sm90_tss_8x64_64x16_4x1_v_bz_TNN', 'nvjet_sm90_tss_8x64_64x16_4x2_h_bz_TNN',
+    'nvjet_sm90_tss_8x64_64x16_2x2_h_bz_TNN', 'nvjet_sm90_tss_8x64_64x16_2x4_h_bz_TNN',
+    'nvjet_sm90_tss_8x64_64x16_4x1_v_bz_TNN', 'nvjet_sm90_tss_8x64_64x16_4x1_v_bz_splitK_TNN',
+    'nvjet_sm90_tss_8x64_64x16_4x2_h_bz_TNN', 'nvjet_sm90_tss_8x64_64x16_4x2_h_bz_splitK_TNN',
     'nvjet_sm90_tss_96x128_64x7_1x2_h_bz_TNN', 'nvjet_sm90_tss_96x128_64x7_1x2_h_bz_splitK_TNN',
     'nvjet_sm90_tss_96x128_64x7_2x1_v_bz_TNN', 'nvjet_sm90_tss_96x128_64x7_2x1_v_bz_splitK_TNN',
-    'nvjet_sm90_tss_96x192_64x5_1x2_h_bz_splitK_TNN', 'nvjet_sm90_tss_96x64_64x10_1x2_h_bz_splitK_TNN',
-    'nvjet_sm90_tss_96x64_64x10_2x4_h_bz_TNN', 'nvjet_sm90_tss_96x64_64x10_4x2_h_bz_splitK_TNN',
+    'nvjet_sm90_tss_96x192_64x5_1x2_h_bz_splitK_TNN', 'nvjet_sm90_tss_96x192_64x5_2x1_v_bz_TNN',
+    'nvjet_sm90_tss_96x64_64x10_1x1_h_bz_splitK_TNN', 'nvjet_sm90_tss_96x64_64x10_1x2_h_bz_TNN',
+    'nvjet_sm90_tss_96x64_64x10_1x2_h_bz_splitK_TNN', 'nvjet_sm90_tss_96x64_64x10_2x1_v_bz_TNN',
+    'nvjet_sm90_tss_96x64_64x10_2x4_h_bz_TNN', 'nvjet_sm90_tss_96x64_64x10_4x1_v_bz_splitK_TNN',
+    'nvjet_sm90_tss_96x64_64x10_4x2_h_bz_splitK_TNN',
 )
 
 CALLS: dict[str, str] = {
     'torch-bf16': (
-        "1x1 16:39:496,1 64:39:496,1 100:39:496,1 256:39:496,1 1000:39:496,1 1024:39:496,1 2048:39:496,1 "
-        "4096:39:496,1 5000:39:496,1 8192:39:496,1 16384:39:496,1 32768:39:496,1 1x64 256:576:4,2 4096:554:1,3 "
-        "16384:554:1,12 32768:554:1,25 1x500 96:44:125,1 1x736 16720:562:4,24 1x1000 256:575:2,63 4096:562:4,12 "
-        "16384:562:4,24 32768:558:2,64 1x1536 28672:466:2,66 1x1544 9640:562:4,28 1x2640 6624:558:2,63 1x2768 "
-        "11016:558:2,66 1x3000 3000:562:4,24 1x3088 13216:468:4,28 1x3344 14849:42:418,1,8 1x3856 15608:466:2,64 "
-        "1x4096 256:561:4,16 4096:558:2,64 16384:466:2,64 32768:466:2,64 1x4536 18704:493:2,63 1x5648 "
-        "15392:558:2,66:4 1x5728 208:561:4,23 1x5992 16024:484:2,64 1x6000 12000:485:4,24 1x6144 1601:42:768,1 "
-        "1x6264 7659:42:783,1,4 1x6560 6240:561:4,26 1x6616 1447:42:827,1 1x6680 15752:554:1,132:5 1x7064 "
-        "10648:558:2,66:2 1x7680 12976:504:4,25 1x8192 256:557:2,64 4096:557:2,64 16384:466:2,64 20000:466:2,64 "
-        "32768:493:2,64 1x12288 4096:467:4,24 3x3 333:2:1,1,42 7x7 16:40:1,1 64:40:1,1 100:40:1,1 256:40:1,1 "
-        "1000:40:1,1 1024:40:1,1 2048:40:1,1 4096:40:1,1 5000:2:1,1,313 8192:2:1,1,128 16384:2:1,1,86 "
-        "32768:2:1,1,256 7x8192 1024:557:2,64 4096:557:2,64 8192:557:2,64 16384:466:2,64 32768:493:2,64 8x440 "
-        "1296:576:4,14 8x2256 6568:468:4,25 16x16 16:555:2,1 64:555:2,1 100:30:1,1 256:555:2,1 1000:575:2,1 "
-        "1024:555:2,1 2048:555:2,1 4096:522:1,3 5000:474:1,3 8192:522:1,6 16384:522:1,12 32768:522:1,25 16x4424 "
-        "9752:479:4,24 17x17 1536:2:1,1,12 17x200 3000:560:8,4 17x8192 8000:526:2,64 31x31 16:2:1,1,2 64:2:1,1 "
-        "100:2:1,1,13 256:2:1,1,4 1000:2:1,1,16 1024:2:1,1,16 2048:2:1,1,16 4096:2:1,1,64 5000:2:1,1,63 "
-        "8192:2:1,1,64 16384:2:1,1,128 32768:2:1,1,256 32x3400 3072:535:4,28 33x33 16:2:1,1,2 64:2:1,1 100:2:1,1,13 "
-        "256:2:1,1,4 1000:2:1,1,16 1024:2:1,1,16 2048:2:1,1,16 4096:2:1,1,64 5000:2:1,1,63 8192:2:1,1,64 "
-        "16384:2:1,1,128 32768:2:1,1,256 33x4096 1024:525:2,64 4096:537:2,64 8192:537:2,64 16384:456:2,64 "
-        "32768:456:2,64 40x5440 1250:13:8,6,3 48x48 12000:476:4,9 48x416 3996:31:16,2,11 48x8192 3000:538:2,64 "
-        "56x6096 2056:541:4,24 63x2047 14000:2:8,4,16 64x1 256:576:4,2 4096:554:1,3 16384:554:1,12 32768:554:1,25 "
-        "64x64 16:576:4,2 64:556:4,2 100:32:4,1 256:556:4,2 1000:556:4,2 1024:556:4,2 1280:556:4,2 1300:31:4,1,15 "
-        "1344:556:4,2 1408:556:4,2 1536:556:4,2 2048:556:4,2 2560:556:4,2 2600:531:2,2 2624:531:2,2 3000:531:2,2 "
-        "3840:531:2,2 3904:531:2,3 4096:531:2,3 5000:531:2,3 5120:531:2,3 5184:531:2,4 6000:500:2,4 6400:531:2,4 "
-        "6464:531:2,5 7680:531:2,5 8192:531:2,6 10240:531:2,7 10304:531:2,8 12000:531:2,9 12288:531:2,9 "
-        "15360:531:2,11 15424:531:2,12 16384:531:2,12 20000:531:2,15 20480:531:2,15 24576:531:2,19 25364:18:1,1,127 "
-        "28672:531:2,22 32000:531:2,24 32768:531:2,25 64x3744 9800:447:4,27 64x6752 7342:16:8,4,4 64x8192 "
-        "1024:566:4,29 4096:570:4,26 8192:570:4,26 16384:462:2,64 32768:492:2,64 65x65 16:2:4,1,2 64:2:4,1 "
-        "100:2:4,1,13 256:2:4,1,4 1000:2:4,1,16 1024:2:4,1,16 2048:2:4,1,16 4096:2:4,1,32 5000:2:4,1,63 "
-        "8192:2:4,1,64 16384:0:1,1,128 32768:0:1,1,128 69x835 1869:0:8,1,26 80x808 12419:0:8,1,37 80x4424 "
-        "3424:552:4,18 88x6312 4327:0:8,7,5 88x6704 7288:553:4,27 95x97 7000:2:4,1,63 96x96 20000:534:8,15 100x100 "
-        "16:32:16,1 64:32:16,1 100:32:16,1 256:31:16,1 1000:33:16,1,8 1024:33:16,1,8 2048:33:16,1,16 4096:18:4,1,22 "
-        "5000:20:4,1,33 8192:19:4,1,32 16384:12:2,1,64 32768:12:2,1,64 100x1000 1024:486:8,11 4096:542:8,12 "
-        "8192:542:8,12 16384:540:2,64 32768:513:2,64 101x1301 6533:0:8,2,24 104x336 20297:0:4,1,88 112x448 "
-        "25737:0:4,1,66 127x255 9000:0:2,1,63 128x128 16:577:8,4 64:559:8,4 100:32:16,1 256:559:8,4 1000:559:8,4 "
-        "1024:559:8,4 1280:559:8,4 1300:33:16,1,12 1344:559:8,4 1408:559:8,4 2048:559:8,4 2560:559:8,4 2600:534:8,2 "
-        "2624:534:8,2 3840:534:8,2 3904:534:8,3 4096:534:8,3 5000:534:8,3 5120:534:8,3 5184:534:8,4 6000:503:8,4 "
-        "6400:534:8,4 6464:534:8,5 7680:534:8,5 8192:534:8,6 10240:534:8,7 10304:534:8,8 12000:534:8,9 "
-        "12288:534:8,9 15360:534:8,11 15424:534:8,11 16142:12:2,1,66 16384:534:8,11 20480:534:8,12 24576:531:2,64 "
-        "28672:531:2,64 32000:531:2,64 32768:531:2,64 128x256 1024:559:8,8 4096:534:8,6 8192:534:8,12 "
-        "16384:534:8,12 32768:531:2,64 128x512 1024:555:2,64 4096:534:8,12 8192:534:8,12 16384:550:8,12 "
-        "32768:546:2,64 128x1024 1024:486:8,11 4096:550:8,12 8192:550:8,12 16384:546:2,64 32768:460:2,64 128x4096 "
-        "1024:545:2,64 4096:545:2,64 8192:545:2,64 16384:460:2,64 32768:451:2,64 129x129 16:2:12,1,2 64:2:12,1 "
-        "100:2:12,1,13 256:2:12,1,4 1000:2:12,1,11 1024:2:12,1,8 2048:2:12,1,16 4096:2:12,1,32 5000:2:12,1,57 "
-        "8192:2:12,1,43 16384:0:4,1,64 32768:0:4,1,64 136x1208 1904:536:8,15 156x41 263:2:3,1,11 160x160 "
-        "6000:532:4,24 160x6000 1536:465:8,12 163x464 2728:502:4,24 192x192 16384:531:2,63 200x200 28672:507:4,30 "
-        "205x704 696:528:8,15 207x551 5059:0:8,2,26 251x1281 719:0:16,2,12 256x128 1024:559:8,8 4096:534:8,6 "
-        "8192:534:8,12 16384:534:8,12 32768:531:2,64 256x256 16:575:2,64 64:555:2,64 100:31:64,1 256:555:2,64 "
-        "1000:527:8,6 1024:555:2,64 1280:555:2,64 1300:12:8,1,8 1344:555:2,64 1408:555:2,64 2048:527:8,6 "
-        "2560:527:8,6 2600:534:8,8 2624:534:8,8 3840:534:8,8 3904:534:8,12 4096:534:8,12 5000:534:8,12 "
-        "5120:534:8,12 5184:534:8,12 6000:503:8,12 6400:534:8,12 6464:534:8,12 7680:534:8,12 8192:534:8,12 "
-        "10240:550:8,12 10304:550:8,12 12288:550:8,12 15360:550:8,12 15424:550:8,12 16384:550:8,12 20000:546:2,64 "
-        "20480:546:2,64 24576:546:2,64 25428:11:2,1,65 32000:546:2,64 32768:546:2,64 256x384 8192:548:8,12 "
-        "16384:548:8,12 32768:583:2,64 256x2048 1024:545:2,64 4096:545:2,64 8192:545:2,64 16384:581:2,66 "
-        "32768:451:2,64 256x12288 24000:477:2,64 264x59 865:2:5,1,13 271x687 4101:0:24,1,14 287x99 1824:2:10,1,26 "
-        "287x581 3360:0:12,2,17 288x664 12288:563:1,132 288x672 16821:0:24,1,14 295x1120 256:512:8,15 296x1224 "
-        "2689:0:24,2,8 304x1640 5928:573:8,15 320x320 3000:532:4,30 320x640 16384:458:1,125 331x1416 6552:521:8,12 "
-        "347x375 3600:0:12,1,29 353x1119 1108:0:24,2,9 360x2352 3224:515:4,30 376x928 12344:581:2,60 384x128 "
-        "1024:559:8,12 4096:534:8,9 8192:534:8,12 16384:547:4,24 32768:546:2,66 384x336 9069:0:12,1,29 384x384 "
-        "16:486:8,12 64:527:8,12 100:34:96,2 256:527:8,12 1000:527:8,12 1024:527:8,12 2048:527:8,12 4096:533:8,9 "
-        "5000:547:4,27 8192:585:8,12 16384:585:8,15 32768:460:2,63 384x512 8192:550:8,12 16384:463:8,15 "
-        "32768:524:2,64 392x848 19533:0:32,1,9 408x2488 4920:520:4,30 432x536 1308:11:8,2,13 456x552 "
-        "16606:11:8,2,13 464x448 3013:0:16,1,16 467x232 1432:486:8,12 467x401 3679:0:16,1,16 500x500 "
-        "12000:15:8,1,16 501x187 1307:2:32,1,11 504x696 18081:0:32,1,11 507x167 6113:0:8,1,32 511x257 "
-        "2000:0:16,1,21 512x128 1024:555:2,64 4096:534:8,12 8192:534:8,12 16384:548:8,12 32768:546:2,64 512x512 "
-        "16:511:8,12 64:539:8,12 100:34:128,2 256:539:8,12 1000:539:8,12 1024:539:8,12 2048:539:8,12 4096:530:2,64 "
-        "5000:546:2,64 6000:544:2,64 8192:546:2,64 12000:460:2,64 12865:0:16,1,16 16384:460:2,64 28672:460:2,64 "
-        "32768:460:2,64 512x640 8192:461:4,30 16384:568:2,64 32768:568:2,64 512x1024 8192:545:2,64 16384:579:2,66 "
-        "32768:451:2,64 513x801 528:0:40,1,7 528x328 1701:0:20,1,17 529x1184 5968:564:8,15 537x1259 3311:0:40,2,5 "
-        "547x41 1200:2:9,1,14 547x360 1160:508:8,15 592x2352 3288:580:2,65 595x77 3600:0:5,1,25 599x1592 "
-        "4432:514:2,65 600x1440 1024:515:4,30 624x216 2407:0:10,1,26 640x640 1024:549:8,15 4096:549:8,15 "
-        "8192:549:8,15 16384:464:4,30 32768:448:1,125 647x595 6668:0:24,2,8 655x921 5449:0:48,1,11 673x469 "
-        "641:0:24,1,11 680x488 2507:0:24,1,11 688x256 25068:15:6,1,22 712x728 400:457:8,12 720x312 1201:0:24,1,14 "
-        "721x735 448:0:48,1,7 729x656 2760:543:2,66 731x1149 1305:0:48,2,4 768x768 1024:565:2,66 4096:584:8,12 "
-        "8192:584:8,12 16384:444:2,63 32768:444:2,63 768x1024 20000:579:2,66 800x321 3750:0:28,1,12 813x1081 "
-        "5085:0:56,2,4 823x264 6384:508:8,14 896x477 1999:0:28,1,9 896x896 32768:452:2,63 904x1 7680:562:4,20 "
-        "944x1744 11544:445:2,64 969x37 6005:2:16,1,16 1000x1 256:575:2,63 4096:562:4,12 16384:562:4,24 "
-        "32768:558:2,64 1000x100 1024:12:16,1,8 4096:12:16,1,8 8192:9:8,1,16 16384:11:4,1,32 32768:11:4,1,32 "
-        "1000x1000 16:491:8,14 64:505:8,14 100:12:128,1 256:517:2,64 1000:459:2,64 1024:517:2,64 2048:517:2,64 "
-        "4096:459:2,64 5000:459:2,64 8192:459:2,64 16384:449:2,64 32768:455:2,64 1023x1025 3500:0:64,2,7 1024x128 "
-        "1024:527:8,11 4096:548:8,12 8192:548:8,12 16384:546:2,64 32768:518:2,64 1024x768 28672:478:2,64 1024x1008 "
-        "1536:459:2,64 1024x1024 16:517:2,64 64:459:2,64 100:12:128,1 256:459:2,64 1000:459:2,64 1024:459:2,64 "
-        "2048:459:2,64 4096:459:2,64 5000:459:2,64 8192:459:2,64 8644:11:32,1,4 11235:1:32,1,4 12000:451:2,64 "
-        "16384:451:2,64 32768:488:2,64 1024x1280 8192:567:2,64 16384:567:2,64 32768:496:2,64 1024x2048 "
-        "8192:450:2,64 16384:450:2,64 32768:488:2,64 1024x8192 1024:487:2,66 4096:487:2,66 8192:487:2,66 "
-        "16384:487:2,66 32768:487:2,66 1031x419 3837:0:36,1,7 1040x559 8658:0:36,2,11 1048x152 3128:501:8,15 "
-        "1056x968 2048:470:2,63 1065x245 4641:0:18,1,14 1095x968 7824:572:8,15 1104x512 6757:0:36,1,7 1136x96 "
-        "5120:498:4,30 1146x155 5639:1:9,1,14 1177x989 4455:1:40,1,3 1184x48 1544:523:4,19 1195x861 2096:0:80,1,7 "
-        "1240x1112 391:0:80,2 1280x1280 8192:446:8,15 16384:446:8,15 32768:497:8,15 1293x800 5312:519:2,65 1371x855 "
-        "1323:0:88,1,3 1500x1500 1536:11:48,2 1536x1024 8192:578:2,66 1536x1536 1024:469:2,66 4096:469:2,66 "
-        "8192:469:2,66 16384:469:2,66 32768:482:2,64 1568x840 10648:571:2,65 1776x2432 5352:480:2,65 1880x240 "
-        "2232:569:4,24 1936x2456 2992:483:2,65 2047x63 14000:0:16,1,16 2048x256 1024:545:2,64 4096:545:2,64 "
-        "8192:545:2,64 16384:451:2,64 32768:451:2,64 2048x1024 12000:450:2,64 2048x2048 16:454:2,64 64:487:2,64 "
-        "100:10:64,2 256:487:2,64 1000:487:2,64 1024:487:2,64 2048:487:2,64 4096:487:2,64 5000:487:2,64 "
-        "6000:454:2,64 8192:487:2,64 16384:487:2,64 32768:487:2,64 2048x8192 3000:487:2,66 2424x1264 7776:453:2,65 "
-        "2656x1 11792:558:2,63 2824x8 4464:574:4,24 2864x1 12040:468:4,24 3000x1 6000:562:4,24 3000x3000 "
-        "6000:481:2,66 3280x1 5456:562:4,26 4000x320 28672:496:2,64 4096x1 256:561:4,16 4096:558:2,64 "
-        "16384:466:2,64 32768:466:2,64 4096x33 1024:2:64,1,4 4096:2:64,1,6 8192:2:64,1,6 16384:2:64,1,6 "
-        "32768:2:64,1,16 4096x128 1024:545:2,64 4096:545:2,64 8192:545:2,64 16384:518:2,64 32768:449:2,64 4096x4096 "
-        "16:454:2,66 64:487:2,66 100:14:256,2 256:487:2,66 1000:487:2,66 1024:487:2,66 2048:487:2,66 3000:487:2,66 "
-        "4096:487:2,66 5000:487:2,66 8192:487:2,66 16384:487:2,66 20000:487:2,66 32768:487:2,66 4096x8192 "
-        "3000:487:2,66 20000:487:2,66 4160x56 4000:499:2,65 4384x1 800:561:4,18 4424x1 18696:558:2,66:7 4880x40 "
-        "2504:506:4,20 5576x48 5928:510:4,22 5760x8192 6424:480:2,66 6000x160 12000:472:2,64 6000x6000 333:0:376,6 "
-        "6248x8192 7888:490:2,66 7008x40 8666:17:28,1,4 7056x8192 3184:489:2,66 7488x1 6120:554:1,132:2 7768x56 "
-        "2112:551:4,25 7880x16 712:475:2,62 7912x1 13336:466:2,62 7920x96 11336:579:2,62 7976x56 6936:551:4,25 "
-        "8192x1 256:557:2,64 4096:557:2,64 12000:466:2,64 16384:466:2,64 32768:493:2,64 8192x7 1024:2:128,1,2 "
-        "4096:2:128,1,4 8192:2:128,1,4 16384:2:128,1,4 32768:2:128,1,4 8192x17 4000:2:128,1,4 8192x48 6000:509:2,64 "
-        "8192x64 1024:551:4,26 4096:551:4,26 8192:551:4,26 16384:516:2,64 32768:529:2,64 8192x96 20000:582:2,66 "
-        "8192x320 16000:473:2,64 8192x1024 1024:487:2,66 4096:487:2,66 8192:487:2,66 16384:487:2,66 32768:487:2,66 "
-        "8192x2048 24000:487:2,66 8192x2128 11784:494:2,66 8192x4096 7000:487:2,66 12000:487:2,66 8192x4216 "
-        "10728:471:2,66 8192x4480 10880:495:2,66 8192x8192 16:454:2,66 64:487:2,66 100:14:512,4 256:487:2,66 "
-        "1000:495:2,66 1024:495:2,66 1536:495:2,66 2048:495:2,66 4096:495:2,66 5000:495:2,66 6000:495:2,66 "
-        "8192:495:2,66 11000:495:2,66 16384:495:2,66 28672:495:2,66 32768:495:2,66 12288x256 2048:453:2,64 "
+        "1x1 16:42:496,1 64:42:496,1 100:42:496,1 256:42:496,1 1000:42:496,1 1024:42:496,1 2048:42:496,1 "
+        "4096:42:496,1 5000:42:496,1 6205:42:496,1 8192:42:496,1 16384:42:496,1 32768:42:496,1 1x3 614:52:1,1 "
+        "838:42:32,1,3 4189:42:32,1,3 1x16 7120:1003:1,5 1x21 669:52:6,1 1x40 6048:1048:4,8 1x41 2489:42:32,1,41 "
+        "1x64 256:1047:4,2 4096:1003:1,3 16384:1003:1,12 32768:1003:1,25 1x71 2478:52:18,1 1x80 2384:1008:2,1 1x107 "
+        "4597:52:27,1 1x139 1216:52:35,1 1x301 462:52:76,1 1x500 96:52:125,1 1x520 13176:1013:4,30 1x528 "
+        "4784:1013:4,9 1x536 1912:1047:4,17 3680:1013:4,6 1x544 600:1047:4,17 5888:1013:4,12 1x552 14112:1013:4,30 "
+        "1x568 2072:1047:4,18 16944:1013:4,30 1x584 22496:1013:4,30 1x600 1120:1047:4,19 1x608 5416:1013:4,12 1x624 "
+        "784:1047:4,20 20232:1013:4,30 1x648 10312:1013:4,24 1x672 504:1047:4,21 23816:1013:4,27 1x675 562:52:169,1 "
+        "1x687 6920:49:86,1,8 1x696 12128:1013:4,27 1x728 2640:1013:4,6 16144:1013:4,24 1x736 16720:1013:4,24 1x760 "
+        "4984:1013:4,9 1x784 584:1047:4,25 1x816 9920:1013:4,28 1x824 1512:1047:4,26 2880:1013:4,8 1x840 "
+        "2088:1047:4,27 5072:1013:4,12 1x856 12168:1013:4,28 1x872 632:1047:4,28 1x880 6200:1013:4,16 "
+        "18656:1013:4,28 1x896 8184:1013:4,24 1x904 2912:1013:4,8 1x912 1088:1047:4,29 1240:1047:4,29 1x928 "
+        "1192:1047:4,29 2448:1047:4,29 1x976 2120:1044:2,61 1x992 904:1044:2,62 1x1000 256:1044:2,63 4096:1013:4,12 "
+        "9272:1013:4,24 16384:1013:4,24 32768:1009:2,64 1x1032 2240:1044:2,65 21008:1003:1,132:13 1x1048 "
+        "2856:1013:4,10 1x1056 14352:1013:4,30 1x1080 1288:847:4,17 1576:847:4,17 1x1096 21736:1009:2,63 1x1123 "
+        "4147:52:281,1 1x1128 544:847:4,18 1x1152 2968:1013:4,10 1x1168 992:847:4,19 1472:847:4,19 1x1240 "
+        "600:847:4,20 1x1288 1792:847:4,21 1x1328 21992:1009:2,66 1x1360 8648:1013:4,24 1x1368 5776:1013:4,24 "
+        "1x1384 1344:847:4,22 1x1403 959:52:351,1 1x1424 552:847:4,23 1x1504 1448:847:4,24 3384:1013:4,12 1x1536 "
+        "28672:821:2,66 1x1544 9640:1013:4,28 1x1584 6176:1013:4,28 1x1600 22896:1009:2,65 23056:1009:2,65 1x1680 "
+        "7464:1013:4,21 1x1704 6800:1013:4,21 1x1816 8200:1013:4,24 1x1976 2168:873:4,21 1x1984 6488:1013:4,24 "
+        "1x2032 1216:1012:4,8 1x2144 6584:1013:4,27 1x2240 17048:821:2,63 1x2248 1672:873:4,24 1x2264 "
+        "3896:1013:4,27 1x2280 8640:823:4,25 1x2288 22424:821:2,63 1x2312 1264:1012:4,10 6296:1013:4,30 1x2320 "
+        "11128:1003:1,132:6 1x2368 784:1012:4,10 5520:1013:4,30 1x2496 9360:823:4,25 1x2536 584:1012:4,10 1x2592 "
+        "1936:1012:4,11 1x2600 18504:1009:2,63 1x2640 6624:1009:2,63 1x2688 5264:1009:2,63 1x2696 2096:1012:4,11 "
+        "1x2720 4040:1009:2,66 1x2768 11016:1009:2,66 1x2808 1080:1012:4,11 1x2896 912:1012:4,12 1x3000 "
+        "3000:1013:4,24 1x3080 23288:821:2,65 1x3088 13216:823:4,28 1x3104 544:1012:4,13 1x3216 736:1012:4,13 "
+        "1x3240 632:1012:4,13 1x3304 4296:1013:4,26 1x3344 14849:49:418,1,8 1x3392 840:1012:4,14 1x3416 "
+        "6560:1013:4,30:4 1x3480 6264:1009:2,66:4 1x3496 6272:1009:2,66:4 1x3544 536:1012:4,14 1x3560 "
+        "2584:1013:4,28 1x3568 4752:1013:4,28 1x3592 544:1012:4,15 1x3600 19528:820:1,132:8 1x3848 "
+        "20072:1003:1,132:6 1x3856 15608:821:2,64 1x4080 1232:1012:4,16 1x4096 256:1012:4,16 4096:1009:2,64 "
+        "16384:821:2,64 32768:821:2,64 1x4128 2576:1009:2,66 1x4280 4008:823:4,27 1x4384 1376:1012:4,18 1x4440 "
+        "568:1012:4,18 1x4536 18704:885:2,63 1x4648 1928:1012:4,19 1x4664 1240:1012:4,19 1x4880 8104:1009:2,66:3 "
+        "1x4896 2816:1012:4,20 1x5208 1032:1012:4,21 1x5424 4296:1012:4,22 1x5544 9232:821:2,66 1x5648 "
+        "15392:1009:2,66:4 1x5672 2184:1012:4,23 1x5728 208:1012:4,23 1x5888 704:1012:4,23 1x5992 16024:862:2,64 "
+        "1x6000 12000:863:4,24 1x6008 19984:862:2,64 1x6136 1024:1012:4,24 1x6144 1601:49:768,1 1x6248 "
+        "3464:1012:4,25 1x6264 7659:49:783,1,4 1x6456 568:1012:4,26 1x6472 5128:1012:4,26 1x6560 6240:1012:4,26 "
+        "1x6616 1447:49:827,1 1x6624 6432:1012:4,26 1x6680 15752:1003:1,132:5 1x6792 5544:1012:4,27 1x6888 "
+        "22616:902:2,63 1x7064 10648:1009:2,66:2 1x7680 12976:903:4,25 1x8192 256:1008:2,64 4096:1008:2,64 "
+        "16384:821:2,64 20000:821:2,64 32768:885:2,64 1x12288 4096:822:4,24 3x1 1234:42:32,1,3 3x3 333:2:1,1,42 "
+        "1098:2:1,1,69 3x5 2277:2:1,1,95 2348:2:1,1,98 3812:2:1,1,96 3x7 510:2:1,1,64 1070:2:1,1,67 3x8 "
+        "4824:1003:1,3 3x9 692:2:1,1,87 1548:2:1,1,97 3x11 3257:2:1,1,82 3x16 1792:1002:1,1 3x24 632:1002:1,1 3x29 "
+        "1231:2:1,1,77 3x35 2862:2:1,1,90 3x41 1882:2:1,1,79 2601:2:1,1,82 3x45 577:2:1,1,73 3x47 3028:2:1,1,95 "
+        "3x72 2720:1009:2,2 3x80 1608:1008:2,1 6696:1009:2,5 3x81 4211:45:11,1 3x107 423:45:14,1 3x143 "
+        "4894:2:4,1,31 3x207 1905:45:26,1 3x229 1931:45:29,1 3x253 847:45:32,1 3x339 1395:45:43,1 3x373 585:45:47,1 "
+        "3x401 658:45:51,1 3x409 2759:2:8,1,29 3x427 1521:45:54,1 3x448 1048:1047:4,14 3x464 1480:1047:4,15 3x515 "
+        "2346:2:8,2,21 3x616 4752:1013:4,9 3x696 3296:1013:4,6 3x821 1968:45:103,1 3x913 2458:2:8,2,35 3x944 "
+        "2592:1013:4,8 3x976 1088:1044:2,61 3x1137 989:45:143,1 3x1189 6417:2:8,3,25 3x1193 1250:45:150,1 3x1269 "
+        "2023:45:159,1 3x1672 888:847:4,27 5x8 3464:1003:1,2 3632:1003:1,2 5x9 4750:2:1,1,99 5x13 4328:2:1,1,91 "
+        "5x25 439:2:1,1,55 5x29 1277:2:1,1,80 5x31 2463:2:1,1,77 5x113 2531:46:15,1 5x336 1176:1047:4,11 5x368 "
+        "856:1047:4,12 5x488 2184:1047:4,16 5x793 1263:2:8,2,18 7x7 16:47:1,1 64:47:1,1 100:47:1,1 256:47:1,1 "
+        "1000:47:1,1 1024:47:1,1 2048:47:1,1 4096:47:1,1 5000:2:1,1,313 8192:2:1,1,128 16384:2:1,1,86 "
+        "32768:2:1,1,256 7x17 1383:47:3,1 7x21 750:47:3,1 7x23 438:47:3,1 7x25 1006:47:4,1 7x35 496:47:5,1 7x71 "
+        "4285:2:2,1,45 7x128 992:1008:2,1 7x200 7072:1013:4,5 7x335 5440:2:8,1,43 7x595 573:47:75,1 7x605 "
+        "1351:2:8,2,12 7x680 1496:1047:4,22 7x1469 1316:47:184,1 7x8192 1024:1008:2,64 4096:1008:2,64 "
+        "8192:1008:2,64 16384:821:2,64 32768:885:2,64 8x1 672:1002:1,1 8x3 896:47:1,1 8x5 1592:47:1,1 8x7 "
+        "2416:47:1,1 8x8 3648:1040:1,2 4704:1040:1,3 8x15 512:47:2,1 1280:47:2,1 8x16 3056:1003:1,2 8x24 "
+        "11720:1048:4,9 8x32 1560:1047:4,1 3280:1003:1,2 8x45 1672:47:6,1 8x64 6640:1003:1,5 8x80 4000:1009:2,3 "
+        "8x112 6904:1009:2,5 8688:1009:2,6 8x144 2824:1013:4,2 8x176 8504:1013:4,6 8x192 784:1047:4,6 8x208 "
+        "552:1047:4,7 5184:1013:4,4 8x211 656:2:4,1,82 8x219 3984:2:4,1,34 8x320 864:1047:4,10 8x368 8728:1013:4,12 "
+        "8x440 1296:1047:4,14 8x464 1008:1047:4,15 8x472 4968:1013:4,6 8x488 1360:1047:4,16 8x544 2840:1013:4,6 "
+        "8x576 680:1047:4,18 8x616 2576:1013:4,6 8x656 9248:1013:4,21 8x712 3280:1013:4,6 8x1104 576:1012:4,5 "
+        "8656:1013:4,25 8x1312 1520:847:4,21 8x1616 2008:1012:4,7 8x1656 3264:1013:4,14 8x1680 1208:1012:4,7 8x1696 "
+        "10360:1013:4,21 8x1968 744:1012:4,8 8x2064 5008:1013:4,27 8x2256 6568:823:4,25 8x3672 1408:1012:4,15 "
+        "8x4064 848:1012:4,16 8x4136 8224:823:4,27 8x4328 4840:823:4,27 8x5096 648:1012:4,20 8x5576 4104:1012:4,22 "
+        "8x6032 3184:1012:4,24 8x6120 2080:1012:4,24 8x8192 1560:1008:2,64 1864:1008:2,64 4320:1008:2,64 "
+        "6688:1008:2,64 7144:1008:2,64 9x1 738:52:3,1 9x8 5448:1005:2,4 9x9 520:43:2,1 9x11 577:43:2,1 9x13 "
+        "1286:43:2,1 9x24 3872:1005:2,3 9x48 2288:1004:2,1 9x55 5704:2:1,1,80 9x139 483:2:4,1,61 9x293 "
+        "4122:2:4,2,47 9x328 1064:1047:4,11 9x543 812:2:8,2,12 9x1137 6107:2:8,3,16 9x1255 422:43:157,1 9x1475 "
+        "4901:2:8,3,16 11x32 720:1004:2,1 11x37 5510:2:1,1,77 11x87 782:2:2,1,98 11x91 647:2:2,1,81 11x1152 "
+        "5248:939:4,20 13x1 651:52:4,1 13x11 1141:44:2,1 13x21 1646:44:3,1 13x1640 560:1014:8,7 15x24 5064:1005:2,3 "
+        "15x64 1528:1004:2,1 15x107 3642:2:2,1,46 15x217 495:2:4,1,62 15x547 707:2:8,2,10 16x1 2424:1002:1,1 16x3 "
+        "1776:47:1,2 16x8 6648:1040:1,5 16x16 16:1004:2,1 64:1004:2,1 100:33:1,1 256:1004:2,1 1000:1044:2,1 "
+        "1024:1004:2,1 1160:1044:2,1 2048:1004:2,1 4096:933:1,3 5000:839:1,3 5168:933:1,4 8192:933:1,6 "
+        "16384:933:1,12 32768:933:1,25 16x24 1928:1004:2,1 16x40 512:1004:2,1 2240:1004:2,1 16x56 1408:1004:2,1 "
+        "16x193 7488:2:4,1,59 16x232 624:1014:8,1 16x237 4432:2:4,1,47 16x424 704:1014:8,2 16x568 10664:939:4,24 "
+        "16x648 1192:1014:8,3 16x712 10760:939:4,24 16x776 1640:1014:8,4 16x899 5792:2:8,2,24 16x1040 1664:1014:8,5 "
+        "16x1104 9912:939:4,25 16x1656 2944:939:4,14 16x1800 984:1014:8,8 16x2072 7152:939:4,27 16x2272 "
+        "3896:939:4,27 16x2952 2696:939:4,24 16x3704 2680:939:4,30 16x4424 9752:854:4,24 16x5184 1648:938:4,21 "
+        "16x6736 9872:938:4,27 16x6888 1376:938:4,27 16x7040 856:938:4,28 16x8192 1032:936:2,64 3288:936:2,64 "
+        "11112:803:2,64 17x8 5400:1007:4,4 17x17 1536:2:1,1,12 17x56 1480:1006:4,1 17x149 2154:2:4,1,30 17x200 "
+        "3000:1011:8,4 17x573 2024:2:8,2,16 17x631 714:2:8,2,8 17x1664 4608:948:4,21 17x8192 8000:946:2,64 19x5 "
+        "1454:2:1,1,16 19x9 1688:2:1,1,16 19x15 1647:2:1,1,16 19x19 881:2:1,1,16 19x24 4872:1007:4,3 19x57 "
+        "552:2:1,1,14 19x777 2132:2:8,2,16 21x1 684:52:6,1 21x1664 968:1010:8,13 23x15 1292:2:1,1,15 23x33 "
+        "6943:2:1,1,79 23x64 5184:1007:4,4 23x1175 1686:2:8,3,27 24x13 592:2:1,1,15 24x16 11488:1007:4,8 24x19 "
+        "6584:2:1,1,83 24x21 3256:2:1,1,41 24x24 2600:1007:4,2 24x32 2056:1006:4,1 24x288 6712:1011:8,15 24x432 "
+        "3672:1011:8,8 24x584 5312:1011:8,15 24x656 3704:1011:8,12 24x680 1408:1010:8,6 24x728 4504:941:8,9 24x1120 "
+        "1608:1010:8,9 24x1192 7200:948:4,25 24x1216 968:1010:8,10 24x1400 2424:1010:8,11 24x1512 8664:948:4,24 "
+        "24x1721 2336:2:8,4,19 24x1872 760:1010:8,15 24x1912 848:1010:8,15 24x3232 3136:948:4,26 24x8192 "
+        "1448:946:2,64 1944:946:2,64 2152:946:2,64 4872:946:2,64 5400:946:2,64 25x7 729:2:1,1,16 25x59 "
+        "3621:2:1,1,57 27x3 490:2:1,1,16 27x13 416:2:1,1,13 27x119 2883:2:2,1,41 27x952 648:1010:8,8 27x1409 "
+        "2285:2:8,3,22 29x32 1448:1006:4,1 29x48 2584:1007:4,2 29x91 656:2:2,1,41 29x144 2248:1006:4,3 31x15 "
+        "4379:2:1,1,40 31x31 16:2:1,1,2 64:2:1,1 100:2:1,1,13 256:2:1,1,4 1000:2:1,1,16 1024:2:1,1,16 2048:2:1,1,16 "
+        "4096:2:1,1,64 5000:2:1,1,63 8192:2:1,1,64 16384:2:1,1,128 32768:2:1,1,256 31x643 569:2:8,2,8 32x16 "
+        "1288:1044:2,1 32x96 5248:899:4,4 32x184 2720:1048:4,12 3128:1048:4,12 8376:848:4,18 32x408 4936:848:4,21 "
+        "32x616 2384:1010:8,5 32x795 2440:2:8,2,39 32x1056 3096:899:4,18 32x1287 1112:2:8,3,12 32x1296 "
+        "1288:1010:8,11 32x1352 736:1010:8,11 32x1419 7888:2:8,3,22 32x1432 768:1010:8,12 32x1672 6016:958:4,21 "
+        "32x2360 5920:958:4,30 32x3400 3072:958:4,28 32x4136 8968:808:4,27 33x8 736:1006:4,2 33x33 16:2:1,1,2 "
+        "64:2:1,1 100:2:1,1,13 256:2:1,1,4 1000:2:1,1,16 1024:2:1,1,16 2048:2:1,1,16 4096:2:1,1,64 5000:2:1,1,63 "
+        "8192:2:1,1,64 16384:2:1,1,128 32768:2:1,1,256 33x4096 1024:943:2,64 4096:963:2,64 8192:963:2,64 "
+        "16384:809:2,64 32768:809:2,64 35x1 3721:42:32,1,35 35x56 3384:1007:4,4 37x1 4760:42:32,1,37 37x9 "
+        "515:2:1,1,13 37x15 1461:2:1,1,16 37x19 1387:2:1,1,16 37x1432 3816:950:8,12 39x5 1403:2:1,1,16 "
+        "3369:2:1,1,39 39x1267 1862:2:8,3,26 40x16 640:1044:2,1 40x152 7816:1005:2,54 40x640 1840:1010:8,10 40x856 "
+        "10240:965:4,28 40x1112 1512:1014:8,15 40x1665 3120:2:8,4,19 40x1928 640:938:4,24 40x2584 4488:963:2,63 "
+        "40x5440 1250:16:8,6,3 40x8192 1760:962:2,64 11328:809:2,64 41x1 1298:42:32,1,41 41x8 1736:1006:4,2 45x301 "
+        "5381:2:4,2,36 47x107 1888:2:2,1,27 47x209 2525:2:4,1,32 48x5 1464:2:1,1,16 48x8 688:1039:1,1 968:1039:1,1 "
+        "48x27 1416:2:1,1,15 48x32 2072:1047:4,1 48x48 2056:1047:4,2 12000:848:4,9 48x168 4704:1048:4,18 48x176 "
+        "600:1047:4,6 48x416 3996:34:16,2,11 48x2344 10560:971:4,30 48x2864 680:949:8,12 48x3048 5232:971:4,24 "
+        "48x5880 3440:970:4,23 48x8192 2336:968:2,64 3000:968:2,64 49x3 472:2:1,1,15 51x7 5573:2:1,1,41 51x159 "
+        "3073:2:4,1,33 51x288 824:1010:8,6 53x21 5743:2:1,1,66 53x400 2728:1007:4,28 53x1504 688:847:4,24 56x3 "
+        "1488:2:1,1,16 56x23 832:2:1,1,13 56x151 5152:2:4,1,59 56x568 736:1047:4,18 10672:960:8,15 56x624 "
+        "736:1010:8,10 56x960 848:1006:4,30 56x1416 6824:977:4,24 56x1592 4288:960:8,14 56x1784 7256:977:4,21 "
+        "56x6096 2056:976:4,24 56x8192 2360:975:2,64 57x641 1637:2:8,2,16 59x101 2367:2:2,1,37 61x96 5136:1011:8,8 "
+        "63x2047 14000:2:8,4,16 64x1 256:1047:4,2 4096:1003:1,3 16384:1003:1,12 32768:1003:1,25 64x3 7376:2:1,1,42 "
+        "64x8 2760:1040:1,2 64x16 9384:839:1,7 64x57 2136:2:1,1,27 64x64 16:1047:4,2 64:1006:4,2 100:35:4,1 "
+        "256:1006:4,2 1000:1006:4,2 1024:1006:4,2 1280:1006:4,2 1300:34:4,1,15 1344:1006:4,2 1408:1006:4,2 "
+        "1536:1006:4,2 2048:1006:4,2 2560:1006:4,2 2600:953:2,2 2624:953:2,2 3000:953:2,2 3840:953:2,2 3904:953:2,3 "
+        "4096:953:2,3 5000:953:2,3 5120:953:2,3 5184:953:2,4 6000:896:2,4 6400:953:2,4 6464:953:2,5 7680:953:2,5 "
+        "8192:953:2,6 10240:953:2,7 10304:953:2,8 12000:953:2,9 12288:953:2,9 15360:953:2,11 15424:953:2,12 "
+        "16384:953:2,12 20000:953:2,15 20480:953:2,15 24576:953:2,19 25364:21:1,1,127 28672:953:2,22 32000:953:2,24 "
+        "32768:953:2,25 64x757 3128:2:8,2,44 64x760 2344:1010:8,12 64x1160 2616:874:4,26 64x1712 5728:989:4,21 "
+        "64x3744 9800:793:4,27 64x6600 2048:1025:4,23 64x6752 7342:19:8,4,4 64x8192 1024:1025:4,29 4096:1033:4,26 "
+        "8192:1033:4,26 16384:815:2,64 32768:884:2,64 65x56 824:1006:4,3 65x65 16:2:4,1,2 64:2:4,1 100:2:4,1,13 "
+        "256:2:4,1,4 1000:2:4,1,16 1024:2:4,1,16 2048:2:4,1,16 4096:2:4,1,32 5000:2:4,1,63 8192:2:4,1,64 "
+        "16384:0:1,1,128 32768:0:1,1,128 69x835 1869:0:8,1,26 69x1240 2504:940:8,15 71x3 1671:2:2,1,15 72x3 "
+        "1568:2:2,1,16 7448:2:2,1,41 72x16 920:1045:4,1 72x24 1512:1049:8,1 72x80 3712:1011:8,6 72x99 5584:2:4,1,64 "
+        "72x329 952:2:16,1,8 72x512 10352:948:4,24 72x984 1984:940:8,12 3528:948:4,24 72x1376 520:947:8,11 72x3144 "
+        "1944:966:8,13 72x3568 6376:995:4,28 72x8192 5400:993:2,64 75x81 4813:2:4,1,55 75x995 6998:0:8,1,33 77x9 "
+        "6993:2:2,1,63 77x256 5848:941:8,12 79x7 1215:2:2,1,16 79x15 705:2:2,1,15 80x16 2936:935:4,4 80x136 "
+        "560:1006:4,9 80x339 1936:0:4,1,27 80x808 12419:0:8,1,37 80x2536 6320:1000:4,30 80x4424 3424:999:4,18 81x32 "
+        "3784:1007:4,6 83x11 4020:2:2,1,46 83x168 1032:1006:4,9 83x191 463:2:8,1,8 85x1 4730:52:22,1 88x24 "
+        "624:1049:8,1 88x136 736:1049:8,5 88x584 4120:957:8,15 88x1261 2408:0:8,2,26 88x6312 4327:0:8,7,5 88x6704 "
+        "7288:1001:4,27 89x147 877:2:8,1,13 91x1 1090:52:23,1 91x56 2944:1007:4,6 93x23 5611:2:2,1,64 93x79 "
+        "1774:2:4,1,25 93x1640 1160:956:8,13 95x97 7000:2:4,1,63 95x760 5864:972:8,12 96x64 4744:955:4,3 96x96 "
+        "20000:957:8,15 96x136 1152:1006:4,9 96x553 744:2:16,2,8 96x881 4720:0:8,1,37 96x1744 7640:1016:4,21 97x109 "
+        "2051:2:4,1,24 100x100 16:35:16,1 64:35:16,1 100:35:16,1 256:34:16,1 1000:36:16,1,8 1024:36:16,1,8 "
+        "2048:36:16,1,16 4096:21:4,1,22 5000:23:4,1,33 8192:22:4,1,32 16384:15:2,1,64 32768:15:2,1,64 100x1000 "
+        "1024:875:8,11 4096:978:8,12 8192:978:8,12 16384:973:2,64 32768:919:2,64 101x1301 6533:0:8,2,24 103x257 "
+        "929:2:8,2,8 104x19 968:2:2,1,16 104x48 5968:1007:4,16 104x336 20297:0:4,1,88 105x3 937:2:2,1,15 "
+        "1452:2:2,1,16 111x144 2408:1006:4,12 112x8 2160:1006:4,4 112x48 664:1049:8,2 112x448 25737:0:4,1,66 115x7 "
+        "5528:2:2,1,63 117x23 1505:2:2,1,21 119x139 778:2:8,1,11 120x16 3728:1007:4,8 120x1391 1552:0:8,2,22 "
+        "120x8192 7424:812:2,64 123x1051 4093:0:8,2,29 125x9 2805:2:2,1,44 125x72 3760:1050:8,6 127x255 "
+        "9000:0:2,1,63 128x16 10408:841:2,8 128x128 16:1049:8,4 64:1010:8,4 100:35:16,1 256:1010:8,4 1000:1010:8,4 "
+        "1024:1010:8,4 1280:1010:8,4 1300:36:16,1,12 1344:1010:8,4 1408:1010:8,4 2048:1010:8,4 2560:1010:8,4 "
+        "2600:957:8,2 2624:957:8,2 3840:957:8,2 3904:957:8,3 4096:957:8,3 5000:957:8,3 5120:957:8,3 5184:957:8,4 "
+        "6000:901:8,4 6400:957:8,4 6464:957:8,5 7680:957:8,5 8192:957:8,6 10240:957:8,7 10304:957:8,8 12000:957:8,9 "
+        "12288:957:8,9 15360:957:8,11 15424:957:8,11 16142:15:2,1,66 16384:957:8,11 20480:957:8,12 24576:953:2,64 "
+        "28672:953:2,64 32000:953:2,64 32768:953:2,64 128x136 1328:1049:8,5 128x256 1024:1010:8,8 4096:957:8,6 "
+        "8192:957:8,12 16384:957:8,12 32768:953:2,64 128x512 1024:1004:2,64 4096:957:8,12 8192:957:8,12 "
+        "16384:991:8,12 32768:984:2,64 128x1024 1024:875:8,11 4096:991:8,12 8192:991:8,12 16384:984:2,64 "
+        "32768:813:2,64 128x4096 1024:983:2,64 4096:983:2,64 8192:983:2,64 16384:813:2,64 32768:798:2,64 129x129 "
+        "16:2:12,1,2 64:2:12,1 100:2:12,1,13 256:2:12,1,4 1000:2:12,1,11 1024:2:12,1,8 2048:2:12,1,16 "
+        "4096:2:12,1,32 5000:2:12,1,57 8192:2:12,1,43 16384:0:4,1,64 32768:0:4,1,64 136x16 2456:1046:8,1 136x31 "
+        "1000:2:3,1,16 136x65 2112:2:6,1,17 136x232 5992:950:8,12 136x1208 1904:959:8,15 136x1405 584:2:24,3,3 "
+        "144x15 2072:2:3,1,29 144x1056 7560:971:4,30 147x5 2613:2:3,1,16 152x7 6352:2:3,1,42 152x16 3248:1007:4,10 "
+        "156x41 263:2:3,1,11 160x160 6000:955:4,24 160x6000 1536:819:8,12 163x464 2728:899:4,24 165x11 838:2:3,1,15 "
+        "168x27 3904:2:3,1,31 168x896 1504:947:8,14 171x19 418:2:3,1,14 176x16 8768:935:4,18 176x32 2016:1047:4,3 "
+        "176x8192 8568:824:2,64 183x8 3040:955:4,4 183x159 1889:2:12,1,16 184x1160 9088:916:2,66 184x2024 "
+        "968:988:4,24 185x3 2642:2:3,1,16 189x77 880:2:6,1,13 192x25 2008:2:3,1,28 192x192 16384:953:2,63 192x1520 "
+        "7128:1062:4,24 193x369 5088:0:8,1,43 200x48 552:1049:8,4 200x51 4424:2:4,1,62 200x200 28672:907:4,30 "
+        "200x520 11663:0:8,2,26 200x536 25569:0:8,2,26 201x147 478:2:16,1,7 205x704 696:949:8,15 207x267 "
+        "1415:0:8,1,20 207x551 5059:0:8,2,26 208x3 2336:2:4,1,16 208x5 8664:2:4,1,64 208x21 1680:2:4,1,27 208x248 "
+        "21724:14:2,1,65 208x464 27030:14:4,1,33 208x632 8742:14:4,2,26 208x736 9205:0:16,1,22 215x72 "
+        "3056:1050:8,12 216x64 11224:935:4,28 216x280 22474:14:4,1,44 216x336 8672:994:8,15 216x360 17897:0:8,1,44 "
+        "216x400 12766:14:4,1,33 216x408 18287:0:8,1,33 216x728 11774:14:8,1,22 216x896 17303:0:16,1,18 217x327 "
+        "2011:0:8,1,21 224x408 13205:0:8,1,33 224x424 1216:934:4,28 224x496 12123:0:8,1,33 224x720 19471:0:16,1,22 "
+        "232x16 576:1046:8,1 232x296 8862:14:4,1,43 237x587 1079:0:8,2,8 240x232 11018:18:2,1,66 240x656 "
+        "24930:14:8,1,22 240x8192 1368:794:2,64 247x344 7112:892:2,66 248x456 19145:0:8,1,33 251x1281 719:0:16,2,12 "
+        "253x24 3312:1050:8,4 256x128 1024:1010:8,8 4096:957:8,6 8192:957:8,12 16384:957:8,12 32768:953:2,64 "
+        "256x256 16:1044:2,64 64:1004:2,64 100:34:64,1 256:1004:2,64 1000:947:8,6 1024:1004:2,64 1280:1004:2,64 "
+        "1300:15:8,1,8 1344:1004:2,64 1408:1004:2,64 2048:947:8,6 2560:947:8,6 2600:957:8,8 2624:957:8,8 "
+        "3840:957:8,8 3904:957:8,12 4096:957:8,12 5000:957:8,12 5120:957:8,12 5184:957:8,12 6000:901:8,12 "
+        "6400:957:8,12 6464:957:8,12 7680:957:8,12 8192:957:8,12 10240:991:8,12 10304:991:8,12 12288:991:8,12 "
+        "15360:991:8,12 15424:991:8,12 16384:991:8,12 20000:984:2,64 20480:984:2,64 24576:984:2,64 25428:14:2,1,65 "
+        "32000:984:2,64 32768:984:2,64 256x384 8192:987:8,12 16384:987:8,12 32768:1059:2,64 256x536 9506:14:4,2,26 "
+        "20997:0:8,2,26 256x2048 1024:983:2,64 4096:983:2,64 8192:983:2,64 16384:1054:2,66 32768:798:2,64 256x12288 "
+        "24000:851:2,64 257x15 3674:2:5,1,52 264x59 865:2:5,1,13 264x256 11326:18:3,1,43 264x296 18728:992:4,25 "
+        "264x344 2080:937:8,15 264x784 8306:18:12,1,11 265x1 1559:52:67,1 269x27 882:2:5,1,13 269x520 8736:977:4,30 "
+        "271x687 4101:0:24,1,14 272x64 2152:1049:8,6 272x344 13850:14:8,1,22 272x688 20976:930:2,66 272x928 "
+        "10472:1016:4,24 279x24 2616:1050:8,6 280x8 10272:1043:4,16 280x11 7184:2:5,1,50 280x208 536:937:8,10 "
+        "280x280 8879:0:12,1,29 280x520 22920:930:2,63 281x5 461:2:5,1,15 283x29 3373:2:5,1,47 283x32 8144:935:4,25 "
+        "287x99 1824:2:10,1,26 287x581 3360:0:12,2,17 288x256 13610:18:3,1,44 288x664 12288:1015:1,132 288x672 "
+        "16821:0:24,1,14 295x1120 256:917:8,15 296x64 8248:935:4,25 296x472 25972:18:6,1,22 296x571 3944:0:12,2,17 "
+        "296x1224 2689:0:24,2,8 299x3 1288:2:5,1,15 301x185 1836:0:6,1,21 304x165 5000:0:6,1,22 304x448 "
+        "21001:0:12,1,22 304x608 16733:0:12,2,17 304x792 26495:0:24,1,25 304x880 20689:0:24,1,12 304x1640 "
+        "5928:1038:8,15 305x255 3494:0:6,1,44 311x77 5349:0:3,1,42 312x56 848:1049:8,6 312x120 608:1049:8,12 "
+        "312x256 9980:18:3,1,44 312x392 11945:0:12,1,22 312x664 21674:18:12,1,14 312x712 8129:0:24,1,14 317x3 "
+        "3233:2:5,1,51 320x288 29112:1057:1,120 320x320 3000:955:4,30 320x640 16384:811:1,125 320x8192 "
+        "4704:802:2,64 328x712 6712:921:4,27 329x1760 1352:810:8,14 331x1416 6552:932:8,12 336x8 512:1006:4,11 "
+        "336x40 640:1049:8,6 336x136 1472:1049:8,15 336x424 26346:18:6,1,22 336x464 17052:18:6,1,22 336x552 "
+        "10119:0:12,2,17 344x264 19799:0:12,1,29 344x464 1376:956:8,12 344x528 16343:0:12,2,17 347x375 "
+        "3600:0:12,1,29 352x1 584:1047:4,11 352x216 25559:0:6,1,44 353x1119 1108:0:24,2,9 360x47 2472:2:6,1,21 "
+        "360x2352 3224:924:4,30 361x48 4152:935:4,18 363x45 4410:2:6,1,43 368x232 9054:18:3,1,44 368x312 "
+        "19555:0:12,1,29 368x592 10992:1059:2,63 375x1456 1208:1038:8,15 376x8 1888:1006:4,12 376x464 "
+        "13639:0:12,1,22 376x472 28430:18:6,1,22 376x536 9625:0:12,2,17 376x928 12344:1054:2,60 384x63 "
+        "5624:2:6,1,44 384x128 1024:1010:8,12 4096:957:8,9 8192:957:8,12 16384:985:4,24 32768:984:2,66 384x312 "
+        "22058:14:8,1,22 384x336 9069:0:12,1,29 384x384 16:875:8,12 64:947:8,12 100:37:96,2 256:947:8,12 "
+        "1000:947:8,12 1024:947:8,12 2048:947:8,12 4096:956:8,9 5000:985:4,27 8192:1063:8,12 16384:1063:8,15 "
+        "32768:813:2,63 384x512 8192:991:8,12 16384:816:8,15 32768:942:2,64 384x904 10866:18:12,1,11 389x5 "
+        "990:2:7,1,16 391x147 3792:0:8,1,16 392x8 1016:1006:4,13 392x488 20283:0:16,1,16 392x848 19533:0:32,1,9 "
+        "397x40 896:1006:4,13 399x56 2664:1048:4,28 400x496 14143:0:16,1,16 400x728 17771:0:32,1,11 408x24 "
+        "7432:1048:4,28 408x216 18673:0:8,1,33 408x2488 4920:929:4,30 413x3 1124:2:7,1,16 421x179 3519:0:8,1,32 "
+        "424x480 9111:0:16,1,16 427x19 814:2:7,1,12 432x232 11085:0:8,1,33 432x328 20277:0:16,1,22 432x536 "
+        "1308:14:8,2,13 432x864 4544:986:8,14 432x888 14954:14:16,1,9 435x119 3766:0:4,1,32 437x48 2408:1006:4,14 "
+        "437x137 1065:2:28,1,11 440x5 3464:2:7,1,37 440x24 2992:1050:8,8 440x48 9960:898:8,14 440x680 "
+        "13711:0:32,1,11 448x288 9109:0:16,1,22 448x832 27281:0:32,1,28 456x16 2072:1046:8,2 456x552 "
+        "16606:14:8,2,13 456x672 26351:0:32,1,11 456x840 28673:0:32,1,28 464x104 1368:1046:8,14 464x128 "
+        "4608:957:8,12 464x424 25079:0:16,1,16 464x448 3013:0:16,1,16 464x800 25401:0:32,1,28 464x1645 "
+        "8888:0:32,2,5 467x232 1432:875:8,12 467x401 3679:0:16,1,16 472x280 15222:14:8,1,22 480x15 864:2:8,1,12 "
+        "480x320 10086:14:8,1,22 480x584 19276:14:8,2,13 481x3 3446:2:8,1,31 488x8 2072:1006:4,16 488x31 "
+        "1680:2:8,1,15 488x280 14620:14:8,1,22 488x288 8113:0:16,1,22 489x192 7472:982:4,24 496x240 23141:0:8,1,33 "
+        "496x280 22365:0:16,1,22 496x584 14158:14:8,2,13 496x624 18377:0:16,2,13 496x8192 3616:876:2,64 500x500 "
+        "12000:18:8,1,16 501x187 1307:2:32,1,11 504x1 6200:1013:4,8 10456:1013:4,16 504x24 3456:1050:8,8 504x240 "
+        "10489:0:8,1,33 504x696 18081:0:32,1,11 504x808 9119:0:32,1,9 507x167 6113:0:8,1,32 511x35 469:2:8,1,7 "
+        "511x257 2000:0:16,1,21 512x1 616:1047:4,16 512x8 9984:1043:4,14 512x128 1024:1004:2,64 4096:957:8,12 "
+        "8192:957:8,12 16384:987:8,12 32768:984:2,64 512x200 11752:786:8,12 512x512 16:912:8,12 64:969:8,12 "
+        "100:37:128,2 256:969:8,12 1000:969:8,12 1024:969:8,12 2048:969:8,12 4096:952:2,64 5000:984:2,64 "
+        "6000:980:2,64 8192:984:2,64 12000:813:2,64 12865:0:16,1,16 16384:813:2,64 28672:813:2,64 32768:813:2,64 "
+        "512x640 8192:814:4,30 16384:1029:2,64 32768:1029:2,64 512x792 9328:1018:2,66 512x1024 8192:983:2,64 "
+        "16384:1052:2,66 32768:798:2,64 513x801 528:0:40,1,7 517x7 5918:2:9,1,29 520x3 2312:2:9,1,25 520x8 "
+        "832:1006:4,17 528x1 3080:1013:4,6 528x320 24816:920:1,125 528x328 1701:0:20,1,17 528x581 1072:0:20,2,10 "
+        "528x712 9291:0:40,1,17 529x112 528:1044:2,63 529x1184 5968:1017:8,15 535x13 918:2:9,1,13 536x384 "
+        "12277:0:20,1,17 536x808 12669:0:40,1,15 536x944 9215:0:40,1,13 537x1259 3311:0:40,2,5 541x561 568:0:20,2,9 "
+        "541x991 575:0:40,1,6 543x433 3381:0:20,1,13 544x1 2080:1047:4,17 544x408 28842:18:10,1,13 547x41 "
+        "1200:2:9,1,14 547x360 1160:908:8,15 552x264 11760:1037:2,60 552x328 11729:0:20,1,17 552x400 8640:1032:4,30 "
+        "552x447 8040:0:20,1,13 552x8192 2136:856:2,66 560x472 20027:0:20,1,13 565x232 3360:875:8,15 568x1 "
+        "664:1047:4,18 568x64 4304:945:4,18 569x37 6979:2:9,1,29 576x784 26429:0:40,1,15 584x1 2480:1047:4,19 "
+        "584x200 17348:18:5,1,26 584x320 13490:14:12,1,14 584x512 544:964:4,30 592x71 3344:0:5,1,25 592x400 "
+        "16118:18:10,1,13 592x2352 3288:1053:2,65 592x8192 1024:807:2,64 595x77 3600:0:5,1,25 599x1592 "
+        "4432:923:2,65 600x1 912:1047:4,19 600x576 29911:0:20,2,21 600x992 17072:800:2,64 600x1440 1024:924:4,30 "
+        "608x368 11968:1063:8,15 608x504 17199:0:20,1,13 608x520 1192:917:8,15 613x131 4528:0:10,1,26 616x40 "
+        "1328:1049:8,10 616x237 552:2:40,1,5 616x728 12393:0:40,1,17 617x7 443:2:10,1,14 617x9 5074:2:10,1,26 624x1 "
+        "1088:1047:4,20 2784:1013:4,6 3120:1013:4,6 624x216 2407:0:10,1,26 632x864 12801:0:40,1,15 640x1 "
+        "5504:1013:4,12 640x8 2080:1006:4,20 640x640 1024:990:8,15 4096:990:8,15 8192:990:8,15 16384:818:4,30 "
+        "32768:795:1,125 647x3 449:2:11,1,15 647x595 6668:0:24,2,8 648x240 14457:0:12,1,22 648x392 25919:0:24,1,11 "
+        "651x33 920:2:11,1,12 651x248 1656:900:8,12 655x921 5449:0:48,1,11 656x720 17974:14:24,1,7 664x8 "
+        "856:1006:4,21 664x32 4496:945:4,21 665x1080 592:922:8,15 667x603 1853:0:24,2,8 669x177 1104:0:12,1,11 "
+        "672x1 2336:1047:4,21 5384:1013:4,12 6016:1013:4,12 672x80 520:937:8,11 673x469 641:0:24,1,11 679x995 "
+        "1076:0:48,1,5 680x16 1456:1046:8,3 680x200 21089:0:12,1,22 680x208 28900:18:6,1,22 680x488 2507:0:24,1,11 "
+        "688x8 4552:1043:4,9 688x256 25068:18:6,1,22 688x264 14213:0:24,1,14 688x296 22770:14:12,1,14 688x520 "
+        "8638:14:12,2,8 688x835 584:0:48,1,6 707x45 445:2:12,1,6 712x1 528:1047:4,23 5008:1013:4,9 13336:1013:4,24 "
+        "712x40 11200:907:4,24 712x728 400:810:8,12 720x312 1201:0:24,1,14 720x520 17125:0:24,2,26 720x8192 "
+        "1496:804:2,66 721x735 448:0:48,1,7 728x1 2440:1047:4,23 728x296 8240:918:4,30 728x304 10002:14:12,1,14 "
+        "16135:0:24,1,14 728x440 18542:18:12,1,11 729x656 2760:979:2,66 731x1149 1305:0:48,2,4 736x1 1216:1047:4,23 "
+        "744x1 992:1047:4,24 744x11 584:2:12,1,9 744x16 920:1046:8,3 744x448 14693:0:24,1,11 744x552 "
+        "14296:1027:2,63 752x1 4440:1013:4,9 752x208 16542:18:6,1,22 752x920 13063:0:48,1,11 752x8192 1256:804:2,66 "
+        "760x968 26428:14:24,1,11 768x16 3032:843:4,6 768x768 1024:1021:2,66 4096:1061:8,12 8192:1061:8,12 "
+        "16384:787:2,63 32768:787:2,63 768x1024 20000:1052:2,66 776x1 672:1047:4,25 776x8 1504:1006:4,25 776x24 "
+        "5992:844:4,28 784x1 864:1047:4,25 784x32 1112:1049:8,7 784x448 3472:990:8,14 791x3 6561:2:13,1,20 792x56 "
+        "728:1049:8,14 792x280 11559:0:28,1,12 800x248 9917:0:14,1,18 800x321 3750:0:28,1,12 800x808 1072:996:2,65 "
+        "808x920 8536:1060:2,65 813x1081 5085:0:56,2,4 816x16 1896:1046:8,4 816x480 17544:1029:2,63 816x2376 "
+        "544:866:2,65 823x264 6384:908:8,14 824x1 20728:1003:1,130 832x440 13140:18:14,1,9 832x8192 2584:878:2,66 "
+        "840x1 2264:1047:4,27 840x664 18049:0:56,1,25 845x877 441:0:56,1,5 848x72 1800:875:8,7 848x352 "
+        "11362:14:16,1,11 848x584 18850:14:16,2,6 848x680 10930:18:28,1,6 856x1 4352:1013:4,12 856x88 544:849:8,14 "
+        "856x440 11483:0:28,1,9 872x256 17987:0:14,1,18 872x648 11509:0:56,1,6 872x688 10150:18:28,1,6 872x864 "
+        "19579:0:56,1,16 872x1193 2536:0:56,2,7 879x64 912:1049:8,14 880x200 11104:1022:2,63 888x280 "
+        "18683:0:28,1,12 888x336 23762:14:16,1,11 888x640 27638:14:16,2,6 896x1 14392:1013:4,28 896x21 "
+        "2944:2:14,1,16 896x477 1999:0:28,1,9 896x896 32768:801:2,63 896x1736 4808:785:2,63 904x1 7680:1013:4,20 "
+        "904x8 2376:1042:4,4 904x224 14675:0:16,1,16 904x488 11660:18:16,1,8 904x576 848:1061:8,12 904x1712 "
+        "1152:860:2,63 912x61 4432:2:15,1,17 920x2152 4952:1036:2,65 928x1 6752:1013:4,20 928x8 856:1042:4,4 "
+        "1072:1042:4,4 936x24 6216:846:8,12 936x40 1864:1047:4,30 936x8192 2152:853:2,66 944x5 1080:2:15,1,15 "
+        "944x16 952:1046:8,4 944x232 13746:18:8,1,16 944x472 11310:18:16,1,8 944x808 24427:0:64,1,14 944x1744 "
+        "11544:788:2,64 944x1784 1736:1020:2,65 944x8192 3408:853:2,66 951x167 2206:0:16,1,16 952x680 2672:996:2,66 "
+        "960x440 18221:0:32,1,8 968x1 8248:1013:4,24 968x208 11032:792:2,64 968x352 1584:986:8,12 968x384 "
+        "12431:0:32,1,11 968x424 11200:789:2,64 969x37 6005:2:16,1,16 976x1 15320:1013:4,24 976x272 10177:0:32,1,11 "
+        "984x1 872:1044:2,62 984x16 1256:1046:8,4 992x1 2920:1013:4,8 992x992 10337:1:32,1,4 1000x1 256:1044:2,63 "
+        "1544:1044:2,63 4096:1013:4,12 16384:1013:4,24 32768:1009:2,64 1000x100 1024:15:16,1,8 4096:15:16,1,8 "
+        "8192:12:8,1,16 16384:14:4,1,32 32768:14:4,1,32 1000x1000 16:883:8,14 64:904:8,14 100:15:128,1 256:926:2,64 "
+        "1000:812:2,64 1024:926:2,64 2048:926:2,64 4096:812:2,64 5000:812:2,64 8192:812:2,64 16384:796:2,64 "
+        "32768:806:2,64 1008x8 3528:1043:4,8 1015x571 6768:0:32,2,13 1016x1 1824:1044:2,64 1016x904 7520:832:8,12 "
+        "1017x88 872:845:8,12 1021x101 2986:0:8,1,16 1023x1025 3500:0:64,2,7 1024x16 4824:843:4,12 1024x56 "
+        "592:1044:2,64 1024x88 672:845:8,12 1024x128 1024:947:8,11 4096:987:8,12 8192:987:8,12 16384:984:2,64 "
+        "32768:927:2,64 1024x768 28672:852:2,64 1024x1008 1536:812:2,64 1024x1024 16:926:2,64 64:812:2,64 "
+        "100:15:128,1 256:812:2,64 1000:812:2,64 1024:812:2,64 2048:812:2,64 4096:812:2,64 5000:812:2,64 "
+        "8192:812:2,64 8644:14:32,1,4 11235:1:32,1,4 12000:798:2,64 16384:798:2,64 32768:877:2,64 1024x1280 "
+        "8192:1028:2,64 16384:1028:2,64 32768:889:2,64 1024x2048 8192:797:2,64 16384:797:2,64 32768:877:2,64 "
+        "1024x8192 1024:876:2,66 4096:876:2,66 8192:876:2,66 16384:876:2,66 32768:876:2,66 1025x8 1024:1004:2,65 "
+        "1031x419 3837:0:36,1,7 1040x559 8658:0:36,2,11 1048x1 18888:1013:4,30 1048x152 3128:897:8,15 1056x1 "
+        "10752:1013:4,30 1056x968 2048:829:2,63 1064x11 3808:2:17,1,15 1065x245 4641:0:18,1,14 1072x192 "
+        "816:954:4,27 1080x1 1984:847:4,17 1080x8 624:1042:4,5 1080x64 1896:849:8,9 1095x968 7824:1035:8,15 "
+        "1104x512 6757:0:36,1,7 1104x8192 9160:855:2,66 1109x3 1749:2:18,1,14 1112x16 8456:843:4,25 1112x80 "
+        "1824:845:8,15 1119x5 1465:2:18,1,14 1120x1 528:847:4,18 8104:1013:4,25 1128x1 2904:1013:4,10 1128x24 "
+        "8168:870:4,25 1136x96 5120:894:4,30 1139x992 5448:931:2,64 1144x1 3312:1013:4,10 7584:1013:4,25 1144x24 "
+        "504:1049:8,9 1145x184 7872:992:4,24 1146x155 5639:1:9,1,14 1160x8 5240:1043:4,20 1168x1 "
+        "16720:1003:1,132:12 1176x56 10936:915:4,25 1177x989 4455:1:40,1,3 1184x48 1544:934:4,19 1195x861 "
+        "2096:0:80,1,7 1200x160 1960:897:8,15 1203x3 3148:2:19,1,13 1216x1 1784:847:4,19 1216x85 5992:0:10,1,26 "
+        "1224x64 2680:945:4,26 1225x40 1536:1046:8,15 1232x120 920:871:8,15 1240x1112 391:0:80,2 1248x1 "
+        "7736:1013:4,25 16136:1013:4,25 1255x984 1480:1026:2,65 1264x1 3072:1013:4,10 5296:1013:4,20 20552:823:4,30 "
+        "1264x8192 5448:881:2,66 1280x1280 8192:790:8,15 16384:790:8,15 32768:890:8,15 1293x800 5312:928:2,65 "
+        "1296x88 2728:875:8,11 1303x200 3144:906:4,30 1312x8 6416:1043:4,24 1320x1720 2144:1056:2,63 1320x1792 "
+        "4816:799:2,63 1335x1497 2040:0:88,2,2 1336x1 776:847:4,21 1341x59 1333:2:21,1,12 1344x31 7496:2:21,1,18 "
+        "1344x8192 5256:850:2,66 1352x24 2152:1049:8,11 1371x855 1323:0:88,1,3 1383x151 4725:1:11,1,12 1383x192 "
+        "8352:980:2,66 1384x40 816:934:4,22 1392x8 808:1042:4,6 1400x1 4192:1013:4,18 1408x1 2312:847:4,22 1408x151 "
+        "3208:1:11,1,12 1416x1 1320:847:4,23 1432x1360 1488:794:2,66 1433x37 2851:2:23,1,17 1448x1 2824:1013:4,12 "
+        "1456x1 4024:1013:4,18 1473x1696 896:833:2,66 1480x1 2440:847:4,24 1488x8 912:1042:4,6 1496x40 608:934:4,24 "
+        "1500x1500 1536:14:48,2 1512x1 1056:847:4,24 1512x40 2848:872:8,12 1536x1 3064:1013:4,12 1536x1024 "
+        "8192:1051:2,66 1536x1536 1024:827:2,66 4096:827:2,66 8192:827:2,66 16384:827:2,66 32768:857:2,64 1568x840 "
+        "10648:1034:2,65 1576x1 2648:1013:4,14 1584x1 4120:1013:4,21 1584x879 4648:0:104,1,8 1600x25 1192:2:25,1,10 "
+        "1600x80 2016:875:8,13 1616x1 2928:1013:4,14 1624x1 2600:1013:4,14 1624x64 704:934:4,26 1632x64 "
+        "544:934:4,26 1667x1776 600:804:2,63 1672x1 656:1012:4,7 1680x1 7160:1013:4,21 1680x8 6336:1043:4,21 "
+        "1696x64 5144:982:4,21 1696x184 2072:981:4,21 1703x1768 6744:804:2,63 1720x752 4768:817:2,66 1744x1096 "
+        "4264:861:2,66 1752x1 1584:1012:4,7 1760x48 1664:849:8,14 1768x1 14248:823:4,28 1776x2432 5352:855:2,65 "
+        "1792x9 5776:2:28,1,9 1792x840 912:1051:2,63 1808x8 2800:1043:4,16 1815x8 1232:944:4,19 1823x8 "
+        "4416:1043:4,24 1824x1 3872:1013:4,24 1840x8192 1408:859:2,66 1880x32 2200:1049:8,15 1880x240 "
+        "2232:1031:4,24 1904x200 560:1023:4,24 1912x8 6008:1043:4,24 1936x1 896:1012:4,8 1936x64 9200:998:4,28 "
+        "1936x2456 2992:858:2,65 1945x64 5096:961:4,26 1967x8 2744:1043:4,16 1968x32 6992:894:4,24 1968x728 "
+        "4552:1053:2,64 2000x72 808:869:4,24 2008x64 4912:961:4,26 2047x63 14000:0:16,1,16 2048x256 1024:983:2,64 "
+        "4096:983:2,64 8192:983:2,64 16384:798:2,64 32768:798:2,64 2048x1024 12000:797:2,64 2048x2048 16:805:2,64 "
+        "64:876:2,64 100:13:64,2 256:876:2,64 1000:876:2,64 1024:876:2,64 2048:876:2,64 4096:876:2,64 5000:876:2,64 "
+        "6000:805:2,64 8192:876:2,64 16384:876:2,64 32768:876:2,64 2048x8192 3000:876:2,66 2056x1 1344:1012:4,9 "
+        "2064x32 8568:894:4,27 2072x1 1520:873:4,22 2080x1 21376:1003:1,132 2128x1 2944:1013:4,18 2160x8 "
+        "5536:1043:4,27 2168x1 5512:1013:4,27 2208x64 984:944:4,23 2272x512 1368:931:2,64 2352x48 712:871:8,10 "
+        "2360x72 720:869:4,30 2368x1 7760:1003:1,132:6 2416x8 832:1042:4,10 2416x56 1120:944:4,26 2424x1264 "
+        "7776:804:2,65 2456x1 19680:1003:1,132:6 2488x1 2672:1013:4,20 2520x8192 3488:881:2,66 2528x1 "
+        "3248:1013:4,20 11648:823:4,25 2528x16 616:1046:8,10 2536x1 5008:1013:4,20 2592x1 648:1012:4,11 "
+        "10760:1009:2,63 2600x32 1352:845:8,11 2648x1 2216:1012:4,11 2656x1 11792:1009:2,63 2664x1 12744:1009:2,63 "
+        "2736x1 4752:1009:2,66 2784x1 4416:1013:4,22 2800x1 11592:1009:2,66 2824x8 4464:1043:4,24 2832x1 "
+        "912:1012:4,12 2848x56 7512:915:4,24 2864x1 12040:823:4,24 2880x48 1248:871:8,12 2904x1 13768:823:4,24 "
+        "3000x1 3632:1013:4,24 6000:1013:4,24 3000x3000 6000:856:2,66 3008x1 3896:1013:4,24 3008x24 1808:845:8,12 "
+        "3016x72 3720:1024:4,24 3024x1 11280:1013:4,24 3056x1 2016:1012:4,12 3080x64 2040:897:8,13 3088x24 "
+        "1048:845:8,13 3096x8192 11680:859:2,66 3112x1 1240:1012:4,13 3192x56 6104:915:4,26 3208x1 14800:863:4,30 "
+        "3240x1 18104:863:4,30 3280x1 5456:1013:4,26 3328x1 5024:1013:4,26 3432x1 768:1012:4,14 3480x56 "
+        "5912:915:4,28 3496x8192 1144:880:2,66 3536x32 7936:894:4,28 3552x1 592:1012:4,14 1888:1012:4,14 3616x1 "
+        "6056:1009:2,66:4 3624x1 4728:1013:4,30 8928:1009:2,66:4 3632x1 504:1012:4,15 3664x48 6160:911:4,30 3704x1 "
+        "1256:1012:4,15 3728x1 2352:1012:4,15 3744x8 1912:1042:4,15 3792x8192 8136:881:2,66 3808x56 3280:915:4,30 "
+        "3816x1 3672:1013:4,30 3824x48 664:871:8,15 3856x8 1848:1042:4,16 3912x1 8832:1009:2,62 4000x1 "
+        "10120:823:4,24 4000x320 28672:889:2,64 4016x16 1432:1044:2,63 4040x1 11888:823:4,24 4048x1 1144:1012:4,16 "
+        "4096x1 256:1012:4,16 4096:1009:2,64 16384:821:2,64 32768:821:2,64 4096x33 1024:2:64,1,4 4096:2:64,1,6 "
+        "8192:2:64,1,6 16384:2:64,1,6 32768:2:64,1,16 4096x128 1024:983:2,64 4096:983:2,64 8192:983:2,64 "
+        "16384:927:2,64 32768:796:2,64 4096x4096 16:805:2,66 64:876:2,66 100:17:256,2 256:876:2,66 1000:876:2,66 "
+        "1024:876:2,66 2048:876:2,66 3000:876:2,66 4096:876:2,66 5000:876:2,66 8192:876:2,66 16384:876:2,66 "
+        "20000:876:2,66 32768:876:2,66 4096x8192 3000:876:2,66 20000:876:2,66 4160x1 3432:1009:2,66 4160x56 "
+        "4000:895:2,65 4240x80 1528:1031:4,17 4264x1 808:1012:4,17 4304x8192 4904:859:2,66 4320x1 3360:1012:4,17 "
+        "4336x56 5680:967:4,23 4360x8192 1032:859:2,66 4384x1 800:1012:4,18 4424x1 18696:1009:2,66:7 4456x1 "
+        "7400:1013:4,30:3 4528x56 6104:967:4,24 4536x72 2808:1023:4,18 4560x1 12920:863:4,24 4656x1 1392:1012:4,19 "
+        "4664x72 6528:1023:4,19 4696x1 7136:863:4,28 4736x1 776:1012:4,19 4880x40 2504:906:4,20 4920x64 "
+        "5296:974:4,22 4936x1 1048:1012:4,20 4944x1 14232:862:2,65 4992x1 824:1012:4,20 5040x1 2264:1012:4,20 "
+        "5136x1 8056:821:2,63 5152x1 21576:821:2,63 5336x1 888:1012:4,21 5496x1 2304:1012:4,22 5504x1 "
+        "10088:821:2,66 5536x1 6664:1012:4,22 5576x48 5928:910:4,22 5608x24 1504:869:4,22 5648x40 5136:906:4,23 "
+        "5720x1 10888:823:4,24 5760x8192 6424:855:2,66 5984x64 760:981:4,24 6000x160 12000:835:2,64 6000x6000 "
+        "333:0:376,6 6136x24 1536:869:4,24 6216x1 6168:1012:4,25 6248x8192 7888:881:2,66 6296x1 5256:1012:4,25 "
+        "6304x1 984:1012:4,25 6376x16 4960:842:4,25 6448x1 17776:903:4,30 6512x1 3520:1012:4,26 6552x48 "
+        "6664:910:4,26 6704x1 640:1012:4,27 1904:1012:4,27 6056:1012:4,27 6744x1 16928:821:2,66:9 6800x16 "
+        "5984:842:4,27 7008x40 8666:20:28,1,4 7056x8192 3184:879:2,66 7104x24 1200:869:4,28 7120x32 2880:893:4,28 "
+        "7136x72 2096:1023:4,28 7168x24 2864:869:4,28 7200x8192 1664:882:2,66 7304x16 576:842:4,29 7360x8192 "
+        "2984:856:2,66 7488x1 6120:1003:1,132:2 7768x56 2112:997:4,25 7880x16 712:840:2,62 7912x1 13336:821:2,62 "
+        "7920x96 11336:1052:2,62 7976x56 6936:997:4,25 8192x1 256:1008:2,64 4096:1008:2,64 12000:821:2,64 "
+        "16384:821:2,64 32768:885:2,64 8192x7 1024:2:128,1,2 4096:2:128,1,4 8192:2:128,1,4 16384:2:128,1,4 "
+        "32768:2:128,1,4 8192x8 1776:1041:2,64 2536:1041:2,64 2680:1041:2,64 4680:1041:2,64 6656:1041:2,64 8192x16 "
+        "6656:840:2,64 7792:840:2,64 8192x17 4000:2:128,1,4 8192x24 4424:868:2,64 8192x32 9376:891:2,64 8192x40 "
+        "4312:905:2,64 5256:905:2,64 5392:905:2,64 6016:905:2,64 8192x48 1016:909:2,64 6000:909:2,64 8192x56 "
+        "9296:914:2,64 11448:913:2,64 8192x64 1024:997:4,26 4096:997:4,26 8192:997:4,26 16384:925:2,64 "
+        "32768:951:2,64 8192x80 2064:1030:2,64 8192x96 4192:1058:2,64 20000:1055:2,66 8192x112 8232:791:2,64 "
+        "8192x128 2960:926:2,64 8192x136 6664:1019:2,64 8192x168 2464:1034:2,64 2680:1034:2,64 8192x216 "
+        "1472:788:2,64 8192x248 9016:797:2,64 8192x256 3840:797:2,64 8192x264 8408:825:2,64 8192x288 3040:827:2,64 "
+        "8192x320 16000:838:2,64 8192x384 1312:851:2,64 8192x472 3944:834:2,66 8192x584 11912:831:2,64 8192x720 "
+        "3008:851:2,66 8192x1024 1024:876:2,66 4096:876:2,66 8192:876:2,66 16384:876:2,66 32768:876:2,66 8192x1072 "
+        "8856:886:2,66 8192x1232 3456:864:2,66 8192x1328 7208:865:2,66 8192x1336 5664:865:2,66 8192x1944 "
+        "6928:867:2,66 8192x2048 24000:876:2,66 8192x2128 11784:886:2,66 8192x2648 5840:826:2,66 8192x2920 "
+        "7936:831:2,66 8192x2928 1080:887:2,66 8192x3888 9472:828:2,66 8192x4096 7000:876:2,66 12000:876:2,66 "
+        "8192x4216 10728:831:2,66 8192x4480 10880:888:2,66 8192x4816 4064:887:2,66 8192x5792 2168:836:2,66 "
+        "8192x6536 2960:836:2,66 8192x7448 7160:830:2,66 8192x7672 2576:837:2,66 8192x8192 16:805:2,66 64:876:2,66 "
+        "100:17:512,4 256:876:2,66 1000:888:2,66 1024:888:2,66 1536:888:2,66 2048:888:2,66 4096:888:2,66 "
+        "5000:888:2,66 6000:888:2,66 8192:888:2,66 11000:888:2,66 16384:888:2,66 28672:888:2,66 32768:888:2,66 "
+        "12288x256 2048:804:2,64 "
     ),
     'torch-fp16': (
-        "1x1 16:39:496,1 64:39:496,1 100:39:496,1 256:39:496,1 1000:39:496,1 1024:39:496,1 2048:39:496,1 "
-        "4096:39:496,1 5000:39:496,1 8192:39:496,1 16384:39:496,1 32768:39:496,1 1x64 256:174:4,2 4096:151:1,3 "
-        "16384:151:1,12 32768:151:1,25 1x500 96:43:125,1 1x736 16720:159:4,24 1x1000 256:173:2,63 4096:159:4,12 "
-        "16384:159:4,24 32768:155:2,64 1x1536 28672:85:4,24 1x1544 9640:159:4,28 1x2640 6624:155:2,63 1x2768 "
-        "11016:155:2,66 1x3000 3000:159:4,24 1x3088 13216:68:4,28 1x3344 14849:41:418,1,8 1x3856 15608:66:2,64 "
-        "1x4096 256:158:4,16 4096:68:4,24 16384:94:4,24 32768:66:2,64 1x4536 18704:101:4,24 1x5648 15392:66:2,66:5 "
-        "1x5728 208:158:4,23 1x5992 16024:94:4,24 1x6000 12000:85:4,24 1x6144 1601:41:768,1 1x6264 7659:41:783,1 "
-        "1x6560 6240:158:4,26 1x6616 1447:41:827,1 1x6680 15752:85:4,27 1x7064 10648:158:4,28 1x7680 12976:101:4,25 "
-        "1x8192 256:154:2,64 4096:154:2,64 16384:66:2,64 20000:66:2,64 32768:93:2,64 1x12288 4096:67:4,24 3x3 "
-        "333:7:1,1 7x7 16:8:1,1 64:8:1,1 100:8:1,1 256:7:1,1 1000:6:1,1 1024:6:1,1 2048:6:1,1 4096:6:1,1 "
-        "5000:6:1,1,4 8192:6:1,1,4 16384:7:1,1,64 32768:7:1,1,103 7x8192 1024:154:2,64 4096:154:2,64 8192:94:4,24 "
-        "16384:66:2,64 32768:93:2,64 8x440 1296:174:4,14 8x2256 6568:159:4,27 16x16 16:152:2,1 64:152:2,1 "
-        "100:35:1,1 256:152:2,1 1000:173:2,1 1024:152:2,1 2048:152:2,1 4096:121:1,3 5000:76:1,3 8192:121:1,6 "
-        "16384:121:1,12 32768:121:1,25 16x4424 9752:54:4,27 17x17 1536:8:1,1,8 17x200 3000:157:8,4 17x8192 "
-        "8000:125:2,64 31x31 16:8:1,1 64:8:1,1 100:8:1,1 256:8:1,1 1000:8:1,1,8 1024:8:1,1,8 2048:8:1,1,16 "
-        "4096:7:1,1,64 5000:7:1,1,70 8192:7:1,1,32 16384:7:1,1,128 32768:7:1,1,128 32x3400 3072:133:4,28 33x33 "
-        "16:8:4,1 64:8:4,1 100:8:4,1 256:8:4,1 1000:8:4,1,8 1024:8:4,1,8 2048:7:4,1,32 4096:7:4,1,32 5000:7:4,1,33 "
-        "8192:7:4,1,32 16384:8:4,1,64 32768:7:4,1,64 33x4096 1024:124:2,64 4096:135:2,64 8192:59:4,24 16384:58:2,64 "
-        "32768:58:2,64 40x5440 1250:25:8,6,3 48x48 12000:78:4,9 48x416 3996:36:16,2,16 48x8192 3000:136:2,64 "
-        "56x6096 2056:138:4,24 63x2047 14000:5:8,4,16 64x1 256:174:4,2 4096:151:1,3 16384:151:1,12 32768:151:1,25 "
-        "64x64 16:153:4,2 64:153:4,2 100:37:4,1 256:153:4,2 1000:153:4,2 1024:153:4,2 1280:153:4,2 1300:36:4,1,19 "
-        "1344:153:4,2 1408:153:4,2 1536:153:4,2 2048:153:4,2 2560:153:4,2 2600:130:2,2 2624:130:2,2 3000:130:2,2 "
-        "3840:130:2,2 3904:130:2,3 4096:130:2,3 5000:130:2,3 5120:130:2,3 5184:130:2,4 6000:130:2,4 6400:130:2,4 "
-        "6464:130:2,5 7680:130:2,5 8192:130:2,6 10240:130:2,7 10304:130:2,8 12000:130:2,9 12288:130:2,9 "
-        "15360:130:2,11 15424:130:2,12 16384:130:2,12 20000:130:2,15 20480:130:2,15 24576:130:2,19 25364:36:4,1,65 "
-        "28672:130:2,22 32000:130:2,24 32768:130:2,25 64x3744 9800:48:4,27 64x6752 7342:27:8,4,4 64x8192 "
-        "1024:164:4,29 4096:168:4,26 8192:168:4,26 16384:71:4,30 32768:92:2,64 65x65 16:8:12,1 64:8:12,1 100:8:12,1 "
-        "256:8:12,1 1000:7:12,1,14 1024:7:12,1,8 2048:7:12,1,11 4096:8:12,1,22 5000:8:12,1,29 8192:8:12,1,26 "
-        "16384:3:1,1,128 32768:3:1,1,128 69x835 1869:8:24,4,8 80x808 12419:3:8,1,37 80x4424 3424:148:4,18 88x6312 "
-        "4327:3:8,7,5 88x6704 7288:150:4,27 95x97 7000:8:12,1,22 96x96 20000:132:8,15 100x100 16:37:16,1 64:37:16,1 "
-        "100:37:16,1 256:36:16,1 1000:37:16,1,8 1024:37:16,1,8 2048:37:16,1,16 4096:29:4,1,32 5000:29:4,1,33 "
-        "8192:29:4,1,32 16384:24:2,1,64 32768:24:2,1,64 100x1000 1024:86:8,11 4096:139:8,12 8192:139:8,12 "
-        "16384:112:4,28 32768:111:2,64 101x1301 6533:3:8,2,24 104x336 20297:3:4,1,88 112x448 25737:3:4,1,66 127x255 "
-        "9000:3:2,1,63 128x128 16:156:8,4 64:156:8,4 100:37:16,1 256:156:8,4 1000:156:8,4 1024:156:8,4 1280:156:8,4 "
-        "1300:36:16,1,8 1344:156:8,4 1408:156:8,4 2048:156:8,4 2560:156:8,4 2600:132:8,2 2624:132:8,2 3840:132:8,2 "
-        "3904:132:8,3 4096:132:8,3 5000:132:8,3 5120:132:8,3 5184:132:8,4 6000:132:8,4 6400:132:8,4 6464:132:8,5 "
-        "7680:132:8,5 8192:132:8,6 10240:132:8,7 10304:132:8,8 12000:132:8,9 12288:132:8,9 15360:132:8,11 "
-        "15424:132:8,12 16142:24:2,1,66 16384:132:8,12 20480:132:8,12 24576:132:8,12 28672:132:8,12 32000:132:8,12 "
-        "32768:132:8,14 128x256 1024:156:8,8 4096:132:8,6 8192:132:8,12 16384:132:8,12 32768:146:8,14 128x512 "
-        "1024:152:2,64 4096:132:8,12 8192:132:8,12 16384:146:8,12 32768:142:2,64 128x1024 1024:86:8,11 "
-        "4096:146:8,12 8192:146:8,12 16384:142:2,64 32768:61:2,64 128x4096 1024:141:2,64 4096:141:2,64 8192:61:2,64 "
-        "16384:61:2,64 32768:52:2,64 129x129 16:8:20,2 64:8:20,2 100:8:20,2 256:8:20,2 1000:8:20,2,8 1024:8:20,2,8 "
-        "2048:8:20,2,8 4096:7:20,2,16 5000:7:20,2,21 8192:3:4,1,64 16384:3:4,1,64 32768:3:4,1,64 136x1208 "
-        "1904:134:8,15 156x41 263:8:10,1 160x160 6000:131:4,24 160x6000 1536:65:8,12 163x464 2728:100:4,24 192x192 "
-        "16384:130:2,63 200x200 28672:104:4,30 205x704 696:127:8,15 207x551 5059:3:8,2,26 251x1281 719:7:64,6 "
-        "256x128 1024:156:8,8 4096:132:8,6 8192:132:8,12 16384:132:8,12 32768:144:8,14 256x256 16:152:2,64 "
-        "64:152:2,64 100:36:64,1 256:152:2,64 1000:126:8,6 1024:152:2,64 1280:152:2,64 1300:24:8,1,15 1344:152:2,64 "
-        "1408:152:2,64 2048:126:8,6 2560:126:8,6 2600:132:8,8 2624:132:8,8 3840:132:8,8 3904:132:8,12 4096:132:8,12 "
-        "5000:132:8,12 5120:132:8,12 5184:132:8,12 6000:132:8,12 6400:132:8,12 6464:132:8,12 7680:132:8,12 "
-        "8192:132:8,12 10240:146:8,12 10304:146:8,12 12288:146:8,12 15360:146:8,12 15424:146:8,12 16384:146:8,12 "
-        "20000:142:2,64 20480:142:2,64 24576:142:2,64 25428:23:2,1,65 32000:142:2,64 32768:142:2,64 256x384 "
-        "8192:144:8,12 16384:144:8,12 32768:180:2,64 256x2048 1024:141:2,64 4096:141:2,64 8192:61:2,64 "
-        "16384:52:2,64 32768:52:2,64 256x12288 24000:79:2,64 264x59 865:7:18,1,7 271x687 4101:3:24,1,14 287x99 "
-        "1824:5:10,1,26 287x581 3360:3:12,2,17 288x664 12288:160:1,132 288x672 16821:3:24,1,29 295x1120 "
-        "256:110:8,15 296x1224 2689:3:24,2,8 304x1640 5928:171:8,15 320x320 3000:131:4,30 320x640 16384:64:4,30 "
-        "331x1416 6552:120:8,12 347x375 3600:3:12,1,29 353x1119 1108:3:24,2,9 360x2352 3224:114:4,30 376x928 "
-        "12344:178:2,60 384x128 1024:156:8,12 4096:132:8,9 8192:132:8,12 16384:143:4,24 32768:142:2,66 384x336 "
-        "9069:3:12,1,29 384x384 16:126:8,12 64:126:8,12 100:38:96,2 256:126:8,12 1000:126:8,12 1024:126:8,12 "
-        "2048:126:8,12 4096:143:4,27 5000:143:4,27 8192:143:4,27 16384:182:8,15 32768:61:2,63 384x512 8192:146:8,12 "
-        "16384:63:8,15 32768:123:2,64 392x848 19533:3:32,1,9 408x2488 4920:119:4,30 432x536 1308:24:28,2,3 456x552 "
-        "16606:23:8,2,13 464x448 3013:3:16,1,16 467x232 1432:86:8,12 467x401 3679:3:16,1,16 500x500 12000:23:8,1,16 "
-        "501x187 1307:5:32,1,15 504x696 18081:3:32,1,11 507x167 6113:3:8,1,32 511x257 2000:3:16,1,21 512x128 "
-        "1024:152:2,64 4096:132:8,12 8192:132:8,12 16384:144:8,12 32768:142:2,64 512x512 16:137:8,12 64:129:2,64 "
-        "100:38:128,2 256:137:8,12 1000:137:8,12 1024:137:8,12 2048:137:8,12 4096:142:2,64 5000:142:2,64 "
-        "6000:142:2,64 8192:142:2,64 12000:61:2,64 12865:3:16,1,16 16384:61:2,64 28672:61:2,64 32768:52:2,64 "
-        "512x640 8192:62:4,30 16384:166:2,64 32768:166:2,64 512x1024 8192:61:2,64 16384:52:2,64 32768:52:2,64 "
-        "513x801 528:7:136,4 528x328 1701:3:20,1,17 529x1184 5968:161:8,15 537x1259 3311:3:40,2,5 547x41 "
-        "1200:8:36,1,7 547x360 1160:105:8,15 592x2352 3288:177:2,65 595x77 3600:3:5,1,25 599x1592 4432:113:2,65 "
-        "600x1440 1024:114:4,30 624x216 2407:3:10,1,26 640x640 1024:145:8,15 4096:145:8,15 8192:145:8,15 "
-        "16384:64:4,30 32768:49:1,125 647x595 6668:3:24,2,8 655x921 5449:3:48,1,11 673x469 641:7:176,2 680x488 "
-        "2507:3:24,1,11 688x256 25068:23:6,1,22 712x728 400:149:8,15 720x312 1201:3:24,1,14 721x735 448:8:184,3 "
-        "729x656 2760:140:2,66 731x1149 1305:4:24,2,4 768x768 1024:163:2,66 4096:181:8,12 8192:181:8,12 "
-        "16384:45:2,63 32768:45:2,63 768x1024 20000:56:2,64 800x321 3750:3:28,1,12 813x1081 5085:3:56,2,8 823x264 "
-        "6384:170:2,63 896x477 1999:3:28,1,9 896x896 32768:53:2,63 904x1 7680:159:4,20 944x1744 11544:46:2,64 "
-        "969x37 6005:5:16,1,16 1000x1 256:173:2,63 4096:159:4,12 16384:159:4,24 32768:155:2,64 1000x100 "
-        "1024:36:128,1 4096:21:8,1,16 8192:23:4,1,32 16384:23:4,1,32 32768:23:4,1,32 1000x1000 16:91:8,14 "
-        "64:102:8,14 100:24:128,1 256:116:2,64 1000:162:8,14 1024:116:2,64 2048:116:2,64 4096:60:2,64 5000:162:8,14 "
-        "8192:60:2,64 16384:50:2,64 32768:57:2,64 1023x1025 3500:3:64,2,7 1024x128 1024:126:8,11 4096:144:8,12 "
-        "8192:144:8,12 16384:142:2,64 32768:117:2,64 1024x768 28672:80:2,64 1024x1008 1536:60:2,64 1024x1024 "
-        "16:60:2,64 64:60:2,64 100:24:128,1 256:60:2,64 1000:60:2,64 1024:60:2,64 2048:60:2,64 4096:60:2,64 "
-        "5000:60:2,64 8192:60:2,64 8644:23:32,1,4 11235:3:64,1,4 12000:52:2,64 16384:52:2,64 32768:88:2,64 "
-        "1024x1280 8192:165:2,64 16384:165:2,64 32768:97:2,64 1024x2048 8192:51:2,64 16384:51:2,64 32768:88:2,64 "
-        "1024x8192 1024:87:2,66 4096:87:2,66 8192:87:2,66 16384:87:2,66 32768:87:2,66 1031x419 3837:3:36,1,7 "
-        "1040x559 8658:3:36,2,5 1048x152 3128:109:4,30 1056x968 2048:70:2,63 1065x245 4641:3:18,1,14 1095x968 "
-        "7824:169:2,66 1104x512 6757:3:36,1,7 1136x96 5120:99:4,30 1146x155 5639:3:18,1,14 1177x989 4455:3:80,1,3 "
-        "1184x48 1544:122:4,19 1195x861 2096:4:40,1,3 1240x1112 391:3:80,2 1280x1280 8192:47:8,15 16384:47:8,15 "
-        "32768:98:8,15 1293x800 5312:118:2,65 1371x855 1323:4:44,1,3 1500x1500 1536:26:96,1,3 1536x1024 "
-        "8192:175:2,66 1536x1536 1024:69:2,66 4096:69:2,66 8192:69:2,66 16384:69:2,66 32768:83:2,64 1568x840 "
-        "10648:74:1,130 1776x2432 5352:81:2,65 1880x240 2232:167:4,24 1936x2456 2992:84:2,65 2047x63 "
-        "14000:3:16,1,16 2048x256 1024:141:2,64 4096:141:2,64 8192:61:2,64 16384:52:2,64 32768:52:2,64 2048x1024 "
-        "12000:51:2,64 2048x2048 16:87:2,64 64:87:2,64 100:22:64,2 256:87:2,64 1000:87:2,64 1024:87:2,64 "
-        "2048:87:2,64 4096:87:2,64 5000:87:2,64 6000:87:2,64 8192:87:2,64 16384:87:2,64 32768:87:2,64 2048x8192 "
-        "3000:87:2,66 2424x1264 7776:55:2,65 2656x1 11792:85:4,28 2824x8 4464:172:4,24 2864x1 12040:68:4,24 3000x1 "
-        "6000:159:4,24 3000x3000 6000:82:2,66 3280x1 5456:159:4,26 4000x320 28672:97:2,64 4096x1 256:158:4,16 "
-        "4096:68:4,24 16384:94:4,24 32768:66:2,64 4096x33 1024:7:256,1 4096:7:256,1,2 8192:7:256,1,2 "
-        "16384:7:256,1,2 32768:7:256,1,2 4096x128 1024:141:2,64 4096:141:2,64 8192:117:2,64 16384:117:2,64 "
-        "32768:50:2,64 4096x4096 16:87:2,66 64:87:2,66 100:22:128,4 256:87:2,66 1000:87:2,66 1024:87:2,66 "
-        "2048:87:2,66 3000:87:2,66 4096:87:2,66 5000:87:2,66 8192:87:2,66 16384:87:2,66 20000:87:2,66 32768:87:2,66 "
-        "4096x8192 3000:87:2,66 20000:87:2,66 4160x56 4000:108:2,66 4384x1 800:158:4,18 4424x1 18696:155:2,66:7 "
-        "4880x40 2504:103:4,20 5576x48 5928:107:4,22 5760x8192 6424:81:2,66 6000x160 12000:73:2,64 6000x6000 "
-        "333:3:376,6 6248x8192 7888:90:2,66 7008x40 8666:28:28,1,4 7056x8192 3184:89:2,66 7488x1 6120:151:1,132:2 "
-        "7768x56 2112:147:4,25 7880x16 712:77:2,62 7912x1 13336:66:2,62 7920x96 11336:176:2,62 7976x56 "
-        "6936:147:4,25 8192x1 256:154:2,64 4096:154:2,64 12000:94:4,24 16384:66:2,64 32768:93:2,64 8192x7 "
-        "1024:7:256,1 4096:7:256,1,2 8192:7:256,1,2 16384:7:256,1,2 32768:7:256,1,2 8192x17 4000:7:256,1,2 8192x48 "
-        "6000:106:2,64 8192x64 1024:147:4,26 4096:147:4,26 8192:147:4,26 16384:115:2,64 32768:128:2,64 8192x96 "
-        "20000:179:2,66 8192x320 16000:75:2,64 8192x1024 1024:87:2,66 4096:87:2,66 8192:87:2,66 16384:87:2,66 "
-        "32768:87:2,66 8192x2048 24000:87:2,66 8192x2128 11784:95:2,66 8192x4096 7000:87:2,66 12000:87:2,66 "
-        "8192x4216 10728:72:2,66 8192x4480 10880:96:2,66 8192x8192 16:87:2,66 64:87:2,66 100:22:256,8 256:87:2,66 "
-        "1000:96:2,66 1024:96:2,66 1536:96:2,66 2048:96:2,66 4096:96:2,66 5000:96:2,66 6000:96:2,66 8192:96:2,66 "
-        "11000:96:2,66 16384:96:2,66 28672:96:2,66 32768:96:2,66 12288x256 2048:55:2,64 "
+        "1x1 16:42:496,1 64:42:496,1 100:42:496,1 256:42:496,1 1000:42:496,1 1024:42:496,1 2048:42:496,1 "
+        "4096:42:496,1 5000:42:496,1 6205:42:496,1 8192:42:496,1 16384:42:496,1 32768:42:496,1 1x3 614:51:1,1 "
+        "838:51:1,1 4189:42:31,1,3 1x16 7120:278:1,5 1x21 669:51:6,1 1x40 6048:324:4,8 1x41 2489:42:31,1,41 1x64 "
+        "256:323:4,2 4096:278:1,3 16384:278:1,12 32768:278:1,25 1x71 2478:51:18,1 1x80 2384:283:2,1 1x107 "
+        "4597:51:27,1 1x139 1216:51:35,1 1x301 462:51:76,1 1x500 96:50:125,1 1x520 13176:288:4,30 1x528 "
+        "4784:288:4,9 1x536 1912:323:4,17 3680:288:4,6 1x544 600:323:4,17 5888:288:4,12 1x552 14112:284:2,55 1x568 "
+        "2072:323:4,18 16944:284:2,55 1x584 22496:288:4,30 1x600 1120:323:4,19 1x608 5416:288:4,12 1x624 "
+        "784:323:4,20 20232:288:4,30 1x648 10312:288:4,24 1x672 504:323:4,21 23816:288:4,27 1x675 562:51:169,1 "
+        "1x687 6920:51:172,1 1x696 12128:288:4,27 1x728 2640:288:4,6 16144:288:4,24 1x736 16720:288:4,24 1x760 "
+        "4984:288:4,9 1x784 584:323:4,25 1x816 9920:288:4,28 1x824 1512:323:4,26 2880:288:4,8 1x840 2088:323:4,27 "
+        "5072:288:4,12 1x856 12168:288:4,28 1x872 632:323:4,28 1x880 6200:288:4,16 18656:288:4,28 1x896 "
+        "8184:288:4,24 1x904 2912:288:4,8 1x912 1088:323:4,29 1240:323:4,29 1x928 1192:323:4,29 2448:323:4,29 1x976 "
+        "2120:320:2,61 1x992 904:320:2,62 1x1000 256:320:2,63 4096:288:4,12 9272:288:4,24 16384:288:4,24 "
+        "32768:284:2,64 1x1032 2240:320:2,65 21008:284:2,66:13 1x1048 2856:288:4,10 1x1056 14352:288:4,30 1x1080 "
+        "1288:117:4,17 1576:117:4,17 1x1096 21736:89:2,55 1x1123 4147:51:281,1 1x1128 544:117:4,18 1x1152 "
+        "2968:288:4,10 1x1168 992:117:4,19 1472:117:4,19 1x1240 600:117:4,20 1x1288 1792:117:4,21 1x1328 "
+        "21992:91:4,27 1x1360 8648:288:4,24 1x1368 5776:288:4,24 1x1384 1344:117:4,22 1x1403 959:51:351,1 1x1424 "
+        "552:117:4,23 1x1504 1448:117:4,24 3384:288:4,12 1x1536 28672:132:4,24 1x1544 9640:288:4,28 1x1584 "
+        "6176:288:4,28 1x1600 22896:284:2,65 23056:284:2,65 1x1680 7464:288:4,28 1x1704 6800:288:4,28 1x1816 "
+        "8200:288:4,24 1x1976 2168:142:4,21 1x1984 6488:288:4,24 1x2032 1216:287:4,8 1x2144 6584:288:4,27 1x2240 "
+        "17048:132:4,24 1x2248 1672:142:4,24 1x2264 3896:288:4,27 1x2280 8640:288:4,27 1x2288 22424:155:2,55 1x2312 "
+        "1264:287:4,10 6296:288:4,30 1x2320 11128:288:4,30 1x2368 784:287:4,10 5520:288:4,30 1x2496 9360:91:4,25 "
+        "1x2536 584:287:4,10 1x2592 1936:287:4,11 1x2600 18504:132:4,28 1x2640 6624:284:2,63 1x2688 5264:284:2,63 "
+        "1x2696 2096:287:4,11 1x2720 4040:284:2,66 1x2768 11016:284:2,66 1x2808 1080:287:4,11 1x2896 912:287:4,12 "
+        "1x3000 3000:288:4,24 1x3080 23288:89:2,65 1x3088 13216:91:4,28 1x3104 544:287:4,13 1x3216 736:287:4,13 "
+        "1x3240 632:287:4,13 1x3304 4296:288:4,26 1x3344 14849:48:418,1,8 1x3392 840:287:4,14 1x3416 6560:288:4,28 "
+        "1x3480 6264:288:4,28 1x3496 6272:288:4,28 1x3544 536:287:4,14 1x3560 2584:288:4,28 1x3568 4752:288:4,28 "
+        "1x3592 544:287:4,15 1x3600 19528:88:1,132:8 1x3848 20072:89:2,64 1x3856 15608:89:2,64 1x4080 1232:287:4,16 "
+        "1x4096 256:287:4,16 4096:91:4,24 16384:156:4,24 32768:89:2,64 1x4128 2576:284:2,66 1x4280 4008:91:4,27 "
+        "1x4384 1376:287:4,18 1x4440 568:287:4,18 1x4536 18704:171:4,24 1x4648 1928:287:4,19 1x4664 1240:287:4,19 "
+        "1x4880 8104:284:2,66:3 1x4896 2816:287:4,20 1x5208 1032:287:4,21 1x5424 4296:287:4,22 1x5544 9232:89:2,66 "
+        "1x5648 15392:89:2,66:5 1x5672 2184:287:4,23 1x5728 208:287:4,23 1x5888 704:287:4,23 1x5992 16024:156:4,24 "
+        "1x6000 12000:132:4,24 1x6008 19984:131:2,64 1x6136 1024:287:4,24 1x6144 1601:48:768,1 1x6248 3464:287:4,25 "
+        "1x6264 7659:48:783,1 1x6456 568:287:4,26 1x6472 5128:287:4,26 1x6560 6240:287:4,26 1x6616 1447:48:827,1 "
+        "1x6624 6432:287:4,26 1x6680 15752:132:4,27 1x6792 5544:287:4,27 1x6888 22616:170:2,66:13 1x7064 "
+        "10648:287:4,28 1x7680 12976:171:4,25 1x8192 256:283:2,64 4096:283:2,64 16384:89:2,64 20000:89:2,64 "
+        "32768:155:2,64 1x12288 4096:90:4,24 3x1 1234:42:31,1,3 3x3 333:9:1,1 1098:7:1,1 3x5 2277:7:1,1 2348:7:1,1 "
+        "3812:7:1,1 3x7 510:8:1,1 1070:7:1,1 3x8 4824:278:1,3 3x9 692:7:1,1 1548:7:1,1 3x11 3257:7:1,1 3x16 "
+        "1792:277:1,1 3x24 632:277:1,1 3x29 1231:7:2,1 3x35 2862:7:4,1 3x41 1882:7:4,1 2601:7:4,1 3x45 577:8:4,1 "
+        "3x47 3028:7:4,1 3x72 2720:284:2,2 3x80 1608:283:2,1 6696:284:2,5 3x81 4211:7:8,1 3x107 423:9:4,1 3x143 "
+        "4894:8:8,2,44 3x207 1905:7:8,2 3x229 1931:7:8,2 3x253 847:7:8,2 3x339 1395:7:8,3 3x373 585:8:8,3 3x401 "
+        "658:7:8,4 3x409 2759:8:8,4,16 3x427 1521:7:8,4 3x448 1048:323:4,14 3x464 1480:323:4,15 3x515 2346:8:8,5,16 "
+        "3x616 4752:288:4,9 3x696 3296:288:4,6 3x821 1968:8:8,7,16 3x913 2458:8:8,8,16 3x944 2592:288:4,8 3x976 "
+        "1088:320:2,61 3x1137 989:45:143,1 3x1189 6417:6:8,10,26 3x1193 1250:8:8,10,16 3x1269 2023:8:8,10,16 3x1672 "
+        "888:117:4,27 5x8 3464:278:1,2 3632:278:1,2 5x9 4750:7:1,1,4 5x13 4328:7:1,1 5x25 439:8:2,1 5x29 1277:7:2,1 "
+        "5x31 2463:7:2,1 5x113 2531:7:8,1 5x336 1176:323:4,11 5x368 856:323:4,12 5x488 2184:323:4,16 5x793 "
+        "1263:8:8,7,16 7x7 16:11:1,1 64:11:1,1 100:11:1,1 256:9:1,1 1000:7:1,1 1024:7:1,1 2048:7:1,1 4096:7:1,1 "
+        "5000:7:1,1,4 8192:7:1,1,4 16384:9:1,1,64 32768:9:1,1,103 7x17 1383:7:2,1 7x21 750:7:2,1 7x23 438:8:2,1 "
+        "7x25 1006:7:2,1 7x35 496:8:4,1 7x71 4285:9:4,1,32 7x128 992:283:2,1 7x200 7072:288:4,5 7x335 5440:8:8,3,43 "
+        "7x595 573:47:75,1 7x605 1351:8:8,5,16 7x680 1496:323:4,22 7x1469 1316:11:8,6,8 7x8192 1024:283:2,64 "
+        "4096:283:2,64 8192:156:4,24 16384:89:2,64 32768:155:2,64 8x1 672:277:1,1 8x3 896:7:1,1 8x5 1592:7:1,1 8x7 "
+        "2416:7:1,1 8x8 3648:316:1,2 4704:278:1,3 8x15 512:8:1,1 1280:7:1,1 8x16 3056:278:1,2 8x24 11720:324:4,9 "
+        "8x32 1560:277:1,1 3280:278:1,2 8x45 1672:7:4,1 8x64 6640:278:1,5 8x80 4000:284:2,3 8x112 6904:284:2,5 "
+        "8688:284:2,6 8x144 2824:288:4,2 8x176 8504:288:4,6 8x192 784:323:4,6 8x208 552:323:4,7 5184:288:4,4 8x211 "
+        "656:7:8,2 8x219 3984:9:8,1,32 8x320 864:323:4,10 8x368 8728:288:4,12 8x440 1296:323:4,14 8x464 "
+        "1008:323:4,15 8x472 4968:288:4,6 8x488 1360:323:4,16 8x544 2840:288:4,6 8x576 680:323:4,18 8x616 "
+        "2576:288:4,6 8x656 9248:288:4,21 8x712 3280:288:4,6 8x1104 576:287:4,5 8656:288:4,25 8x1312 1520:117:4,21 "
+        "8x1616 2008:287:4,7 8x1656 3264:288:4,14 8x1680 1208:287:4,7 8x1696 10360:288:4,28 8x1968 744:287:4,8 "
+        "8x2064 5008:288:4,27 8x2256 6568:288:4,27 8x3672 1408:287:4,15 8x4064 848:287:4,16 8x4136 8224:91:4,27 "
+        "8x4328 4840:91:4,27 8x5096 648:287:4,20 8x5576 4104:287:4,22 8x6032 3184:287:4,24 8x6120 2080:287:4,24 "
+        "8x8192 1560:283:2,64 1864:283:2,64 4320:283:2,64 6688:156:4,24 7144:156:4,24 9x1 738:51:3,1 9x8 "
+        "5448:280:2,4 9x9 520:8:1,1 9x11 577:8:1,1 9x13 1286:10:1,1 9x24 3872:280:2,3 9x48 2288:279:2,1 9x55 "
+        "5704:9:2,1,55 9x139 483:8:8,2 9x293 4122:9:8,2,24 9x328 1064:323:4,11 9x543 812:9:8,3,8 9x1137 "
+        "6107:11:8,5,16 9x1255 422:43:157,1 9x1475 4901:11:8,6,16 11x32 720:279:2,1 11x37 5510:9:2,1,53 11x87 "
+        "782:7:8,1 11x91 647:7:8,1 11x1152 5248:290:8,15 13x1 651:51:4,1 13x11 1141:10:1,1 13x21 1646:10:1,1 "
+        "13x1640 560:289:8,7 15x24 5064:280:2,3 15x64 1528:279:2,1 15x107 3642:9:4,1,24 15x217 495:8:8,2 15x547 "
+        "707:9:8,3,8 16x1 2424:277:1,1 16x3 1776:10:1,1 16x8 6648:316:1,5 16x16 16:279:2,1 64:279:2,1 100:38:1,1 "
+        "256:279:2,1 1000:320:2,1 1024:279:2,1 1160:320:2,1 2048:279:2,1 4096:207:1,3 5000:109:1,3 5168:207:1,4 "
+        "8192:207:1,6 16384:207:1,12 32768:207:1,25 16x24 1928:279:2,1 16x40 512:279:2,1 2240:279:2,1 16x56 "
+        "1408:279:2,1 16x193 7488:9:8,1,24 16x232 624:289:8,1 16x237 4432:9:8,1,16 16x424 704:289:8,2 16x568 "
+        "10664:213:4,24 16x648 1192:289:8,3 16x712 10760:213:4,24 16x776 1640:289:8,4 16x899 5792:9:8,4,16 16x1040 "
+        "1664:289:8,5 16x1104 9912:213:4,25 16x1656 2944:213:4,14 16x1800 984:289:8,8 16x2072 7152:213:4,27 16x2272 "
+        "3896:213:4,27 16x2952 2696:213:4,24 16x3704 2680:213:4,30 16x4424 9752:73:4,27 16x5184 1648:212:4,21 "
+        "16x6736 9872:212:4,27 16x6888 1376:212:4,27 16x7040 856:212:4,28 16x8192 1032:210:2,64 3288:210:2,64 "
+        "11112:152:4,24 17x8 5400:282:4,4 17x17 1536:11:1,1,8 17x56 1480:281:4,1 17x149 2154:9:4,2,16 17x200 "
+        "3000:286:8,4 17x573 2024:11:8,3,14 17x631 714:9:8,3,6 17x1664 4608:222:4,21 17x8192 8000:220:2,64 19x5 "
+        "1454:11:1,1,8 19x9 1688:11:1,1,16 19x15 1647:11:1,1,16 19x19 881:11:1,1,8 19x24 4872:282:4,3 19x57 "
+        "552:11:2,1,69 19x777 2132:9:8,4,21 21x1 684:51:6,1 21x1664 968:285:8,13 23x15 1292:11:1,1,8 23x33 "
+        "6943:9:2,1,62 23x64 5184:282:4,4 23x1175 1686:11:8,5,7 24x13 592:11:1,1,8 24x16 11488:282:4,8 24x19 "
+        "6584:9:1,1,32 24x21 3256:11:1,1,16 24x24 2600:324:4,2 24x32 2056:281:4,1 24x288 6712:286:8,15 24x432 "
+        "3672:286:8,8 24x584 5312:286:8,15 24x656 3704:286:8,12 24x680 1408:285:8,6 24x728 4504:288:4,27 24x1120 "
+        "1608:285:8,9 24x1192 7200:222:4,25 24x1216 968:285:8,10 24x1400 2424:285:8,11 24x1512 8664:222:4,24 "
+        "24x1721 2336:9:8,7,9 24x1872 760:285:8,15 24x1912 848:285:8,15 24x3232 3136:222:4,26 24x8192 1448:220:2,64 "
+        "1944:220:2,64 2152:220:2,64 4872:220:2,64 5400:220:2,64 25x7 729:11:1,1,8 25x59 3621:9:2,1,51 27x3 "
+        "490:11:1,1 27x13 416:11:1,1 27x119 2883:9:4,1,31 27x952 648:285:8,8 27x1409 2285:9:8,6,11 29x32 "
+        "1448:281:4,1 29x48 2584:282:4,2 29x91 656:11:4,1 29x144 2248:281:4,3 31x15 4379:11:1,1,183 31x31 16:11:1,1 "
+        "64:11:1,1 100:11:1,1 256:11:1,1 1000:11:1,1,8 1024:11:1,1,8 2048:11:1,1,16 4096:9:1,1,64 5000:9:1,1,70 "
+        "8192:9:1,1,32 16384:9:1,1,128 32768:9:1,1,128 31x643 569:11:8,3,4 32x16 1288:320:2,1 32x96 5248:168:4,4 "
+        "32x184 2720:324:4,12 3128:324:4,12 8376:118:4,18 32x408 4936:118:4,21 32x616 2384:285:8,5 32x795 "
+        "2440:9:8,4,21 32x1056 3096:168:4,18 32x1287 1112:11:8,6,8 32x1296 1288:285:8,11 32x1352 736:285:8,11 "
+        "32x1419 7888:9:8,6,11 32x1432 768:285:8,12 32x1672 6016:232:4,28 32x2360 5920:232:4,30 32x3400 "
+        "3072:232:4,28 32x4136 8968:78:4,27 33x8 736:281:4,2 33x33 16:11:4,1 64:11:4,1 100:11:4,1 256:11:4,1 "
+        "1000:11:4,1,8 1024:11:4,1,8 2048:9:4,1,32 4096:9:4,1,32 5000:9:4,1,33 8192:9:4,1,32 16384:11:4,1,64 "
+        "32768:9:4,1,64 33x4096 1024:217:2,64 4096:237:2,64 8192:80:4,24 16384:79:2,64 32768:79:2,64 35x1 "
+        "3721:42:31,1,35 35x56 3384:282:4,4 37x1 4760:42:31,1,37 37x9 515:11:2,1,8 37x15 1461:11:2,1,8 37x19 "
+        "1387:11:2,1,8 37x1432 3816:224:8,12 39x5 1403:11:2,1,8 3369:11:2,1,16 39x1267 1862:5:8,3,12 40x16 "
+        "640:320:2,1 40x152 7816:280:2,54 40x640 1840:285:8,10 40x856 10240:238:4,28 40x1112 1512:289:8,15 40x1665 "
+        "3120:5:8,4,19 40x1928 640:212:4,24 40x2584 4488:237:2,63 40x5440 1250:28:8,6,3 40x8192 1760:236:2,64 "
+        "11328:79:2,64 41x1 1298:42:31,1,41 41x8 1736:281:4,2 45x301 5381:9:16,2,26 47x107 1888:9:8,1,16 47x209 "
+        "2525:11:16,1,17 48x5 1464:11:2,1,8 48x8 688:315:1,1 968:315:1,1 48x27 1416:11:2,1,8 48x32 2072:323:4,1 "
+        "48x48 2056:323:4,2 12000:118:4,9 48x168 4704:324:4,18 48x176 600:281:4,6 48x416 3996:39:16,2,16 48x2344 "
+        "10560:245:4,30 48x2864 680:223:8,12 48x3048 5232:245:4,24 48x5880 3440:244:4,23 48x8192 2336:242:2,64 "
+        "3000:242:2,64 49x3 472:11:2,1 51x7 5573:11:2,1,117 51x159 3073:11:8,2,17 51x288 824:285:8,6 53x21 "
+        "5743:9:2,1,32 53x400 2728:282:4,28 53x1504 688:117:4,24 56x3 1488:11:2,1,8 56x23 832:11:2,1,7 56x151 "
+        "5152:11:8,2,26 56x568 736:285:8,10 10672:234:8,15 56x624 736:285:8,10 56x960 848:281:4,30 56x1416 "
+        "6824:250:4,24 56x1592 4288:234:8,14 56x1784 7256:250:4,28 56x6096 2056:249:4,24 56x8192 2360:301:4,29 "
+        "57x641 1637:11:16,3,15 59x101 2367:9:8,1,16 61x96 5136:286:8,8 63x2047 14000:5:8,4,16 64x1 256:323:4,2 "
+        "4096:278:1,3 16384:278:1,12 32768:278:1,25 64x3 7376:11:2,1,132 64x8 2760:316:1,2 64x16 9384:109:1,7 64x57 "
+        "2136:11:4,1,23 64x64 16:281:4,2 64:281:4,2 100:40:4,1 256:281:4,2 1000:281:4,2 1024:281:4,2 1280:281:4,2 "
+        "1300:39:4,1,19 1344:281:4,2 1408:281:4,2 1536:281:4,2 2048:281:4,2 2560:281:4,2 2600:227:2,2 2624:227:2,2 "
+        "3000:227:2,2 3840:227:2,2 3904:227:2,3 4096:227:2,3 5000:227:2,3 5120:227:2,3 5184:227:2,4 6000:227:2,4 "
+        "6400:227:2,4 6464:227:2,5 7680:227:2,5 8192:227:2,6 10240:227:2,7 10304:227:2,8 12000:227:2,9 "
+        "12288:227:2,9 15360:227:2,11 15424:227:2,12 16384:227:2,12 20000:227:2,15 20480:227:2,15 24576:227:2,19 "
+        "25364:39:4,1,65 28672:227:2,22 32000:227:2,24 32768:227:2,25 64x757 3128:5:8,2,31 64x760 2344:285:8,12 "
+        "64x1160 2616:143:4,26 64x1712 5728:182:4,27 64x3744 9800:60:4,27 64x6600 2048:301:4,23 64x6752 "
+        "7342:30:8,4,4 64x8192 1024:301:4,29 4096:309:4,26 8192:309:4,26 16384:98:4,30 32768:154:2,64 65x56 "
+        "824:281:4,3 65x65 16:11:12,1 64:11:12,1 100:11:12,1 256:11:12,1 1000:9:12,1,14 1024:9:12,1,8 "
+        "2048:9:12,1,11 4096:11:12,1,22 5000:11:12,1,29 8192:11:12,1,26 16384:3:1,1,128 32768:3:1,1,128 69x835 "
+        "1869:11:24,4,8 69x1240 2504:214:8,15 71x3 1671:11:3,1,15 72x3 1568:11:3,1,8 7448:11:3,1,85 72x16 "
+        "920:321:4,1 72x24 1512:325:8,1 72x80 3712:286:8,6 72x99 5584:11:12,1,22 72x329 952:11:24,2,8 72x512 "
+        "10352:240:8,12 72x984 1984:214:8,12 3528:222:4,24 72x1376 520:221:8,11 72x3144 1944:239:8,13 72x3568 "
+        "6376:266:4,28 72x8192 5400:264:2,64 75x81 4813:11:12,1,29 75x995 6998:3:8,1,33 77x9 6993:9:3,1,44 77x256 "
+        "5848:215:8,12 79x7 1215:11:3,1,8 79x15 705:11:3,1,8 80x16 2936:209:4,4 80x136 560:281:4,9 80x339 "
+        "1936:9:24,2,16 80x808 12419:3:8,1,37 80x2536 6320:272:4,30 80x4424 3424:271:4,18 81x32 3784:282:4,6 83x11 "
+        "4020:9:3,1,32 83x168 1032:281:4,9 83x191 463:11:24,1,4 85x1 4730:51:22,1 88x24 624:325:8,1 88x136 "
+        "736:281:4,9 88x584 4120:231:8,15 88x1261 2408:3:8,2,26 88x6312 4327:3:8,7,5 88x6704 7288:275:4,27 89x147 "
+        "877:9:12,2,8 91x1 1090:51:23,1 91x56 2944:282:4,6 93x23 5611:9:3,1,44 93x79 1774:9:12,1,14 93x1640 "
+        "1160:221:8,13 95x97 7000:11:12,1,22 95x760 5864:247:8,12 96x64 4744:229:4,3 96x96 20000:231:8,15 96x136 "
+        "1152:325:8,5 96x553 744:11:24,3,4 96x881 4720:3:8,1,37 96x1744 7640:292:4,28 97x109 2051:11:16,1,16 "
+        "100x100 16:40:16,1 64:40:16,1 100:40:16,1 256:39:16,1 1000:40:16,1,8 1024:40:16,1,8 2048:40:16,1,16 "
+        "4096:32:4,1,32 5000:32:4,1,33 8192:32:4,1,32 16384:27:2,1,64 32768:27:2,1,64 100x1000 1024:144:8,11 "
+        "4096:251:8,12 8192:251:8,12 16384:192:4,28 32768:191:2,64 101x1301 6533:3:8,2,24 103x257 929:9:32,2,3 "
+        "104x19 968:11:4,1,8 104x48 5968:282:4,16 104x336 20297:3:4,1,88 105x3 937:11:4,1,8 1452:11:4,1,8 111x144 "
+        "2408:281:4,12 112x8 2160:281:4,4 112x48 664:325:8,2 112x448 25737:3:4,1,66 115x7 5528:9:4,1,32 117x23 "
+        "1505:9:4,1,21 119x139 778:9:16,2,6 120x16 3728:282:4,8 120x1391 1552:3:8,2,22 120x8192 7424:81:2,64 "
+        "123x1051 4093:3:8,2,29 125x9 2805:9:4,1,32 125x72 3760:326:8,6 127x255 9000:3:2,1,63 128x16 10408:111:2,8 "
+        "128x128 16:285:8,4 64:285:8,4 100:40:16,1 256:285:8,4 1000:285:8,4 1024:285:8,4 1280:285:8,4 "
+        "1300:39:16,1,8 1344:285:8,4 1408:285:8,4 2048:285:8,4 2560:285:8,4 2600:231:8,2 2624:231:8,2 3840:231:8,2 "
+        "3904:231:8,3 4096:231:8,3 5000:231:8,3 5120:231:8,3 5184:231:8,4 6000:231:8,4 6400:231:8,4 6464:231:8,5 "
+        "7680:231:8,5 8192:231:8,6 10240:231:8,7 10304:231:8,8 12000:231:8,9 12288:231:8,9 15360:231:8,11 "
+        "15424:231:8,12 16142:27:2,1,66 16384:231:8,12 20480:231:8,12 24576:231:8,12 28672:231:8,12 32000:231:8,12 "
+        "32768:231:8,14 128x136 1328:325:8,5 128x256 1024:285:8,8 4096:231:8,6 8192:231:8,12 16384:231:8,12 "
+        "32768:262:8,14 128x512 1024:279:2,64 4096:231:8,12 8192:231:8,12 16384:262:8,12 32768:256:2,64 128x1024 "
+        "1024:144:8,11 4096:262:8,12 8192:262:8,12 16384:256:2,64 32768:82:2,64 128x4096 1024:255:2,64 "
+        "4096:255:2,64 8192:82:2,64 16384:82:2,64 32768:66:2,64 129x129 16:11:20,2 64:11:20,2 100:11:20,2 "
+        "256:11:20,2 1000:11:20,2,8 1024:11:20,2,8 2048:11:20,2,8 4096:9:20,2,16 5000:9:20,2,21 8192:3:4,1,64 "
+        "16384:3:4,1,64 32768:3:4,1,64 136x16 2456:322:8,1 136x31 1000:9:5,1,14 136x65 2112:11:20,1,17 136x232 "
+        "5992:224:8,12 136x1208 1904:233:8,15 136x1405 584:9:40,6 144x15 2072:9:5,1,24 144x1056 7560:245:4,30 147x5 "
+        "2613:11:5,1,16 152x7 6352:9:5,1,26 152x16 3248:282:4,10 156x41 263:11:10,1 160x160 6000:229:4,24 160x6000 "
+        "1536:87:8,12 163x464 2728:168:4,24 165x11 838:11:6,1,8 168x27 3904:9:6,1,21 168x896 1504:221:8,14 171x19 "
+        "418:11:6,1 176x16 8768:209:4,18 176x32 2016:323:4,3 176x8192 8568:92:2,64 183x8 3040:229:4,4 183x159 "
+        "1889:9:24,2,16 184x1160 9088:188:2,66 184x2024 968:260:4,24 185x3 2642:11:6,1,16 189x77 880:9:24,1,7 "
+        "192x25 2008:11:6,1,16 192x192 16384:227:2,63 192x1520 7128:337:4,24 193x369 5088:3:8,1,43 200x48 "
+        "552:325:8,4 200x51 4424:11:14,1,18 200x200 28672:176:4,30 200x520 11663:3:8,2,26 200x536 25569:3:8,2,26 "
+        "201x147 478:9:28,2,3 205x704 696:223:8,15 207x267 1415:11:56,2,8 207x551 5059:3:8,2,26 208x3 "
+        "2336:11:7,1,16 208x5 8664:9:7,1,37 208x21 1680:11:7,1,15 208x248 21724:26:2,1,56 208x464 27030:26:4,1,33 "
+        "208x632 8742:26:4,2,26 208x736 9205:3:16,1,22 215x72 3056:326:8,12 216x64 11224:209:4,28 216x280 "
+        "22474:26:4,1,44 216x336 8672:265:8,15 216x360 17897:3:8,1,44 216x400 12766:26:4,1,33 216x408 "
+        "18287:3:8,1,33 216x728 11774:26:8,1,22 216x896 17303:3:16,1,18 217x327 2011:3:8,1,16 224x408 "
+        "13205:3:8,1,33 224x424 1216:208:4,28 224x496 12123:3:8,1,33 224x720 19471:3:16,1,22 232x16 576:322:8,1 "
+        "232x296 8862:26:4,1,43 237x587 1079:3:8,2,13 240x232 11018:26:2,1,66 240x656 24930:26:8,1,22 240x8192 "
+        "1368:61:2,64 247x344 7112:163:2,66 248x456 19145:3:8,1,33 251x1281 719:9:64,6 253x24 3312:326:8,4 256x128 "
+        "1024:285:8,8 4096:231:8,6 8192:231:8,12 16384:231:8,12 32768:259:8,14 256x256 16:279:2,64 64:279:2,64 "
+        "100:39:64,1 256:279:2,64 1000:221:8,6 1024:279:2,64 1280:279:2,64 1300:27:8,1,15 1344:279:2,64 "
+        "1408:279:2,64 2048:221:8,6 2560:221:8,6 2600:231:8,8 2624:231:8,8 3840:231:8,8 3904:231:8,12 4096:231:8,12 "
+        "5000:231:8,12 5120:231:8,12 5184:231:8,12 6000:231:8,12 6400:231:8,12 6464:231:8,12 7680:231:8,12 "
+        "8192:231:8,12 10240:262:8,12 10304:262:8,12 12288:262:8,12 15360:262:8,12 15424:262:8,12 16384:262:8,12 "
+        "20000:256:2,64 20480:256:2,64 24576:256:2,64 25428:26:2,1,65 32000:256:2,64 32768:256:2,64 256x384 "
+        "8192:259:8,12 16384:259:8,12 32768:334:2,64 256x536 9506:26:4,2,26 20997:3:8,2,26 256x2048 1024:255:2,64 "
+        "4096:255:2,64 8192:82:2,64 16384:66:2,64 32768:66:2,64 256x12288 24000:121:2,64 257x15 3674:9:9,1,29 "
+        "264x59 865:9:18,1,7 264x256 11326:29:3,1,43 264x296 18728:274:2,63 264x344 2080:211:8,15 264x784 "
+        "8306:29:12,1,11 265x1 1559:51:67,1 269x27 882:9:9,1,14 269x520 8736:265:8,15 271x687 4101:3:24,1,14 272x64 "
+        "2152:325:8,6 272x344 13850:24:12,1,29 272x688 20976:203:2,66 272x928 10472:205:2,64 279x24 2616:326:8,6 "
+        "280x8 10272:319:4,16 280x11 7184:9:9,1,29 280x208 536:211:8,10 280x280 8879:3:12,1,29 280x520 "
+        "22920:203:2,63 281x5 461:11:9,1 283x29 3373:9:9,1,29 283x32 8144:209:4,25 287x99 1824:5:10,1,26 287x581 "
+        "3360:3:12,2,17 288x256 13610:29:3,1,44 288x664 12288:291:1,132 288x672 16821:3:24,1,29 295x1120 "
+        "256:189:8,15 296x64 8248:209:4,25 296x472 25972:29:6,1,22 296x571 3944:3:12,2,17 296x1224 2689:3:24,2,8 "
+        "299x3 1288:11:10,1,8 301x185 1836:5:20,1,21 304x165 5000:3:6,1,42 304x448 21001:3:12,1,22 304x608 "
+        "16733:3:12,2,17 304x792 26495:3:24,1,25 304x880 20689:3:24,1,25 304x1640 5928:313:8,15 305x255 "
+        "3494:3:6,1,44 311x77 5349:3:3,1,42 312x56 848:325:8,6 312x120 608:285:8,10 312x256 9980:29:3,1,44 312x392 "
+        "11945:3:12,1,22 312x664 21674:29:12,1,14 312x712 8129:3:24,1,14 317x3 3233:9:10,1,26 320x288 "
+        "29112:332:1,120 320x320 3000:229:4,30 320x640 16384:86:4,30 320x8192 4704:72:2,64 328x712 6712:194:4,27 "
+        "329x1760 1352:276:8,14 331x1416 6552:206:8,12 336x8 512:281:4,11 336x40 640:325:8,6 336x136 1472:325:8,15 "
+        "336x424 26346:29:6,1,22 336x464 17052:29:6,1,22 336x552 10119:3:12,2,17 344x264 19799:3:12,1,29 344x464 "
+        "1376:230:8,12 344x528 16343:3:12,2,17 347x375 3600:3:12,1,29 352x1 584:323:4,11 352x216 25559:3:6,1,44 "
+        "353x1119 1108:3:24,2,9 360x47 2472:11:24,1,11 360x2352 3224:197:4,30 361x48 4152:209:4,18 363x45 "
+        "4410:5:6,1,43 368x232 9054:29:3,1,44 368x312 19555:3:12,1,29 368x592 10992:82:2,60 375x1456 1208:313:8,15 "
+        "376x8 1888:281:4,12 376x464 13639:3:12,1,22 376x472 28430:29:6,1,22 376x536 9625:3:12,2,17 376x928 "
+        "12344:330:2,60 384x63 5624:5:6,1,44 384x128 1024:285:8,12 4096:231:8,9 8192:231:8,12 16384:257:4,24 "
+        "32768:256:2,66 384x312 22058:24:12,1,29 384x336 9069:3:12,1,29 384x384 16:221:8,12 64:221:8,12 100:41:96,2 "
+        "256:221:8,12 1000:221:8,12 1024:221:8,12 2048:221:8,12 4096:257:4,27 5000:257:4,27 8192:257:4,27 "
+        "16384:338:8,15 32768:82:2,63 384x512 8192:262:8,12 16384:84:8,15 32768:216:2,64 384x904 10866:29:12,1,11 "
+        "389x5 990:11:13,1,8 391x147 3792:3:8,1,32 392x8 1016:281:4,13 392x488 20283:3:16,1,16 392x848 "
+        "19533:3:32,1,9 397x40 896:281:4,13 399x56 2664:324:4,28 400x496 14143:3:16,1,16 400x728 17771:3:32,1,11 "
+        "408x24 7432:319:4,30 408x216 18673:3:8,1,33 408x2488 4920:202:4,30 413x3 1124:11:13,1,8 421x179 "
+        "3519:3:8,1,32 424x480 9111:3:16,1,16 427x19 814:11:14,1,8 432x232 11085:3:8,1,33 432x328 20277:3:16,1,22 "
+        "432x536 1308:27:28,2,3 432x864 4544:258:8,14 432x888 14954:26:16,1,9 435x119 3766:3:4,1,32 437x48 "
+        "2408:281:4,14 437x137 1065:11:56,2,12 440x5 3464:9:14,1,18 440x24 2992:326:8,8 440x48 9960:167:8,14 "
+        "440x680 13711:3:32,1,11 448x288 9109:3:16,1,22 448x832 27281:3:32,1,9 456x16 2072:322:8,2 456x552 "
+        "16606:26:8,2,13 456x672 26351:4:16,1,11 456x840 28673:3:32,1,9 464x104 1368:322:8,14 464x128 4608:231:8,12 "
+        "464x424 25079:3:16,1,33 464x448 3013:3:16,1,16 464x800 25401:3:32,1,9 464x1645 8888:3:32,2,5 467x232 "
+        "1432:144:8,12 467x401 3679:3:16,1,16 472x280 15222:26:8,1,22 480x15 864:11:15,1,8 480x320 10086:26:8,1,22 "
+        "480x584 19276:26:8,2,13 481x3 3446:11:16,1,16 488x8 2072:281:4,16 488x31 1680:11:16,1,15 488x280 "
+        "14620:26:8,1,22 488x288 8113:3:16,1,22 489x192 7472:254:4,24 496x240 23141:3:8,1,33 496x280 "
+        "22365:3:16,1,22 496x584 14158:26:8,2,13 496x624 18377:3:16,2,13 496x8192 3616:145:2,64 500x500 "
+        "12000:26:8,1,16 501x187 1307:5:32,1,15 504x1 6200:288:4,8 10456:288:4,16 504x24 3456:326:8,8 504x240 "
+        "10489:3:8,1,33 504x696 18081:3:32,1,11 504x808 9119:3:32,1,9 507x167 6113:3:8,1,32 511x35 469:9:32,1,4 "
+        "511x257 2000:3:16,1,21 512x1 616:323:4,16 512x8 9984:319:4,14 512x128 1024:279:2,64 4096:231:8,12 "
+        "8192:231:8,12 16384:259:8,12 32768:256:2,64 512x200 11752:172:8,15 512x512 16:243:8,12 64:226:2,64 "
+        "100:41:128,2 256:243:8,12 1000:243:8,12 1024:243:8,12 2048:243:8,12 4096:256:2,64 5000:256:2,64 "
+        "6000:256:2,64 8192:256:2,64 12000:82:2,64 12865:3:16,1,16 16384:82:2,64 28672:82:2,64 32768:66:2,64 "
+        "512x640 8192:83:4,30 16384:305:2,64 32768:305:2,64 512x792 9328:294:2,66 512x1024 8192:82:2,64 "
+        "16384:66:2,64 32768:66:2,64 513x801 528:9:136,4 517x7 5918:9:17,1,15 520x3 2312:9:17,1,15 520x8 "
+        "832:281:4,17 528x1 3080:288:4,6 528x320 24816:193:1,125 528x328 1701:3:20,1,17 528x581 1072:3:20,2,10 "
+        "528x712 9291:3:40,1,17 529x112 528:320:2,63 529x1184 5968:293:8,15 535x13 918:9:17,1,7 536x384 "
+        "12277:3:20,1,17 536x808 12669:3:40,1,15 536x944 9215:3:40,1,13 537x1259 3311:3:40,2,5 541x561 568:9:136,3 "
+        "541x991 575:10:136,4 543x433 3381:3:20,1,13 544x1 2080:323:4,17 544x408 28842:29:10,1,13 547x41 "
+        "1200:11:36,1,7 547x360 1160:177:8,15 552x264 11760:312:2,60 552x328 11729:3:20,1,17 552x400 8640:308:4,30 "
+        "552x447 8040:3:20,1,13 552x8192 2136:125:2,66 560x472 20027:3:20,1,13 565x232 3360:144:8,15 568x1 "
+        "664:323:4,18 568x64 4304:219:4,18 569x37 6979:5:9,1,29 576x784 26429:3:40,1,15 584x1 2480:323:4,19 584x200 "
+        "17348:29:5,1,26 584x320 13490:26:12,1,14 584x512 544:246:8,14 592x71 3344:3:5,1,25 592x400 "
+        "16118:29:10,1,13 592x2352 3288:329:2,65 592x8192 1024:77:2,64 595x77 3600:3:5,1,25 599x1592 4432:196:2,65 "
+        "600x1 912:323:4,19 600x576 29911:3:20,2,21 600x992 17072:70:2,64 600x1440 1024:197:4,30 608x368 "
+        "11968:338:8,15 608x504 17199:3:20,1,13 608x520 1192:189:8,15 613x131 4528:3:10,1,26 616x40 1328:325:8,10 "
+        "616x237 552:9:160,1 616x728 12393:4:20,1,8 617x7 443:11:20,1 617x9 5074:9:20,1,13 624x1 1088:323:4,20 "
+        "2784:288:4,6 3120:288:4,6 624x216 2407:3:10,1,26 632x864 12801:3:40,1,15 640x1 5504:288:4,12 640x8 "
+        "2080:281:4,20 640x640 1024:261:8,15 4096:261:8,15 8192:261:8,15 16384:86:4,30 32768:63:1,125 647x3 "
+        "449:11:21,1 647x595 6668:3:24,2,8 648x240 14457:3:12,1,22 648x392 25919:4:12,1,11 651x33 920:11:42,1,9 "
+        "651x248 1656:169:8,12 655x921 5449:3:48,1,11 656x720 17974:26:24,1,7 664x8 856:281:4,21 664x32 "
+        "4496:219:4,21 665x1080 592:195:8,15 667x603 1853:3:24,2,8 669x177 1104:3:12,1,11 672x1 2336:323:4,21 "
+        "5384:288:4,12 6016:288:4,12 672x80 520:322:8,15 673x469 641:9:176,2 679x995 1076:3:48,1,5 680x16 "
+        "1456:322:8,3 680x200 21089:3:12,1,22 680x208 28900:29:6,1,22 680x488 2507:3:24,1,11 688x8 4552:319:4,9 "
+        "688x256 25068:26:6,1,22 688x264 14213:3:24,1,14 688x296 22770:26:12,1,14 688x520 8638:26:12,2,8 688x835 "
+        "584:11:176,4 707x45 445:9:46,1 712x1 528:323:4,23 5008:288:4,9 13336:288:4,24 712x40 11200:176:4,24 "
+        "712x728 400:273:8,15 720x312 1201:3:24,1,14 720x520 17125:3:24,2,17 720x8192 1496:74:2,66 721x735 "
+        "448:11:184,3 728x1 2440:323:4,23 728x296 8240:190:4,30 728x304 10002:26:12,1,14 16135:3:24,1,29 728x440 "
+        "18542:26:12,1,11 729x656 2760:252:2,66 731x1149 1305:4:24,2,4 736x1 1216:323:4,23 744x1 992:323:4,24 "
+        "744x11 584:9:24,1,5 744x16 920:322:8,3 744x448 14693:3:24,1,11 744x552 14296:303:2,63 752x1 4440:288:4,9 "
+        "752x208 16542:29:6,1,22 752x920 13063:3:48,1,11 752x8192 1256:74:2,66 760x968 26428:26:24,1,11 768x16 "
+        "3032:113:4,6 768x768 1024:298:2,66 4096:336:8,12 8192:336:8,12 16384:55:2,63 32768:55:2,63 768x1024 "
+        "20000:75:2,64 776x1 672:323:4,25 776x8 1504:281:4,25 776x24 5992:114:4,28 784x1 864:323:4,25 784x32 "
+        "1112:325:8,7 784x448 3472:261:8,14 791x3 6561:9:25,1,10 792x56 728:325:8,14 792x280 11559:3:28,1,25 "
+        "800x248 9917:3:14,1,18 800x321 3750:3:28,1,12 800x808 1072:267:2,65 808x920 8536:335:2,65 813x1081 "
+        "5085:3:56,2,8 816x16 1896:322:8,4 816x480 17544:305:2,63 816x2376 544:68:8,15 823x264 6384:312:2,63 824x1 "
+        "20728:278:1,130 832x440 13140:29:14,1,9 832x8192 2584:147:2,66 840x1 2264:323:4,27 840x664 18049:4:28,1,6 "
+        "845x877 441:10:216,4 848x72 1800:144:8,7 848x352 11362:26:16,1,11 848x584 18850:26:16,2,13 848x680 "
+        "10930:29:28,1,6 856x1 4352:288:4,12 856x88 544:119:8,14 856x440 11483:3:28,1,9 872x256 17987:4:7,1,18 "
+        "872x648 11509:3:56,1,6 872x688 10150:29:28,1,6 872x864 19579:3:56,1,16 872x1193 2536:3:56,2,7 879x64 "
+        "912:325:8,14 880x200 11104:54:4,28 888x280 18683:3:28,1,25 888x336 23762:26:16,1,11 888x640 "
+        "27638:26:16,2,13 896x1 14392:288:4,28 896x21 2944:9:28,1,8 896x477 1999:3:28,1,9 896x896 32768:71:2,63 "
+        "896x1736 4808:53:2,63 904x1 7680:288:4,20 904x8 2376:318:4,4 904x224 14675:3:16,1,16 904x488 "
+        "11660:26:16,1,8 904x576 848:270:8,15 904x1712 1152:129:2,63 912x61 4432:5:15,1,17 920x2152 4952:67:2,63 "
+        "928x1 6752:288:4,20 928x8 856:318:4,4 1072:318:4,4 936x24 6216:116:8,12 936x40 1864:323:4,30 936x8192 "
+        "2152:123:2,66 944x5 1080:11:30,1,8 944x16 952:322:8,4 944x232 13746:29:8,1,16 944x472 11310:26:16,1,8 "
+        "944x808 24427:3:64,1,14 944x1744 11544:56:2,64 944x1784 1736:62:8,14 944x8192 3408:123:2,66 951x167 "
+        "2206:3:16,1,8 952x680 2672:267:2,66 960x440 18221:4:16,1,8 968x1 8248:288:4,24 968x208 11032:59:2,64 "
+        "968x352 1584:258:8,12 968x384 12431:3:32,1,11 968x424 11200:57:2,64 969x37 6005:5:16,1,16 976x1 "
+        "15320:288:4,24 976x272 10177:3:32,1,11 984x1 872:320:2,62 984x16 1256:322:8,4 992x1 2920:288:4,8 992x992 "
+        "10337:3:64,1,4 1000x1 256:320:2,63 1544:320:2,63 4096:288:4,12 16384:288:4,24 32768:284:2,64 1000x100 "
+        "1024:39:128,1 4096:24:8,1,16 8192:26:4,1,32 16384:26:4,1,32 32768:26:4,1,32 1000x1000 16:153:8,14 "
+        "64:173:8,14 100:27:128,1 256:199:2,64 1000:297:8,14 1024:199:2,64 2048:199:2,64 4096:81:2,64 5000:297:8,14 "
+        "8192:81:2,64 16384:64:2,64 32768:76:2,64 1008x8 3528:319:4,8 1015x571 6768:3:32,2,13 1016x1 1824:320:2,64 "
+        "1016x904 7520:101:8,12 1017x88 872:115:8,12 1021x101 2986:3:8,1,32 1023x1025 3500:3:64,2,7 1024x16 "
+        "4824:113:4,12 1024x56 592:320:2,64 1024x88 672:115:8,12 1024x128 1024:221:8,11 4096:259:8,12 8192:259:8,12 "
+        "16384:256:2,64 32768:200:2,64 1024x768 28672:122:2,64 1024x1008 1536:81:2,64 1024x1024 16:81:2,64 "
+        "64:81:2,64 100:27:128,1 256:81:2,64 1000:81:2,64 1024:81:2,64 2048:81:2,64 4096:81:2,64 5000:81:2,64 "
+        "8192:81:2,64 8644:26:32,1,4 11235:3:64,1,4 12000:66:2,64 16384:66:2,64 32768:146:2,64 1024x1280 "
+        "8192:304:2,64 16384:304:2,64 32768:160:2,64 1024x2048 8192:65:2,64 16384:65:2,64 32768:146:2,64 1024x8192 "
+        "1024:145:2,66 4096:145:2,66 8192:145:2,66 16384:145:2,66 32768:145:2,66 1025x8 1024:279:2,65 1031x419 "
+        "3837:3:36,1,7 1040x559 8658:3:36,2,5 1048x1 18888:288:4,30 1048x152 3128:187:4,30 1056x1 10752:288:4,30 "
+        "1056x968 2048:97:2,63 1064x11 3808:9:34,1,7 1065x245 4641:3:18,1,14 1072x192 816:228:4,27 1080x1 "
+        "1984:117:4,17 1080x8 624:318:4,5 1080x64 1896:119:8,9 1095x968 7824:311:2,66 1104x512 6757:3:36,1,7 "
+        "1104x8192 9160:124:2,66 1109x3 1749:9:35,1,7 1112x16 8456:113:4,25 1112x80 1824:115:8,15 1119x5 "
+        "1465:11:35,1,11 1120x1 528:117:4,18 8104:288:4,25 1128x1 2904:288:4,10 1128x24 8168:139:4,25 1136x96 "
+        "5120:165:4,30 1139x992 5448:204:2,64 1144x1 3312:288:4,10 7584:288:4,25 1144x24 504:325:8,9 1145x184 "
+        "7872:263:4,24 1146x155 5639:3:18,1,14 1160x8 5240:319:4,20 1168x1 16720:91:4,30 1176x56 10936:187:4,25 "
+        "1177x989 4455:3:80,1,3 1184x48 1544:208:4,19 1195x861 2096:4:40,1,3 1200x160 1960:166:8,15 1203x3 "
+        "3148:11:38,1,16 1216x1 1784:117:4,19 1216x85 5992:3:10,1,26 1224x64 2680:219:4,26 1225x40 1536:322:8,15 "
+        "1232x120 920:140:8,15 1240x1112 391:3:80,2 1248x1 7736:288:4,25 16136:288:4,25 1255x984 1480:302:2,65 "
+        "1264x1 3072:288:4,10 5296:288:4,20 20552:91:4,30 1264x8192 5448:150:2,66 1280x1280 8192:58:8,15 "
+        "16384:58:8,15 32768:161:8,15 1293x800 5312:201:2,65 1296x88 2728:181:8,12 1303x200 3144:175:4,30 1312x8 "
+        "6416:319:4,30 1320x1720 2144:133:2,63 1320x1792 4816:69:2,63 1335x1497 2040:3:88,2,2 1336x1 776:117:4,21 "
+        "1341x59 1333:5:21,1,12 1344x31 7496:9:42,1,6 1344x8192 5256:120:2,66 1352x24 2152:325:8,11 1371x855 "
+        "1323:4:44,1,3 1383x151 4725:3:22,1,12 1383x192 8352:334:2,66 1384x40 816:320:2,66 1392x8 808:318:4,6 "
+        "1400x1 4192:288:4,18 1408x1 2312:117:4,22 1408x151 3208:3:22,1,12 1416x1 1320:117:4,23 1432x1360 "
+        "1488:61:2,66 1433x37 2851:5:23,1,11 1448x1 2824:288:4,12 1456x1 4024:288:4,18 1473x1696 896:102:2,66 "
+        "1480x1 2440:117:4,24 1488x8 912:318:4,6 1496x40 608:208:4,24 1500x1500 1536:29:96,1,3 1512x1 1056:117:4,24 "
+        "1512x40 2848:141:8,12 1536x1 3064:288:4,12 1536x1024 8192:327:2,66 1536x1536 1024:95:2,66 4096:95:2,66 "
+        "8192:95:2,66 16384:95:2,66 32768:126:2,64 1568x840 10648:107:1,130 1576x1 2648:288:4,14 1584x1 "
+        "4120:288:4,21 1584x879 4648:3:104,1,5 1600x25 1192:11:50,1,7 1600x80 2016:144:8,13 1616x1 2928:288:4,14 "
+        "1624x1 2600:288:4,14 1624x64 704:208:4,26 1632x64 544:208:4,26 1667x1776 600:74:2,63 1672x1 656:117:4,27 "
+        "1680x1 7160:288:4,28 1680x8 6336:319:4,28 1696x64 5144:254:4,28 1696x184 2072:183:8,14 1703x1768 "
+        "6744:74:2,63 1720x752 4768:85:2,66 1744x1096 4264:130:2,66 1752x1 1584:117:4,28 1760x48 1664:119:8,14 "
+        "1768x1 14248:91:4,28 1776x2432 5352:124:2,65 1792x9 5776:10:56,1,7 1792x840 912:327:2,63 1808x8 "
+        "2800:319:4,16 1815x8 1232:218:4,19 1823x8 4416:319:4,24 1824x1 3872:288:4,24 1840x8192 1408:128:2,66 "
+        "1880x32 2200:325:8,15 1880x240 2232:307:4,24 1904x200 560:299:4,24 1912x8 6008:319:4,24 1936x1 896:287:4,8 "
+        "1936x64 9200:269:4,28 1936x2456 2992:127:2,65 1945x64 5096:235:4,26 1967x8 2744:319:4,16 1968x32 "
+        "6992:165:4,24 1968x728 4552:329:2,64 2000x72 808:138:4,24 2008x64 4912:235:4,26 2047x63 14000:3:16,1,16 "
+        "2048x256 1024:255:2,64 4096:255:2,64 8192:82:2,64 16384:66:2,64 32768:66:2,64 2048x1024 12000:65:2,64 "
+        "2048x2048 16:145:2,64 64:145:2,64 100:25:64,2 256:145:2,64 1000:145:2,64 1024:145:2,64 2048:145:2,64 "
+        "4096:145:2,64 5000:145:2,64 6000:145:2,64 8192:145:2,64 16384:145:2,64 32768:145:2,64 2048x8192 "
+        "3000:145:2,66 2056x1 1344:287:4,9 2064x32 8568:165:4,27 2072x1 1520:142:4,22 2080x1 21376:132:4,27 2128x1 "
+        "2944:288:4,18 2160x8 5536:319:4,27 2168x1 5512:288:4,27 2208x64 984:218:4,23 2272x512 1368:87:8,15 2352x48 "
+        "712:140:8,10 2360x72 720:138:4,30 2368x1 7760:288:4,30 2416x8 832:318:4,10 2416x56 1120:218:4,26 2424x1264 "
+        "7776:74:2,65 2456x1 19680:91:4,25 2488x1 2672:288:4,20 2520x8192 3488:150:2,66 2528x1 3248:288:4,20 "
+        "11648:91:4,25 2528x16 616:322:8,10 2536x1 5008:288:4,30 2592x1 648:287:4,11 10760:284:2,63 2600x32 "
+        "1352:115:8,11 2648x1 2216:287:4,11 2656x1 11792:132:4,28 2664x1 12744:132:4,28 2736x1 4752:284:2,66 2784x1 "
+        "4416:288:4,22 2800x1 11592:284:2,66 2824x8 4464:319:4,24 2832x1 912:287:4,12 2848x56 7512:187:4,24 2864x1 "
+        "12040:91:4,24 2880x48 1248:140:8,12 2904x1 13768:91:4,24 3000x1 3632:288:4,24 6000:288:4,24 3000x3000 "
+        "6000:125:2,66 3008x1 3896:288:4,24 3008x24 1808:115:8,12 3016x72 3720:300:4,24 3024x1 11280:288:4,24 "
+        "3056x1 2016:287:4,12 3080x64 2040:166:8,13 3088x24 1048:115:8,13 3096x8192 11680:128:2,66 3112x1 "
+        "1240:287:4,13 3192x56 6104:187:4,26 3208x1 14800:132:4,30 3240x1 18104:132:4,30 3280x1 5456:288:4,26 "
+        "3328x1 5024:288:4,26 3432x1 768:287:4,14 3480x56 5912:187:4,28 3496x8192 1144:149:2,66 3536x32 "
+        "7936:165:4,28 3552x1 592:287:4,14 1888:287:4,14 3616x1 6056:284:2,66:4 3624x1 4728:288:4,30 8928:132:4,25 "
+        "3632x1 504:287:4,15 3664x48 6160:180:4,30 3704x1 1256:287:4,15 3728x1 2352:287:4,15 3744x8 1912:318:4,15 "
+        "3792x8192 8136:150:2,66 3808x56 3280:187:4,30 3816x1 3672:288:4,30 3824x48 664:140:8,15 3856x8 "
+        "1848:318:4,16 3912x1 8832:91:4,24 4000x1 10120:91:4,24 4000x320 28672:160:2,64 4016x16 1432:320:2,63 "
+        "4040x1 11888:91:4,24 4048x1 1144:287:4,16 4096x1 256:287:4,16 4096:91:4,24 16384:156:4,24 32768:89:2,64 "
+        "4096x33 1024:9:256,1 4096:9:256,1,2 8192:9:256,1,2 16384:9:256,1,2 32768:9:256,1,2 4096x128 1024:255:2,64 "
+        "4096:255:2,64 8192:200:2,64 16384:200:2,64 32768:64:2,64 4096x4096 16:145:2,66 64:145:2,66 100:25:128,4 "
+        "256:145:2,66 1000:145:2,66 1024:145:2,66 2048:145:2,66 3000:145:2,66 4096:145:2,66 5000:145:2,66 "
+        "8192:145:2,66 16384:145:2,66 20000:145:2,66 32768:145:2,66 4096x8192 3000:145:2,66 20000:145:2,66 4160x1 "
+        "3432:284:2,66 4160x56 4000:186:2,66 4240x80 1528:307:4,17 4264x1 808:287:4,17 4304x8192 4904:128:2,66 "
+        "4320x1 3360:287:4,17 4336x56 5680:185:4,27 4360x8192 1032:128:2,66 4384x1 800:287:4,18 4424x1 "
+        "18696:284:2,66:7 4456x1 7400:91:4,27 4528x56 6104:241:4,24 4536x72 2808:299:4,18 4560x1 12920:132:4,24 "
+        "4656x1 1392:287:4,19 4664x72 6528:295:4,30 4696x1 7136:132:4,28 4736x1 776:287:4,19 4880x40 2504:175:4,20 "
+        "4920x64 5296:248:4,22 4936x1 1048:287:4,20 4944x1 14232:156:4,25 4992x1 824:287:4,20 5040x1 2264:287:4,20 "
+        "5136x1 8056:89:2,63 5152x1 21576:132:4,30:8 5336x1 888:287:4,21 5496x1 2304:287:4,22 5504x1 10088:89:2,66 "
+        "5536x1 6664:287:4,22 5576x48 5928:179:4,22 5608x24 1504:138:4,22 5648x40 5136:175:4,23 5720x1 "
+        "10888:91:4,24 5760x8192 6424:124:2,66 5984x64 760:253:4,24 6000x160 12000:104:2,64 6000x6000 333:3:376,6 "
+        "6136x24 1536:138:4,24 6216x1 6168:287:4,25 6248x8192 7888:150:2,66 6296x1 5256:287:4,25 6304x1 "
+        "984:287:4,25 6376x16 4960:112:4,25 6448x1 17776:171:4,30 6512x1 3520:287:4,26 6552x48 6664:179:4,26 6704x1 "
+        "640:287:4,27 1904:287:4,27 6056:287:4,27 6744x1 16928:89:2,66:7 6800x16 5984:112:4,27 7008x40 "
+        "8666:31:28,1,4 7056x8192 3184:148:2,66 7104x24 1200:138:4,28 7120x32 2880:164:4,28 7136x72 2096:299:4,28 "
+        "7168x24 2864:138:4,28 7200x8192 1664:151:2,66 7304x16 576:112:4,29 7360x8192 2984:125:2,66 7488x1 "
+        "6120:278:1,132:2 7768x56 2112:268:4,25 7880x16 712:110:2,62 7912x1 13336:89:2,62 7920x96 11336:328:2,62 "
+        "7976x56 6936:268:4,25 8192x1 256:283:2,64 4096:283:2,64 12000:156:4,24 16384:89:2,64 32768:155:2,64 8192x7 "
+        "1024:9:256,1 4096:9:256,1,2 8192:9:256,1,2 16384:9:256,1,2 32768:9:256,1,2 8192x8 1776:317:2,64 "
+        "2536:317:2,64 2680:317:2,64 4680:317:2,64 6656:314:4,24 8192x16 6656:110:2,64 7792:110:2,64 8192x17 "
+        "4000:9:256,1,2 8192x24 4424:137:2,64 8192x32 9376:162:2,64 8192x40 4312:174:2,64 5256:174:2,64 "
+        "5392:174:2,64 6016:174:2,64 8192x48 1016:178:2,64 6000:178:2,64 8192x56 9296:184:2,64 11448:184:2,64 "
+        "8192x64 1024:268:4,26 4096:268:4,26 8192:268:4,26 16384:198:2,64 32768:225:2,64 8192x80 2064:306:2,64 "
+        "8192x96 4192:333:2,64 20000:331:2,66 8192x112 8232:55:2,64 8192x128 2960:199:2,64 8192x136 6664:296:2,64 "
+        "8192x168 2464:310:2,64 2680:310:2,64 8192x216 1472:56:2,64 8192x248 9016:65:2,64 8192x256 3840:65:2,64 "
+        "8192x264 8408:93:2,64 8192x288 3040:95:2,64 8192x320 16000:108:2,64 8192x384 1312:121:2,64 8192x472 "
+        "3944:103:2,66 8192x584 11912:100:2,64 8192x720 3008:121:2,66 8192x1024 1024:145:2,66 4096:145:2,66 "
+        "8192:145:2,66 16384:145:2,66 32768:145:2,66 8192x1072 8856:157:2,66 8192x1232 3456:134:2,66 8192x1328 "
+        "7208:135:2,66 8192x1336 5664:135:2,66 8192x1944 6928:136:2,66 8192x2048 24000:145:2,66 8192x2128 "
+        "11784:157:2,66 8192x2648 5840:94:2,66 8192x2920 7936:100:2,66 8192x2928 1080:158:2,66 8192x3888 "
+        "9472:96:2,66 8192x4096 7000:145:2,66 12000:145:2,66 8192x4216 10728:100:2,66 8192x4480 10880:159:2,66 "
+        "8192x4816 4064:158:2,66 8192x5792 2168:105:2,66 8192x6536 2960:105:2,66 8192x7448 7160:99:2,66 8192x7672 "
+        "2576:106:2,66 8192x8192 16:145:2,66 64:145:2,66 100:25:256,8 256:145:2,66 1000:159:2,66 1024:159:2,66 "
+        "1536:159:2,66 2048:159:2,66 4096:159:2,66 5000:159:2,66 6000:159:2,66 8192:159:2,66 11000:159:2,66 "
+        "16384:159:2,66 28672:159:2,66 32768:159:2,66 12288x256 2048:74:2,64 "
     ),
     'torch-scaled-mm': (
-        "1x16 16:394:2,1 64:390:1,1 112:394:2,1 256:390:1,1 1008:394:2,1 1024:390:1,1 2048:390:1,1 4096:390:1,1 "
-        "5008:394:2,1 8192:391:1,3 16384:391:1,6 32768:391:1,12 1x64 256:434:4,2 4096:390:1,1 16384:391:1,6 "
-        "32768:391:1,12 1x512 96:434:4,16 1x736 16720:409:4,18 1x1008 256:430:2,63 4096:430:2,63 16384:409:4,24 "
-        "32768:401:2,64 1x1536 28672:409:4,30 1x1552 9648:409:4,21 1x2640 6624:409:4,22 1x2768 11024:409:4,22 "
-        "1x3008 3008:408:4,12 1x3088 13216:409:4,26 1x3344 14864:409:4,30:4 1x3856 15616:401:2,62 1x4096 "
-        "256:408:4,16 4096:408:4,16 16384:401:2,64 32768:206:2,64 1x4544 18704:409:4,30:3 1x5648 15392:408:4,23 "
-        "1x5728 208:408:4,23 1x6000 12000:408:4,24 16032:408:4,24 1x6144 1616:408:4,24 1x6272 7664:408:4,25 1x6560 "
-        "6240:408:4,26 1x6624 1456:408:4,26 1x6688 15760:409:4,30:2 1x7072 10656:401:2,66:2 1x7680 12976:408:4,30 "
-        "1x8192 256:400:2,64 4096:400:2,64 16384:400:2,64 20000:206:2,64 32768:206:2,64 1x12288 4096:209:4,24 3x16 "
-        "336:394:2,1 7x16 16:394:2,1 64:390:1,1 112:394:2,1 256:390:1,1 1008:394:2,1 1024:390:1,1 2048:390:1,1 "
-        "4096:390:1,1 5008:394:2,1 8192:391:1,3 16384:391:1,6 32768:391:1,12 7x8192 1024:400:2,64 4096:400:2,64 "
-        "8192:400:2,64 16384:400:2,64 32768:206:2,64 8x448 1296:434:4,14 8x2256 6576:409:4,18 16x16 16:394:2,1 "
-        "64:394:2,1 112:394:2,1 256:394:2,1 1008:394:2,1 1024:394:2,1 2048:394:2,1 4096:394:2,1 5008:394:2,1 "
-        "8192:307:1,3 16384:307:1,6 32768:307:1,12 16x4432 9760:317:4,30:3 17x32 1536:396:4,1 17x208 3008:404:8,2 "
-        "17x8192 8000:327:2,64 31x32 16:396:4,1 64:396:4,1 112:396:4,1 256:396:4,1 1008:396:4,1 1024:396:4,1 "
-        "2048:396:4,1 4096:396:4,1 5008:396:4,1 8192:397:4,3 16384:397:4,6 32768:397:4,12 32x3408 3072:320:8,14 "
-        "33x48 16:396:4,2 64:396:4,2 112:396:4,2 256:396:4,2 1008:396:4,2 1024:396:4,2 2048:396:4,2 4096:396:4,2 "
-        "5008:396:4,2 8192:397:4,6 16384:397:4,12 32768:397:4,24 33x4096 1024:323:2,64 4096:323:2,64 8192:323:2,64 "
-        "16384:323:2,64 32768:323:2,64 40x5440 1264:347:4,22 48x48 12000:311:4,4 48x416 4000:404:8,8 48x8192 "
-        "3008:355:2,64 56x6096 2064:363:4,24 63x2048 14000:332:2,64 64x16 256:430:2,1 4096:430:2,1 16384:219:1,6 "
-        "32768:219:1,12 64x64 16:396:4,2 64:396:4,2 112:396:4,2 256:396:4,2 1008:396:4,2 1024:396:4,2 1280:396:4,2 "
-        "1312:396:4,2 1344:396:4,2 1408:396:4,2 1536:396:4,2 2048:396:4,2 2560:396:4,2 2608:396:4,2 2624:396:4,2 "
-        "3008:396:4,2 3840:396:4,2 3904:396:4,2 4096:396:4,2 5008:396:4,2 5120:396:4,2 5184:332:2,2 6000:332:2,2 "
-        "6400:332:2,2 6464:332:2,2 7680:332:2,2 8192:332:2,3 10240:332:2,3 10304:332:2,4 12000:332:2,4 "
-        "12288:332:2,4 15360:332:2,5 15424:332:2,6 16384:332:2,6 20000:332:2,7 20480:332:2,7 24576:332:2,9 "
-        "25376:332:2,9 28672:332:2,11 32000:332:2,12 32768:332:2,12 64x3744 9808:274:4,24 64x6752 7344:369:4,27 "
-        "64x8192 1024:418:4,29 4096:418:4,29 8192:418:4,29 16384:418:4,29 32768:418:4,29 65x80 16:404:8,3 "
-        "64:404:8,3 112:404:8,3 256:404:8,3 1008:404:8,3 1024:404:8,3 2048:404:8,3 4096:404:8,3 5008:404:8,3 "
-        "8192:405:8,9 16384:405:8,15 32768:229:4,27 69x848 1872:236:8,14 80x816 12432:358:8,12 80x4432 "
-        "3424:383:4,18 88x6320 4336:387:4,25 88x6704 7296:387:4,27 95x112 7008:405:8,6 96x96 20000:338:8,7 100x112 "
-        "16:404:8,4 64:404:8,4 112:404:8,4 256:404:8,4 1008:404:8,4 1024:404:8,4 2048:404:8,4 4096:404:8,4 "
-        "5008:404:8,4 8192:405:8,12 16384:237:8,12 32768:237:8,14 100x1008 1024:249:8,11 4096:249:8,11 "
-        "8192:261:2,64 16384:261:2,64 32768:261:2,64 101x1312 6544:266:8,11 104x336 20304:287:8,14 112x448 "
-        "25744:334:4,28 127x256 9008:315:8,12 128x128 16:404:8,4 64:404:8,4 112:404:8,4 256:404:8,4 1008:404:8,4 "
-        "1024:404:8,4 1280:404:8,4 1312:404:8,4 1344:404:8,4 1408:404:8,4 2048:404:8,4 2560:404:8,4 2608:404:8,4 "
-        "2624:404:8,4 3840:404:8,4 3904:404:8,4 4096:404:8,4 5008:404:8,4 5120:404:8,4 5184:338:8,2 6000:338:8,2 "
-        "6400:338:8,2 6464:338:8,2 7680:338:8,2 8192:338:8,3 10240:338:8,3 10304:338:8,4 12000:338:8,4 "
-        "12288:338:8,4 15360:338:8,5 15424:338:8,6 16144:338:8,6 16384:338:8,6 20480:338:8,7 24576:338:8,9 "
-        "28672:338:8,11 32000:338:8,11 32768:338:8,11 128x256 1024:404:8,8 4096:404:8,8 8192:338:8,6 16384:338:8,12 "
-        "32768:338:8,12 128x512 1024:394:2,64 4096:249:8,6 8192:338:8,12 16384:338:8,12 32768:338:8,12 128x1024 "
-        "1024:249:8,11 4096:249:8,11 8192:249:8,11 16384:249:8,11 32768:249:8,11 128x4096 1024:420:8,15 "
-        "4096:420:8,15 8192:420:8,15 16384:420:8,15 32768:420:8,15 129x144 16:434:4,15 64:396:4,15 112:434:4,15 "
-        "256:396:4,15 1008:396:4,15 1024:396:4,15 2048:396:4,15 4096:396:4,15 5008:396:4,15 8192:233:4,27 "
-        "16384:324:4,30 32768:283:4,30 136x1216 1904:331:8,15 156x48 272:396:4,5 160x160 6000:334:4,12 160x6000 "
-        "1536:205:8,12 163x464 2736:232:4,24 192x192 16384:334:4,30 200x208 28672:348:8,15 205x704 704:331:8,15 "
-        "207x560 5072:329:8,15 251x1296 720:268:2,66 256x128 1024:404:8,8 4096:404:8,8 8192:338:8,6 16384:338:8,12 "
-        "32768:338:8,12 256x256 16:394:2,64 64:394:2,64 112:394:2,64 256:394:2,64 1008:394:2,64 1024:394:2,64 "
-        "1280:394:2,64 1312:394:2,64 1344:394:2,64 1408:394:2,64 2048:394:2,64 2560:329:8,6 2608:329:8,6 "
-        "2624:329:8,6 3840:329:8,6 3904:329:8,6 4096:329:8,6 5008:329:8,6 5120:329:8,6 5184:338:8,8 6000:338:8,8 "
-        "6400:338:8,8 6464:338:8,8 7680:338:8,8 8192:338:8,12 10240:338:8,12 10304:338:8,12 12288:338:8,12 "
-        "15360:338:8,12 15424:338:8,12 16384:338:8,12 20000:338:8,12 20480:338:8,12 24576:338:8,12 25440:338:8,12 "
-        "32000:338:8,12 32768:338:8,12 256x384 8192:338:8,12 16384:338:8,12 32768:338:8,12 256x2048 1024:416:8,15 "
-        "4096:416:8,15 8192:416:8,15 16384:416:8,15 32768:416:8,15 256x12288 24000:439:2,66 264x64 880:436:8,6 "
-        "271x688 4112:276:8,15 287x112 1824:436:8,12 287x592 3360:337:8,15 288x672 12288:341:8,15 16832:341:8,15 "
-        "295x1120 256:371:8,15 296x1232 2704:420:8,15 304x1648 5936:418:4,30 320x320 3008:314:8,15 320x640 "
-        "16384:337:8,15 331x1424 6560:388:8,12 347x384 3600:329:8,12 353x1120 1120:375:8,15 360x2352 3232:297:4,30 "
-        "376x928 12352:292:8,15 384x128 1024:404:8,12 4096:404:8,12 8192:338:8,9 16384:338:8,15 32768:338:8,15 "
-        "384x336 9072:249:8,12 384x384 16:329:8,12 64:329:8,12 112:329:8,12 256:329:8,12 1008:329:8,12 "
-        "1024:329:8,12 2048:329:8,12 4096:329:8,12 5008:329:8,12 8192:329:8,12 16384:329:8,12 32768:329:8,12 "
-        "384x512 8192:337:8,12 16384:337:8,12 32768:337:8,12 392x848 19536:361:8,14 408x2496 4928:301:4,30 432x544 "
-        "1312:272:8,14 456x560 16608:357:8,15 464x448 3024:343:8,12 467x240 1440:249:8,12 467x416 3680:276:8,12 "
-        "500x512 12000:286:8,12 501x192 1312:236:8,12 504x704 18096:365:8,15 507x176 6128:236:8,12 511x272 "
-        "2000:249:8,12 512x128 1024:394:2,64 4096:329:8,6 8192:338:8,12 16384:338:8,12 32768:338:8,12 512x512 "
-        "16:357:8,12 64:357:8,12 112:357:8,12 256:357:8,12 1008:357:8,12 1024:357:8,12 2048:357:8,12 4096:357:8,12 "
-        "5008:357:8,12 6000:357:8,12 8192:357:8,12 12000:357:8,12 12880:357:8,12 16384:357:8,12 28672:357:8,12 "
-        "32768:357:8,12 512x640 8192:292:8,12 16384:292:8,12 32768:292:8,12 512x1024 8192:367:2,64 16384:367:2,64 "
-        "32768:367:2,64 513x816 528:381:8,14 528x336 1712:266:8,15 529x1184 5968:414:8,15 537x1264 3312:414:8,15 "
-        "547x48 1200:396:4,18 547x368 1168:276:8,15 592x2352 3296:439:2,65 595x80 3600:436:8,15 599x1600 "
-        "4432:295:2,65 600x1440 1024:297:4,30 624x224 2416:249:8,15 640x640 1024:371:8,15 4096:371:8,15 "
-        "8192:371:8,15 16384:371:8,15 32768:371:8,15 647x608 6672:373:8,15 655x928 5456:385:4,30 673x480 "
-        "656:270:2,66 680x496 2512:290:8,15 688x256 25072:337:8,12 712x736 400:375:8,15 720x320 1216:343:8,15 "
-        "721x736 448:258:8,12 729x656 2768:416:8,15 731x1152 1312:293:2,63 768x768 1024:443:8,12 4096:428:8,15 "
-        "8192:428:8,15 16384:428:8,15 32768:428:8,15 768x1024 20000:412:2,64 800x336 3760:286:8,14 813x1088 "
-        "5088:295:2,63 823x272 6384:276:8,14 896x480 2000:428:8,12 896x896 32768:187:8,14 904x16 7680:227:4,8 "
-        "944x1744 11552:188:2,63 969x48 6016:227:4,24 1000x16 256:432:8,4 4096:432:8,4 16384:227:4,24 "
-        "32768:223:2,64 1000x112 1024:247:8,12 4096:329:8,11 8192:344:8,14 16384:344:8,14 32768:344:8,14 1000x1008 "
-        "16:254:8,14 64:254:8,14 112:254:8,14 256:201:2,64 1008:201:2,64 1024:201:2,64 2048:201:2,64 4096:201:2,64 "
-        "5008:203:8,14 8192:201:2,64 16384:201:2,64 32768:201:2,64 1023x1040 3504:424:8,14 1024x128 1024:329:8,11 "
-        "4096:329:8,11 8192:329:8,11 16384:329:8,11 32768:329:8,11 1024x768 28672:441:2,64 1024x1008 1536:201:2,64 "
-        "1024x1024 16:201:2,64 64:201:2,64 112:201:2,64 256:201:2,64 1008:201:2,64 1024:201:2,64 2048:201:2,64 "
-        "4096:201:2,64 5008:201:2,64 8192:201:2,64 8656:201:2,64 11248:201:2,64 12000:201:2,64 16384:201:2,64 "
-        "32768:201:2,64 1024x1280 8192:422:2,64 16384:422:2,64 32768:422:2,64 1024x2048 8192:190:2,64 "
-        "16384:190:2,64 32768:190:2,64 1024x8192 1024:190:2,66 4096:190:2,66 8192:190:2,66 16384:190:2,66 "
-        "32768:190:2,66 1031x432 3840:416:8,15 1040x560 8672:379:2,65 1048x160 3136:264:8,15 1056x976 2048:216:2,63 "
-        "1065x256 4656:282:8,15 1095x976 7824:422:2,63 1104x512 6768:199:8,12 1136x96 5120:249:8,9 1146x160 "
-        "5648:264:8,15 1177x992 4464:305:2,64 1184x48 1552:310:4,19 1195x864 2096:299:2,63 1240x1120 400:211:2,63 "
-        "1280x1280 8192:185:8,15 16384:185:8,15 32768:185:8,15 1293x800 5312:303:2,63 1371x864 1328:422:2,66 "
-        "1500x1504 1536:193:8,15 1536x1024 8192:437:2,66 1536x1536 1024:213:2,66 4096:213:2,66 8192:213:2,66 "
-        "16384:213:2,66 32768:213:2,66 1568x848 10656:439:2,65 1776x2432 5360:214:2,66 1880x240 2240:426:4,24 "
-        "1936x2464 2992:217:2,66 2047x64 14000:352:4,22 2048x256 1024:367:2,64 4096:367:2,64 8192:367:2,64 "
-        "16384:367:2,64 32768:367:2,64 2048x1024 12000:190:2,64 2048x2048 16:190:2,66 64:190:2,66 112:190:2,66 "
-        "256:190:2,66 1008:190:2,66 1024:190:2,66 2048:190:2,66 4096:190:2,66 5008:190:2,66 6000:190:2,66 "
-        "8192:190:2,66 16384:190:2,66 32768:190:2,66 2048x8192 3008:213:2,66 2424x1264 7776:211:2,66 2656x16 "
-        "11792:223:2,63 2824x16 4464:432:8,12 2864x16 12048:227:4,24 3000x16 6000:227:4,24 3000x3008 6000:213:2,66 "
-        "3280x16 5456:227:4,26 4000x320 28672:422:2,64 4096x16 256:430:2,64 4096:430:2,64 16384:430:2,64 "
-        "32768:430:2,64 4096x48 1024:245:2,64 4096:245:2,64 8192:245:2,64 16384:245:2,64 32768:245:2,64 4096x128 "
-        "1024:367:2,64 4096:367:2,64 8192:367:2,64 16384:367:2,64 32768:367:2,64 4096x4096 16:190:2,66 64:190:2,66 "
-        "112:190:2,66 256:190:2,66 1008:190:2,66 1024:190:2,66 2048:190:2,66 3008:190:2,66 4096:190:2,66 "
-        "5008:190:2,66 8192:190:2,66 16384:190:2,66 20000:190:2,66 32768:190:2,66 4096x8192 3008:213:2,66 "
-        "20000:213:2,66 4160x64 4000:351:4,22 4384x16 800:226:4,18 4424x16 18704:226:4,18 4880x48 2512:281:4,20 "
-        "5576x48 5936:281:4,22 5760x8192 6432:195:2,66 6000x160 12000:424:8,12 6000x6000 336:214:2,66 6248x8192 "
-        "7888:190:2,66 7008x48 8672:281:4,28 7056x8192 3184:191:2,66 7488x16 6128:226:4,30 7768x64 2112:377:4,25 "
-        "7880x16 720:222:2,62 7912x16 13344:222:2,62 7920x96 11344:441:2,62 7976x64 6944:377:4,25 8192x16 "
-        "256:222:2,64 1024:222:2,64 4096:222:2,64 8192:222:2,64 12000:222:2,64 16384:222:2,64 32768:222:2,64 "
-        "8192x32 4000:260:2,64 8192x48 6000:279:2,64 8192x64 1024:377:4,26 4096:377:4,26 8192:377:4,26 "
-        "16384:377:4,26 32768:377:4,26 8192x96 20000:441:2,64 8192x320 16000:422:2,66 8192x1024 1024:190:2,66 "
-        "4096:190:2,66 8192:190:2,66 16384:190:2,66 32768:190:2,66 8192x2048 24000:190:2,66 8192x2128 "
-        "11792:194:2,66 8192x4096 7008:195:2,66 12000:195:2,66 8192x4224 10736:194:2,66 8192x4480 10880:194:2,66 "
-        "8192x8192 16:213:2,66 64:213:2,66 112:213:2,66 256:213:2,66 1008:213:2,66 1024:213:2,66 1536:213:2,66 "
-        "2048:213:2,66 4096:213:2,66 5008:213:2,66 6000:213:2,66 8192:213:2,66 11008:213:2,66 16384:213:2,66 "
-        "28672:213:2,66 32768:213:2,66 12288x256 2048:321:2,66 "
+        "1x16 16:706:2,1 64:702:1,1 112:706:2,1 256:702:1,1 624:706:2,1 848:706:2,1 1008:706:2,1 1024:702:1,1 "
+        "2048:702:1,1 4096:702:1,1 4192:702:1,1 5008:706:2,1 6208:703:1,2 7120:707:2,2 8192:703:1,3 16384:703:1,6 "
+        "32768:703:1,12 1x32 672:702:1,1 1x48 2496:702:1,1 6048:703:1,2 1x64 256:772:4,2 4096:702:1,1 16384:703:1,6 "
+        "32768:703:1,12 1x80 2384:714:2,1 2480:714:2,1 1x112 4608:714:2,1 1x144 1216:772:4,5 1x304 464:772:4,10 "
+        "1x512 96:772:4,16 1x528 4784:772:4,17 13184:725:4,15 1x544 608:772:4,17 1920:772:4,17 3680:772:4,17 "
+        "5888:725:4,6 1x560 14112:725:4,15 1x576 2080:772:4,18 16944:725:4,18 1x592 22496:725:4,24 1x608 "
+        "1120:772:4,19 5424:725:4,6 1x624 784:772:4,20 20240:725:4,21 1x656 10320:725:4,12 1x672 512:772:4,21 "
+        "23824:725:4,24 1x688 576:772:4,22 6928:725:4,6 1x704 12128:725:4,12 1x736 2640:772:4,23 16144:725:4,18 "
+        "16720:725:4,18 1x768 4992:772:4,24 1x784 592:772:4,25 1x816 9920:725:4,12 1x832 1520:772:4,26 "
+        "2880:772:4,26 1x848 2096:772:4,27 5072:772:4,27 1x864 12176:725:4,16 1x880 640:772:4,28 6208:725:4,8 "
+        "18656:725:4,28 1x896 8192:725:4,12 1x912 1088:772:4,29 1248:772:4,29 2912:772:4,29 1x928 1200:772:4,29 "
+        "2448:772:4,29 1x976 2128:766:2,61 1x992 912:766:2,62 1x1008 256:766:2,63 4096:766:2,63 9280:725:4,12 "
+        "16384:725:4,24 32768:715:2,64 1x1040 2240:766:2,65 21008:725:4,30 1x1056 2864:766:2,66 14352:725:4,25 "
+        "1x1088 1296:420:4,17 1584:420:4,17 1x1104 21744:725:4,25 1x1136 544:420:4,18 4160:420:4,18 1x1152 "
+        "2976:420:4,18 1x1168 992:420:4,19 1472:420:4,19 1x1248 608:420:4,20 1x1296 1792:420:4,21 1x1328 "
+        "22000:715:2,66 1x1360 8656:725:4,18 1x1376 5776:725:4,12 1x1392 1344:420:4,22 1x1408 960:420:4,22 1x1424 "
+        "560:420:4,23 1x1504 1456:420:4,24 3392:420:4,24 1x1536 28672:725:4,30 1x1552 9648:725:4,21 1x1584 "
+        "6176:725:4,14 1x1600 22896:725:4,28 23056:725:4,28 1x1680 7472:725:4,14 1x1712 6800:725:4,14 1x1824 "
+        "8208:725:4,24 1x1984 2176:724:4,8 6496:725:4,16 1x2032 1216:724:4,8 1x2144 6592:725:4,18 1x2240 "
+        "17056:390:4,25 1x2256 1680:724:4,9 1x2272 3904:724:4,9 1x2288 8640:725:4,27 22432:390:4,25 1x2320 "
+        "1264:724:4,10 6304:725:4,20 11136:725:4,30 1x2368 784:724:4,10 5520:725:4,20 1x2496 9360:725:4,30 1x2544 "
+        "592:724:4,10 1x2592 1936:724:4,11 1x2608 18512:715:2,63 1x2640 6624:725:4,22 1x2688 5264:725:4,22 1x2704 "
+        "2096:724:4,11 1x2720 4048:724:4,11 1x2768 11024:725:4,22 1x2816 1088:724:4,11 1x2896 912:724:4,12 1x3008 "
+        "3008:724:4,12 1x3088 13216:725:4,26 23296:390:4,28 1x3104 544:724:4,13 1x3216 736:724:4,13 1x3248 "
+        "640:724:4,13 1x3312 4304:724:4,13 1x3344 14864:725:4,30:4 1x3392 848:724:4,14 1x3424 6560:725:4,28 1x3488 "
+        "6272:725:4,28 1x3504 6272:725:4,28 1x3552 544:724:4,14 1x3568 2592:724:4,14 4752:724:4,14 1x3600 "
+        "544:724:4,15 19536:725:4,30 1x3856 15616:715:2,62 20080:715:2,62 1x4080 1232:724:4,16 1x4096 256:724:4,16 "
+        "4096:724:4,16 16384:715:2,64 32768:386:2,64 1x4128 2576:724:4,17 1x4288 4016:724:4,17 1x4384 1376:724:4,18 "
+        "1x4448 576:724:4,18 1x4544 18704:725:4,30:3 1x4656 1936:724:4,19 1x4672 1248:724:4,19 1x4880 8112:725:4,30 "
+        "1x4896 2816:724:4,20 1x5216 1040:724:4,21 1x5424 4304:724:4,22 1x5552 9232:724:4,22 1x5648 15392:724:4,23 "
+        "1x5680 2192:724:4,23 1x5728 208:724:4,23 1x5888 704:724:4,23 1x6000 12000:724:4,24 16032:724:4,24 1x6016 "
+        "19984:390:4,30:5 1x6144 1024:724:4,24 1616:724:4,24 1x6256 3472:724:4,25 1x6272 7664:724:4,25 1x6464 "
+        "576:724:4,26 1x6480 5136:724:4,26 1x6560 6240:724:4,26 1x6624 1456:724:4,26 6432:724:4,26 1x6688 "
+        "15760:725:4,30:2 1x6800 5552:724:4,27 1x6896 22624:725:4,30:2 1x7072 10656:715:2,66:2 1x7680 "
+        "12976:724:4,30 1x8192 256:714:2,64 4096:714:2,64 16384:714:2,64 20000:386:2,64 32768:386:2,64 1x12288 "
+        "4096:389:4,24 3x16 336:706:2,1 512:702:1,1 704:702:1,1 1072:706:2,1 1104:706:2,1 1248:702:1,1 1552:706:2,1 "
+        "1792:702:1,1 2288:706:2,1 2352:706:2,1 3264:702:1,1 3824:706:2,1 4832:702:1,1 3x32 640:702:1,1 "
+        "1232:706:2,1 3x48 592:772:4,2 1888:702:1,1 2608:706:2,1 2864:706:2,1 3040:702:1,1 3x80 1616:714:2,1 "
+        "2720:714:2,1 6704:715:2,2 3x96 4224:714:2,1 3x112 432:772:4,4 3x144 4896:724:4,1 3x208 1920:772:4,7 3x240 "
+        "1936:772:4,8 3x256 848:772:4,8 3x352 1408:772:4,11 3x384 592:772:4,12 3x416 672:772:4,13 2768:772:4,13 "
+        "3x432 1536:772:4,14 3x448 1056:772:4,14 3x464 1488:772:4,15 3x528 2352:772:4,17 3x624 4752:772:4,20 3x704 "
+        "3296:772:4,22 3x832 1968:772:4,26 3x928 2464:772:4,29 3x944 2592:772:4,30 3x976 1088:766:2,61 3x1152 "
+        "992:420:4,18 3x1200 1264:420:4,19 6432:725:4,10 3x1280 2032:420:4,20 3x1680 896:724:4,7 5x16 3472:706:2,1 "
+        "3632:706:2,1 4336:706:2,1 4752:706:2,1 5x32 448:702:1,1 1280:702:1,1 2464:702:1,1 5x128 2544:772:4,4 5x336 "
+        "1184:772:4,11 5x368 864:772:4,12 5x496 2192:772:4,16 5x800 1264:772:4,25 7x16 16:706:2,1 64:702:1,1 "
+        "112:706:2,1 256:702:1,1 1008:706:2,1 1024:702:1,1 2048:702:1,1 4096:702:1,1 5008:706:2,1 8192:703:1,3 "
+        "16384:703:1,6 32768:703:1,12 7x32 448:702:1,1 752:706:2,1 1008:706:2,1 1392:706:2,1 7x48 496:772:4,2 7x80 "
+        "4288:714:2,1 7x128 992:772:4,4 7x208 7072:725:4,2 7x336 5440:725:4,4 7x608 576:772:4,19 1360:772:4,19 "
+        "7x688 1504:772:4,22 7x1472 1328:420:4,23 7x8192 1024:714:2,64 4096:714:2,64 8192:714:2,64 16384:714:2,64 "
+        "32768:386:2,64 8x16 512:766:2,1 672:766:2,1 896:766:2,1 1280:766:2,1 1600:766:2,1 2416:766:2,1 "
+        "3056:766:2,1 3648:766:2,1 4704:766:2,1 8x32 1568:702:1,1 3280:772:4,1 11728:715:2,4 8x48 1680:714:2,1 8x64 "
+        "6640:715:2,2 8x80 4000:772:4,3 8x112 6912:715:2,2 8688:715:2,3 8x144 2832:772:4,5 8x176 8512:725:4,3 8x192 "
+        "784:772:4,6 8x208 560:772:4,7 5184:725:4,2 8x224 656:772:4,7 3984:772:4,7 8x320 864:772:4,10 8x368 "
+        "8736:725:4,6 8x448 1296:772:4,14 8x464 1008:772:4,15 8x480 4976:772:4,15 8x496 1360:772:4,16 8x544 "
+        "2848:772:4,17 8x576 688:772:4,18 8x624 2576:772:4,20 8x656 9248:725:4,9 8x720 3280:772:4,23 8x1104 "
+        "576:724:4,5 8656:725:4,15 8x1312 1520:724:4,6 8x1616 2016:724:4,7 8x1664 3264:724:4,7 8x1680 1216:724:4,7 "
+        "8x1696 10368:725:4,21 8x1968 752:724:4,8 8x2064 5008:724:4,9 8x2256 6576:725:4,18 8x3680 1408:724:4,15 "
+        "8x4064 848:724:4,16 8x4144 8224:715:2,66 8x4336 4848:724:4,17 8x5104 656:724:4,20 8x5584 4112:724:4,22 "
+        "8x6032 3184:724:4,24 8x6128 2080:724:4,24 8x8192 1568:714:2,64 1872:714:2,64 4320:714:2,64 6688:714:2,64 "
+        "7152:714:2,64 9x16 528:706:2,1 592:706:2,1 752:706:2,1 1296:706:2,1 5456:707:2,2 9x32 3872:706:2,1 9x48 "
+        "2288:706:2,1 9x64 5712:707:2,2 9x144 496:772:4,5 9x304 4128:772:4,10 9x336 1072:772:4,11 9x544 "
+        "816:772:4,17 9x1152 6112:729:8,10 9x1264 432:728:8,5 9x1488 4912:728:8,6 11x32 720:706:2,1 11x48 "
+        "5520:707:2,2 11x96 656:718:4,1 784:718:4,1 11x1152 5248:729:8,10 13x16 656:706:2,1 1152:706:2,1 13x32 "
+        "1648:706:2,1 13x1648 560:728:8,7 15x32 5072:706:2,1 15x64 1536:706:2,1 15x112 3648:718:4,1 15x224 "
+        "496:772:4,7 15x560 720:772:4,18 16x16 16:706:2,1 64:706:2,1 112:706:2,1 256:706:2,1 1008:706:2,1 "
+        "1024:706:2,1 1168:706:2,1 1776:706:2,1 2048:706:2,1 2432:706:2,1 4096:706:2,1 5008:706:2,1 5168:559:2,2 "
+        "6656:549:1,2 8192:549:1,3 16384:549:1,6 32768:549:1,12 16x32 1936:706:2,1 16x48 512:706:2,1 2240:706:2,1 "
+        "16x64 1408:706:2,1 16x208 7488:421:4,8 16x240 624:728:8,1 4432:728:8,1 16x432 704:728:8,2 16x576 "
+        "10672:567:4,12 16x656 1200:728:8,3 16x720 10768:567:4,12 16x784 1648:728:8,4 16x912 5792:567:4,8 16x1040 "
+        "1664:728:8,5 16x1104 9920:567:4,15 16x1664 2944:728:8,7 16x1808 992:728:8,8 16x2080 7152:567:4,18 16x2272 "
+        "3904:728:8,9 16x2960 2704:728:8,12 16x3712 2688:728:8,15 16x4432 9760:567:4,30:3 16x5184 1648:566:4,21 "
+        "16x6736 9872:566:4,27 16x6896 1376:566:4,27 16x7040 864:566:4,28 16x8192 1040:558:2,64 3296:558:2,64 "
+        "11120:558:2,64 17x16 5408:711:4,2 17x32 1536:710:4,1 17x64 1488:710:4,1 17x160 2160:710:4,3 17x208 "
+        "3008:720:8,2 17x576 2032:772:4,18 17x640 720:772:4,20 17x1664 4608:720:8,13 17x8192 8000:582:2,64 19x16 "
+        "1456:710:4,1 1648:710:4,1 1696:710:4,1 19x32 896:710:4,1 4880:710:4,1 19x64 560:710:4,1 19x784 "
+        "2144:772:4,25 21x16 688:710:4,1 21x1664 976:720:8,13 23x16 1296:710:4,1 23x48 6944:711:4,2 23x64 "
+        "5184:711:4,2 23x1184 1696:720:8,10 24x16 592:766:2,1 11488:711:4,4 24x32 2064:710:4,1 2608:710:4,1 "
+        "3264:710:4,1 6592:711:4,2 24x288 6720:721:8,6 24x432 3680:720:8,4 24x592 5312:721:8,10 24x656 3712:720:8,6 "
+        "24x688 1408:720:8,6 24x736 4512:720:8,6 24x1120 1616:720:8,9 24x1200 7200:571:8,10 24x1216 976:720:8,10 "
+        "24x1408 2432:720:8,11 24x1520 8672:588:4,18 24x1728 2336:720:8,14 24x1872 768:720:8,15 24x1920 "
+        "848:720:8,15 24x3232 3136:570:8,13 24x8192 1456:582:2,64 1952:582:2,64 2160:582:2,64 4880:582:2,64 "
+        "5408:582:2,64 25x16 736:710:4,1 25x64 3632:710:4,1 27x16 416:710:4,1 496:710:4,1 27x128 2896:720:8,1 "
+        "27x960 656:720:8,8 27x1424 2288:720:8,12 29x32 1456:710:4,1 29x48 2592:710:4,1 29x96 656:720:8,1 29x144 "
+        "2256:710:4,3 31x16 4384:710:4,1 31x32 16:710:4,1 64:710:4,1 112:710:4,1 256:710:4,1 1008:710:4,1 "
+        "1024:710:4,1 2048:710:4,1 4096:710:4,1 5008:710:4,1 8192:711:4,3 16384:711:4,6 32768:711:4,12 31x656 "
+        "576:772:4,21 32x16 1296:766:2,1 32x96 5248:482:4,2 32x192 2720:710:4,3 3136:710:4,3 8384:482:4,6 32x416 "
+        "4944:720:8,4 32x624 2384:720:8,5 32x800 2448:720:8,7 32x1056 3104:720:8,9 32x1296 1120:720:8,11 "
+        "1296:720:8,11 32x1360 736:720:8,11 32x1424 7888:608:4,18 32x1440 768:720:8,12 32x1680 6016:608:4,14 "
+        "32x2368 5920:608:4,20 32x3408 3072:570:8,14 32x4144 8976:552:2,65 33x16 736:710:4,2 33x48 16:710:4,2 "
+        "64:710:4,2 112:710:4,2 256:710:4,2 1008:710:4,2 1024:710:4,2 2048:710:4,2 4096:710:4,2 5008:710:4,2 "
+        "8192:711:4,6 16384:711:4,12 32768:711:4,24 33x4096 1024:576:2,64 4096:576:2,64 8192:576:2,64 "
+        "16384:576:2,64 32768:576:2,64 35x16 3728:710:4,2 35x64 3392:710:4,2 37x16 528:710:4,2 1472:710:4,2 "
+        "4768:710:4,2 37x32 1392:710:4,2 37x1440 3824:420:4,23 39x16 1408:710:4,2 3376:710:4,2 39x1280 "
+        "1872:420:4,20 40x16 640:766:2,1 40x160 7824:711:4,18 40x640 1840:720:8,10 40x864 10240:592:8,12 40x1120 "
+        "1520:728:8,15 40x1680 3120:562:8,14 40x1936 640:566:4,24 40x2592 4496:591:8,11 40x5440 1264:625:4,22 "
+        "40x8192 1760:619:2,64 11328:619:2,64 41x16 1312:710:4,2 1744:710:4,2 45x304 5392:721:8,12 47x112 "
+        "1888:720:8,2 47x224 2528:720:8,4 48x16 688:766:2,1 976:766:2,1 1472:766:2,1 48x32 1424:772:4,1 "
+        "2080:772:4,1 48x48 2064:710:4,2 12000:555:4,4 48x176 608:710:4,6 4704:710:4,6 48x416 4000:720:8,8 48x2352 "
+        "10560:646:4,20 48x2864 688:591:8,12 48x3056 5232:591:8,12 48x5888 3440:645:4,23 48x8192 2336:639:2,64 "
+        "3008:639:2,64 49x16 480:710:4,2 51x16 5584:711:4,4 51x160 3088:710:4,6 51x288 832:720:8,6 53x32 "
+        "5744:711:4,4 53x400 2736:720:8,8 53x1504 688:420:4,24 56x16 1488:766:2,1 56x32 832:772:4,1 56x160 "
+        "5152:711:4,12 56x576 736:720:8,10 10672:612:8,12 56x624 736:720:8,10 56x960 848:710:4,30 56x1424 "
+        "6832:612:8,12 56x1600 4288:562:8,13 56x1792 7264:612:8,14 56x6096 2064:661:4,24 56x8192 2368:655:2,64 "
+        "57x656 1648:772:4,21 59x112 2368:720:8,2 61x96 5136:721:8,4 63x2048 14000:594:2,64 64x16 256:766:2,1 "
+        "2768:766:2,1 4096:766:2,1 7376:409:2,2 9392:409:2,3 16384:405:1,6 32768:405:1,12 64x64 16:710:4,2 "
+        "64:710:4,2 112:710:4,2 256:710:4,2 1008:710:4,2 1024:710:4,2 1280:710:4,2 1312:710:4,2 1344:710:4,2 "
+        "1408:710:4,2 1536:710:4,2 2048:710:4,2 2144:710:4,2 2560:710:4,2 2608:710:4,2 2624:710:4,2 3008:710:4,2 "
+        "3840:710:4,2 3904:710:4,2 4096:710:4,2 5008:710:4,2 5120:710:4,2 5184:594:2,2 6000:594:2,2 6400:594:2,2 "
+        "6464:594:2,2 7680:594:2,2 8192:594:2,3 10240:594:2,3 10304:594:2,4 12000:594:2,4 12288:594:2,4 "
+        "15360:594:2,5 15424:594:2,6 16384:594:2,6 20000:594:2,7 20480:594:2,7 24576:594:2,9 25376:594:2,9 "
+        "28672:594:2,11 32000:594:2,12 32768:594:2,12 64x768 2352:720:8,12 3136:720:8,12 64x1168 2624:562:8,10 "
+        "64x1712 5728:612:8,14 64x3744 9808:495:4,24 64x6608 2048:743:4,23 64x6752 7344:671:4,27 64x8192 "
+        "1024:743:4,29 4096:743:4,29 8192:743:4,29 16384:743:4,29 32768:743:4,29 65x64 832:710:4,3 65x80 16:720:8,3 "
+        "64:720:8,3 112:720:8,3 256:720:8,3 1008:720:8,3 1024:720:8,3 2048:720:8,3 4096:720:8,3 5008:720:8,3 "
+        "8192:721:8,9 16384:721:8,15 32768:415:4,27 69x848 1872:424:8,14 69x1248 2512:570:8,15 71x16 1680:710:4,3 "
+        "72x16 928:768:4,1 1568:768:4,1 7456:711:4,6 72x32 1520:774:8,1 72x80 3712:720:8,3 72x112 5584:721:8,6 "
+        "72x336 960:720:8,9 72x512 10352:588:4,24 72x992 1984:570:8,12 3536:570:8,12 72x1376 528:585:8,11 72x3152 "
+        "1952:629:8,13 72x3568 6384:629:8,14 72x8192 5408:679:2,64 75x96 4816:720:8,3 75x1008 7008:608:4,24 77x16 "
+        "7008:711:4,6 77x256 5856:721:8,12 79x16 720:710:4,3 1216:710:4,3 80x16 2944:768:4,1 80x144 560:710:4,9 "
+        "80x352 1936:720:8,9 80x816 12432:650:8,12 80x2544 6320:629:8,10 80x4432 3424:693:4,18 81x32 3792:710:4,3 "
+        "83x16 4032:710:4,3 83x176 1040:710:4,9 83x192 464:774:8,6 85x16 4736:710:4,3 88x32 624:774:8,1 88x144 "
+        "736:710:4,9 88x592 4128:424:8,10 88x1264 2416:585:8,10 88x6320 4336:699:4,25 88x6704 7296:699:4,27 89x160 "
+        "880:710:4,9 91x16 1104:710:4,3 91x64 2944:710:4,3 93x32 5616:711:4,6 93x80 1776:720:8,3 93x1648 "
+        "1168:605:8,13 95x112 7008:721:8,6 95x768 5872:586:8,12 96x64 4752:710:4,3 96x96 20000:606:8,7 96x144 "
+        "1152:710:4,9 96x560 752:720:8,15 96x896 4720:562:8,14 96x1744 7648:605:8,14 97x112 2064:720:8,4 100x112 "
+        "16:720:8,4 64:720:8,4 112:720:8,4 256:720:8,4 1008:720:8,4 1024:720:8,4 2048:720:8,4 4096:720:8,4 "
+        "5008:720:8,4 8192:721:8,12 16384:425:8,12 32768:425:8,14 100x1008 1024:452:8,11 4096:452:8,11 "
+        "8192:476:2,64 16384:476:2,64 32768:476:2,64 101x1312 6544:485:8,11 103x272 944:774:8,9 104x32 976:774:8,1 "
+        "104x48 5968:711:4,8 104x336 20304:515:8,14 105x16 944:710:4,4 1456:710:4,4 111x144 2416:710:4,12 112x16 "
+        "2160:768:4,1 112x48 672:774:8,2 112x448 25744:598:4,28 115x16 5536:711:4,8 117x32 1520:710:4,4 119x144 "
+        "784:710:4,12 120x16 3728:768:4,1 120x1392 1552:605:8,11 120x8192 7424:533:2,64 123x1056 4096:452:8,11 "
+        "125x16 2816:710:4,4 125x80 3760:720:8,4 127x256 9008:563:8,12 128x16 10416:409:2,4 128x128 16:720:8,4 "
+        "64:720:8,4 112:720:8,4 256:720:8,4 1008:720:8,4 1024:720:8,4 1280:720:8,4 1312:720:8,4 1344:720:8,4 "
+        "1408:720:8,4 2048:720:8,4 2560:720:8,4 2608:720:8,4 2624:720:8,4 3840:720:8,4 3904:720:8,4 4096:720:8,4 "
+        "5008:720:8,4 5120:720:8,4 5184:606:8,2 6000:606:8,2 6400:606:8,2 6464:606:8,2 7680:606:8,2 8192:606:8,3 "
+        "10240:606:8,3 10304:606:8,4 12000:606:8,4 12288:606:8,4 15360:606:8,5 15424:606:8,6 16144:606:8,6 "
+        "16384:606:8,6 20480:606:8,7 24576:606:8,9 28672:606:8,11 32000:606:8,11 32768:606:8,11 128x144 "
+        "1328:774:8,5 128x256 1024:720:8,8 4096:720:8,8 8192:606:8,6 16384:606:8,12 32768:606:8,12 128x512 "
+        "1024:706:2,64 4096:452:8,6 8192:606:8,12 16384:606:8,12 32768:606:8,12 128x1024 1024:452:8,11 "
+        "4096:452:8,11 8192:452:8,11 16384:452:8,11 32768:452:8,11 128x4096 1024:745:8,15 4096:745:8,15 "
+        "8192:745:8,15 16384:745:8,15 32768:745:8,15 129x144 16:772:4,15 64:710:4,15 112:772:4,15 256:710:4,15 "
+        "1008:710:4,15 1024:710:4,15 2048:710:4,15 4096:710:4,15 5008:710:4,15 8192:421:4,27 16384:579:4,30 "
+        "32768:511:4,30 136x16 2464:770:8,1 136x32 1008:772:4,3 136x80 2112:720:8,5 136x240 6000:563:8,12 136x1216 "
+        "1904:591:8,15 136x1408 592:621:8,11 144x16 2080:770:8,1 144x1056 7568:591:8,15 147x16 2624:710:4,5 152x16 "
+        "3248:770:8,1 6352:711:4,10 156x48 272:710:4,5 160x160 6000:598:4,12 160x6000 1536:384:8,12 163x464 "
+        "2736:420:4,24 165x16 848:710:4,6 168x32 3904:772:4,3 168x896 1504:585:8,14 171x32 432:710:4,6 176x16 "
+        "8768:555:4,9 176x32 2016:772:4,3 176x8192 8576:573:2,64 183x16 3040:710:4,6 183x160 1904:710:4,18 184x1168 "
+        "9088:495:4,24 184x2032 976:671:4,24 185x16 2656:710:4,6 189x80 880:720:8,6 192x32 2016:772:4,3 192x192 "
+        "16384:598:4,30 192x1520 7136:641:8,12 193x384 5088:562:8,12 200x48 560:774:8,4 200x64 4432:774:8,4 200x208 "
+        "28672:630:8,15 200x528 11664:626:4,30 200x544 25584:626:4,30 201x160 480:774:8,10 205x704 704:591:8,15 "
+        "207x272 1424:424:8,10 207x560 5072:585:8,15 208x16 2336:770:8,1 8672:555:4,12 208x32 1680:774:8,2 208x256 "
+        "21728:608:4,28 208x464 27040:608:4,28 208x640 8752:585:8,15 208x736 9216:605:8,12 215x80 3056:720:8,7 "
+        "216x64 11232:711:4,28 216x288 22480:658:8,12 216x336 8672:515:8,12 216x368 17904:600:2,63 216x400 "
+        "12768:598:4,28 216x416 18288:598:4,28 216x736 11776:605:8,12 216x896 17312:605:8,14 217x336 2016:424:8,12 "
+        "224x416 13216:598:4,28 224x432 1216:554:4,28 224x496 12128:608:4,28 224x720 19472:605:8,12 232x16 "
+        "576:770:8,1 232x304 8864:616:4,30 237x592 1088:452:8,14 240x240 11024:650:8,12 240x656 24944:485:8,12 "
+        "240x8192 1376:439:2,66 247x352 7120:486:8,12 248x464 19152:515:8,12 251x1296 720:489:2,66 253x32 "
+        "3312:710:4,8 256x128 1024:720:8,8 4096:720:8,8 8192:606:8,6 16384:606:8,12 32768:606:8,12 256x256 "
+        "16:706:2,64 64:706:2,64 112:706:2,64 256:706:2,64 1008:706:2,64 1024:706:2,64 1280:706:2,64 1312:706:2,64 "
+        "1344:706:2,64 1408:706:2,64 2048:706:2,64 2560:585:8,6 2608:585:8,6 2624:585:8,6 3840:585:8,6 3904:585:8,6 "
+        "4096:585:8,6 5008:585:8,6 5120:585:8,6 5184:606:8,8 6000:606:8,8 6400:606:8,8 6464:606:8,8 7680:606:8,8 "
+        "8192:606:8,12 10240:606:8,12 10304:606:8,12 12288:606:8,12 15360:606:8,12 15424:606:8,12 16384:606:8,12 "
+        "20000:606:8,12 20480:606:8,12 24576:606:8,12 25440:606:8,12 32000:606:8,12 32768:606:8,12 256x384 "
+        "8192:606:8,12 16384:606:8,12 32768:606:8,12 256x544 9520:452:8,12 21008:452:8,12 256x2048 1024:741:8,15 "
+        "4096:741:8,15 8192:741:8,15 16384:741:8,15 32768:741:8,15 256x12288 24000:778:2,66 257x16 3680:710:4,9 "
+        "264x64 880:774:8,6 264x256 11328:622:8,12 264x304 18736:636:4,30 264x352 2080:562:8,15 264x784 "
+        "8320:621:8,14 265x16 1568:710:4,9 269x32 896:710:4,9 269x528 8736:485:8,15 271x688 4112:497:8,15 272x64 "
+        "2160:710:4,9 272x352 13856:602:4,30 272x688 20976:611:8,15 272x928 10480:649:8,12 279x32 2624:710:4,9 "
+        "280x16 7184:711:4,18 10272:413:4,8 280x208 544:562:8,10 280x288 8880:636:4,30 280x528 22928:605:8,15 "
+        "281x16 464:710:4,9 283x32 3376:710:4,9 8144:711:4,27 287x112 1824:774:8,12 287x592 3360:605:8,15 288x256 "
+        "13616:612:8,15 288x672 12288:611:8,15 16832:611:8,15 295x1120 256:673:8,15 296x64 8256:555:4,15 296x480 "
+        "25984:452:8,15 296x576 3952:605:8,15 296x1232 2704:745:8,15 299x16 1296:710:4,10 301x192 1840:772:4,30 "
+        "304x176 5008:710:4,30 304x448 21008:578:4,28 304x608 16736:485:8,15 304x800 26496:497:8,15 304x880 "
+        "20704:514:8,15 304x1648 5936:743:4,30 305x256 3504:424:8,12 311x80 5360:425:8,12 312x64 848:774:8,6 "
+        "312x128 608:720:8,10 312x256 9984:622:8,12 312x400 11952:511:4,30 312x672 21680:621:8,12 312x720 "
+        "8144:497:8,15 317x16 3248:710:4,10 320x288 29120:482:4,30 320x320 3008:562:8,15 320x640 16384:605:8,15 "
+        "320x8192 4704:370:2,64 328x720 6720:641:8,12 329x1760 1360:376:8,14 331x1424 6560:700:8,12 336x16 "
+        "512:770:8,2 336x48 640:710:4,11 336x144 1472:774:8,15 336x432 26352:578:4,28 336x464 17056:605:8,12 "
+        "336x560 10128:605:8,15 344x272 19808:598:4,30 344x464 1376:605:8,12 344x528 16352:605:8,15 347x384 "
+        "3600:585:8,12 352x16 592:770:8,2 352x224 25568:470:2,63 353x1120 1120:683:8,15 360x48 2480:774:8,6 "
+        "360x2352 3232:535:4,30 361x48 4160:710:4,12 363x48 4416:710:4,12 368x240 9056:606:8,12 368x320 "
+        "19568:642:8,12 368x592 10992:497:8,12 375x1456 1216:734:8,12 376x16 1888:770:8,2 376x464 13648:485:8,12 "
+        "376x480 28432:485:8,12 376x544 9632:485:8,15 376x928 12352:525:8,15 384x64 5632:480:8,4 384x128 "
+        "1024:720:8,12 4096:720:8,12 8192:606:8,9 16384:606:8,15 32768:606:8,15 384x320 22064:598:4,30 384x336 "
+        "9072:452:8,12 384x384 16:585:8,12 64:585:8,12 112:585:8,12 256:585:8,12 1008:585:8,12 1024:585:8,12 "
+        "2048:585:8,12 4096:585:8,12 5008:585:8,12 8192:585:8,12 16384:585:8,12 32768:585:8,12 384x512 "
+        "8192:605:8,12 16384:605:8,12 32768:605:8,12 384x912 10880:514:8,15 389x16 992:710:4,13 391x160 "
+        "3792:424:8,12 392x16 1024:770:8,2 392x496 20288:621:8,12 392x848 19536:657:8,14 397x48 896:710:4,13 399x64 "
+        "2672:710:4,13 400x496 14144:621:8,12 400x736 17776:629:8,15 408x32 7440:711:4,26 408x224 18688:482:4,28 "
+        "408x2496 4928:543:4,30 413x16 1136:710:4,13 421x192 3520:424:8,12 424x480 9120:497:8,12 427x32 "
+        "816:710:4,14 432x240 11088:642:8,12 432x336 20288:450:4,28 432x544 1312:493:8,14 432x864 4544:669:8,14 "
+        "432x896 14960:683:8,12 435x128 3776:772:4,28 437x48 2416:710:4,14 437x144 1072:766:2,63 440x16 "
+        "3472:770:8,2 440x32 2992:774:8,4 440x48 9968:425:8,12 440x688 13712:657:8,12 448x288 9120:466:1,126 "
+        "448x832 27296:669:8,14 456x16 2080:770:8,2 456x560 16608:641:8,15 456x672 26352:525:8,12 456x848 "
+        "28688:741:8,12 464x112 1376:720:8,15 464x128 4608:720:8,15 464x432 25088:621:8,12 464x448 3024:621:8,12 "
+        "464x800 25408:633:2,65 464x1648 8896:732:2,65 467x240 1440:452:8,12 467x416 3680:497:8,12 472x288 "
+        "15232:452:8,12 480x16 864:770:8,2 480x320 10096:585:8,15 480x592 19280:641:8,15 481x16 3456:710:4,16 "
+        "488x16 2080:770:8,2 488x32 1680:774:8,4 488x288 8128:452:8,12 14624:452:8,12 489x192 7472:480:8,12 496x240 "
+        "23152:509:8,12 496x288 22368:452:8,12 496x592 14160:525:8,12 496x624 18384:508:8,14 496x8192 3616:357:2,66 "
+        "500x512 12000:514:8,12 501x192 1312:424:8,12 504x16 6208:707:2,64 10464:413:4,8 504x32 3456:774:8,4 "
+        "504x240 10496:509:8,12 504x704 18096:663:8,15 504x816 9120:681:8,14 507x176 6128:424:8,12 511x48 "
+        "480:710:4,16 511x272 2000:452:8,12 512x16 624:770:8,2 9984:413:4,6 512x128 1024:706:2,64 4096:585:8,6 "
+        "8192:606:8,12 16384:606:8,12 32768:606:8,12 512x208 11760:474:4,28 512x512 16:641:8,12 64:641:8,12 "
+        "112:641:8,12 256:641:8,12 1008:641:8,12 1024:641:8,12 2048:641:8,12 4096:641:8,12 5008:641:8,12 "
+        "6000:641:8,12 8192:641:8,12 12000:641:8,12 12880:641:8,12 16384:641:8,12 28672:641:8,12 32768:641:8,12 "
+        "512x640 8192:525:8,12 16384:525:8,12 32768:525:8,12 512x800 9328:519:4,30 512x1024 8192:667:2,64 "
+        "16384:667:2,64 32768:667:2,64 513x816 528:691:8,14 517x16 5920:555:4,18 520x16 832:770:8,3 2320:770:8,3 "
+        "528x16 3088:770:8,3 528x320 24816:605:8,15 528x336 1712:485:8,15 528x592 1072:525:8,15 528x720 "
+        "9296:741:8,15 529x112 528:766:2,63 529x1184 5968:734:8,15 535x16 928:710:4,17 536x384 12288:605:8,15 "
+        "536x816 12672:691:8,14 536x944 9216:677:4,30 537x1264 3312:734:8,15 541x576 576:657:8,15 541x992 "
+        "576:739:2,63 543x448 3392:615:4,28 544x16 2080:770:8,3 544x416 28848:629:8,14 547x48 1200:710:4,18 547x368 "
+        "1168:497:8,15 552x272 11760:485:8,15 552x336 11744:485:8,15 552x400 8640:497:8,15 552x448 8048:629:8,14 "
+        "552x8192 2144:362:2,66 560x480 20032:514:8,15 565x240 3360:452:8,15 568x16 672:770:8,3 568x64 "
+        "4304:774:8,10 569x48 6992:555:4,18 576x784 26432:745:8,15 584x16 2480:770:8,3 584x208 17360:503:4,30 "
+        "584x320 13504:605:8,15 584x512 544:657:8,12 592x80 3344:774:8,15 592x400 16128:497:8,15 592x2352 "
+        "3296:778:2,65 592x8192 1024:370:2,66 595x80 3600:774:8,15 599x1600 4432:533:2,65 600x16 912:770:8,3 "
+        "600x576 29920:657:8,15 600x992 17072:528:8,12 600x1440 1024:535:4,30 608x368 11968:605:8,15 608x512 "
+        "17200:657:8,12 608x528 1200:525:8,15 613x144 4528:424:8,15 616x48 1328:774:8,10 616x240 560:452:8,15 "
+        "616x736 12400:673:8,15 617x16 448:710:4,20 5088:710:4,20 624x16 1088:770:8,3 2784:770:8,3 3120:770:8,3 "
+        "624x224 2416:452:8,15 632x864 12816:745:8,15 640x16 2080:770:8,3 5504:413:4,6 640x640 1024:673:8,15 "
+        "4096:673:8,15 8192:673:8,15 16384:673:8,15 32768:673:8,15 647x16 464:710:4,21 647x608 6672:681:8,15 "
+        "648x240 14464:605:8,12 648x400 25920:649:8,14 651x48 928:710:4,21 651x256 1664:485:8,12 655x928 "
+        "5456:695:4,30 656x720 17984:760:8,15 664x16 864:770:8,3 664x32 4496:774:8,6 665x1088 592:531:8,15 667x608 "
+        "1856:657:8,15 669x192 1104:452:8,12 672x16 2336:770:8,3 5392:413:4,6 6016:413:4,6 672x80 528:770:8,15 "
+        "673x480 656:491:2,66 679x1008 1088:697:2,64 680x16 1456:770:8,3 680x208 21104:448:8,15 28912:448:8,15 "
+        "680x496 2512:521:8,15 688x16 4560:770:8,3 688x256 25072:605:8,12 688x272 14224:479:8,15 688x304 "
+        "22784:497:8,12 688x528 8640:506:2,66 688x848 592:782:8,15 707x48 448:774:8,12 712x16 528:770:8,3 "
+        "5008:770:8,3 13344:413:4,15 712x48 11200:598:4,24 712x736 400:683:8,15 720x320 1216:621:8,15 720x528 "
+        "17136:683:8,15 720x8192 1504:439:2,66 721x736 448:465:8,12 728x16 2448:770:8,3 728x304 8240:497:8,12 "
+        "10016:621:8,15 16144:497:8,12 728x448 18544:663:8,14 729x656 2768:741:8,15 731x1152 1312:529:2,63 736x16 "
+        "1216:770:8,3 744x16 592:770:8,3 928:770:8,3 992:770:8,3 744x448 14704:525:8,12 744x560 14304:521:8,15 "
+        "752x16 4448:770:8,3 752x208 16544:485:8,12 752x928 13072:782:8,15 752x8192 1264:357:2,66 760x976 "
+        "26432:348:8,15 768x16 3040:770:8,3 768x768 1024:782:8,12 4096:760:8,15 8192:760:8,15 16384:760:8,15 "
+        "32768:760:8,15 768x1024 20000:732:2,64 776x16 672:770:8,4 1504:770:8,4 776x32 6000:555:4,26 784x16 "
+        "864:770:8,4 784x32 1120:774:8,7 784x448 3472:663:8,14 791x16 6576:579:4,18 792x64 736:710:4,25 792x288 "
+        "11568:621:8,15 800x256 9920:605:8,14 800x336 3760:514:8,14 800x816 1072:685:2,65 808x928 8544:527:4,30 "
+        "813x1088 5088:533:2,63 816x16 1904:770:8,4 816x480 17552:745:8,14 816x2384 544:444:2,65 823x272 "
+        "6384:497:8,14 824x16 20736:413:4,28 832x448 13152:673:8,14 832x8192 2592:342:2,66 840x16 2272:770:8,4 "
+        "840x672 18064:784:8,14 845x880 448:732:2,63 848x80 1808:424:8,14 848x352 11376:525:8,14 848x592 "
+        "18864:681:8,15 848x688 10944:675:2,66 856x16 4352:770:8,4 856x96 544:424:8,14 856x448 11488:673:8,14 "
+        "872x256 18000:621:8,12 872x656 11520:784:8,14 872x688 10160:689:2,66 872x864 19584:780:2,63 872x1200 "
+        "2544:753:4,28 879x64 912:774:8,14 880x208 11104:485:8,14 888x288 18688:514:8,14 888x336 23776:514:8,14 "
+        "888x640 27648:762:8,14 896x16 14400:413:4,20 896x32 2944:774:8,7 896x480 2000:760:8,12 896x896 "
+        "32768:350:8,14 896x1744 4816:344:4,28 904x16 2384:770:8,4 7680:413:4,8 904x224 14688:621:8,12 904x496 "
+        "11664:671:4,30 904x576 848:675:2,63 904x1712 1152:351:2,63 912x64 4432:710:4,29 920x2160 4960:359:2,63 "
+        "928x16 864:770:8,4 1072:770:8,4 6752:413:4,8 936x32 6224:579:4,20 936x48 1872:772:4,30 936x8192 "
+        "2160:370:2,66 944x16 960:770:8,4 1088:770:8,4 944x240 13760:493:8,12 944x480 11312:760:8,12 944x816 "
+        "24432:340:4,30 944x1744 11552:353:2,63 944x1792 1744:353:2,63 944x8192 3408:370:2,66 951x176 2208:479:8,12 "
+        "952x688 2672:764:4,30 960x448 18224:523:4,30 968x16 8256:413:4,12 968x208 11040:493:8,12 968x352 "
+        "1584:741:8,12 968x384 12432:669:8,12 968x432 11200:741:8,12 969x48 6016:413:4,24 976x16 15328:413:4,20 "
+        "976x272 10192:508:8,12 984x16 880:770:8,4 1264:770:8,4 992x16 2928:770:8,4 992x992 10352:378:2,64 1000x16 "
+        "256:770:8,4 1552:770:8,4 4096:770:8,4 16384:413:4,24 32768:409:2,64 1000x112 1024:448:8,12 4096:585:8,11 "
+        "8192:622:8,14 16384:622:8,14 32768:622:8,14 1000x1008 16:460:8,14 64:460:8,14 112:460:8,14 256:378:2,64 "
+        "1008:378:2,64 1024:378:2,64 2048:378:2,64 4096:378:2,64 5008:380:8,14 8192:378:2,64 16384:378:2,64 "
+        "32768:378:2,64 1008x16 3536:770:8,4 1015x576 6768:685:2,63 1016x16 1824:770:8,4 1016x912 7520:537:4,30 "
+        "1017x96 880:418:8,12 1021x112 2992:448:8,12 1023x1040 3504:751:8,14 1024x16 4832:770:8,4 1024x64 "
+        "592:766:2,64 1024x96 672:418:8,12 1024x128 1024:585:8,11 4096:585:8,11 8192:585:8,11 16384:585:8,11 "
+        "32768:585:8,11 1024x768 28672:780:2,64 1024x1008 1536:378:2,64 1024x1024 16:378:2,64 64:378:2,64 "
+        "112:378:2,64 256:378:2,64 1008:378:2,64 1024:378:2,64 2048:378:2,64 4096:378:2,64 5008:378:2,64 "
+        "8192:378:2,64 8656:378:2,64 11248:378:2,64 12000:378:2,64 16384:378:2,64 32768:378:2,64 1024x1280 "
+        "8192:749:2,64 16384:749:2,64 32768:749:2,64 1024x2048 8192:357:2,64 16384:357:2,64 32768:357:2,64 "
+        "1024x8192 1024:357:2,66 4096:357:2,66 8192:357:2,66 16384:357:2,66 32768:357:2,66 1025x16 1024:706:2,65 "
+        "1031x432 3840:741:8,15 1040x560 8672:689:2,65 1048x16 18896:413:4,30 1048x160 3136:479:8,15 1056x16 "
+        "10752:413:4,20 1056x976 2048:399:2,63 1064x16 3808:770:8,5 1065x256 4656:508:8,15 1072x192 816:597:4,27 "
+        "1080x16 624:770:8,5 1984:770:8,5 1080x64 1904:424:8,9 1095x976 7824:749:2,63 1104x512 6768:376:8,12 "
+        "1104x8192 9168:362:2,66 1109x16 1760:554:4,18 1112x16 8464:413:4,15 1112x80 1824:418:8,15 1119x16 "
+        "1472:554:4,18 1120x16 528:770:8,5 8112:413:4,15 1128x16 2912:770:8,5 1128x32 8176:474:4,15 1136x96 "
+        "5120:452:8,9 1139x992 5456:545:2,64 1144x16 3312:770:8,5 7584:413:4,10 1144x32 512:774:8,9 1145x192 "
+        "7872:493:8,15 1146x160 5648:479:8,15 1160x16 5248:413:4,10 1168x16 16720:413:4,30 1176x64 10944:616:4,24 "
+        "1177x992 4464:547:2,64 1184x48 1552:554:4,19 1195x864 2096:541:2,63 1200x160 1968:479:8,15 1203x16 "
+        "3152:554:4,19 1216x16 1792:770:8,5 1216x96 6000:474:4,30 1224x64 2688:424:8,10 1225x48 1536:770:8,15 "
+        "1232x128 928:605:8,10 1240x1120 400:393:2,63 1248x16 7744:413:4,15 16144:413:4,25 1255x992 1488:747:2,65 "
+        "1264x16 3072:770:8,5 5296:413:4,10 20560:413:4,25 1264x8192 5456:370:2,66 1280x1280 8192:346:8,15 "
+        "16384:346:8,15 32768:346:8,15 1293x800 5312:545:2,63 1296x96 2736:452:8,11 1303x208 3152:521:8,12 1312x16 "
+        "6416:413:4,12 1320x1728 2144:441:2,63 1320x1792 4816:364:2,63 1335x1504 2048:361:8,15 1336x16 784:770:8,6 "
+        "1341x64 1344:424:8,11 1344x32 7504:598:4,22 1344x8192 5264:396:2,66 1352x32 2160:774:8,11 1371x864 "
+        "1328:749:2,66 1383x160 4736:497:8,11 1383x192 8352:514:8,11 1384x48 816:554:4,22 1392x16 816:770:8,6 "
+        "1400x16 4192:770:8,6 1408x16 2320:770:8,6 1408x160 3216:497:8,11 1416x16 1328:770:8,6 1432x1360 "
+        "1488:355:2,66 1433x48 2864:424:8,12 1448x16 2832:770:8,6 1456x16 4032:770:8,6 1473x1696 896:401:2,66 "
+        "1480x16 2448:770:8,6 1488x16 912:770:8,6 1496x48 608:424:8,12 1500x1504 1536:366:8,15 1512x16 1056:770:8,6 "
+        "1512x48 2848:424:8,12 1536x16 3072:770:8,6 1536x1024 8192:776:2,66 1536x1536 1024:395:2,66 4096:395:2,66 "
+        "8192:395:2,66 16384:395:2,66 32768:395:2,66 1568x848 10656:778:2,65 1576x16 2656:770:8,7 1584x16 "
+        "4128:770:8,7 1584x880 4656:393:2,63 1600x32 1200:774:8,13 1600x80 2016:452:8,13 1616x16 2928:770:8,7 "
+        "1624x16 2608:770:8,7 1624x64 704:554:4,26 1632x64 544:554:4,26 1667x1776 608:393:2,66 1672x16 656:770:8,7 "
+        "1680x16 6336:413:4,14 7168:413:4,14 1696x64 5152:598:4,28 1696x192 2080:653:4,24 1703x1776 6752:393:2,66 "
+        "1720x752 4768:382:2,66 1744x1104 4272:438:2,66 1752x16 1584:770:8,7 1760x48 1664:424:8,14 1768x16 "
+        "14256:413:4,21 1776x2432 5360:396:2,66 1792x16 5776:413:4,14 1792x848 912:776:2,63 1808x16 2800:770:8,8 "
+        "1815x16 1232:770:8,8 1823x16 4416:770:8,8 1824x16 3872:770:8,8 1840x8192 1408:370:2,66 1880x32 "
+        "2208:774:8,15 1880x240 2240:758:4,24 1904x208 560:737:4,24 1912x16 6016:413:4,16 1936x16 896:770:8,8 "
+        "1936x64 9200:636:4,22 1936x2464 2992:401:2,66 1945x64 5104:578:4,21 1967x16 2752:770:8,8 1968x32 "
+        "6992:474:4,16 1968x736 4560:393:2,66 2000x80 816:473:4,24 2008x64 4912:578:4,21 2047x64 14000:636:4,22 "
+        "2048x256 1024:667:2,64 4096:667:2,64 8192:667:2,64 16384:667:2,64 32768:667:2,64 2048x1024 12000:357:2,64 "
+        "2048x2048 16:357:2,66 64:357:2,66 112:357:2,66 256:357:2,66 1008:357:2,66 1024:357:2,66 2048:357:2,66 "
+        "4096:357:2,66 5008:357:2,66 6000:357:2,66 8192:357:2,66 16384:357:2,66 32768:357:2,66 2048x8192 "
+        "3008:395:2,66 2056x16 1344:770:8,9 2064x32 8576:474:4,27 2072x16 1520:770:8,9 2080x16 21376:413:4,27 "
+        "2128x16 2944:770:8,9 2160x16 5536:413:4,18 2168x16 5520:413:4,18 2208x64 992:578:4,23 2272x512 "
+        "1376:384:8,15 2352x48 720:448:8,10 2360x80 720:493:8,10 2368x16 7760:413:4,30 2416x16 832:770:8,10 2416x64 "
+        "1120:578:4,26 2424x1264 7776:393:2,66 2456x16 19680:413:4,30 2488x16 2672:770:8,10 2520x8192 3488:370:2,66 "
+        "2528x16 624:770:8,10 3248:770:8,10 11648:413:4,30 2536x16 5008:770:8,10 2592x16 656:770:8,11 "
+        "10768:409:2,63 2600x32 1360:418:8,11 2648x16 2224:770:8,11 2656x16 11792:409:2,63 2664x16 12752:409:2,63 "
+        "2736x16 4752:770:8,11 2784x16 4416:770:8,11 2800x16 11600:413:4,22 2824x16 4464:770:8,12 2832x16 "
+        "912:770:8,12 2848x64 7520:479:8,12 2864x16 12048:413:4,24 2880x48 1248:448:8,12 2904x16 13776:413:4,24 "
+        "3000x16 3632:770:8,12 6000:413:4,24 3000x3008 6000:395:2,66 3008x16 3904:770:8,12 3008x32 1808:418:8,12 "
+        "3016x80 3728:493:8,12 3024x16 11280:413:4,24 3056x16 2016:770:8,12 3080x64 2048:479:8,13 3088x32 "
+        "1056:418:8,13 3096x8192 11680:370:2,66 3112x16 1248:770:8,13 3192x64 6112:479:8,13 3208x16 14800:413:4,26 "
+        "3240x16 18112:413:4,26 3280x16 5456:413:4,26 3328x16 5024:770:8,13 3432x16 768:770:8,14 3480x64 "
+        "5920:615:4,22 3496x8192 1152:370:2,66 3536x32 7936:474:4,28 3552x16 592:770:8,14 1888:770:8,14 3616x16 "
+        "6064:413:4,30 3624x16 4736:770:8,15 8928:413:4,30 3632x16 512:770:8,15 3664x48 6160:448:8,15 3704x16 "
+        "1264:770:8,15 3728x16 2352:770:8,15 3744x16 1920:770:8,15 3792x8192 8144:370:2,66 3808x64 3280:615:4,24 "
+        "3816x16 3680:770:8,15 3824x48 672:448:8,15 3856x16 1856:766:2,61 3912x16 8832:409:2,62 4000x16 "
+        "10128:409:2,64 4000x320 28672:749:2,64 4016x16 1440:766:2,63 4040x16 11888:409:2,64 4048x16 1152:766:2,64 "
+        "4096x16 256:766:2,64 4096:766:2,64 16384:766:2,64 32768:766:2,64 4096x48 1024:446:2,64 4096:446:2,64 "
+        "8192:446:2,64 16384:446:2,64 32768:446:2,64 4096x128 1024:667:2,64 4096:667:2,64 8192:667:2,64 "
+        "16384:667:2,64 32768:667:2,64 4096x4096 16:357:2,66 64:357:2,66 112:357:2,66 256:357:2,66 1008:357:2,66 "
+        "1024:357:2,66 2048:357:2,66 3008:357:2,66 4096:357:2,66 5008:357:2,66 8192:357:2,66 16384:357:2,66 "
+        "20000:357:2,66 32768:357:2,66 4096x8192 3008:395:2,66 20000:395:2,66 4160x16 3440:766:2,65 4160x64 "
+        "4000:635:4,22 4240x80 1536:758:4,17 4264x16 816:412:4,17 4304x8192 4912:362:2,66 4320x16 3360:412:4,17 "
+        "4336x64 5680:635:4,23 4360x8192 1040:353:2,66 4384x16 800:412:4,18 4424x16 18704:412:4,18 4456x16 "
+        "7408:412:4,18 4528x64 6112:635:4,24 4536x80 2816:758:4,18 4560x16 12928:412:4,18 4656x16 1392:412:4,19 "
+        "4664x80 6528:758:4,19 4696x16 7136:412:4,19 4736x16 784:412:4,19 4880x48 2512:502:4,20 4920x64 "
+        "5296:653:4,22 4936x16 1056:412:4,20 4944x16 14240:412:4,20 4992x16 832:412:4,20 5040x16 2272:412:4,20 "
+        "5136x16 8064:412:4,21 5152x16 21584:412:4,21 5336x16 896:412:4,21 5496x16 2304:412:4,22 5504x16 "
+        "10096:412:4,22 5536x16 6672:412:4,22 5576x48 5936:502:4,22 5608x32 1504:473:4,22 5648x48 5136:502:4,23 "
+        "5720x16 10896:412:4,23 5760x8192 6432:370:2,66 5984x64 768:665:4,24 6000x160 12000:751:8,12 6000x6000 "
+        "336:396:2,66 6136x32 1536:473:4,24 6216x16 6176:412:4,25 6248x8192 7888:357:2,66 6296x16 5264:412:4,25 "
+        "6304x16 992:412:4,25 6376x16 4960:412:4,25 6448x16 17776:412:4,26 6512x16 3520:412:4,26 6552x48 "
+        "6672:502:4,26 6704x16 640:412:4,27 1904:412:4,27 6064:412:4,27 6744x16 16928:412:4,27 6800x16 "
+        "5984:412:4,27 7008x48 8672:502:4,28 7056x8192 3184:362:2,66 7104x32 1200:473:4,28 7120x32 2880:473:4,28 "
+        "7136x80 2096:758:4,28 7168x32 2864:473:4,28 7200x8192 1664:370:2,66 7304x16 576:412:4,29 7360x8192 "
+        "2992:370:2,66 7488x16 6128:412:4,30 7768x64 2112:687:4,25 7880x16 720:408:2,62 7912x16 13344:408:2,62 "
+        "7920x96 11344:780:2,62 7976x64 6944:687:4,25 8192x16 256:408:2,64 1024:408:2,64 1776:408:2,64 "
+        "2544:408:2,64 2688:408:2,64 4096:408:2,64 4688:408:2,64 6656:408:2,64 7792:408:2,64 8192:408:2,64 "
+        "12000:408:2,64 16384:408:2,64 32768:408:2,64 8192x32 4000:469:2,64 4432:469:2,64 9376:469:2,64 8192x48 "
+        "1024:500:2,64 4320:500:2,64 5264:500:2,64 5392:500:2,64 6000:500:2,64 6016:500:2,64 8192x64 1024:687:4,26 "
+        "4096:687:4,26 8192:687:4,26 9296:687:4,26 11456:687:4,26 16384:687:4,26 32768:687:4,26 8192x80 "
+        "2064:756:2,64 8192x96 4192:780:2,64 20000:780:2,64 8192x112 8240:347:2,64 8192x128 2960:539:2,64 8192x144 "
+        "6672:399:2,64 8192x176 2464:429:2,64 2688:429:2,64 8192x224 1472:342:2,64 8192x256 3840:357:2,64 "
+        "9024:357:2,64 8192x272 8416:395:2,64 8192x288 3040:395:2,64 8192x320 16000:749:2,66 8192x384 1312:778:2,66 "
+        "8192x480 3952:357:2,66 8192x592 11920:401:2,66 8192x720 3008:754:2,66 8192x1024 1024:357:2,66 "
+        "4096:357:2,66 8192:357:2,66 16384:357:2,66 32768:357:2,66 8192x1072 8864:395:2,66 8192x1232 3456:401:2,66 "
+        "8192x1328 7216:342:2,66 8192x1344 5664:342:2,66 8192x1952 6928:395:2,66 8192x2048 24000:357:2,66 8192x2128 "
+        "11792:367:2,66 8192x2656 5840:370:2,66 8192x2928 1088:368:4,30 7936:368:4,30 8192x3888 9472:396:2,66 "
+        "8192x4096 7008:370:2,66 12000:370:2,66 8192x4224 10736:367:2,66 8192x4480 10880:367:2,66 8192x4816 "
+        "4064:370:2,66 8192x5792 2176:401:2,66 8192x6544 2960:401:2,66 8192x7456 7168:401:2,66 8192x7680 "
+        "2576:370:2,66 8192x8192 16:395:2,66 64:395:2,66 112:395:2,66 256:395:2,66 1008:395:2,66 1024:395:2,66 "
+        "1536:395:2,66 2048:395:2,66 4096:395:2,66 5008:395:2,66 6000:395:2,66 8192:395:2,66 11008:395:2,66 "
+        "16384:395:2,66 28672:395:2,66 32768:395:2,66 12288x256 2048:574:2,66 "
     ),
     'torch-scaled-mm-fast': (
-        "1x16 16:393:2,1 64:389:1,1 112:393:2,1 256:389:1,1 1008:393:2,1 1024:389:1,1 2048:389:1,1 4096:389:1,1 "
-        "5008:393:2,1 8192:392:1,3 16384:392:1,6 32768:392:1,12 1x64 256:433:4,2 4096:389:1,1 16384:392:1,6 "
-        "32768:392:1,12 1x512 96:433:4,16 1x736 16720:410:4,18 1x1008 256:429:2,63 4096:429:2,63 16384:410:4,24 "
-        "32768:402:2,64 1x1536 28672:410:4,30 1x1552 9648:410:4,21 1x2640 6624:410:4,22 1x2768 11024:410:4,22 "
-        "1x3008 3008:407:4,12 1x3088 13216:410:4,26 1x3344 14864:410:4,30:4 1x3856 15616:402:2,62 1x4096 "
-        "256:407:4,16 4096:407:4,16 16384:402:2,64 32768:207:2,64 1x4544 18704:410:4,30:3 1x5648 15392:407:4,23 "
-        "1x5728 208:407:4,23 1x6000 12000:407:4,24 16032:407:4,24 1x6144 1616:407:4,24 1x6272 7664:407:4,25 1x6560 "
-        "6240:407:4,26 1x6624 1456:407:4,26 1x6688 15760:410:4,30:2 1x7072 10656:402:2,66:2 1x7680 12976:407:4,30 "
-        "1x8192 256:399:2,64 4096:399:2,64 16384:399:2,64 20000:207:2,64 32768:207:2,64 1x12288 4096:208:4,24 3x16 "
-        "336:393:2,1 7x16 16:393:2,1 64:389:1,1 112:393:2,1 256:389:1,1 1008:393:2,1 1024:389:1,1 2048:389:1,1 "
-        "4096:389:1,1 5008:393:2,1 8192:392:1,3 16384:392:1,6 32768:392:1,12 7x8192 1024:399:2,64 4096:399:2,64 "
-        "8192:399:2,64 16384:399:2,64 32768:207:2,64 8x448 1296:433:4,14 8x2256 6576:410:4,18 16x16 16:393:2,1 "
-        "64:393:2,1 112:393:2,1 256:393:2,1 1008:393:2,1 1024:393:2,1 2048:393:2,1 4096:393:2,1 5008:393:2,1 "
-        "8192:308:1,3 16384:308:1,6 32768:308:1,12 16x4432 9760:318:4,30:3 17x32 1536:395:4,1 17x208 3008:403:8,2 "
-        "17x8192 8000:326:2,64 31x32 16:395:4,1 64:395:4,1 112:395:4,1 256:395:4,1 1008:395:4,1 1024:395:4,1 "
-        "2048:395:4,1 4096:395:4,1 5008:395:4,1 8192:398:4,3 16384:398:4,6 32768:398:4,12 32x3408 3072:319:8,14 "
-        "33x48 16:395:4,2 64:395:4,2 112:395:4,2 256:395:4,2 1008:395:4,2 1024:395:4,2 2048:395:4,2 4096:395:4,2 "
-        "5008:395:4,2 8192:398:4,6 16384:398:4,12 32768:398:4,24 33x4096 1024:322:2,64 4096:322:2,64 8192:322:2,64 "
-        "16384:322:2,64 32768:322:2,64 40x5440 1264:346:4,22 48x48 12000:312:4,4 48x416 4000:403:8,8 48x8192 "
-        "3008:354:2,64 56x6096 2064:362:4,24 63x2048 14000:333:2,64 64x16 256:429:2,1 4096:429:2,1 16384:220:1,6 "
-        "32768:220:1,12 64x64 16:395:4,2 64:395:4,2 112:395:4,2 256:395:4,2 1008:395:4,2 1024:395:4,2 1280:395:4,2 "
-        "1312:395:4,2 1344:395:4,2 1408:395:4,2 1536:395:4,2 2048:395:4,2 2560:395:4,2 2608:395:4,2 2624:395:4,2 "
-        "3008:395:4,2 3840:395:4,2 3904:395:4,2 4096:395:4,2 5008:395:4,2 5120:395:4,2 5184:333:2,2 6000:333:2,2 "
-        "6400:333:2,2 6464:333:2,2 7680:333:2,2 8192:333:2,3 10240:333:2,3 10304:333:2,4 12000:333:2,4 "
-        "12288:333:2,4 15360:333:2,5 15424:333:2,6 16384:333:2,6 20000:333:2,7 20480:333:2,7 24576:333:2,9 "
-        "25376:333:2,9 28672:333:2,11 32000:333:2,12 32768:333:2,12 64x3744 9808:273:4,24 64x6752 7344:368:4,27 "
-        "64x8192 1024:417:4,29 4096:417:4,29 8192:417:4,29 16384:417:4,29 32768:417:4,29 65x80 16:403:8,3 "
-        "64:403:8,3 112:403:8,3 256:403:8,3 1008:403:8,3 1024:403:8,3 2048:403:8,3 4096:403:8,3 5008:403:8,3 "
-        "8192:406:8,9 16384:406:8,15 32768:230:4,27 69x848 1872:235:8,14 80x816 12432:359:8,12 80x4432 "
-        "3424:382:4,18 88x6320 4336:386:4,25 88x6704 7296:386:4,27 95x112 7008:406:8,6 96x96 20000:339:8,7 100x112 "
-        "16:403:8,4 64:403:8,4 112:403:8,4 256:403:8,4 1008:403:8,4 1024:403:8,4 2048:403:8,4 4096:403:8,4 "
-        "5008:403:8,4 8192:406:8,12 16384:238:8,12 32768:238:8,14 100x1008 1024:248:8,11 4096:248:8,11 "
-        "8192:262:2,64 16384:262:2,64 32768:262:2,64 101x1312 6544:265:8,11 104x336 20304:288:8,14 112x448 "
-        "25744:335:4,28 127x256 9008:316:8,12 128x128 16:403:8,4 64:403:8,4 112:403:8,4 256:403:8,4 1008:403:8,4 "
-        "1024:403:8,4 1280:403:8,4 1312:403:8,4 1344:403:8,4 1408:403:8,4 2048:403:8,4 2560:403:8,4 2608:403:8,4 "
-        "2624:403:8,4 3840:403:8,4 3904:403:8,4 4096:403:8,4 5008:403:8,4 5120:403:8,4 5184:339:8,2 6000:339:8,2 "
-        "6400:339:8,2 6464:339:8,2 7680:339:8,2 8192:339:8,3 10240:339:8,3 10304:339:8,4 12000:339:8,4 "
-        "12288:339:8,4 15360:339:8,5 15424:339:8,6 16144:339:8,6 16384:339:8,6 20480:339:8,7 24576:339:8,9 "
-        "28672:339:8,11 32000:339:8,11 32768:339:8,11 128x256 1024:403:8,8 4096:403:8,8 8192:339:8,6 16384:339:8,12 "
-        "32768:339:8,12 128x512 1024:393:2,64 4096:248:8,6 8192:339:8,12 16384:339:8,12 32768:339:8,12 128x1024 "
-        "1024:248:8,11 4096:248:8,11 8192:248:8,11 16384:248:8,11 32768:248:8,11 128x4096 1024:419:8,15 "
-        "4096:419:8,15 8192:419:8,15 16384:419:8,15 32768:419:8,15 129x144 16:433:4,15 64:395:4,15 112:433:4,15 "
-        "256:395:4,15 1008:395:4,15 1024:395:4,15 2048:395:4,15 4096:395:4,15 5008:395:4,15 8192:234:4,27 "
-        "16384:325:4,30 32768:284:4,30 136x1216 1904:330:8,15 156x48 272:395:4,5 160x160 6000:335:4,12 160x6000 "
-        "1536:204:8,12 163x464 2736:231:4,24 192x192 16384:335:4,30 200x208 28672:349:8,15 205x704 704:330:8,15 "
-        "207x560 5072:328:8,15 251x1296 720:267:2,66 256x128 1024:403:8,8 4096:403:8,8 8192:339:8,6 16384:339:8,12 "
-        "32768:339:8,12 256x256 16:393:2,64 64:393:2,64 112:393:2,64 256:393:2,64 1008:393:2,64 1024:393:2,64 "
-        "1280:393:2,64 1312:393:2,64 1344:393:2,64 1408:393:2,64 2048:393:2,64 2560:328:8,6 2608:328:8,6 "
-        "2624:328:8,6 3840:328:8,6 3904:328:8,6 4096:328:8,6 5008:328:8,6 5120:328:8,6 5184:339:8,8 6000:339:8,8 "
-        "6400:339:8,8 6464:339:8,8 7680:339:8,8 8192:339:8,12 10240:339:8,12 10304:339:8,12 12288:339:8,12 "
-        "15360:339:8,12 15424:339:8,12 16384:339:8,12 20000:339:8,12 20480:339:8,12 24576:339:8,12 25440:339:8,12 "
-        "32000:339:8,12 32768:339:8,12 256x384 8192:339:8,12 16384:339:8,12 32768:339:8,12 256x2048 1024:415:8,15 "
-        "4096:415:8,15 8192:415:8,15 16384:415:8,15 32768:415:8,15 256x12288 24000:239:2,64 264x64 880:435:8,6 "
-        "271x688 4112:275:8,15 287x112 1824:435:8,12 287x592 3360:336:8,15 288x672 12288:340:8,15 16832:340:8,15 "
-        "295x1120 256:370:8,15 296x1232 2704:419:8,15 304x1648 5936:417:4,30 320x320 3008:313:8,15 320x640 "
-        "16384:336:8,15 331x1424 6560:419:8,15 347x384 3600:328:8,12 353x1120 1120:374:8,15 360x2352 3232:296:4,30 "
-        "376x928 12352:291:8,15 384x128 1024:403:8,12 4096:403:8,12 8192:339:8,9 16384:339:8,15 32768:339:8,15 "
-        "384x336 9072:248:8,12 384x384 16:328:8,12 64:328:8,12 112:328:8,12 256:328:8,12 1008:328:8,12 "
-        "1024:328:8,12 2048:328:8,12 4096:328:8,12 5008:328:8,12 8192:328:8,12 16384:328:8,12 32768:328:8,12 "
-        "384x512 8192:336:8,12 16384:336:8,12 32768:336:8,12 392x848 19536:360:8,14 408x2496 4928:300:4,30 432x544 "
-        "1312:271:8,14 456x560 16608:356:8,15 464x448 3024:342:8,12 467x240 1440:248:8,12 467x416 3680:275:8,12 "
-        "500x512 12000:285:8,12 501x192 1312:235:8,12 504x704 18096:364:8,15 507x176 6128:235:8,12 511x272 "
-        "2000:248:8,12 512x128 1024:393:2,64 4096:328:8,6 8192:339:8,12 16384:339:8,12 32768:339:8,12 512x512 "
-        "16:356:8,12 64:356:8,12 112:356:8,12 256:356:8,12 1008:356:8,12 1024:356:8,12 2048:356:8,12 4096:356:8,12 "
-        "5008:356:8,12 6000:356:8,12 8192:356:8,12 12000:356:8,12 12880:356:8,12 16384:356:8,12 28672:356:8,12 "
-        "32768:356:8,12 512x640 8192:291:8,12 16384:291:8,12 32768:291:8,12 512x1024 8192:366:2,64 16384:366:2,64 "
-        "32768:366:2,64 513x816 528:380:8,14 528x336 1712:265:8,15 529x1184 5968:413:8,15 537x1264 3312:413:8,15 "
-        "547x48 1200:395:4,18 547x368 1168:275:8,15 592x2352 3296:438:2,65 595x80 3600:435:8,15 599x1600 "
-        "4432:294:2,65 600x1440 1024:296:4,30 624x224 2416:248:8,15 640x640 1024:370:8,15 4096:370:8,15 "
-        "8192:370:8,15 16384:370:8,15 32768:370:8,15 647x608 6672:372:8,15 655x928 5456:384:4,30 673x480 "
-        "656:269:2,66 680x496 2512:289:8,15 688x256 25072:336:8,12 712x736 400:374:8,15 720x320 1216:342:8,15 "
-        "721x736 448:257:8,12 729x656 2768:415:8,15 731x1152 1312:306:8,15 768x768 1024:442:8,12 4096:427:8,15 "
-        "8192:427:8,15 16384:427:8,15 32768:427:8,15 768x1024 20000:411:2,64 800x336 3760:285:8,14 813x1088 "
-        "5088:294:2,63 823x272 6384:275:8,14 896x480 2000:427:8,12 896x896 32768:186:8,14 904x16 7680:228:4,8 "
-        "944x1744 11552:183:2,64 969x48 6016:228:4,24 1000x16 256:431:8,4 4096:431:8,4 16384:228:4,24 "
-        "32768:224:2,64 1000x112 1024:246:8,12 4096:328:8,11 8192:345:8,14 16384:345:8,14 32768:345:8,14 1000x1008 "
-        "16:253:8,14 64:253:8,14 112:253:8,14 256:200:2,64 1008:200:2,64 1024:200:2,64 2048:200:2,64 4096:200:2,64 "
-        "5008:202:8,14 8192:200:2,64 16384:200:2,64 32768:200:2,64 1023x1040 3504:423:8,14 1024x128 1024:328:8,11 "
-        "4096:328:8,11 8192:328:8,11 16384:328:8,11 32768:328:8,11 1024x768 28672:440:2,64 1024x1008 1536:200:2,64 "
-        "1024x1024 16:200:2,64 64:200:2,64 112:200:2,64 256:200:2,64 1008:200:2,64 1024:200:2,64 2048:200:2,64 "
-        "4096:200:2,64 5008:200:2,64 8192:200:2,64 8656:200:2,64 11248:200:2,64 12000:200:2,64 16384:200:2,64 "
-        "32768:200:2,64 1024x1280 8192:421:2,64 16384:421:2,64 32768:421:2,64 1024x2048 8192:189:2,64 "
-        "16384:189:2,64 32768:189:2,64 1024x8192 1024:250:2,66 4096:250:2,66 8192:250:2,66 16384:250:2,66 "
-        "32768:250:2,66 1031x432 3840:415:8,15 1040x560 8672:378:2,65 1048x160 3136:263:8,15 1056x976 2048:215:2,63 "
-        "1065x256 4656:356:8,12 1095x976 7824:421:2,63 1104x512 6768:198:8,12 1136x96 5120:248:8,9 1146x160 "
-        "5648:263:8,15 1177x992 4464:304:2,64 1184x48 1552:309:4,19 1195x864 2096:298:2,63 1240x1120 400:210:2,63 "
-        "1280x1280 8192:184:8,15 16384:184:8,15 32768:184:8,15 1293x800 5312:302:2,63 1371x864 1328:421:2,66 "
-        "1500x1504 1536:192:8,15 1536x1024 8192:210:2,64 1536x1536 1024:243:2,64 4096:212:2,66 8192:212:2,66 "
-        "16384:212:2,66 32768:212:2,66 1568x848 10656:438:2,65 1776x2432 5360:240:2,65 1880x240 2240:425:4,24 "
-        "1936x2464 2992:242:2,65 2047x64 14000:353:4,22 2048x256 1024:366:2,64 4096:366:2,64 8192:366:2,64 "
-        "16384:366:2,64 32768:366:2,64 2048x1024 12000:189:2,64 2048x2048 16:250:2,64 64:250:2,64 112:250:2,64 "
-        "256:250:2,64 1008:250:2,64 1024:250:2,64 2048:250:2,64 4096:250:2,64 5008:250:2,64 6000:250:2,64 "
-        "8192:250:2,64 16384:250:2,64 32768:250:2,64 2048x8192 3008:250:2,66 2424x1264 7776:196:2,65 2656x16 "
-        "11792:224:2,63 2824x16 4464:431:8,12 2864x16 12048:228:4,24 3000x16 6000:228:4,24 3000x3008 6000:241:2,66 "
-        "3280x16 5456:228:4,26 4000x320 28672:421:2,64 4096x16 256:429:2,64 4096:429:2,64 16384:429:2,64 "
-        "32768:429:2,64 4096x48 1024:244:2,64 4096:244:2,64 8192:244:2,64 16384:244:2,64 32768:244:2,64 4096x128 "
-        "1024:366:2,64 4096:366:2,64 8192:366:2,64 16384:366:2,64 32768:366:2,64 4096x4096 16:250:2,66 64:250:2,66 "
-        "112:250:2,66 256:250:2,66 1008:250:2,66 1024:250:2,66 2048:250:2,66 3008:250:2,66 4096:250:2,66 "
-        "5008:250:2,66 8192:250:2,66 16384:250:2,66 20000:250:2,66 32768:250:2,66 4096x8192 3008:250:2,66 "
-        "20000:250:2,66 4160x64 4000:350:4,22 4384x16 800:225:4,18 4424x16 18704:225:4,18 4880x48 2512:280:4,20 "
-        "5576x48 5936:280:4,22 5760x8192 6432:240:2,66 6000x160 12000:423:8,12 6000x6000 336:256:2,66 6248x8192 "
-        "7888:252:2,66 7008x48 8672:280:4,28 7056x8192 3184:251:2,66 7488x16 6128:225:4,30 7768x64 2112:376:4,25 "
-        "7880x16 720:221:2,62 7912x16 13344:221:2,62 7920x96 11344:277:2,62 7976x64 6944:376:4,25 8192x16 "
-        "256:221:2,64 1024:221:2,64 4096:221:2,64 8192:221:2,64 12000:221:2,64 16384:221:2,64 32768:221:2,64 "
-        "8192x32 4000:259:2,64 8192x48 6000:278:2,64 8192x64 1024:376:4,26 4096:376:4,26 8192:376:4,26 "
-        "16384:376:4,26 32768:376:4,26 8192x96 20000:277:2,64 8192x320 16000:218:2,64 8192x1024 1024:250:2,66 "
-        "4096:250:2,66 8192:250:2,66 16384:250:2,66 32768:250:2,66 8192x2048 24000:250:2,66 8192x2128 "
-        "11792:255:2,66 8192x4096 7008:250:2,66 12000:250:2,66 8192x4224 10736:197:2,66 8192x4480 10880:256:2,66 "
-        "8192x8192 16:250:2,66 64:250:2,66 112:250:2,66 256:250:2,66 1008:250:2,66 1024:250:2,66 1536:250:2,66 "
-        "2048:250:2,66 4096:256:2,66 5008:256:2,66 6000:256:2,66 8192:256:2,66 11008:256:2,66 16384:256:2,66 "
-        "28672:256:2,66 32768:256:2,66 12288x256 2048:196:2,64 "
+        "1x16 16:705:2,1 64:701:1,1 112:705:2,1 256:701:1,1 624:705:2,1 848:705:2,1 1008:705:2,1 1024:701:1,1 "
+        "2048:701:1,1 4096:701:1,1 4192:701:1,1 5008:705:2,1 6208:704:1,2 7120:708:2,2 8192:704:1,3 16384:704:1,6 "
+        "32768:704:1,12 1x32 672:701:1,1 1x48 2496:701:1,1 6048:704:1,2 1x64 256:771:4,2 4096:701:1,1 16384:704:1,6 "
+        "32768:704:1,12 1x80 2384:713:2,1 2480:713:2,1 1x112 4608:713:2,1 1x144 1216:771:4,5 1x304 464:771:4,10 "
+        "1x512 96:771:4,16 1x528 4784:771:4,17 13184:726:4,15 1x544 608:771:4,17 1920:771:4,17 3680:771:4,17 "
+        "5888:726:4,6 1x560 14112:726:4,15 1x576 2080:771:4,18 16944:726:4,18 1x592 22496:726:4,24 1x608 "
+        "1120:771:4,19 5424:726:4,6 1x624 784:771:4,20 20240:726:4,21 1x656 10320:726:4,12 1x672 512:771:4,21 "
+        "23824:726:4,24 1x688 576:771:4,22 6928:726:4,6 1x704 12128:726:4,12 1x736 2640:771:4,23 16144:726:4,18 "
+        "16720:726:4,18 1x768 4992:771:4,24 1x784 592:771:4,25 1x816 9920:726:4,12 1x832 1520:771:4,26 "
+        "2880:771:4,26 1x848 2096:771:4,27 5072:771:4,27 1x864 12176:726:4,16 1x880 640:771:4,28 6208:726:4,8 "
+        "18656:726:4,28 1x896 8192:726:4,12 1x912 1088:771:4,29 1248:771:4,29 2912:771:4,29 1x928 1200:771:4,29 "
+        "2448:771:4,29 1x976 2128:765:2,61 1x992 912:765:2,62 1x1008 256:765:2,63 4096:765:2,63 9280:726:4,12 "
+        "16384:726:4,24 32768:716:2,64 1x1040 2240:765:2,65 21008:726:4,30 1x1056 2864:765:2,66 14352:726:4,25 "
+        "1x1088 1296:419:4,17 1584:419:4,17 1x1104 21744:726:4,25 1x1136 544:419:4,18 4160:419:4,18 1x1152 "
+        "2976:419:4,18 1x1168 992:419:4,19 1472:419:4,19 1x1248 608:419:4,20 1x1296 1792:419:4,21 1x1328 "
+        "22000:716:2,66 1x1360 8656:726:4,18 1x1376 5776:726:4,12 1x1392 1344:419:4,22 1x1408 960:419:4,22 1x1424 "
+        "560:419:4,23 1x1504 1456:419:4,24 3392:419:4,24 1x1536 28672:726:4,30 1x1552 9648:726:4,21 1x1584 "
+        "6176:726:4,14 1x1600 22896:726:4,28 23056:726:4,28 1x1680 7472:726:4,14 1x1712 6800:726:4,14 1x1824 "
+        "8208:726:4,24 1x1984 2176:723:4,8 6496:726:4,16 1x2032 1216:723:4,8 1x2144 6592:726:4,18 1x2240 "
+        "17056:391:4,25 1x2256 1680:723:4,9 1x2272 3904:723:4,9 1x2288 8640:726:4,27 22432:391:4,25 1x2320 "
+        "1264:723:4,10 6304:726:4,20 11136:726:4,30 1x2368 784:723:4,10 5520:726:4,20 1x2496 9360:726:4,30 1x2544 "
+        "592:723:4,10 1x2592 1936:723:4,11 1x2608 18512:716:2,63 1x2640 6624:726:4,22 1x2688 5264:726:4,22 1x2704 "
+        "2096:723:4,11 1x2720 4048:723:4,11 1x2768 11024:726:4,22 1x2816 1088:723:4,11 1x2896 912:723:4,12 1x3008 "
+        "3008:723:4,12 1x3088 13216:726:4,26 23296:391:4,28 1x3104 544:723:4,13 1x3216 736:723:4,13 1x3248 "
+        "640:723:4,13 1x3312 4304:723:4,13 1x3344 14864:726:4,30:4 1x3392 848:723:4,14 1x3424 6560:726:4,28 1x3488 "
+        "6272:726:4,28 1x3504 6272:726:4,28 1x3552 544:723:4,14 1x3568 2592:723:4,14 4752:723:4,14 1x3600 "
+        "544:723:4,15 19536:726:4,30 1x3856 15616:716:2,62 20080:716:2,62 1x4080 1232:723:4,16 1x4096 256:723:4,16 "
+        "4096:723:4,16 16384:716:2,64 32768:387:2,64 1x4128 2576:723:4,17 1x4288 4016:723:4,17 1x4384 1376:723:4,18 "
+        "1x4448 576:723:4,18 1x4544 18704:726:4,30:3 1x4656 1936:723:4,19 1x4672 1248:723:4,19 1x4880 "
+        "8112:726:4,30:3 1x4896 2816:723:4,20 1x5216 1040:723:4,21 1x5424 4304:723:4,22 1x5552 9232:723:4,22 1x5648 "
+        "15392:723:4,23 1x5680 2192:723:4,23 1x5728 208:723:4,23 1x5888 704:723:4,23 1x6000 12000:723:4,24 "
+        "16032:723:4,24 1x6016 19984:391:4,30:5 1x6144 1024:723:4,24 1616:723:4,24 1x6256 3472:723:4,25 1x6272 "
+        "7664:723:4,25 1x6464 576:723:4,26 1x6480 5136:723:4,26 1x6560 6240:723:4,26 1x6624 1456:723:4,26 "
+        "6432:723:4,26 1x6688 15760:726:4,30:2 1x6800 5552:723:4,27 1x6896 22624:726:4,30:2 1x7072 10656:716:2,66:2 "
+        "1x7680 12976:723:4,30 1x8192 256:713:2,64 4096:713:2,64 16384:713:2,64 20000:387:2,64 32768:387:2,64 "
+        "1x12288 4096:388:4,24 3x16 336:705:2,1 512:701:1,1 704:701:1,1 1072:705:2,1 1104:705:2,1 1248:701:1,1 "
+        "1552:705:2,1 1792:701:1,1 2288:705:2,1 2352:705:2,1 3264:701:1,1 3824:705:2,1 4832:701:1,1 3x32 "
+        "640:701:1,1 1232:705:2,1 3x48 592:771:4,2 1888:701:1,1 2608:705:2,1 2864:705:2,1 3040:701:1,1 3x80 "
+        "1616:713:2,1 2720:713:2,1 6704:716:2,2 3x96 4224:713:2,1 3x112 432:771:4,4 3x144 4896:723:4,1 3x208 "
+        "1920:771:4,7 3x240 1936:771:4,8 3x256 848:771:4,8 3x352 1408:771:4,11 3x384 592:771:4,12 3x416 "
+        "672:771:4,13 2768:771:4,13 3x432 1536:771:4,14 3x448 1056:771:4,14 3x464 1488:771:4,15 3x528 2352:771:4,17 "
+        "3x624 4752:771:4,20 3x704 3296:771:4,22 3x832 1968:771:4,26 3x928 2464:771:4,29 3x944 2592:771:4,30 3x976 "
+        "1088:765:2,61 3x1152 992:419:4,18 3x1200 1264:419:4,19 6432:726:4,10 3x1280 2032:419:4,20 3x1680 "
+        "896:723:4,7 5x16 3472:705:2,1 3632:705:2,1 4336:705:2,1 4752:705:2,1 5x32 448:701:1,1 1280:701:1,1 "
+        "2464:701:1,1 5x128 2544:771:4,4 5x336 1184:771:4,11 5x368 864:771:4,12 5x496 2192:771:4,16 5x800 "
+        "1264:771:4,25 7x16 16:705:2,1 64:701:1,1 112:705:2,1 256:701:1,1 1008:705:2,1 1024:701:1,1 2048:701:1,1 "
+        "4096:701:1,1 5008:705:2,1 8192:704:1,3 16384:704:1,6 32768:704:1,12 7x32 448:701:1,1 752:705:2,1 "
+        "1008:705:2,1 1392:705:2,1 7x48 496:771:4,2 7x80 4288:713:2,1 7x128 992:771:4,4 7x208 7072:726:4,2 7x336 "
+        "5440:726:4,4 7x608 576:771:4,19 1360:771:4,19 7x688 1504:771:4,22 7x1472 1328:419:4,23 7x8192 "
+        "1024:713:2,64 4096:713:2,64 8192:713:2,64 16384:713:2,64 32768:387:2,64 8x16 512:765:2,1 672:765:2,1 "
+        "896:765:2,1 1280:765:2,1 1600:765:2,1 2416:765:2,1 3056:765:2,1 3648:765:2,1 4704:765:2,1 8x32 "
+        "1568:701:1,1 3280:771:4,1 11728:716:2,4 8x48 1680:713:2,1 8x64 6640:716:2,2 8x80 4000:771:4,3 8x112 "
+        "6912:716:2,2 8688:716:2,3 8x144 2832:771:4,5 8x176 8512:726:4,3 8x192 784:771:4,6 8x208 560:771:4,7 "
+        "5184:726:4,2 8x224 656:771:4,7 3984:771:4,7 8x320 864:771:4,10 8x368 8736:726:4,6 8x448 1296:771:4,14 "
+        "8x464 1008:771:4,15 8x480 4976:771:4,15 8x496 1360:771:4,16 8x544 2848:771:4,17 8x576 688:771:4,18 8x624 "
+        "2576:771:4,20 8x656 9248:726:4,9 8x720 3280:771:4,23 8x1104 576:723:4,5 8656:726:4,15 8x1312 1520:723:4,6 "
+        "8x1616 2016:723:4,7 8x1664 3264:723:4,7 8x1680 1216:723:4,7 8x1696 10368:726:4,21 8x1968 752:723:4,8 "
+        "8x2064 5008:723:4,9 8x2256 6576:726:4,18 8x3680 1408:723:4,15 8x4064 848:723:4,16 8x4144 8224:716:2,66 "
+        "8x4336 4848:723:4,17 8x5104 656:723:4,20 8x5584 4112:723:4,22 8x6032 3184:723:4,24 8x6128 2080:723:4,24 "
+        "8x8192 1568:713:2,64 1872:713:2,64 4320:713:2,64 6688:713:2,64 7152:713:2,64 9x16 528:705:2,1 592:705:2,1 "
+        "752:705:2,1 1296:705:2,1 5456:708:2,2 9x32 3872:705:2,1 9x48 2288:705:2,1 9x64 5712:708:2,2 9x144 "
+        "496:771:4,5 9x304 4128:771:4,10 9x336 1072:771:4,11 9x544 816:771:4,17 9x1152 6112:730:8,10 9x1264 "
+        "432:727:8,5 9x1488 4912:727:8,6 11x32 720:705:2,1 11x48 5520:708:2,2 11x96 656:717:4,1 784:717:4,1 11x1152 "
+        "5248:730:8,10 13x16 656:705:2,1 1152:705:2,1 13x32 1648:705:2,1 13x1648 560:727:8,7 15x32 5072:705:2,1 "
+        "15x64 1536:705:2,1 15x112 3648:717:4,1 15x224 496:771:4,7 15x560 720:771:4,18 16x16 16:705:2,1 64:705:2,1 "
+        "112:705:2,1 256:705:2,1 1008:705:2,1 1024:705:2,1 1168:705:2,1 1776:705:2,1 2048:705:2,1 2432:705:2,1 "
+        "4096:705:2,1 5008:705:2,1 5168:560:2,2 6656:550:1,2 8192:550:1,3 16384:550:1,6 32768:550:1,12 16x32 "
+        "1936:705:2,1 16x48 512:705:2,1 2240:705:2,1 16x64 1408:705:2,1 16x208 7488:422:4,8 16x240 624:727:8,1 "
+        "4432:727:8,1 16x432 704:727:8,2 16x576 10672:568:4,12 16x656 1200:727:8,3 16x720 10768:568:4,12 16x784 "
+        "1648:727:8,4 16x912 5792:568:4,8 16x1040 1664:727:8,5 16x1104 9920:568:4,15 16x1664 2944:727:8,7 16x1808 "
+        "992:727:8,8 16x2080 7152:568:4,18 16x2272 3904:727:8,9 16x2960 2704:727:8,12 16x3712 2688:727:8,15 16x4432 "
+        "9760:568:4,30:3 16x5184 1648:565:4,21 16x6736 9872:565:4,27 16x6896 1376:565:4,27 16x7040 864:565:4,28 "
+        "16x8192 1040:557:2,64 3296:557:2,64 11120:557:2,64 17x16 5408:712:4,2 17x32 1536:709:4,1 17x64 "
+        "1488:709:4,1 17x160 2160:709:4,3 17x208 3008:719:8,2 17x576 2032:771:4,18 17x640 720:771:4,20 17x1664 "
+        "4608:719:8,13 17x8192 8000:581:2,64 19x16 1456:709:4,1 1648:709:4,1 1696:709:4,1 19x32 896:709:4,1 "
+        "4880:709:4,1 19x64 560:709:4,1 19x784 2144:771:4,25 21x16 688:709:4,1 21x1664 976:719:8,13 23x16 "
+        "1296:709:4,1 23x48 6944:712:4,2 23x64 5184:712:4,2 23x1184 1696:719:8,10 24x16 592:765:2,1 11488:712:4,4 "
+        "24x32 2064:709:4,1 2608:709:4,1 3264:709:4,1 6592:712:4,2 24x288 6720:722:8,6 24x432 3680:719:8,4 24x592 "
+        "5312:722:8,10 24x656 3712:719:8,6 24x688 1408:719:8,6 24x736 4512:719:8,6 24x1120 1616:719:8,9 24x1200 "
+        "7200:572:8,10 24x1216 976:719:8,10 24x1408 2432:719:8,11 24x1520 8672:589:4,18 24x1728 2336:719:8,14 "
+        "24x1872 768:719:8,15 24x1920 848:719:8,15 24x3232 3136:569:8,13 24x8192 1456:581:2,64 1952:581:2,64 "
+        "2160:581:2,64 4880:581:2,64 5408:581:2,64 25x16 736:709:4,1 25x64 3632:709:4,1 27x16 416:709:4,1 "
+        "496:709:4,1 27x128 2896:719:8,1 27x960 656:719:8,8 27x1424 2288:719:8,12 29x32 1456:709:4,1 29x48 "
+        "2592:709:4,1 29x96 656:719:8,1 29x144 2256:709:4,3 31x16 4384:709:4,1 31x32 16:709:4,1 64:709:4,1 "
+        "112:709:4,1 256:709:4,1 1008:709:4,1 1024:709:4,1 2048:709:4,1 4096:709:4,1 5008:709:4,1 8192:712:4,3 "
+        "16384:712:4,6 32768:712:4,12 31x656 576:771:4,21 32x16 1296:765:2,1 32x96 5248:483:4,2 32x192 2720:709:4,3 "
+        "3136:709:4,3 8384:483:4,6 32x416 4944:719:8,4 32x624 2384:719:8,5 32x800 2448:719:8,7 32x1056 3104:719:8,9 "
+        "32x1296 1120:719:8,11 1296:719:8,11 32x1360 736:719:8,11 32x1424 7888:609:4,18 32x1440 768:719:8,12 "
+        "32x1680 6016:609:4,14 32x2368 5920:609:4,20 32x3408 3072:569:8,14 32x4144 8976:551:2,65 33x16 736:709:4,2 "
+        "33x48 16:709:4,2 64:709:4,2 112:709:4,2 256:709:4,2 1008:709:4,2 1024:709:4,2 2048:709:4,2 4096:709:4,2 "
+        "5008:709:4,2 8192:712:4,6 16384:712:4,12 32768:712:4,24 33x4096 1024:575:2,64 4096:575:2,64 8192:575:2,64 "
+        "16384:575:2,64 32768:575:2,64 35x16 3728:709:4,2 35x64 3392:709:4,2 37x16 528:709:4,2 1472:709:4,2 "
+        "4768:709:4,2 37x32 1392:709:4,2 37x1440 3824:419:4,23 39x16 1408:709:4,2 3376:709:4,2 39x1280 "
+        "1872:419:4,20 40x16 640:765:2,1 40x160 7824:712:4,18 40x640 1840:719:8,10 40x864 10240:593:8,12 40x1120 "
+        "1520:727:8,15 40x1680 3120:561:8,14 40x1936 640:565:4,24 40x2592 4496:590:8,11 40x5440 1264:624:4,22 "
+        "40x8192 1760:618:2,64 11328:618:2,64 41x16 1312:709:4,2 1744:709:4,2 45x304 5392:722:8,12 47x112 "
+        "1888:719:8,2 47x224 2528:719:8,4 48x16 688:765:2,1 976:765:2,1 1472:765:2,1 48x32 1424:771:4,1 "
+        "2080:771:4,1 48x48 2064:709:4,2 12000:556:4,4 48x176 608:709:4,6 4704:709:4,6 48x416 4000:719:8,8 48x2352 "
+        "10560:647:4,20 48x2864 688:590:8,12 48x3056 5232:590:8,12 48x5888 3440:644:4,23 48x8192 2336:638:2,64 "
+        "3008:638:2,64 49x16 480:709:4,2 51x16 5584:712:4,4 51x160 3088:709:4,6 51x288 832:719:8,6 53x32 "
+        "5744:712:4,4 53x400 2736:719:8,8 53x1504 688:419:4,24 56x16 1488:765:2,1 56x32 832:771:4,1 56x160 "
+        "5152:712:4,12 56x576 736:719:8,10 10672:613:8,12 56x624 736:719:8,10 56x960 848:709:4,30 56x1424 "
+        "6832:613:8,12 56x1600 4288:561:8,13 56x1792 7264:613:8,14 56x6096 2064:660:4,24 56x8192 2368:654:2,64 "
+        "57x656 1648:771:4,21 59x112 2368:719:8,2 61x96 5136:722:8,4 63x2048 14000:595:2,64 64x16 256:765:2,1 "
+        "2768:765:2,1 4096:765:2,1 7376:410:2,2 9392:410:2,3 16384:406:1,6 32768:406:1,12 64x64 16:709:4,2 "
+        "64:709:4,2 112:709:4,2 256:709:4,2 1008:709:4,2 1024:709:4,2 1280:709:4,2 1312:709:4,2 1344:709:4,2 "
+        "1408:709:4,2 1536:709:4,2 2048:709:4,2 2144:709:4,2 2560:709:4,2 2608:709:4,2 2624:709:4,2 3008:709:4,2 "
+        "3840:709:4,2 3904:709:4,2 4096:709:4,2 5008:709:4,2 5120:709:4,2 5184:595:2,2 6000:595:2,2 6400:595:2,2 "
+        "6464:595:2,2 7680:595:2,2 8192:595:2,3 10240:595:2,3 10304:595:2,4 12000:595:2,4 12288:595:2,4 "
+        "15360:595:2,5 15424:595:2,6 16384:595:2,6 20000:595:2,7 20480:595:2,7 24576:595:2,9 25376:595:2,9 "
+        "28672:595:2,11 32000:595:2,12 32768:595:2,12 64x768 2352:719:8,12 3136:719:8,12 64x1168 2624:561:8,10 "
+        "64x1712 5728:613:8,14 64x3744 9808:494:4,24 64x6608 2048:742:4,23 64x6752 7344:670:4,27 64x8192 "
+        "1024:742:4,29 4096:742:4,29 8192:742:4,29 16384:742:4,29 32768:742:4,29 65x64 832:709:4,3 65x80 16:719:8,3 "
+        "64:719:8,3 112:719:8,3 256:719:8,3 1008:719:8,3 1024:719:8,3 2048:719:8,3 4096:719:8,3 5008:719:8,3 "
+        "8192:722:8,9 16384:722:8,15 32768:416:4,27 69x848 1872:423:8,14 69x1248 2512:569:8,15 71x16 1680:709:4,3 "
+        "72x16 928:767:4,1 1568:767:4,1 7456:712:4,6 72x32 1520:773:8,1 72x80 3712:719:8,3 72x112 5584:722:8,6 "
+        "72x336 960:719:8,9 72x512 10352:589:4,24 72x992 1984:569:8,12 3536:569:8,12 72x1376 528:584:8,11 72x3152 "
+        "1952:628:8,13 72x3568 6384:628:8,14 72x8192 5408:678:2,64 75x96 4816:719:8,3 75x1008 7008:609:4,24 77x16 "
+        "7008:712:4,6 77x256 5856:722:8,12 79x16 720:709:4,3 1216:709:4,3 80x16 2944:767:4,1 80x144 560:709:4,9 "
+        "80x352 1936:719:8,9 80x816 12432:651:8,12 80x2544 6320:628:8,10 80x4432 3424:692:4,18 81x32 3792:709:4,3 "
+        "83x16 4032:709:4,3 83x176 1040:709:4,9 83x192 464:773:8,6 85x16 4736:709:4,3 88x32 624:773:8,1 88x144 "
+        "736:709:4,9 88x592 4128:423:8,10 88x1264 2416:584:8,10 88x6320 4336:698:4,25 88x6704 7296:698:4,27 89x160 "
+        "880:709:4,9 91x16 1104:709:4,3 91x64 2944:709:4,3 93x32 5616:712:4,6 93x80 1776:719:8,3 93x1648 "
+        "1168:604:8,13 95x112 7008:722:8,6 95x768 5872:587:8,12 96x64 4752:709:4,3 96x96 20000:607:8,7 96x144 "
+        "1152:709:4,9 96x560 752:719:8,15 96x896 4720:561:8,14 96x1744 7648:604:8,14 97x112 2064:719:8,4 100x112 "
+        "16:719:8,4 64:719:8,4 112:719:8,4 256:719:8,4 1008:719:8,4 1024:719:8,4 2048:719:8,4 4096:719:8,4 "
+        "5008:719:8,4 8192:722:8,12 16384:426:8,12 32768:426:8,14 100x1008 1024:451:8,11 4096:451:8,11 "
+        "8192:477:2,64 16384:477:2,64 32768:477:2,64 101x1312 6544:484:8,11 103x272 944:773:8,9 104x32 976:773:8,1 "
+        "104x48 5968:712:4,8 104x336 20304:516:8,14 105x16 944:709:4,4 1456:709:4,4 111x144 2416:709:4,12 112x16 "
+        "2160:767:4,1 112x48 672:773:8,2 112x448 25744:599:4,28 115x16 5536:712:4,8 117x32 1520:709:4,4 119x144 "
+        "784:709:4,12 120x16 3728:767:4,1 120x1392 1552:604:8,11 120x8192 7424:532:2,64 123x1056 4096:451:8,11 "
+        "125x16 2816:709:4,4 125x80 3760:719:8,4 127x256 9008:564:8,12 128x16 10416:410:2,4 128x128 16:719:8,4 "
+        "64:719:8,4 112:719:8,4 256:719:8,4 1008:719:8,4 1024:719:8,4 1280:719:8,4 1312:719:8,4 1344:719:8,4 "
+        "1408:719:8,4 2048:719:8,4 2560:719:8,4 2608:719:8,4 2624:719:8,4 3840:719:8,4 3904:719:8,4 4096:719:8,4 "
+        "5008:719:8,4 5120:719:8,4 5184:607:8,2 6000:607:8,2 6400:607:8,2 6464:607:8,2 7680:607:8,2 8192:607:8,3 "
+        "10240:607:8,3 10304:607:8,4 12000:607:8,4 12288:607:8,4 15360:607:8,5 15424:607:8,6 16144:607:8,6 "
+        "16384:607:8,6 20480:607:8,7 24576:607:8,9 28672:607:8,11 32000:607:8,11 32768:607:8,11 128x144 "
+        "1328:773:8,5 128x256 1024:719:8,8 4096:719:8,8 8192:607:8,6 16384:607:8,12 32768:607:8,12 128x512 "
+        "1024:705:2,64 4096:451:8,6 8192:607:8,12 16384:607:8,12 32768:607:8,12 128x1024 1024:451:8,11 "
+        "4096:451:8,11 8192:451:8,11 16384:451:8,11 32768:451:8,11 128x4096 1024:744:8,15 4096:744:8,15 "
+        "8192:744:8,15 16384:744:8,15 32768:744:8,15 129x144 16:771:4,15 64:709:4,15 112:771:4,15 256:709:4,15 "
+        "1008:709:4,15 1024:709:4,15 2048:709:4,15 4096:709:4,15 5008:709:4,15 8192:422:4,27 16384:580:4,30 "
+        "32768:512:4,30 136x16 2464:769:8,1 136x32 1008:771:4,3 136x80 2112:719:8,5 136x240 6000:564:8,12 136x1216 "
+        "1904:590:8,15 136x1408 592:620:8,11 144x16 2080:769:8,1 144x1056 7568:590:8,15 147x16 2624:709:4,5 152x16 "
+        "3248:769:8,1 6352:712:4,10 156x48 272:709:4,5 160x160 6000:599:4,12 160x6000 1536:383:8,12 163x464 "
+        "2736:419:4,24 165x16 848:709:4,6 168x32 3904:771:4,3 168x896 1504:584:8,14 171x32 432:709:4,6 176x16 "
+        "8768:556:4,9 176x32 2016:771:4,3 176x8192 8576:385:2,64 183x16 3040:709:4,6 183x160 1904:709:4,18 184x1168 "
+        "9088:494:4,24 184x2032 976:670:4,24 185x16 2656:709:4,6 189x80 880:719:8,6 192x32 2016:771:4,3 192x192 "
+        "16384:599:4,30 192x1520 7136:640:8,12 193x384 5088:561:8,12 200x48 560:773:8,4 200x64 4432:773:8,4 200x208 "
+        "28672:631:8,15 200x528 11664:627:4,30 200x544 25584:627:4,30 201x160 480:773:8,10 205x704 704:590:8,15 "
+        "207x272 1424:423:8,10 207x560 5072:584:8,15 208x16 2336:769:8,1 8672:556:4,12 208x32 1680:773:8,2 208x256 "
+        "21728:609:4,28 208x464 27040:609:4,28 208x640 8752:584:8,15 208x736 9216:604:8,12 215x80 3056:719:8,7 "
+        "216x64 11232:712:4,28 216x288 22480:659:8,12 216x336 8672:516:8,12 216x368 17904:601:2,63 216x400 "
+        "12768:599:4,28 216x416 18288:599:4,28 216x736 11776:604:8,12 216x896 17312:604:8,14 217x336 2016:423:8,12 "
+        "224x416 13216:599:4,28 224x432 1216:553:4,28 224x496 12128:609:4,28 224x720 19472:604:8,12 232x16 "
+        "576:769:8,1 232x304 8864:617:4,30 237x592 1088:451:8,14 240x240 11024:651:8,12 240x656 24944:484:8,12 "
+        "240x8192 1376:354:2,64 247x352 7120:487:8,12 248x464 19152:516:8,12 251x1296 720:488:2,66 253x32 "
+        "3312:709:4,8 256x128 1024:719:8,8 4096:719:8,8 8192:607:8,6 16384:607:8,12 32768:607:8,12 256x256 "
+        "16:705:2,64 64:705:2,64 112:705:2,64 256:705:2,64 1008:705:2,64 1024:705:2,64 1280:705:2,64 1312:705:2,64 "
+        "1344:705:2,64 1408:705:2,64 2048:705:2,64 2560:584:8,6 2608:584:8,6 2624:584:8,6 3840:584:8,6 3904:584:8,6 "
+        "4096:584:8,6 5008:584:8,6 5120:584:8,6 5184:607:8,8 6000:607:8,8 6400:607:8,8 6464:607:8,8 7680:607:8,8 "
+        "8192:607:8,12 10240:607:8,12 10304:607:8,12 12288:607:8,12 15360:607:8,12 15424:607:8,12 16384:607:8,12 "
+        "20000:607:8,12 20480:607:8,12 24576:607:8,12 25440:607:8,12 32000:607:8,12 32768:607:8,12 256x384 "
+        "8192:607:8,12 16384:607:8,12 32768:607:8,12 256x544 9520:451:8,12 21008:451:8,12 256x2048 1024:740:8,15 "
+        "4096:740:8,15 8192:740:8,15 16384:740:8,15 32768:740:8,15 256x12288 24000:430:2,64 257x16 3680:709:4,9 "
+        "264x64 880:773:8,6 264x256 11328:583:2,66 264x304 18736:637:4,30 264x352 2080:561:8,15 264x784 "
+        "8320:620:8,14 265x16 1568:709:4,9 269x32 896:709:4,9 269x528 8736:484:8,15 271x688 4112:496:8,15 272x64 "
+        "2160:709:4,9 272x352 13856:603:4,30 272x688 20976:610:8,15 272x928 10480:648:8,12 279x32 2624:709:4,9 "
+        "280x16 7184:712:4,18 10272:556:4,20 280x208 544:561:8,10 280x288 8880:637:4,30 280x528 22928:604:8,15 "
+        "281x16 464:709:4,9 283x32 3376:709:4,9 8144:712:4,27 287x112 1824:773:8,12 287x592 3360:604:8,15 288x256 "
+        "13616:613:8,15 288x672 12288:610:8,15 16832:610:8,15 295x1120 256:672:8,15 296x64 8256:556:4,15 296x480 "
+        "25984:451:8,15 296x576 3952:604:8,15 296x1232 2704:744:8,15 299x16 1296:709:4,10 301x192 1840:771:4,30 "
+        "304x176 5008:709:4,30 304x448 21008:577:4,28 304x608 16736:484:8,15 304x800 26496:496:8,15 304x880 "
+        "20704:513:8,15 304x1648 5936:742:4,30 305x256 3504:423:8,12 311x80 5360:426:8,12 312x64 848:773:8,6 "
+        "312x128 608:719:8,10 312x256 9984:623:8,12 312x400 11952:512:4,30 312x672 21680:620:8,12 312x720 "
+        "8144:496:8,15 317x16 3248:709:4,10 320x288 29120:483:4,30 320x320 3008:561:8,15 320x640 16384:604:8,15 "
+        "320x8192 4704:369:2,64 328x720 6720:640:8,12 329x1760 1360:375:8,14 331x1424 6560:744:8,15 336x16 "
+        "512:769:8,2 336x48 640:709:4,11 336x144 1472:773:8,15 336x432 26352:577:4,28 336x464 17056:604:8,12 "
+        "336x560 10128:604:8,15 344x272 19808:599:4,30 344x464 1376:604:8,12 344x528 16352:604:8,15 347x384 "
+        "3600:584:8,12 352x16 592:769:8,2 352x224 25568:471:2,63 353x1120 1120:682:8,15 360x48 2480:773:8,6 "
+        "360x2352 3232:534:4,30 361x48 4160:709:4,12 363x48 4416:709:4,12 368x240 9056:607:8,12 368x320 "
+        "19568:643:8,12 368x592 10992:496:8,12 375x1456 1216:733:8,12 376x16 1888:769:8,2 376x464 13648:484:8,12 "
+        "376x480 28432:484:8,12 376x544 9632:484:8,15 376x928 12352:524:8,15 384x64 5632:481:8,4 384x128 "
+        "1024:719:8,12 4096:719:8,12 8192:607:8,9 16384:607:8,15 32768:607:8,15 384x320 22064:599:4,30 384x336 "
+        "9072:451:8,12 384x384 16:584:8,12 64:584:8,12 112:584:8,12 256:584:8,12 1008:584:8,12 1024:584:8,12 "
+        "2048:584:8,12 4096:584:8,12 5008:584:8,12 8192:584:8,12 16384:584:8,12 32768:584:8,12 384x512 "
+        "8192:604:8,12 16384:604:8,12 32768:604:8,12 384x912 10880:513:8,15 389x16 992:709:4,13 391x160 "
+        "3792:423:8,12 392x16 1024:769:8,2 392x496 20288:620:8,12 392x848 19536:656:8,14 397x48 896:709:4,13 399x64 "
+        "2672:709:4,13 400x496 14144:620:8,12 400x736 17776:628:8,15 408x32 7440:712:4,26 408x224 18688:483:4,28 "
+        "408x2496 4928:542:4,30 413x16 1136:709:4,13 421x192 3520:423:8,12 424x480 9120:496:8,12 427x32 "
+        "816:709:4,14 432x240 11088:643:8,12 432x336 20288:449:4,28 432x544 1312:492:8,14 432x864 4544:668:8,14 "
+        "432x896 14960:682:8,12 435x128 3776:771:4,28 437x48 2416:709:4,14 437x144 1072:765:2,63 440x16 "
+        "3472:769:8,2 440x32 2992:773:8,4 440x48 9968:426:8,12 440x688 13712:656:8,12 448x288 9120:467:1,126 "
+        "448x832 27296:668:8,14 456x16 2080:769:8,2 456x560 16608:640:8,15 456x672 26352:524:8,12 456x848 "
+        "28688:740:8,12 464x112 1376:719:8,15 464x128 4608:719:8,15 464x432 25088:620:8,12 464x448 3024:620:8,12 "
+        "464x800 25408:632:2,65 464x1648 8896:731:2,65 467x240 1440:451:8,12 467x416 3680:496:8,12 472x288 "
+        "15232:451:8,12 480x16 864:769:8,2 480x320 10096:584:8,15 480x592 19280:640:8,15 481x16 3456:709:4,16 "
+        "488x16 2080:769:8,2 488x32 1680:773:8,4 488x288 8128:451:8,12 14624:451:8,12 489x192 7472:481:8,12 496x240 "
+        "23152:510:8,12 496x288 22368:451:8,12 496x592 14160:524:8,12 496x624 18384:507:8,14 496x8192 3616:453:2,64 "
+        "500x512 12000:513:8,12 501x192 1312:423:8,12 504x16 6208:708:2,64 10464:414:4,8 504x32 3456:773:8,4 "
+        "504x240 10496:510:8,12 504x704 18096:662:8,15 504x816 9120:680:8,14 507x176 6128:423:8,12 511x48 "
+        "480:709:4,16 511x272 2000:451:8,12 512x16 624:769:8,2 9984:414:4,6 512x128 1024:705:2,64 4096:584:8,6 "
+        "8192:607:8,12 16384:607:8,12 32768:607:8,12 512x208 11760:475:4,28 512x512 16:640:8,12 64:640:8,12 "
+        "112:640:8,12 256:640:8,12 1008:640:8,12 1024:640:8,12 2048:640:8,12 4096:640:8,12 5008:640:8,12 "
+        "6000:640:8,12 8192:640:8,12 12000:640:8,12 12880:640:8,12 16384:640:8,12 28672:640:8,12 32768:640:8,12 "
+        "512x640 8192:524:8,12 16384:524:8,12 32768:524:8,12 512x800 9328:518:4,30 512x1024 8192:666:2,64 "
+        "16384:666:2,64 32768:666:2,64 513x816 528:690:8,14 517x16 5920:556:4,18 520x16 832:769:8,3 2320:769:8,3 "
+        "528x16 3088:769:8,3 528x320 24816:604:8,15 528x336 1712:484:8,15 528x592 1072:524:8,15 528x720 "
+        "9296:740:8,15 529x112 528:765:2,63 529x1184 5968:733:8,15 535x16 928:709:4,17 536x384 12288:604:8,15 "
+        "536x816 12672:690:8,14 536x944 9216:676:4,30 537x1264 3312:733:8,15 541x576 576:656:8,15 541x992 "
+        "576:738:2,63 543x448 3392:614:4,28 544x16 2080:769:8,3 544x416 28848:628:8,14 547x48 1200:709:4,18 547x368 "
+        "1168:496:8,15 552x272 11760:484:8,15 552x336 11744:484:8,15 552x400 8640:496:8,15 552x448 8048:628:8,14 "
+        "552x8192 2144:433:2,66 560x480 20032:513:8,15 565x240 3360:451:8,15 568x16 672:769:8,3 568x64 "
+        "4304:773:8,10 569x48 6992:556:4,18 576x784 26432:744:8,15 584x16 2480:769:8,3 584x208 17360:504:4,30 "
+        "584x320 13504:604:8,15 584x512 544:624:4,30 592x80 3344:773:8,15 592x400 16128:496:8,15 592x2352 "
+        "3296:777:2,65 592x8192 1024:374:2,64 595x80 3600:773:8,15 599x1600 4432:532:2,65 600x16 912:769:8,3 "
+        "600x576 29920:656:8,15 600x992 17072:698:4,28 600x1440 1024:534:4,30 608x368 11968:604:8,15 608x512 "
+        "17200:656:8,12 608x528 1200:524:8,15 613x144 4528:423:8,15 616x48 1328:773:8,10 616x240 560:451:8,15 "
+        "616x736 12400:672:8,15 617x16 448:709:4,20 5088:709:4,20 624x16 1088:769:8,3 2784:769:8,3 3120:769:8,3 "
+        "624x224 2416:451:8,15 632x864 12816:744:8,15 640x16 2080:769:8,3 5504:414:4,6 640x640 1024:672:8,15 "
+        "4096:672:8,15 8192:672:8,15 16384:672:8,15 32768:672:8,15 647x16 464:709:4,21 647x608 6672:680:8,15 "
+        "648x240 14464:604:8,12 648x400 25920:648:8,14 651x48 928:709:4,21 651x256 1664:484:8,12 655x928 "
+        "5456:694:4,30 656x720 17984:759:8,15 664x16 864:769:8,3 664x32 4496:773:8,6 665x1088 592:530:8,15 667x608 "
+        "1856:656:8,15 669x192 1104:451:8,12 672x16 2336:769:8,3 5392:414:4,6 6016:414:4,6 672x80 528:769:8,15 "
+        "673x480 656:490:2,66 679x1008 1088:696:2,64 680x16 1456:769:8,3 680x208 21104:447:8,15 28912:447:8,15 "
+        "680x496 2512:520:8,15 688x16 4560:769:8,3 688x256 25072:604:8,12 688x272 14224:478:8,15 688x304 "
+        "22784:496:8,12 688x528 8640:505:2,66 688x848 592:781:8,15 707x48 448:773:8,12 712x16 528:769:8,3 "
+        "5008:769:8,3 13344:414:4,15 712x48 11200:599:4,24 712x736 400:682:8,15 720x320 1216:620:8,15 720x528 "
+        "17136:682:8,15 720x8192 1504:371:2,66 721x736 448:464:8,12 728x16 2448:769:8,3 728x304 8240:496:8,12 "
+        "10016:620:8,15 16144:496:8,12 728x448 18544:662:8,14 729x656 2768:740:8,15 731x1152 1312:548:8,15 736x16 "
+        "1216:769:8,3 744x16 592:769:8,3 928:769:8,3 992:769:8,3 744x448 14704:524:8,12 744x560 14304:520:8,15 "
+        "752x16 4448:769:8,3 752x208 16544:484:8,12 752x928 13072:781:8,15 752x8192 1264:371:2,66 760x976 "
+        "26432:731:2,64 768x16 3040:769:8,3 768x768 1024:781:8,12 4096:759:8,15 8192:759:8,15 16384:759:8,15 "
+        "32768:759:8,15 768x1024 20000:731:2,64 776x16 672:769:8,4 1504:769:8,4 776x32 6000:556:4,26 784x16 "
+        "864:769:8,4 784x32 1120:773:8,7 784x448 3472:662:8,14 791x16 6576:580:4,18 792x64 736:709:4,25 792x288 "
+        "11568:620:8,15 800x256 9920:604:8,14 800x336 3760:513:8,14 800x816 1072:684:2,65 808x928 8544:526:4,30 "
+        "813x1088 5088:532:2,63 816x16 1904:769:8,4 816x480 17552:744:8,14 816x2384 544:360:8,15 823x272 "
+        "6384:496:8,14 824x16 20736:414:4,28 832x448 13152:672:8,14 832x8192 2592:454:2,66 840x16 2272:769:8,4 "
+        "840x672 18064:783:8,14 845x880 448:731:2,63 848x80 1808:423:8,14 848x352 11376:524:8,14 848x592 "
+        "18864:680:8,15 848x688 10944:674:2,66 856x16 4352:769:8,4 856x96 544:423:8,14 856x448 11488:672:8,14 "
+        "872x256 18000:620:8,12 872x656 11520:783:8,14 872x688 10160:688:2,66 872x864 19584:779:2,63 872x1200 "
+        "2544:752:4,28 879x64 912:773:8,14 880x208 11104:484:8,14 888x288 18688:513:8,14 888x336 23776:513:8,14 "
+        "888x640 27648:761:8,14 896x16 14400:414:4,20 896x32 2944:773:8,7 896x480 2000:759:8,12 896x896 "
+        "32768:349:8,14 896x1744 4816:343:4,28 904x16 2384:769:8,4 7680:414:4,8 904x224 14688:620:8,12 904x496 "
+        "11664:670:4,30 904x576 848:674:2,63 904x1712 1152:436:2,63 912x64 4432:709:4,29 920x2160 4960:358:2,63 "
+        "928x16 864:769:8,4 1072:769:8,4 6752:414:4,8 936x32 6224:580:4,20 936x48 1872:771:4,30 936x8192 "
+        "2160:431:2,66 944x16 960:769:8,4 1088:769:8,4 944x240 13760:492:8,12 944x480 11312:759:8,12 944x816 "
+        "24432:339:4,30 944x1744 11552:341:2,64 944x1792 1744:352:2,63 944x8192 3408:431:2,66 951x176 2208:478:8,12 "
+        "952x688 2672:763:4,30 960x448 18224:522:4,30 968x16 8256:414:4,12 968x208 11040:492:8,12 968x352 "
+        "1584:740:8,12 968x384 12432:668:8,12 968x432 11200:740:8,12 969x48 6016:414:4,24 976x16 15328:414:4,20 "
+        "976x272 10192:507:8,12 984x16 880:769:8,4 1264:769:8,4 992x16 2928:769:8,4 992x992 10352:377:2,64 1000x16 "
+        "256:769:8,4 1552:769:8,4 4096:769:8,4 16384:414:4,24 32768:410:2,64 1000x112 1024:447:8,12 4096:584:8,11 "
+        "8192:623:8,14 16384:623:8,14 32768:623:8,14 1000x1008 16:459:8,14 64:459:8,14 112:459:8,14 256:377:2,64 "
+        "1008:377:2,64 1024:377:2,64 2048:377:2,64 4096:377:2,64 5008:379:8,14 8192:377:2,64 16384:377:2,64 "
+        "32768:377:2,64 1008x16 3536:769:8,4 1015x576 6768:684:2,63 1016x16 1824:769:8,4 1016x912 7520:536:4,30 "
+        "1017x96 880:417:8,12 1021x112 2992:447:8,12 1023x1040 3504:750:8,14 1024x16 4832:769:8,4 1024x64 "
+        "592:765:2,64 1024x96 672:417:8,12 1024x128 1024:584:8,11 4096:584:8,11 8192:584:8,11 16384:584:8,11 "
+        "32768:584:8,11 1024x768 28672:779:2,64 1024x1008 1536:377:2,64 1024x1024 16:377:2,64 64:377:2,64 "
+        "112:377:2,64 256:377:2,64 1008:377:2,64 1024:377:2,64 2048:377:2,64 4096:377:2,64 5008:377:2,64 "
+        "8192:377:2,64 8656:377:2,64 11248:377:2,64 12000:377:2,64 16384:377:2,64 32768:377:2,64 1024x1280 "
+        "8192:748:2,64 16384:748:2,64 32768:748:2,64 1024x2048 8192:356:2,64 16384:356:2,64 32768:356:2,64 "
+        "1024x8192 1024:453:2,66 4096:453:2,66 8192:453:2,66 16384:453:2,66 32768:453:2,66 1025x16 1024:705:2,65 "
+        "1031x432 3840:740:8,15 1040x560 8672:688:2,65 1048x16 18896:414:4,30 1048x160 3136:478:8,15 1056x16 "
+        "10752:414:4,20 1056x976 2048:398:2,63 1064x16 3808:769:8,5 1065x256 4656:640:8,12 1072x192 816:596:4,27 "
+        "1080x16 624:769:8,5 1984:769:8,5 1080x64 1904:423:8,9 1095x976 7824:748:2,63 1104x512 6768:375:8,12 "
+        "1104x8192 9168:432:2,66 1109x16 1760:553:4,18 1112x16 8464:414:4,15 1112x80 1824:417:8,15 1119x16 "
+        "1472:553:4,18 1120x16 528:769:8,5 8112:414:4,15 1128x16 2912:769:8,5 1128x32 8176:475:4,15 1136x96 "
+        "5120:451:8,9 1139x992 5456:544:2,64 1144x16 3312:769:8,5 7584:414:4,10 1144x32 512:773:8,9 1145x192 "
+        "7872:492:8,15 1146x160 5648:478:8,15 1160x16 5248:414:4,10 1168x16 16720:414:4,30 1176x64 10944:617:4,24 "
+        "1177x992 4464:546:2,64 1184x48 1552:553:4,19 1195x864 2096:540:2,63 1200x160 1968:478:8,15 1203x16 "
+        "3152:553:4,19 1216x16 1792:769:8,5 1216x96 6000:475:4,30 1224x64 2688:423:8,10 1225x48 1536:769:8,15 "
+        "1232x128 928:604:8,10 1240x1120 400:392:2,63 1248x16 7744:414:4,15 16144:414:4,25 1255x992 1488:746:2,65 "
+        "1264x16 3072:769:8,5 5296:414:4,10 20560:414:4,25 1264x8192 5456:457:2,66 1280x1280 8192:345:8,15 "
+        "16384:345:8,15 32768:345:8,15 1293x800 5312:544:2,63 1296x96 2736:451:8,11 1303x208 3152:520:8,12 1312x16 "
+        "6416:414:4,12 1320x1728 2144:440:2,63 1320x1792 4816:363:2,63 1335x1504 2048:356:2,66 1336x16 784:769:8,6 "
+        "1341x64 1344:423:8,11 1344x32 7504:599:4,22 1344x8192 5264:427:2,66 1352x32 2160:773:8,11 1371x864 "
+        "1328:748:2,66 1383x160 4736:496:8,11 1383x192 8352:513:8,11 1384x48 816:553:4,22 1392x16 816:769:8,6 "
+        "1400x16 4192:769:8,6 1408x16 2320:769:8,6 1408x160 3216:496:8,11 1416x16 1328:769:8,6 1432x1360 "
+        "1488:354:2,66 1433x48 2864:423:8,12 1448x16 2832:769:8,6 1456x16 4032:769:8,6 1473x1696 896:400:2,66 "
+        "1480x16 2448:769:8,6 1488x16 912:769:8,6 1496x48 608:423:8,12 1500x1504 1536:365:8,15 1512x16 1056:769:8,6 "
+        "1512x48 2848:423:8,12 1536x16 3072:769:8,6 1536x1024 8192:392:2,64 1536x1536 1024:440:2,64 4096:394:2,66 "
+        "8192:394:2,66 16384:394:2,66 32768:394:2,66 1568x848 10656:777:2,65 1576x16 2656:769:8,7 1584x16 "
+        "4128:769:8,7 1584x880 4656:385:2,63 1600x32 1200:773:8,13 1600x80 2016:451:8,13 1616x16 2928:769:8,7 "
+        "1624x16 2608:769:8,7 1624x64 704:553:4,26 1632x64 544:553:4,26 1667x1776 608:371:2,63 1672x16 656:769:8,7 "
+        "1680x16 6336:414:4,14 7168:414:4,14 1696x64 5152:599:4,28 1696x192 2080:652:4,24 1703x1776 6752:371:2,63 "
+        "1720x752 4768:381:2,66 1744x1104 4272:437:2,66 1752x16 1584:769:8,7 1760x48 1664:423:8,14 1768x16 "
+        "14256:414:4,21 1776x2432 5360:432:2,65 1792x16 5776:414:4,14 1792x848 912:775:2,63 1808x16 2800:769:8,8 "
+        "1815x16 1232:769:8,8 1823x16 4416:769:8,8 1824x16 3872:769:8,8 1840x8192 1408:435:2,66 1880x32 "
+        "2208:773:8,15 1880x240 2240:757:4,24 1904x208 560:736:4,24 1912x16 6016:414:4,16 1936x16 896:769:8,8 "
+        "1936x64 9200:637:4,22 1936x2464 2992:434:2,65 1945x64 5104:577:4,21 1967x16 2752:769:8,8 1968x32 "
+        "6992:475:4,16 1968x736 4560:392:2,66 2000x80 816:472:4,24 2008x64 4912:577:4,21 2047x64 14000:637:4,22 "
+        "2048x256 1024:666:2,64 4096:666:2,64 8192:666:2,64 16384:666:2,64 32768:666:2,64 2048x1024 12000:356:2,64 "
+        "2048x2048 16:453:2,64 64:453:2,64 112:453:2,64 256:453:2,64 1008:453:2,64 1024:453:2,64 2048:453:2,64 "
+        "4096:453:2,64 5008:453:2,64 6000:453:2,64 8192:453:2,64 16384:453:2,64 32768:453:2,64 2048x8192 "
+        "3008:453:2,66 2056x16 1344:769:8,9 2064x32 8576:475:4,27 2072x16 1520:769:8,9 2080x16 21376:414:4,27 "
+        "2128x16 2944:769:8,9 2160x16 5536:414:4,18 2168x16 5520:414:4,18 2208x64 992:577:4,23 2272x512 "
+        "1376:383:8,15 2352x48 720:447:8,10 2360x80 720:492:8,10 2368x16 7760:414:4,30 2416x16 832:769:8,10 2416x64 "
+        "1120:577:4,26 2424x1264 7776:371:2,65 2456x16 19680:414:4,30 2488x16 2672:769:8,10 2520x8192 3488:457:2,66 "
+        "2528x16 624:769:8,10 3248:769:8,10 11648:414:4,30 2536x16 5008:769:8,10 2592x16 656:769:8,11 "
+        "10768:410:2,63 2600x32 1360:417:8,11 2648x16 2224:769:8,11 2656x16 11792:410:2,63 2664x16 12752:410:2,63 "
+        "2736x16 4752:769:8,11 2784x16 4416:769:8,11 2800x16 11600:414:4,22 2824x16 4464:769:8,12 2832x16 "
+        "912:769:8,12 2848x64 7520:478:8,12 2864x16 12048:414:4,24 2880x48 1248:447:8,12 2904x16 13776:414:4,24 "
+        "3000x16 3632:769:8,12 6000:414:4,24 3000x3008 6000:433:2,66 3008x16 3904:769:8,12 3008x32 1808:417:8,12 "
+        "3016x80 3728:492:8,12 3024x16 11280:414:4,24 3056x16 2016:769:8,12 3080x64 2048:478:8,13 3088x32 "
+        "1056:417:8,13 3096x8192 11680:435:2,66 3112x16 1248:769:8,13 3192x64 6112:478:8,13 3208x16 14800:414:4,26 "
+        "3240x16 18112:414:4,26 3280x16 5456:414:4,26 3328x16 5024:769:8,13 3432x16 768:769:8,14 3480x64 "
+        "5920:614:4,22 3496x8192 1152:456:2,66 3536x32 7936:475:4,28 3552x16 592:769:8,14 1888:769:8,14 3616x16 "
+        "6064:414:4,30 3624x16 4736:769:8,15 8928:414:4,30 3632x16 512:769:8,15 3664x48 6160:447:8,15 3704x16 "
+        "1264:769:8,15 3728x16 2352:769:8,15 3744x16 1920:769:8,15 3792x8192 8144:457:2,66 3808x64 3280:614:4,24 "
+        "3816x16 3680:769:8,15 3824x48 672:447:8,15 3856x16 1856:765:2,61 3912x16 8832:410:2,62 4000x16 "
+        "10128:410:2,64 4000x320 28672:748:2,64 4016x16 1440:765:2,63 4040x16 11888:410:2,64 4048x16 1152:765:2,64 "
+        "4096x16 256:765:2,64 4096:765:2,64 16384:765:2,64 32768:765:2,64 4096x48 1024:445:2,64 4096:445:2,64 "
+        "8192:445:2,64 16384:445:2,64 32768:445:2,64 4096x128 1024:666:2,64 4096:666:2,64 8192:666:2,64 "
+        "16384:666:2,64 32768:666:2,64 4096x4096 16:453:2,66 64:453:2,66 112:453:2,66 256:453:2,66 1008:453:2,66 "
+        "1024:453:2,66 2048:453:2,66 3008:453:2,66 4096:453:2,66 5008:453:2,66 8192:453:2,66 16384:453:2,66 "
+        "20000:453:2,66 32768:453:2,66 4096x8192 3008:453:2,66 20000:453:2,66 4160x16 3440:765:2,65 4160x64 "
+        "4000:634:4,22 4240x80 1536:757:4,17 4264x16 816:411:4,17 4304x8192 4912:435:2,66 4320x16 3360:411:4,17 "
+        "4336x64 5680:634:4,23 4360x8192 1040:435:2,66 4384x16 800:411:4,18 4424x16 18704:411:4,18 4456x16 "
+        "7408:411:4,18 4528x64 6112:634:4,24 4536x80 2816:757:4,18 4560x16 12928:411:4,18 4656x16 1392:411:4,19 "
+        "4664x80 6528:757:4,19 4696x16 7136:411:4,19 4736x16 784:411:4,19 4880x48 2512:501:4,20 4920x64 "
+        "5296:652:4,22 4936x16 1056:411:4,20 4944x16 14240:411:4,20 4992x16 832:411:4,20 5040x16 2272:411:4,20 "
+        "5136x16 8064:411:4,21 5152x16 21584:411:4,21 5336x16 896:411:4,21 5496x16 2304:411:4,22 5504x16 "
+        "10096:411:4,22 5536x16 6672:411:4,22 5576x48 5936:501:4,22 5608x32 1504:472:4,22 5648x48 5136:501:4,23 "
+        "5720x16 10896:411:4,23 5760x8192 6432:432:2,66 5984x64 768:664:4,24 6000x160 12000:750:8,12 6000x6000 "
+        "336:463:2,66 6136x32 1536:472:4,24 6216x16 6176:411:4,25 6248x8192 7888:457:2,66 6296x16 5264:411:4,25 "
+        "6304x16 992:411:4,25 6376x16 4960:411:4,25 6448x16 17776:411:4,26 6512x16 3520:411:4,26 6552x48 "
+        "6672:501:4,26 6704x16 640:411:4,27 1904:411:4,27 6064:411:4,27 6744x16 16928:411:4,27 6800x16 "
+        "5984:411:4,27 7008x48 8672:501:4,28 7056x8192 3184:455:2,66 7104x32 1200:472:4,28 7120x32 2880:472:4,28 "
+        "7136x80 2096:757:4,28 7168x32 2864:472:4,28 7200x8192 1664:458:2,66 7304x16 576:411:4,29 7360x8192 "
+        "2992:433:2,66 7488x16 6128:411:4,30 7768x64 2112:686:4,25 7880x16 720:407:2,62 7912x16 13344:407:2,62 "
+        "7920x96 11344:498:2,62 7976x64 6944:686:4,25 8192x16 256:407:2,64 1024:407:2,64 1776:407:2,64 "
+        "2544:407:2,64 2688:407:2,64 4096:407:2,64 4688:407:2,64 6656:407:2,64 7792:407:2,64 8192:407:2,64 "
+        "12000:407:2,64 16384:407:2,64 32768:407:2,64 8192x32 4000:468:2,64 4432:468:2,64 9376:468:2,64 8192x48 "
+        "1024:499:2,64 4320:499:2,64 5264:499:2,64 5392:499:2,64 6000:499:2,64 6016:499:2,64 8192x64 1024:686:4,26 "
+        "4096:686:4,26 8192:686:4,26 9296:686:4,26 11456:686:4,26 16384:686:4,26 32768:686:4,26 8192x80 "
+        "2064:755:2,64 8192x96 4192:498:2,64 20000:498:2,64 8192x112 8240:517:2,64 8192x128 2960:538:2,64 8192x144 "
+        "6672:735:2,64 8192x176 2464:428:2,64 2688:428:2,64 8192x224 1472:341:2,64 8192x256 3840:356:2,64 "
+        "9024:356:2,64 8192x272 8416:394:2,64 8192x288 3040:394:2,64 8192x320 16000:404:2,64 8192x384 1312:430:2,64 "
+        "8192x480 3952:402:2,66 8192x592 11920:462:2,64 8192x720 3008:430:2,66 8192x1024 1024:453:2,66 "
+        "4096:453:2,66 8192:453:2,66 16384:453:2,66 32768:453:2,66 8192x1072 8864:461:2,66 8192x1232 3456:442:2,66 "
+        "8192x1328 7216:443:2,66 8192x1344 5664:404:2,66 8192x1952 6928:453:2,66 8192x2048 24000:453:2,66 8192x2128 "
+        "11792:461:2,66 8192x2656 5840:443:2,66 8192x2928 1088:373:2,66 7936:462:2,66 8192x3888 9472:397:2,66 "
+        "8192x4096 7008:453:2,66 12000:453:2,66 8192x4224 10736:372:2,66 8192x4480 10880:463:2,66 8192x4816 "
+        "4064:462:2,66 8192x5792 2176:403:2,66 8192x6544 2960:403:2,66 8192x7456 7168:432:2,66 8192x7680 "
+        "2576:463:2,66 8192x8192 16:453:2,66 64:453:2,66 112:453:2,66 256:453:2,66 1008:453:2,66 1024:453:2,66 "
+        "1536:453:2,66 2048:453:2,66 4096:463:2,66 5008:463:2,66 6000:463:2,66 8192:463:2,66 11008:463:2,66 "
+        "16384:463:2,66 28672:463:2,66 32768:463:2,66 12288x256 2048:371:2,64 "
     ),
 }

@@ -40,6 +40,7 @@ import numpy as np  # noqa: E402
 from h200_cublas_common import bits_from_hex, codes_numpy  # noqa: E402
 
 from fpspec import cublas_h200 as ch  # noqa: E402
+from fpspec.errors import FpspecError  # noqa: E402
 
 MODULE_WRAP = 118
 DEFAULT_MODULE = "fpspec/cublas_h200_table.py"
@@ -96,7 +97,7 @@ def observations(calls: list[dict], log=None) -> dict[str, list[ch.Observation]]
         if kg is None:
             continue
         m, n, k = (int(v) for v in rec["shape"])
-        o = ch.Observation(m, n, k, kg[0], kg[1], persistent_p(rec, kg))
+        o = ch.Observation(m, n, k, kg[0], kg[1], persistent_p(rec, kg, log))
         key = (rec["target"], m, n, k)
         if key in seen:
             if seen[key] != o and log is not None:
@@ -107,9 +108,11 @@ def observations(calls: list[dict], log=None) -> dict[str, list[ch.Observation]]
     return out
 
 
-def persistent_p(rec: dict, kg: tuple[str, tuple[int, int, int]]) -> int | None:
+def persistent_p(rec: dict, kg: tuple[str, tuple[int, int, int]], log=None) -> int | None:
     """A persistent split launch's slice count, settled by the call's recorded outputs
-    (FPS-CUB-10, :func:`fpspec.adapters.settle.settle_choice`); None for any other call."""
+    (FPS-CUB-10, :func:`fpspec.adapters.settle.settle_choice`); None for any other call,
+    and for one whose outputs do not settle it (reported to ``log``: the table then keeps
+    the candidates, and ``predict`` at that shape says so)."""
     m, n, k = (int(v) for v in rec["shape"])
     choice = ch.plan_from_kernel(rec["target"], m, n, k, kg[0], kg[1])
     if choice.confidence != "candidates":
@@ -119,7 +122,12 @@ def persistent_p(rec: dict, kg: tuple[str, tuple[int, int, int]]) -> int | None:
     dt = np.uint8 if rec["fmt"] == "e4m3" else np.uint16
     a = codes_numpy(rec["fmt"], rec["seed_a"], rec["rows"], k).astype(dt)
     bt = codes_numpy(rec["fmt"], rec["seed_b"], rec["cols"], k).astype(dt)
-    return settle_choice(choice, a, bt, bits_from_hex(rec["bits"])).p
+    try:
+        return settle_choice(choice, a, bt, bits_from_hex(rec["bits"])).p
+    except FpspecError as exc:
+        if log is not None:
+            log(f"{rec['target']} {m}x{n}x{k}: P not settled, the table keeps the candidates ({exc})")
+        return None
 
 
 # ================================================================== emit
