@@ -15,10 +15,14 @@ of the given files:
   K a multiple of 8 from 500 to 11000;
 * ``8192``: one size 8192, the other a multiple of 8 up to 8192, K a multiple of 8 from
   1000 to 12000;
-* ``long-k``: M, N multiples of 8 from 200 to 1000, K 8000 to 30000 (any parity).
+* ``long-k``: M, N multiples of 8 from 200 to 1000, K 8000 to 30000 (any parity);
+* ``llm`` (not in the held-out mix): a transformer layer's GEMM, M tokens (1 to 8192,
+  log-uniform, any value) and N, K two of :data:`MODEL_DIMS`, the hidden and MLP sizes of
+  common models.
 
-Sizes are drawn log-uniformly (``numpy.random.default_rng(seed)``), in the order of
-``--mix``; a shape already drawn or listed in an ``--exclude`` file is drawn again.
+Sizes are drawn log-uniformly (``numpy.random.default_rng(seed)``), category by
+category in the order of the mix (``--mix``, default :data:`MIX`); a shape already drawn
+or listed in an ``--exclude`` file is drawn again.
 
     python3 tools/h200_cublas_shapes.py --seed 20261204 --count 1000 \\
         --exclude vectors/provenance/h200-cublas/heldout4_shapes.txt --out shapes.txt
@@ -34,6 +38,8 @@ import numpy as np
 
 #: category -> share of the shapes (the held-out sets' 14 : 12 : 12 : 18 : 10 : 6 : 10)
 MIX = {"odd": 14, "one-odd": 12, "mult8": 12, "gemv": 18, "tall": 10, "8192": 6, "long-k": 10}
+#: hidden and MLP sizes of common transformer models (the ``llm`` category's N and K)
+MODEL_DIMS = (768, 1024, 1536, 2048, 2560, 3072, 4096, 5120, 6144, 7168, 8192, 11008, 12288, 13824, 14336, 16384)
 
 
 def _log_uniform(rng: np.random.Generator, lo: int, hi: int, step: int = 1, parity: int | None = None) -> int:
@@ -70,6 +76,9 @@ def draw(category: str, rng: np.random.Generator) -> tuple[int, int, int]:
         return (8192, other, k) if rng.integers(2) else (other, 8192, k)
     if category == "long-k":
         return u(rng, 200, 1000, 8), u(rng, 200, 1000, 8), u(rng, 8000, 30000)
+    if category == "llm":
+        n, k = (int(x) for x in rng.choice(MODEL_DIMS, 2))
+        return u(rng, 1, 8192), n, k
     raise ValueError(f"unknown category {category!r}; known: {', '.join(MIX)}")
 
 
@@ -94,6 +103,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, required=True)
     p.add_argument("--count", type=int, required=True, help="number of shapes")
     p.add_argument("--exclude", nargs="*", default=[], metavar="FILE", help="shape files not to repeat")
+    p.add_argument("--exclude-table", action="store_true",
+                   help="nor any shape of fpspec's committed table (fpspec/cublas_h200_table.py)")
+    p.add_argument("--mix", default=None, metavar="CAT=PARTS,...",
+                   help="categories and their parts, e.g. 'llm=1' (default: the held-out sets' mix)")
     p.add_argument("--out", default="-", help="output file (default: stdout)")
     args = p.parse_args(argv)
     if args.count < 1:
@@ -102,10 +115,22 @@ def main(argv: list[str] | None = None) -> int:
     seen: set[tuple[int, int, int]] = set()
     for path in args.exclude:
         seen |= read_shapes(path)
-    total = sum(MIX.values())
+    if args.exclude_table:
+        from fpspec.cublas_h200 import observations_from_table
+        seen |= {(o.m, o.n, o.k) for rows in observations_from_table().values() for o in rows}
+    mix = dict(MIX)
+    if args.mix:
+        try:
+            mix = {k: int(v) for k, v in (item.split("=") for item in args.mix.split(","))}
+        except ValueError:
+            p.error(f"--mix: expected CAT=PARTS,..., got {args.mix!r}")
+        for category in mix:
+            if category not in (*MIX, "llm"):
+                p.error(f"--mix: unknown category {category!r}; known: {', '.join((*MIX, 'llm'))}")
+    total = sum(mix.values())
     shapes = []
-    for category, share in MIX.items():
-        want = round(args.count * share / total) if category != list(MIX)[-1] else args.count - len(shapes)
+    for category, share in mix.items():
+        want = round(args.count * share / total) if category != list(mix)[-1] else args.count - len(shapes)
         for _ in range(want):
             while True:
                 s = draw(category, rng)
@@ -114,8 +139,9 @@ def main(argv: list[str] | None = None) -> int:
             seen.add(s)
             shapes.append(s)
     lines = [f"# {args.count} shapes drawn by tools/h200_cublas_shapes.py --seed {args.seed} "
-             f"({', '.join(f'{k} {v}' for k, v in MIX.items())} parts), excluding "
-             f"{', '.join(args.exclude) or 'nothing'}", "# M N K"] + [f"{m} {n} {k}" for m, n, k in shapes]
+             f"({', '.join(f'{k} {v}' for k, v in mix.items())} parts), excluding "
+             f"{', '.join(args.exclude) or 'nothing'}{' and the committed table' if args.exclude_table else ''}",
+             "# M N K"] + [f"{m} {n} {k}" for m, n, k in shapes]
     text = "\n".join(lines) + "\n"
     if args.out == "-":
         sys.stdout.write(text)
