@@ -562,3 +562,27 @@ def test_fps_cub_9_fifth_heldout_run_first_calls_as_reported():
     want = {key(f) for f in committed["failures"] if (f["target"], tuple(f["shape"])) in set(calls)
             and f["offline"] != f["outputs"]}
     assert {key(f) for f in rep["failures"] if f["offline"] != f["outputs"]} == want and len(want) == 4
+
+
+@pytest.mark.parametrize("name,args", [
+    ("train1", ["--seed", "20261204", "--count", "1200", "--exclude"] + [f"heldout{s}_shapes.txt" for s in ("", 2, 3, 4)]),
+    ("heldout5", ["--seed", "20261205", "--count", "400", "--mix", "llm=1", "--exclude-table", "--exclude"]
+     + [f"heldout{s}_shapes.txt" for s in ("", 2, 3, 4)] + ["train1_shapes.txt"]),
+])
+def test_drawn_shape_files_regenerate(name, args, tmp_path, monkeypatch):
+    """The shape files drawn by tools/h200_cublas_shapes.py come back byte for byte from the
+    command in their header (a seeded generator, category by category), and no drawn shape
+    repeats an excluded one."""
+    import h200_cublas_shapes as shapes
+
+    prov = ROOT / "vectors" / "provenance" / "h200-cublas"
+    monkeypatch.chdir(ROOT)
+    args = [a if not a.endswith("_shapes.txt") else f"vectors/provenance/h200-cublas/{a}" for a in args]
+    assert shapes.main(args + ["--out", str(tmp_path / "s.txt")]) == 0
+    assert (tmp_path / "s.txt").read_text() == (prov / f"{name}_shapes.txt").read_text()
+    drawn = shapes.read_shapes(str(tmp_path / "s.txt"))
+    for a in args:
+        if a.endswith("_shapes.txt"):
+            assert not drawn & shapes.read_shapes(a), a
+    with pytest.raises(SystemExit):
+        shapes.main(["--seed", "1", "--count", "3", "--mix", "nosuch=1"])
