@@ -565,7 +565,8 @@ def test_fps_cub_9_fifth_heldout_run_first_calls_as_reported():
 
 
 @pytest.mark.parametrize("name,args", [
-    ("train1", ["--seed", "20261204", "--count", "1200", "--exclude"] + [f"heldout{s}_shapes.txt" for s in ("", 2, 3, 4)]),
+    ("train1", ["--seed", "20261204", "--count", "1200", "--exclude"]
+     + [f"heldout{s}_shapes.txt" for s in ("", 2, 3, 4)]),
     ("heldout5", ["--seed", "20261205", "--count", "400", "--mix", "llm=1", "--exclude-table", "--exclude"]
      + [f"heldout{s}_shapes.txt" for s in ("", 2, 3, 4)] + ["train1_shapes.txt"]),
 ])

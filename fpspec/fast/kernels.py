@@ -48,8 +48,8 @@ from .jit import gemm_jit
 
 __all__ = ["TermOperand", "AlignedOperand", "NarrowLanes", "BlockOperand", "ScaledBlockOperand", "FINITE", "POS_INF",
            "NEG_INF", "NAN", "LANE_WIDTHS", "lane_sum", "E2M1_LSB", "SPAN_TOO_WIDE", "OVERFLOW_EXPONENT",
-           "product_terms", "block_terms", "scaled_block_terms", "gemm_products", "gemm_blocks", "gemm_scaled_blocks", "gemm_window_rows",
-           "gemm_window_narrow_rows", "gemm_block_sums_rows", "gemm_fp32_rows"]
+           "product_terms", "block_terms", "scaled_block_terms", "gemm_products", "gemm_blocks", "gemm_scaled_blocks",
+           "gemm_window_rows", "gemm_window_narrow_rows", "gemm_block_sums_rows", "gemm_fp32_rows"]
 
 #: Special-value code of an operand element (:class:`TermOperand` ``special``).
 FINITE = 0
