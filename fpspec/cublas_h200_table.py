@@ -5,6 +5,8 @@
         vectors/provenance/h200-cublas/heldout2.jsonl \
         vectors/provenance/h200-cublas/heldout3.jsonl \
         vectors/provenance/h200-cublas/train1.jsonl \
+        vectors/provenance/h200-cublas/train2.jsonl \
+        vectors/provenance/h200-cublas/train3.jsonl \
         --out fpspec/cublas_h200_table.py
 
 Sources (sha256):
@@ -13,6 +15,8 @@ vectors/provenance/h200-cublas/heldout.jsonl (7d929a98737ba58e7364a2b7be26e122dd
 vectors/provenance/h200-cublas/heldout2.jsonl (0eea029cc8007aa813c97d5da96e50746bd543166109e777c7fb549e75011b73)
 vectors/provenance/h200-cublas/heldout3.jsonl (8e6458d9f8f09a408d119cdd4798189f4454f3167cf442faa173ac98ae330ef8)
 vectors/provenance/h200-cublas/train1.jsonl (11e2ccf2b895bf47d10b5e76b61d9dbb6c9f5e43753c49d647f7688cace633e9)
+vectors/provenance/h200-cublas/train2.jsonl (525502efe886ecef33a3aca0cb9e940c55535543efac489490e5e1086a1eef07)
+vectors/provenance/h200-cublas/train3.jsonl (c08a665294e94a526200c930bf1d2b8d82e73201a0610ffbdca22a1c0cf91022)
 
 CALLS: per target, every call of the sources: ``MxN`` (the output shape run) starts a group of
 ``K:kernel:grid[:P]`` items (K, the index of the call's GEMM kernel in KERNELS, its launch
@@ -34,6 +38,10 @@ SOURCES: tuple[tuple[str, str], ...] = (
      '8e6458d9f8f09a408d119cdd4798189f4454f3167cf442faa173ac98ae330ef8'),
     ('vectors/provenance/h200-cublas/train1.jsonl',
      '11e2ccf2b895bf47d10b5e76b61d9dbb6c9f5e43753c49d647f7688cace633e9'),
+    ('vectors/provenance/h200-cublas/train2.jsonl',
+     '525502efe886ecef33a3aca0cb9e940c55535543efac489490e5e1086a1eef07'),
+    ('vectors/provenance/h200-cublas/train3.jsonl',
+     'c08a665294e94a526200c930bf1d2b8d82e73201a0610ffbdca22a1c0cf91022'),
 )
 SWEEP_FILE = 'vectors/provenance/h200-cublas/sweep.jsonl'
 SWEEP_SHA256 = '3344aeefc3f58df738184c7061ba5b78b0fd07b618be3e4fc88fb3499e8c8ac1'
@@ -108,258 +116,532 @@ KERNELS: tuple[str, ...] = (
     'internal::gemvx::kernel<int, int, __half, float, float, float, false, true, true, false, 6, false>',
     'internal::gemvx::kernel<int, int, __half, float, float, float, false, true, true, false, 7, false>',
     'internal::gemvx::kernel<int, int, __nv_bfloat16, float, float, float, false, true, true, false, 7, false>',
-    'nvjet_sm90_hss_104x128_64x7_2x1_v_bz_TNN', 'nvjet_sm90_hss_104x64_64x10_2x2_h_bz_splitK_TNN',
-    'nvjet_sm90_hss_112x128_64x7_1x2_h_bz_splitK_TNN', 'nvjet_sm90_hss_112x128_64x7_2x1_v_bz_TNN',
-    'nvjet_sm90_hss_112x128_64x7_2x1_v_bz_splitK_TNN', 'nvjet_sm90_hss_112x128_64x7_4x2_h_bz_TNN',
-    'nvjet_sm90_hss_112x64_64x9_1x2_h_bz_splitK_TNN', 'nvjet_sm90_hss_112x64_64x9_4x1_v_bz_splitK_TNN',
-    'nvjet_sm90_hss_128x120_64x6_1x2_h_bz_TNT', 'nvjet_sm90_hss_128x120_64x6_2x4_h_bz_TNT',
-    'nvjet_sm90_hss_128x128_64x6_1x1_h_bz_splitK_TNT', 'nvjet_sm90_hss_128x128_64x6_1x2_h_bz_splitK_TNT',
+    'nvjet_sm90_hss_104x128_64x7_2x1_v_bz_TNN', 'nvjet_sm90_hss_104x64_64x10_1x2_h_bz_splitK_TNN',
+    'nvjet_sm90_hss_104x64_64x10_2x2_h_bz_splitK_TNN', 'nvjet_sm90_hss_112x128_64x7_1x2_h_bz_splitK_TNN',
+    'nvjet_sm90_hss_112x128_64x7_2x1_v_bz_TNN', 'nvjet_sm90_hss_112x128_64x7_2x1_v_bz_splitK_TNN',
+    'nvjet_sm90_hss_112x128_64x7_4x2_h_bz_TNN', 'nvjet_sm90_hss_112x64_64x9_1x2_h_bz_splitK_TNN',
+    'nvjet_sm90_hss_112x64_64x9_4x1_v_bz_TNN', 'nvjet_sm90_hss_112x64_64x9_4x1_v_bz_splitK_TNN',
+    'nvjet_sm90_hss_120x64_64x9_1x2_h_bz_TNN', 'nvjet_sm90_hss_128x104_64x7_1x2_h_bz_TNT',
+    'nvjet_sm90_hss_128x104_64x7_2x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_128x104_64x7_2x4_h_bz_splitK_TNT',
+    'nvjet_sm90_hss_128x104_64x7_4x1_v_bz_TNT', 'nvjet_sm90_hss_128x104_64x7_4x1_v_bz_splitK_TNT',
+    'nvjet_sm90_hss_128x104_64x7_4x2_h_bz_TNT', 'nvjet_sm90_hss_128x112_64x7_1x2_h_bz_TNT',
+    'nvjet_sm90_hss_128x112_64x7_2x1_v_bz_TNT', 'nvjet_sm90_hss_128x112_64x7_4x1_v_bz_TNT',
+    'nvjet_sm90_hss_128x112_64x7_4x2_h_bz_TNT', 'nvjet_sm90_hss_128x120_64x6_1x2_h_bz_TNT',
+    'nvjet_sm90_hss_128x120_64x6_2x4_h_bz_TNT', 'nvjet_sm90_hss_128x120_64x6_4x1_v_bz_TNT',
+    'nvjet_sm90_hss_128x120_64x6_4x2_h_bz_TNT', 'nvjet_sm90_hss_128x128_64x6_1x1_h_bz_splitK_TNT',
+    'nvjet_sm90_hss_128x128_64x6_1x2_h_bz_TNT', 'nvjet_sm90_hss_128x128_64x6_1x2_h_bz_splitK_TNT',
     'nvjet_sm90_hss_128x128_64x6_2x1_v_bz_TNT', 'nvjet_sm90_hss_128x128_64x6_2x1_v_bz_splitK_TNT',
-    'nvjet_sm90_hss_128x136_64x6_2x1_v_bz_TNT', 'nvjet_sm90_hss_128x136_64x6_4x2_h_bz_TNT',
+    'nvjet_sm90_hss_128x128_64x6_4x1_v_bz_TNT', 'nvjet_sm90_hss_128x128_64x6_4x1_v_bz_splitK_TNT',
+    'nvjet_sm90_hss_128x136_64x6_1x2_h_bz_TNT', 'nvjet_sm90_hss_128x136_64x6_1x2_h_bz_splitK_TNT',
+    'nvjet_sm90_hss_128x136_64x6_2x1_v_bz_TNT', 'nvjet_sm90_hss_128x136_64x6_4x1_v_bz_TNT',
+    'nvjet_sm90_hss_128x136_64x6_4x2_h_bz_TNT', 'nvjet_sm90_hss_128x144_64x6_1x1_h_bz_splitK_TNT',
+    'nvjet_sm90_hss_128x144_64x6_1x2_h_bz_TNT', 'nvjet_sm90_hss_128x144_64x6_2x1_v_bz_TNT',
+    'nvjet_sm90_hss_128x144_64x6_4x1_v_bz_TNT', 'nvjet_sm90_hss_128x144_64x6_4x2_h_bz_TNT',
     'nvjet_sm90_hss_128x152_64x6_2x1_v_bz_TNT', 'nvjet_sm90_hss_128x152_64x6_2x1_v_bz_splitK_TNT',
-    'nvjet_sm90_hss_128x160_64x5_1x2_h_bz_splitK_TNT', 'nvjet_sm90_hss_128x160_64x5_2x1_v_bz_TNT',
-    'nvjet_sm90_hss_128x16_64x11_4x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_128x192_64x5_2x1_v_bz_coopB_TNN',
-    'nvjet_sm90_hss_128x192_64x5_2x1_v_bz_coopB_splitK_TNN', 'nvjet_sm90_hss_128x256_64x4_2x1_v_bz_coopA_splitK_TNN',
-    'nvjet_sm90_hss_128x304_64x3_2x1_v_bz_coopA_TNT', 'nvjet_sm90_hss_128x32_64x10_4x1_v_bz_splitK_TNT',
-    'nvjet_sm90_hss_128x40_64x10_2x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_128x40_64x10_4x1_v_bz_splitK_TNT',
-    'nvjet_sm90_hss_128x64_64x8_1x2_h_bz_TNT', 'nvjet_sm90_hss_128x64_64x8_1x2_h_bz_splitK_TNT',
-    'nvjet_sm90_hss_128x64_64x8_1x4_h_bz_splitK_TNT', 'nvjet_sm90_hss_128x64_64x8_4x2_h_bz_splitK_TNT',
-    'nvjet_sm90_hss_128x80_64x8_1x2_h_bz_TNT', 'nvjet_sm90_hss_128x80_64x8_1x4_h_bz_splitK_TNT',
-    'nvjet_sm90_hss_128x80_64x8_4x2_h_bz_TNT', 'nvjet_sm90_hss_128x8_64x12_1x1_h_bz_splitK_TNT',
-    'nvjet_sm90_hss_128x8_64x12_2x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_128x8_64x12_4x1_v_bz_TNT',
-    'nvjet_sm90_hss_128x8_64x12_4x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_128x96_64x7_1x2_h_bz_TNT',
-    'nvjet_sm90_hss_136x128_64x6_1x2_h_bz_TNN', 'nvjet_sm90_hss_136x256_64x4_2x1_v_bz_coopA_TNN',
-    'nvjet_sm90_hss_144x128_64x6_1x2_h_bz_TNN', 'nvjet_sm90_hss_144x256_64x4_2x1_v_bz_coopA_TNN',
-    'nvjet_sm90_hss_144x64_64x8_1x2_h_bz_TNN', 'nvjet_sm90_hss_144x64_64x8_4x1_v_bz_splitK_TNN',
-    'nvjet_sm90_hss_152x256_64x4_1x2_h_bz_coopA_TNN', 'nvjet_sm90_hss_152x256_64x4_2x1_v_bz_coopA_TNN',
-    'nvjet_sm90_hss_152x64_64x7_2x4_h_bz_TNN', 'nvjet_sm90_hss_160x128_64x5_1x2_h_bz_TNN',
-    'nvjet_sm90_hss_160x192_64x4_1x2_h_bz_coopB_TNN', 'nvjet_sm90_hss_160x192_64x4_1x2_h_bz_coopB_splitK_TNN',
-    'nvjet_sm90_hss_160x256_64x4_1x2_h_bz_coopA_TNN', 'nvjet_sm90_hss_160x256_64x4_2x1_v_bz_coopA_TNN',
-    'nvjet_sm90_hss_168x128_64x5_1x1_h_bz_splitK_TNN', 'nvjet_sm90_hss_168x128_64x5_1x2_h_bz_TNN',
+    'nvjet_sm90_hss_128x152_64x6_4x1_v_bz_TNT', 'nvjet_sm90_hss_128x152_64x6_4x2_h_bz_TNT',
+    'nvjet_sm90_hss_128x152_64x6_4x2_h_bz_splitK_TNT', 'nvjet_sm90_hss_128x160_64x5_1x2_h_bz_splitK_TNT',
+    'nvjet_sm90_hss_128x160_64x5_2x1_v_bz_TNT', 'nvjet_sm90_hss_128x160_64x5_4x1_v_bz_TNT',
+    'nvjet_sm90_hss_128x168_64x5_2x1_v_bz_TNT', 'nvjet_sm90_hss_128x168_64x5_4x1_v_bz_TNT',
+    'nvjet_sm90_hss_128x168_64x5_4x2_h_bz_TNT', 'nvjet_sm90_hss_128x16_64x11_2x1_v_bz_TNT',
+    'nvjet_sm90_hss_128x16_64x11_2x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_128x16_64x11_4x1_v_bz_TNT',
+    'nvjet_sm90_hss_128x16_64x11_4x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_128x176_64x5_2x1_v_bz_TNT',
+    'nvjet_sm90_hss_128x176_64x5_4x1_v_bz_TNT', 'nvjet_sm90_hss_128x176_64x5_4x2_h_bz_TNT',
+    'nvjet_sm90_hss_128x184_64x5_2x1_v_bz_coopA_TNT', 'nvjet_sm90_hss_128x184_64x5_2x1_v_bz_coopA_splitK_TNT',
+    'nvjet_sm90_hss_128x184_64x5_4x1_v_bz_coopA_TNT', 'nvjet_sm90_hss_128x184_64x5_4x1_v_bz_coopA_splitK_TNT',
+    'nvjet_sm90_hss_128x192_64x5_2x1_v_bz_coopB_TNN', 'nvjet_sm90_hss_128x192_64x5_2x1_v_bz_coopB_splitK_TNN',
+    'nvjet_sm90_hss_128x192_64x5_4x1_v_bz_coopB_TNN', 'nvjet_sm90_hss_128x192_64x5_4x2_h_bz_coopB_TNN',
+    'nvjet_sm90_hss_128x200_64x5_2x1_v_bz_coopA_TNT', 'nvjet_sm90_hss_128x200_64x5_4x1_v_bz_coopA_TNT',
+    'nvjet_sm90_hss_128x200_64x5_4x1_v_bz_coopA_splitK_TNT', 'nvjet_sm90_hss_128x200_64x5_4x2_h_bz_coopA_TNT',
+    'nvjet_sm90_hss_128x208_64x5_2x1_v_bz_coopA_TNT', 'nvjet_sm90_hss_128x208_64x5_4x1_v_bz_coopA_TNT',
+    'nvjet_sm90_hss_128x208_64x5_4x2_h_bz_coopA_TNT', 'nvjet_sm90_hss_128x216_64x4_2x1_v_bz_coopA_TNT',
+    'nvjet_sm90_hss_128x216_64x4_4x1_v_bz_coopA_TNT', 'nvjet_sm90_hss_128x216_64x4_4x2_h_bz_coopA_TNT',
+    'nvjet_sm90_hss_128x224_64x4_2x1_v_bz_coopA_TNT', 'nvjet_sm90_hss_128x232_64x4_2x1_v_bz_coopA_TNT',
+    'nvjet_sm90_hss_128x232_64x4_4x1_v_bz_coopA_TNT', 'nvjet_sm90_hss_128x232_64x4_4x2_h_bz_coopA_TNT',
+    'nvjet_sm90_hss_128x240_64x4_2x1_v_bz_coopA_TNT', 'nvjet_sm90_hss_128x240_64x4_4x1_v_bz_coopA_TNT',
+    'nvjet_sm90_hss_128x240_64x4_4x2_h_bz_coopA_TNT', 'nvjet_sm90_hss_128x248_64x4_2x1_v_bz_coopA_TNT',
+    'nvjet_sm90_hss_128x248_64x4_4x1_v_bz_coopA_TNT', 'nvjet_sm90_hss_128x24_64x11_2x1_v_bz_TNT',
+    'nvjet_sm90_hss_128x24_64x11_2x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_128x24_64x11_4x1_v_bz_TNT',
+    'nvjet_sm90_hss_128x24_64x11_4x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_128x256_64x4_2x1_v_bz_coopA_TNN',
+    'nvjet_sm90_hss_128x256_64x4_2x1_v_bz_coopA_splitK_TNN', 'nvjet_sm90_hss_128x256_64x4_4x2_h_bz_coopA_TNN',
+    'nvjet_sm90_hss_128x272_64x4_2x1_v_bz_coopA_TNT', 'nvjet_sm90_hss_128x272_64x4_4x1_v_bz_coopA_TNT',
+    'nvjet_sm90_hss_128x272_64x4_4x2_h_bz_coopA_TNT', 'nvjet_sm90_hss_128x288_64x4_2x1_v_bz_coopA_TNT',
+    'nvjet_sm90_hss_128x288_64x4_4x2_h_bz_coopA_TNT', 'nvjet_sm90_hss_128x304_64x3_2x1_v_bz_coopA_TNT',
+    'nvjet_sm90_hss_128x32_64x10_2x1_v_bz_TNT', 'nvjet_sm90_hss_128x32_64x10_4x1_v_bz_TNT',
+    'nvjet_sm90_hss_128x32_64x10_4x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_128x40_64x10_2x1_v_bz_TNT',
+    'nvjet_sm90_hss_128x40_64x10_2x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_128x40_64x10_4x1_v_bz_TNT',
+    'nvjet_sm90_hss_128x40_64x10_4x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_128x48_64x9_1x2_h_bz_TNT',
+    'nvjet_sm90_hss_128x48_64x9_2x1_v_bz_TNT', 'nvjet_sm90_hss_128x48_64x9_2x1_v_bz_splitK_TNT',
+    'nvjet_sm90_hss_128x48_64x9_4x1_v_bz_TNT', 'nvjet_sm90_hss_128x48_64x9_4x1_v_bz_splitK_TNT',
+    'nvjet_sm90_hss_128x56_64x9_4x1_v_bz_TNT', 'nvjet_sm90_hss_128x64_64x8_1x2_h_bz_TNT',
+    'nvjet_sm90_hss_128x64_64x8_1x2_h_bz_splitK_TNT', 'nvjet_sm90_hss_128x64_64x8_1x4_h_bz_splitK_TNT',
+    'nvjet_sm90_hss_128x64_64x8_2x1_v_bz_TNT', 'nvjet_sm90_hss_128x64_64x8_2x1_v_bz_splitK_TNT',
+    'nvjet_sm90_hss_128x64_64x8_4x1_v_bz_TNT', 'nvjet_sm90_hss_128x64_64x8_4x1_v_bz_splitK_TNT',
+    'nvjet_sm90_hss_128x64_64x8_4x2_h_bz_splitK_TNT', 'nvjet_sm90_hss_128x72_64x8_1x2_h_bz_TNT',
+    'nvjet_sm90_hss_128x72_64x8_2x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_128x72_64x8_4x1_v_bz_TNT',
+    'nvjet_sm90_hss_128x72_64x8_4x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_128x72_64x8_4x2_h_bz_TNT',
+    'nvjet_sm90_hss_128x80_64x8_1x2_h_bz_TNT', 'nvjet_sm90_hss_128x80_64x8_1x2_h_bz_splitK_TNT',
+    'nvjet_sm90_hss_128x80_64x8_1x4_h_bz_splitK_TNT', 'nvjet_sm90_hss_128x80_64x8_2x1_v_bz_TNT',
+    'nvjet_sm90_hss_128x80_64x8_2x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_128x80_64x8_4x1_v_bz_TNT',
+    'nvjet_sm90_hss_128x80_64x8_4x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_128x80_64x8_4x2_h_bz_TNT',
+    'nvjet_sm90_hss_128x88_64x7_1x2_h_bz_splitK_TNT', 'nvjet_sm90_hss_128x88_64x7_2x1_v_bz_TNT',
+    'nvjet_sm90_hss_128x88_64x7_4x1_v_bz_TNT', 'nvjet_sm90_hss_128x88_64x7_4x1_v_bz_splitK_TNT',
+    'nvjet_sm90_hss_128x88_64x7_4x2_h_bz_TNT', 'nvjet_sm90_hss_128x8_64x12_1x1_h_bz_splitK_TNT',
+    'nvjet_sm90_hss_128x8_64x12_2x1_v_bz_TNT', 'nvjet_sm90_hss_128x8_64x12_2x1_v_bz_splitK_TNT',
+    'nvjet_sm90_hss_128x8_64x12_4x1_v_bz_TNT', 'nvjet_sm90_hss_128x8_64x12_4x1_v_bz_splitK_TNT',
+    'nvjet_sm90_hss_128x96_64x7_1x2_h_bz_TNT', 'nvjet_sm90_hss_128x96_64x7_1x2_h_bz_splitK_TNT',
+    'nvjet_sm90_hss_128x96_64x7_2x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_128x96_64x7_4x1_v_bz_TNT',
+    'nvjet_sm90_hss_128x96_64x7_4x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_136x128_64x6_1x2_h_bz_TNN',
+    'nvjet_sm90_hss_136x256_64x4_2x1_v_bz_coopA_TNN', 'nvjet_sm90_hss_136x64_64x8_4x1_v_bz_TNN',
+    'nvjet_sm90_hss_144x128_64x6_1x2_h_bz_TNN', 'nvjet_sm90_hss_144x128_64x6_2x1_v_bz_TNN',
+    'nvjet_sm90_hss_144x256_64x4_2x1_v_bz_coopA_TNN', 'nvjet_sm90_hss_144x64_64x8_1x2_h_bz_TNN',
+    'nvjet_sm90_hss_144x64_64x8_2x1_v_bz_TNN', 'nvjet_sm90_hss_144x64_64x8_4x1_v_bz_TNN',
+    'nvjet_sm90_hss_144x64_64x8_4x1_v_bz_splitK_TNN', 'nvjet_sm90_hss_152x256_64x4_1x2_h_bz_coopA_TNN',
+    'nvjet_sm90_hss_152x256_64x4_2x1_v_bz_coopA_TNN', 'nvjet_sm90_hss_152x64_64x7_2x4_h_bz_TNN',
+    'nvjet_sm90_hss_160x128_64x5_1x2_h_bz_TNN', 'nvjet_sm90_hss_160x192_64x4_1x2_h_bz_coopB_TNN',
+    'nvjet_sm90_hss_160x192_64x4_1x2_h_bz_coopB_splitK_TNN', 'nvjet_sm90_hss_160x256_64x4_1x2_h_bz_coopA_TNN',
+    'nvjet_sm90_hss_160x256_64x4_2x1_v_bz_coopA_TNN', 'nvjet_sm90_hss_168x128_64x5_1x1_h_bz_splitK_TNN',
+    'nvjet_sm90_hss_168x128_64x5_1x2_h_bz_TNN', 'nvjet_sm90_hss_168x128_64x5_2x1_v_bz_TNN',
+    'nvjet_sm90_hss_168x64_64x7_1x2_h_bz_TNN', 'nvjet_sm90_hss_168x64_64x7_2x1_v_bz_TNN',
     'nvjet_sm90_hss_16x64_64x16_1x1_h_bz_splitK_TNN', 'nvjet_sm90_hss_16x64_64x16_1x2_h_bz_TNN',
     'nvjet_sm90_hss_16x64_64x16_1x2_h_bz_splitK_TNN', 'nvjet_sm90_hss_16x64_64x16_1x4_h_bz_TNN',
-    'nvjet_sm90_hss_16x64_64x16_1x4_h_bz_splitK_TNN', 'nvjet_sm90_hss_16x64_64x16_2x2_h_bz_splitK_TNN',
-    'nvjet_sm90_hss_16x64_64x16_2x4_h_bz_TNN', 'nvjet_sm90_hss_16x64_64x16_2x4_h_bz_splitK_TNN',
-    'nvjet_sm90_hss_16x64_64x16_4x1_v_bz_TNN', 'nvjet_sm90_hss_16x64_64x16_4x1_v_bz_splitK_TNN',
-    'nvjet_sm90_hss_16x64_64x16_4x2_h_bz_TNN', 'nvjet_sm90_hss_176x128_64x5_2x1_v_bz_TNN',
+    'nvjet_sm90_hss_16x64_64x16_1x4_h_bz_splitK_TNN', 'nvjet_sm90_hss_16x64_64x16_2x1_v_bz_splitK_TNN',
+    'nvjet_sm90_hss_16x64_64x16_2x2_h_bz_splitK_TNN', 'nvjet_sm90_hss_16x64_64x16_2x4_h_bz_TNN',
+    'nvjet_sm90_hss_16x64_64x16_2x4_h_bz_splitK_TNN', 'nvjet_sm90_hss_16x64_64x16_4x1_v_bz_TNN',
+    'nvjet_sm90_hss_16x64_64x16_4x1_v_bz_splitK_TNN', 'nvjet_sm90_hss_16x64_64x16_4x2_h_bz_TNN',
+    'nvjet_sm90_hss_176x128_64x5_1x1_h_bz_TNN', 'nvjet_sm90_hss_176x128_64x5_2x1_v_bz_TNN',
+    'nvjet_sm90_hss_176x64_64x7_1x2_h_bz_TNN', 'nvjet_sm90_hss_192x104_64x5_1x2_h_bz_TNT',
+    'nvjet_sm90_hss_192x104_64x5_1x2_h_bz_splitK_TNT', 'nvjet_sm90_hss_192x104_64x5_4x2_h_bz_TNT',
+    'nvjet_sm90_hss_192x112_64x5_1x2_h_bz_TNT', 'nvjet_sm90_hss_192x112_64x5_4x2_h_bz_TNT',
     'nvjet_sm90_hss_192x128_64x5_1x2_h_bz_coopB_TNT', 'nvjet_sm90_hss_192x128_64x5_1x2_h_bz_coopB_splitK_TNT',
-    'nvjet_sm90_hss_192x160_64x4_1x2_h_bz_coopB_TNT', 'nvjet_sm90_hss_192x192_64x4_1x2_h_bz_coopB_TNN',
+    'nvjet_sm90_hss_192x128_64x5_2x1_v_bz_coopB_TNT', 'nvjet_sm90_hss_192x128_64x5_4x2_h_bz_coopB_TNT',
+    'nvjet_sm90_hss_192x144_64x5_1x2_h_bz_coopB_TNT', 'nvjet_sm90_hss_192x144_64x5_1x2_h_bz_coopB_splitK_TNT',
+    'nvjet_sm90_hss_192x160_64x4_1x2_h_bz_coopB_TNT', 'nvjet_sm90_hss_192x160_64x4_1x2_h_bz_coopB_splitK_TNT',
+    'nvjet_sm90_hss_192x160_64x4_2x1_v_bz_coopB_TNT', 'nvjet_sm90_hss_192x16_64x8_2x1_v_bz_splitK_TNT',
+    'nvjet_sm90_hss_192x16_64x8_4x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_192x176_64x4_1x2_h_bz_coopB_TNT',
+    'nvjet_sm90_hss_192x176_64x4_2x1_v_bz_coopB_TNT', 'nvjet_sm90_hss_192x192_64x4_1x2_h_bz_coopB_TNN',
     'nvjet_sm90_hss_192x192_64x4_2x1_v_bz_coopB_TNN', 'nvjet_sm90_hss_192x192_64x4_2x1_v_bz_coopB_splitK_TNN',
-    'nvjet_sm90_hss_192x208_64x4_1x2_h_bz_coopB_TNT', 'nvjet_sm90_hss_192x208_64x4_2x1_v_bz_coopB_TNT',
-    'nvjet_sm90_hss_192x72_64x6_1x2_h_bz_TNT', 'nvjet_sm90_hss_192x80_64x6_1x2_h_bz_TNT',
+    'nvjet_sm90_hss_192x208_64x4_1x2_h_bz_coopB_TNT', 'nvjet_sm90_hss_192x208_64x4_1x2_h_bz_coopB_splitK_TNT',
+    'nvjet_sm90_hss_192x208_64x4_2x1_v_bz_coopB_TNT', 'nvjet_sm90_hss_192x24_64x7_2x1_v_bz_splitK_TNT',
+    'nvjet_sm90_hss_192x32_64x7_2x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_192x40_64x7_2x1_v_bz_splitK_TNT',
+    'nvjet_sm90_hss_192x40_64x7_2x4_h_bz_TNT', 'nvjet_sm90_hss_192x48_64x7_1x2_h_bz_splitK_TNT',
+    'nvjet_sm90_hss_192x56_64x6_1x2_h_bz_TNT', 'nvjet_sm90_hss_192x56_64x6_1x2_h_bz_splitK_TNT',
+    'nvjet_sm90_hss_192x56_64x6_4x2_h_bz_TNT', 'nvjet_sm90_hss_192x72_64x6_1x2_h_bz_TNT',
+    'nvjet_sm90_hss_192x72_64x6_1x2_h_bz_splitK_TNT', 'nvjet_sm90_hss_192x72_64x6_4x2_h_bz_TNT',
+    'nvjet_sm90_hss_192x80_64x6_1x2_h_bz_TNT', 'nvjet_sm90_hss_192x80_64x6_1x2_h_bz_splitK_TNT',
+    'nvjet_sm90_hss_192x80_64x6_2x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_192x80_64x6_4x2_h_bz_TNT',
+    'nvjet_sm90_hss_192x88_64x6_1x2_h_bz_TNT', 'nvjet_sm90_hss_192x88_64x6_1x2_h_bz_splitK_TNT',
     'nvjet_sm90_hss_192x8_64x8_2x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_192x8_64x8_4x1_v_bz_splitK_TNT',
-    'nvjet_sm90_hss_192x96_64x5_1x2_h_bz_TNT', 'nvjet_sm90_hss_208x192_64x4_2x1_v_bz_coopB_TNN',
-    'nvjet_sm90_hss_224x128_64x4_1x2_h_bz_coopA_TNN', 'nvjet_sm90_hss_248x128_64x4_1x2_h_bz_coopA_TNN',
+    'nvjet_sm90_hss_192x96_64x5_1x2_h_bz_TNT', 'nvjet_sm90_hss_192x96_64x5_2x1_v_bz_splitK_TNT',
+    'nvjet_sm90_hss_192x96_64x5_4x1_v_bz_TNT', 'nvjet_sm90_hss_192x96_64x5_4x2_h_bz_TNT',
+    'nvjet_sm90_hss_208x128_64x5_1x2_h_bz_coopA_TNN', 'nvjet_sm90_hss_208x192_64x4_2x1_v_bz_coopB_TNN',
+    'nvjet_sm90_hss_224x128_64x4_1x2_h_bz_coopA_TNN', 'nvjet_sm90_hss_232x128_64x4_1x2_h_bz_coopA_TNN',
+    'nvjet_sm90_hss_248x128_64x4_1x2_h_bz_coopA_TNN', 'nvjet_sm90_hss_24x128_64x11_1x2_h_bz_splitK_TNN',
     'nvjet_sm90_hss_24x64_64x16_1x2_h_bz_TNN', 'nvjet_sm90_hss_24x64_64x16_1x4_h_bz_TNN',
-    'nvjet_sm90_hss_24x64_64x16_1x4_h_bz_splitK_TNN', 'nvjet_sm90_hss_24x64_64x16_2x4_h_bz_TNN',
-    'nvjet_sm90_hss_24x64_64x16_2x4_h_bz_splitK_TNN', 'nvjet_sm90_hss_24x64_64x16_4x1_v_bz_TNN',
-    'nvjet_sm90_hss_24x64_64x16_4x1_v_bz_splitK_TNN', 'nvjet_sm90_hss_24x64_64x16_4x2_h_bz_TNN',
-    'nvjet_sm90_hss_256x128_64x4_1x2_h_bz_coopA_TNT', 'nvjet_sm90_hss_256x128_64x4_1x2_h_bz_coopA_splitK_TNT',
-    'nvjet_sm90_hss_256x128_64x4_2x1_v_bz_coopA_TNT', 'nvjet_sm90_hss_256x144_64x4_2x1_v_bz_coopA_TNT',
-    'nvjet_sm90_hss_256x152_64x4_1x2_h_bz_coopA_TNT', 'nvjet_sm90_hss_256x160_64x4_1x2_h_bz_coopA_TNT',
-    'nvjet_sm90_hss_256x160_64x4_2x1_v_bz_coopA_TNT', 'nvjet_sm90_hss_256x16_64x6_4x1_v_bz_splitK_TNT',
-    'nvjet_sm90_hss_256x40_64x5_2x4_h_bz_TNT', 'nvjet_sm90_hss_256x64_64x5_2x1_v_bz_splitK_TNT',
-    'nvjet_sm90_hss_256x8_64x6_2x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_256x8_64x6_4x1_v_bz_splitK_TNT',
-    'nvjet_sm90_hss_272x128_64x4_1x2_h_bz_coopA_TNN', 'nvjet_sm90_hss_304x128_64x3_1x2_h_bz_coopA_TNN',
-    'nvjet_sm90_hss_320x128_64x3_1x2_h_bz_coopB_TNT', 'nvjet_sm90_hss_320x128_64x3_1x2_h_bz_coopB_splitK_TNT',
+    'nvjet_sm90_hss_24x64_64x16_1x4_h_bz_splitK_TNN', 'nvjet_sm90_hss_24x64_64x16_2x1_v_bz_TNN',
+    'nvjet_sm90_hss_24x64_64x16_2x4_h_bz_TNN', 'nvjet_sm90_hss_24x64_64x16_2x4_h_bz_splitK_TNN',
+    'nvjet_sm90_hss_24x64_64x16_4x1_v_bz_TNN', 'nvjet_sm90_hss_24x64_64x16_4x1_v_bz_splitK_TNN',
+    'nvjet_sm90_hss_24x64_64x16_4x2_h_bz_TNN', 'nvjet_sm90_hss_24x64_64x16_4x2_h_bz_splitK_TNN',
+    'nvjet_sm90_hss_256x104_64x4_2x1_v_bz_coopA_TNT', 'nvjet_sm90_hss_256x104_64x4_4x1_v_bz_coopA_TNT',
+    'nvjet_sm90_hss_256x112_64x4_2x1_v_bz_coopA_TNT', 'nvjet_sm90_hss_256x120_64x4_1x2_h_bz_coopA_TNT',
+    'nvjet_sm90_hss_256x120_64x4_2x1_v_bz_coopA_TNT', 'nvjet_sm90_hss_256x128_64x4_1x2_h_bz_coopA_TNT',
+    'nvjet_sm90_hss_256x128_64x4_1x2_h_bz_coopA_splitK_TNT', 'nvjet_sm90_hss_256x128_64x4_2x1_v_bz_coopA_TNT',
+    'nvjet_sm90_hss_256x136_64x4_1x2_h_bz_coopA_TNT', 'nvjet_sm90_hss_256x136_64x4_2x1_v_bz_coopA_TNT',
+    'nvjet_sm90_hss_256x136_64x4_4x2_h_bz_coopA_TNT', 'nvjet_sm90_hss_256x144_64x4_1x2_h_bz_coopA_TNT',
+    'nvjet_sm90_hss_256x144_64x4_2x1_v_bz_coopA_TNT', 'nvjet_sm90_hss_256x144_64x4_4x2_h_bz_coopA_TNT',
+    'nvjet_sm90_hss_256x152_64x4_1x2_h_bz_coopA_TNT', 'nvjet_sm90_hss_256x152_64x4_2x1_v_bz_coopA_TNT',
+    'nvjet_sm90_hss_256x152_64x4_2x1_v_bz_coopA_splitK_TNT', 'nvjet_sm90_hss_256x152_64x4_4x2_h_bz_coopA_TNT',
+    'nvjet_sm90_hss_256x160_64x4_1x2_h_bz_coopA_TNT', 'nvjet_sm90_hss_256x160_64x4_2x1_v_bz_coopA_TNT',
+    'nvjet_sm90_hss_256x160_64x4_4x2_h_bz_coopA_TNT', 'nvjet_sm90_hss_256x16_64x6_2x1_v_bz_splitK_TNT',
+    'nvjet_sm90_hss_256x16_64x6_4x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_256x24_64x6_4x1_v_bz_splitK_TNT',
+    'nvjet_sm90_hss_256x32_64x5_2x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_256x40_64x5_2x1_v_bz_splitK_TNT',
+    'nvjet_sm90_hss_256x40_64x5_2x4_h_bz_TNT', 'nvjet_sm90_hss_256x40_64x5_4x1_v_bz_splitK_TNT',
+    'nvjet_sm90_hss_256x56_64x5_4x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_256x64_64x5_2x1_v_bz_TNT',
+    'nvjet_sm90_hss_256x64_64x5_2x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_256x72_64x5_2x1_v_bz_splitK_TNT',
+    'nvjet_sm90_hss_256x80_64x5_2x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_256x88_64x4_2x1_v_bz_splitK_TNT',
+    'nvjet_sm90_hss_256x8_64x6_1x1_h_bz_splitK_TNT', 'nvjet_sm90_hss_256x8_64x6_2x1_v_bz_splitK_TNT',
+    'nvjet_sm90_hss_256x8_64x6_4x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_256x96_64x4_1x2_h_bz_coopA_TNT',
+    'nvjet_sm90_hss_256x96_64x4_2x1_v_bz_coopA_TNT', 'nvjet_sm90_hss_256x96_64x4_2x1_v_bz_coopA_splitK_TNT',
+    'nvjet_sm90_hss_256x96_64x4_4x1_v_bz_coopA_TNT', 'nvjet_sm90_hss_272x128_64x4_1x2_h_bz_coopA_TNN',
+    'nvjet_sm90_hss_304x128_64x3_1x2_h_bz_coopA_TNN', 'nvjet_sm90_hss_320x128_64x3_1x2_h_bz_coopB_TNT',
+    'nvjet_sm90_hss_320x128_64x3_1x2_h_bz_coopB_splitK_TNT', 'nvjet_sm90_hss_320x128_64x3_2x1_v_bz_coopB_TNT',
     'nvjet_sm90_hss_320x128_64x3_4x2_h_bz_coopB_splitK_TNT', 'nvjet_sm90_hss_32x128_64x10_1x2_h_bz_splitK_TNN',
     'nvjet_sm90_hss_32x64_64x16_1x2_h_bz_splitK_TNN', 'nvjet_sm90_hss_32x64_64x16_1x4_h_bz_TNN',
     'nvjet_sm90_hss_32x64_64x16_1x4_h_bz_splitK_TNN', 'nvjet_sm90_hss_32x64_64x16_2x4_h_bz_TNN',
-    'nvjet_sm90_hss_32x64_64x16_2x4_h_bz_splitK_TNN', 'nvjet_sm90_hss_32x64_64x16_4x1_v_bz_splitK_TNN',
-    'nvjet_sm90_hss_32x64_64x16_4x2_h_bz_TNN', 'nvjet_sm90_hss_384x8_64x4_2x1_v_bz_splitK_TNT',
-    'nvjet_sm90_hss_384x8_64x4_4x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_40x128_64x10_2x4_h_bz_splitK_TNN',
-    'nvjet_sm90_hss_40x256_64x5_4x2_h_bz_TNN', 'nvjet_sm90_hss_40x64_64x16_1x2_h_bz_TNN',
+    'nvjet_sm90_hss_32x64_64x16_2x4_h_bz_splitK_TNN', 'nvjet_sm90_hss_32x64_64x16_4x1_v_bz_TNN',
+    'nvjet_sm90_hss_32x64_64x16_4x1_v_bz_splitK_TNN', 'nvjet_sm90_hss_32x64_64x16_4x2_h_bz_TNN',
+    'nvjet_sm90_hss_32x64_64x16_4x2_h_bz_splitK_TNN', 'nvjet_sm90_hss_384x40_64x3_4x1_v_bz_splitK_TNT',
+    'nvjet_sm90_hss_384x88_64x3_2x1_v_bz_coopA_TNT', 'nvjet_sm90_hss_384x8_64x4_2x1_v_bz_splitK_TNT',
+    'nvjet_sm90_hss_384x8_64x4_4x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_384x96_64x3_2x1_v_bz_coopA_TNT',
+    'nvjet_sm90_hss_40x128_64x10_2x4_h_bz_splitK_TNN', 'nvjet_sm90_hss_40x256_64x5_4x2_h_bz_TNN',
+    'nvjet_sm90_hss_40x64_64x16_1x2_h_bz_TNN', 'nvjet_sm90_hss_40x64_64x16_1x2_h_bz_splitK_TNN',
     'nvjet_sm90_hss_40x64_64x16_1x4_h_bz_TNN', 'nvjet_sm90_hss_40x64_64x16_1x4_h_bz_splitK_TNN',
-    'nvjet_sm90_hss_40x64_64x16_4x2_h_bz_TNN', 'nvjet_sm90_hss_48x64_64x15_1x2_h_bz_TNN',
-    'nvjet_sm90_hss_48x64_64x15_1x4_h_bz_TNN', 'nvjet_sm90_hss_48x64_64x15_1x4_h_bz_splitK_TNN',
+    'nvjet_sm90_hss_40x64_64x16_2x4_h_bz_TNN', 'nvjet_sm90_hss_40x64_64x16_2x4_h_bz_splitK_TNN',
+    'nvjet_sm90_hss_40x64_64x16_4x1_v_bz_TNN', 'nvjet_sm90_hss_40x64_64x16_4x2_h_bz_TNN',
+    'nvjet_sm90_hss_48x128_64x9_1x2_h_bz_splitK_TNN', 'nvjet_sm90_hss_48x128_64x9_4x2_h_bz_TNN',
+    'nvjet_sm90_hss_48x64_64x15_1x2_h_bz_TNN', 'nvjet_sm90_hss_48x64_64x15_1x4_h_bz_TNN',
+    'nvjet_sm90_hss_48x64_64x15_1x4_h_bz_splitK_TNN', 'nvjet_sm90_hss_48x64_64x15_2x4_h_bz_TNN',
     'nvjet_sm90_hss_48x64_64x15_2x4_h_bz_splitK_TNN', 'nvjet_sm90_hss_48x64_64x15_4x1_v_bz_splitK_TNN',
-    'nvjet_sm90_hss_48x64_64x15_4x2_h_bz_TNN', 'nvjet_sm90_hss_56x128_64x9_1x2_h_bz_splitK_TNN',
-    'nvjet_sm90_hss_56x128_64x9_1x4_h_bz_splitK_TNN', 'nvjet_sm90_hss_56x64_64x14_1x2_h_bz_splitK_TNN',
-    'nvjet_sm90_hss_56x64_64x14_1x4_h_bz_splitK_TNN', 'nvjet_sm90_hss_56x64_64x14_2x1_v_bz_splitK_TNN',
-    'nvjet_sm90_hss_56x64_64x14_4x2_h_bz_TNN', 'nvjet_sm90_hss_64x104_64x10_1x4_h_bz_splitK_TNT',
-    'nvjet_sm90_hss_64x104_64x10_2x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_64x104_64x10_4x1_v_bz_splitK_TNT',
-    'nvjet_sm90_hss_64x112_64x9_1x1_h_bz_splitK_TNT', 'nvjet_sm90_hss_64x112_64x9_4x1_v_bz_splitK_TNT',
-    'nvjet_sm90_hss_64x112_64x9_4x2_h_bz_TNT', 'nvjet_sm90_hss_64x120_64x9_2x1_v_bz_TNT',
+    'nvjet_sm90_hss_48x64_64x15_4x2_h_bz_TNN', 'nvjet_sm90_hss_512x80_64x2_2x1_v_bz_coopA_TNT',
+    'nvjet_sm90_hss_512x8_64x3_4x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_56x128_64x9_1x2_h_bz_splitK_TNN',
+    'nvjet_sm90_hss_56x128_64x9_1x4_h_bz_splitK_TNN', 'nvjet_sm90_hss_56x64_64x14_1x2_h_bz_TNN',
+    'nvjet_sm90_hss_56x64_64x14_1x2_h_bz_splitK_TNN', 'nvjet_sm90_hss_56x64_64x14_1x4_h_bz_splitK_TNN',
+    'nvjet_sm90_hss_56x64_64x14_2x1_v_bz_splitK_TNN', 'nvjet_sm90_hss_56x64_64x14_4x1_v_bz_TNN',
+    'nvjet_sm90_hss_56x64_64x14_4x2_h_bz_TNN', 'nvjet_sm90_hss_56x64_64x14_4x2_h_bz_splitK_TNN',
+    'nvjet_sm90_hss_64x104_64x10_1x4_h_bz_splitK_TNT', 'nvjet_sm90_hss_64x104_64x10_2x1_v_bz_TNT',
+    'nvjet_sm90_hss_64x104_64x10_2x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_64x104_64x10_2x2_h_bz_splitK_TNT',
+    'nvjet_sm90_hss_64x104_64x10_4x1_v_bz_TNT', 'nvjet_sm90_hss_64x104_64x10_4x1_v_bz_splitK_TNT',
+    'nvjet_sm90_hss_64x112_64x9_1x1_h_bz_splitK_TNT', 'nvjet_sm90_hss_64x112_64x9_2x1_v_bz_TNT',
+    'nvjet_sm90_hss_64x112_64x9_4x1_v_bz_TNT', 'nvjet_sm90_hss_64x112_64x9_4x1_v_bz_splitK_TNT',
+    'nvjet_sm90_hss_64x112_64x9_4x2_h_bz_TNT', 'nvjet_sm90_hss_64x112_64x9_4x2_h_bz_splitK_TNT',
+    'nvjet_sm90_hss_64x120_64x9_2x1_v_bz_TNT', 'nvjet_sm90_hss_64x120_64x9_2x1_v_bz_splitK_TNT',
     'nvjet_sm90_hss_64x120_64x9_4x1_v_bz_TNT', 'nvjet_sm90_hss_64x128_64x8_1x2_h_bz_splitK_TNN',
     'nvjet_sm90_hss_64x128_64x8_2x1_v_bz_TNN', 'nvjet_sm90_hss_64x128_64x8_2x1_v_bz_splitK_TNN',
-    'nvjet_sm90_hss_64x136_64x8_1x2_h_bz_TNT', 'nvjet_sm90_hss_64x136_64x8_4x1_v_bz_TNT',
-    'nvjet_sm90_hss_64x144_64x8_1x2_h_bz_splitK_TNT', 'nvjet_sm90_hss_64x144_64x8_2x1_v_bz_TNT',
-    'nvjet_sm90_hss_64x144_64x8_2x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_64x168_64x7_4x2_h_bz_splitK_TNT',
+    'nvjet_sm90_hss_64x128_64x8_4x1_v_bz_TNN', 'nvjet_sm90_hss_64x136_64x8_1x2_h_bz_TNT',
+    'nvjet_sm90_hss_64x136_64x8_2x1_v_bz_TNT', 'nvjet_sm90_hss_64x136_64x8_4x1_v_bz_TNT',
+    'nvjet_sm90_hss_64x136_64x8_4x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_64x136_64x8_4x2_h_bz_TNT',
+    'nvjet_sm90_hss_64x136_64x8_4x2_h_bz_splitK_TNT', 'nvjet_sm90_hss_64x144_64x8_1x2_h_bz_splitK_TNT',
+    'nvjet_sm90_hss_64x144_64x8_2x1_v_bz_TNT', 'nvjet_sm90_hss_64x144_64x8_2x1_v_bz_splitK_TNT',
+    'nvjet_sm90_hss_64x144_64x8_4x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_64x152_64x7_2x1_v_bz_TNT',
+    'nvjet_sm90_hss_64x152_64x7_2x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_64x152_64x7_4x1_v_bz_TNT',
+    'nvjet_sm90_hss_64x168_64x7_2x1_v_bz_TNT', 'nvjet_sm90_hss_64x168_64x7_2x1_v_bz_splitK_TNT',
+    'nvjet_sm90_hss_64x168_64x7_2x4_h_bz_splitK_TNT', 'nvjet_sm90_hss_64x168_64x7_4x2_h_bz_splitK_TNT',
     'nvjet_sm90_hss_64x16_64x16_1x1_h_bz_splitK_TNT', 'nvjet_sm90_hss_64x16_64x16_1x4_h_bz_TNT',
     'nvjet_sm90_hss_64x16_64x16_1x4_h_bz_splitK_TNT', 'nvjet_sm90_hss_64x16_64x16_2x1_v_bz_TNT',
-    'nvjet_sm90_hss_64x16_64x16_2x4_h_bz_TNT', 'nvjet_sm90_hss_64x16_64x16_4x1_v_bz_TNT',
+    'nvjet_sm90_hss_64x16_64x16_2x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_64x16_64x16_2x4_h_bz_TNT',
+    'nvjet_sm90_hss_64x16_64x16_2x4_h_bz_splitK_TNT', 'nvjet_sm90_hss_64x16_64x16_4x1_v_bz_TNT',
     'nvjet_sm90_hss_64x16_64x16_4x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_64x16_64x16_4x2_h_bz_TNT',
-    'nvjet_sm90_hss_64x16_64x16_4x2_h_bz_splitK_TNT', 'nvjet_sm90_hss_64x192_64x6_2x1_v_bz_splitK_TNN',
+    'nvjet_sm90_hss_64x16_64x16_4x2_h_bz_splitK_TNT', 'nvjet_sm90_hss_64x184_64x6_2x1_v_bz_TNT',
+    'nvjet_sm90_hss_64x184_64x6_2x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_64x192_64x6_2x1_v_bz_splitK_TNN',
+    'nvjet_sm90_hss_64x208_64x6_2x1_v_bz_TNT', 'nvjet_sm90_hss_64x216_64x6_2x1_v_bz_TNT',
+    'nvjet_sm90_hss_64x232_64x5_2x1_v_bz_TNT', 'nvjet_sm90_hss_64x232_64x5_2x1_v_bz_splitK_TNT',
     'nvjet_sm90_hss_64x24_64x16_1x2_h_bz_TNT', 'nvjet_sm90_hss_64x24_64x16_1x4_h_bz_TNT',
     'nvjet_sm90_hss_64x24_64x16_1x4_h_bz_splitK_TNT', 'nvjet_sm90_hss_64x24_64x16_2x1_v_bz_TNT',
-    'nvjet_sm90_hss_64x24_64x16_2x4_h_bz_TNT', 'nvjet_sm90_hss_64x24_64x16_4x1_v_bz_splitK_TNT',
-    'nvjet_sm90_hss_64x24_64x16_4x2_h_bz_TNT', 'nvjet_sm90_hss_64x24_64x16_4x2_h_bz_splitK_TNT',
-    'nvjet_sm90_hss_64x256_64x5_1x2_h_bz_splitK_TNN', 'nvjet_sm90_hss_64x32_64x16_1x2_h_bz_TNT',
-    'nvjet_sm90_hss_64x32_64x16_1x2_h_bz_splitK_TNT', 'nvjet_sm90_hss_64x32_64x16_1x4_h_bz_TNT',
-    'nvjet_sm90_hss_64x32_64x16_1x4_h_bz_splitK_TNT', 'nvjet_sm90_hss_64x32_64x16_2x4_h_bz_TNT',
-    'nvjet_sm90_hss_64x32_64x16_2x4_h_bz_splitK_TNT', 'nvjet_sm90_hss_64x32_64x16_4x1_v_bz_splitK_TNT',
+    'nvjet_sm90_hss_64x24_64x16_2x4_h_bz_TNT', 'nvjet_sm90_hss_64x24_64x16_4x1_v_bz_TNT',
+    'nvjet_sm90_hss_64x24_64x16_4x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_64x24_64x16_4x2_h_bz_TNT',
+    'nvjet_sm90_hss_64x24_64x16_4x2_h_bz_splitK_TNT', 'nvjet_sm90_hss_64x256_64x5_1x2_h_bz_splitK_TNN',
+    'nvjet_sm90_hss_64x32_64x16_1x2_h_bz_TNT', 'nvjet_sm90_hss_64x32_64x16_1x2_h_bz_splitK_TNT',
+    'nvjet_sm90_hss_64x32_64x16_1x4_h_bz_TNT', 'nvjet_sm90_hss_64x32_64x16_1x4_h_bz_splitK_TNT',
+    'nvjet_sm90_hss_64x32_64x16_2x1_v_bz_TNT', 'nvjet_sm90_hss_64x32_64x16_2x1_v_bz_splitK_TNT',
+    'nvjet_sm90_hss_64x32_64x16_2x4_h_bz_TNT', 'nvjet_sm90_hss_64x32_64x16_2x4_h_bz_splitK_TNT',
+    'nvjet_sm90_hss_64x32_64x16_4x1_v_bz_TNT', 'nvjet_sm90_hss_64x32_64x16_4x1_v_bz_splitK_TNT',
     'nvjet_sm90_hss_64x32_64x16_4x2_h_bz_TNT', 'nvjet_sm90_hss_64x32_64x16_4x2_h_bz_splitK_TNT',
+    'nvjet_sm90_hss_64x40_64x16_1x2_h_bz_TNT', 'nvjet_sm90_hss_64x40_64x16_1x2_h_bz_splitK_TNT',
     'nvjet_sm90_hss_64x40_64x16_1x4_h_bz_splitK_TNT', 'nvjet_sm90_hss_64x40_64x16_2x1_v_bz_TNT',
-    'nvjet_sm90_hss_64x40_64x16_2x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_64x40_64x16_4x1_v_bz_splitK_TNT',
-    'nvjet_sm90_hss_64x40_64x16_4x2_h_bz_TNT', 'nvjet_sm90_hss_64x40_64x16_4x2_h_bz_splitK_TNT',
+    'nvjet_sm90_hss_64x40_64x16_2x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_64x40_64x16_4x1_v_bz_TNT',
+    'nvjet_sm90_hss_64x40_64x16_4x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_64x40_64x16_4x2_h_bz_TNT',
+    'nvjet_sm90_hss_64x40_64x16_4x2_h_bz_splitK_TNT', 'nvjet_sm90_hss_64x48_64x15_1x2_h_bz_splitK_TNT',
     'nvjet_sm90_hss_64x48_64x15_1x4_h_bz_TNT', 'nvjet_sm90_hss_64x48_64x15_2x1_v_bz_TNT',
-    'nvjet_sm90_hss_64x48_64x15_2x4_h_bz_TNT', 'nvjet_sm90_hss_64x48_64x15_4x1_v_bz_TNT',
-    'nvjet_sm90_hss_64x48_64x15_4x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_64x48_64x15_4x2_h_bz_TNT',
-    'nvjet_sm90_hss_64x48_64x15_4x2_h_bz_splitK_TNT', 'nvjet_sm90_hss_64x56_64x14_1x4_h_bz_TNT',
-    'nvjet_sm90_hss_64x56_64x14_4x1_v_bz_TNT', 'nvjet_sm90_hss_64x56_64x14_4x1_v_bz_splitK_TNT',
+    'nvjet_sm90_hss_64x48_64x15_2x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_64x48_64x15_2x4_h_bz_TNT',
+    'nvjet_sm90_hss_64x48_64x15_4x1_v_bz_TNT', 'nvjet_sm90_hss_64x48_64x15_4x1_v_bz_splitK_TNT',
+    'nvjet_sm90_hss_64x48_64x15_4x2_h_bz_TNT', 'nvjet_sm90_hss_64x48_64x15_4x2_h_bz_splitK_TNT',
+    'nvjet_sm90_hss_64x56_64x14_1x2_h_bz_TNT', 'nvjet_sm90_hss_64x56_64x14_1x2_h_bz_splitK_TNT',
+    'nvjet_sm90_hss_64x56_64x14_1x4_h_bz_TNT', 'nvjet_sm90_hss_64x56_64x14_4x1_v_bz_TNT',
+    'nvjet_sm90_hss_64x56_64x14_4x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_64x56_64x14_4x2_h_bz_TNT',
     'nvjet_sm90_hss_64x56_64x14_4x2_h_bz_splitK_TNT', 'nvjet_sm90_hss_64x64_64x13_1x2_h_bz_TNT',
     'nvjet_sm90_hss_64x64_64x13_1x4_h_bz_TNT', 'nvjet_sm90_hss_64x64_64x13_1x4_h_bz_splitK_TNT',
     'nvjet_sm90_hss_64x64_64x13_2x1_v_bz_TNT', 'nvjet_sm90_hss_64x64_64x13_2x1_v_bz_splitK_TNT',
     'nvjet_sm90_hss_64x64_64x13_2x2_h_bz_splitK_TNT', 'nvjet_sm90_hss_64x64_64x13_2x4_h_bz_TNT',
     'nvjet_sm90_hss_64x64_64x13_2x4_h_bz_splitK_TNT', 'nvjet_sm90_hss_64x64_64x13_4x1_v_bz_TNT',
-    'nvjet_sm90_hss_64x64_64x13_4x2_h_bz_TNT', 'nvjet_sm90_hss_64x64_64x13_4x2_h_bz_splitK_TNT',
+    'nvjet_sm90_hss_64x64_64x13_4x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_64x64_64x13_4x2_h_bz_TNT',
+    'nvjet_sm90_hss_64x64_64x13_4x2_h_bz_splitK_TNT', 'nvjet_sm90_hss_64x72_64x12_1x2_h_bz_TNT',
     'nvjet_sm90_hss_64x72_64x12_1x4_h_bz_splitK_TNT', 'nvjet_sm90_hss_64x72_64x12_2x1_v_bz_TNT',
-    'nvjet_sm90_hss_64x72_64x12_2x4_h_bz_splitK_TNT', 'nvjet_sm90_hss_64x72_64x12_4x1_v_bz_splitK_TNT',
+    'nvjet_sm90_hss_64x72_64x12_2x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_64x72_64x12_2x4_h_bz_TNT',
+    'nvjet_sm90_hss_64x72_64x12_2x4_h_bz_splitK_TNT', 'nvjet_sm90_hss_64x72_64x12_4x1_v_bz_TNT',
+    'nvjet_sm90_hss_64x72_64x12_4x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_64x72_64x12_4x2_h_bz_splitK_TNT',
     'nvjet_sm90_hss_64x80_64x11_1x2_h_bz_TNT', 'nvjet_sm90_hss_64x80_64x11_1x4_h_bz_TNT',
-    'nvjet_sm90_hss_64x80_64x11_1x4_h_bz_splitK_TNT', 'nvjet_sm90_hss_64x80_64x11_2x4_h_bz_TNT',
+    'nvjet_sm90_hss_64x80_64x11_1x4_h_bz_splitK_TNT', 'nvjet_sm90_hss_64x80_64x11_2x1_v_bz_TNT',
+    'nvjet_sm90_hss_64x80_64x11_2x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_64x80_64x11_2x4_h_bz_TNT',
     'nvjet_sm90_hss_64x80_64x11_4x1_v_bz_TNT', 'nvjet_sm90_hss_64x80_64x11_4x1_v_bz_splitK_TNT',
-    'nvjet_sm90_hss_64x80_64x11_4x2_h_bz_TNT', 'nvjet_sm90_hss_64x88_64x11_2x1_v_bz_splitK_TNT',
+    'nvjet_sm90_hss_64x80_64x11_4x2_h_bz_TNT', 'nvjet_sm90_hss_64x80_64x11_4x2_h_bz_splitK_TNT',
+    'nvjet_sm90_hss_64x88_64x11_2x1_v_bz_TNT', 'nvjet_sm90_hss_64x88_64x11_2x1_v_bz_splitK_TNT',
     'nvjet_sm90_hss_64x88_64x11_4x1_v_bz_TNT', 'nvjet_sm90_hss_64x88_64x11_4x2_h_bz_TNT',
-    'nvjet_sm90_hss_64x8_64x16_1x1_h_bz_TNT', 'nvjet_sm90_hss_64x8_64x16_1x1_h_bz_splitK_TNT',
-    'nvjet_sm90_hss_64x8_64x16_1x2_h_bz_TNT', 'nvjet_sm90_hss_64x8_64x16_1x2_h_bz_splitK_TNT',
-    'nvjet_sm90_hss_64x8_64x16_1x4_h_bz_TNT', 'nvjet_sm90_hss_64x8_64x16_1x4_h_bz_splitK_TNT',
-    'nvjet_sm90_hss_64x8_64x16_2x1_v_bz_TNT', 'nvjet_sm90_hss_64x8_64x16_2x1_v_bz_splitK_TNT',
-    'nvjet_sm90_hss_64x8_64x16_2x4_h_bz_TNT', 'nvjet_sm90_hss_64x8_64x16_2x4_h_bz_splitK_TNT',
-    'nvjet_sm90_hss_64x8_64x16_4x1_v_bz_TNT', 'nvjet_sm90_hss_64x8_64x16_4x1_v_bz_splitK_TNT',
-    'nvjet_sm90_hss_64x8_64x16_4x2_h_bz_TNT', 'nvjet_sm90_hss_64x8_64x16_4x2_h_bz_splitK_TNT',
-    'nvjet_sm90_hss_64x96_64x10_1x1_h_bz_splitK_TNT', 'nvjet_sm90_hss_64x96_64x10_4x1_v_bz_splitK_TNT',
-    'nvjet_sm90_hss_64x96_64x10_4x2_h_bz_TNT', 'nvjet_sm90_hss_72x128_64x8_1x2_h_bz_splitK_TNN',
-    'nvjet_sm90_hss_72x128_64x8_1x4_h_bz_splitK_TNN', 'nvjet_sm90_hss_72x128_64x8_2x1_v_bz_TNN',
-    'nvjet_sm90_hss_72x128_64x8_2x4_h_bz_TNN', 'nvjet_sm90_hss_72x64_64x12_1x2_h_bz_TNN',
-    'nvjet_sm90_hss_72x64_64x12_1x4_h_bz_TNN', 'nvjet_sm90_hss_72x64_64x12_1x4_h_bz_splitK_TNN',
-    'nvjet_sm90_hss_72x64_64x12_4x1_v_bz_TNN', 'nvjet_sm90_hss_80x128_64x8_1x2_h_bz_TNN',
+    'nvjet_sm90_hss_64x88_64x11_4x2_h_bz_splitK_TNT', 'nvjet_sm90_hss_64x8_64x16_1x1_h_bz_TNT',
+    'nvjet_sm90_hss_64x8_64x16_1x1_h_bz_splitK_TNT', 'nvjet_sm90_hss_64x8_64x16_1x2_h_bz_TNT',
+    'nvjet_sm90_hss_64x8_64x16_1x2_h_bz_splitK_TNT', 'nvjet_sm90_hss_64x8_64x16_1x4_h_bz_TNT',
+    'nvjet_sm90_hss_64x8_64x16_1x4_h_bz_splitK_TNT', 'nvjet_sm90_hss_64x8_64x16_2x1_v_bz_TNT',
+    'nvjet_sm90_hss_64x8_64x16_2x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_64x8_64x16_2x2_h_bz_TNT',
+    'nvjet_sm90_hss_64x8_64x16_2x2_h_bz_splitK_TNT', 'nvjet_sm90_hss_64x8_64x16_2x4_h_bz_TNT',
+    'nvjet_sm90_hss_64x8_64x16_2x4_h_bz_splitK_TNT', 'nvjet_sm90_hss_64x8_64x16_4x1_v_bz_TNT',
+    'nvjet_sm90_hss_64x8_64x16_4x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_64x8_64x16_4x2_h_bz_TNT',
+    'nvjet_sm90_hss_64x8_64x16_4x2_h_bz_splitK_TNT', 'nvjet_sm90_hss_64x96_64x10_1x1_h_bz_splitK_TNT',
+    'nvjet_sm90_hss_64x96_64x10_2x1_v_bz_TNT', 'nvjet_sm90_hss_64x96_64x10_4x1_v_bz_TNT',
+    'nvjet_sm90_hss_64x96_64x10_4x1_v_bz_splitK_TNT', 'nvjet_sm90_hss_64x96_64x10_4x2_h_bz_TNT',
+    'nvjet_sm90_hss_64x96_64x10_4x2_h_bz_splitK_TNT', 'nvjet_sm90_hss_72x128_64x8_1x2_h_bz_TNN',
+    'nvjet_sm90_hss_72x128_64x8_1x2_h_bz_splitK_TNN', 'nvjet_sm90_hss_72x128_64x8_1x4_h_bz_splitK_TNN',
+    'nvjet_sm90_hss_72x128_64x8_2x1_v_bz_TNN', 'nvjet_sm90_hss_72x128_64x8_2x4_h_bz_TNN',
+    'nvjet_sm90_hss_72x192_64x6_2x1_v_bz_TNN', 'nvjet_sm90_hss_72x192_64x6_2x1_v_bz_splitK_TNN',
+    'nvjet_sm90_hss_72x64_64x12_1x2_h_bz_TNN', 'nvjet_sm90_hss_72x64_64x12_1x4_h_bz_TNN',
+    'nvjet_sm90_hss_72x64_64x12_1x4_h_bz_splitK_TNN', 'nvjet_sm90_hss_72x64_64x12_2x1_v_bz_TNN',
+    'nvjet_sm90_hss_72x64_64x12_2x4_h_bz_splitK_TNN', 'nvjet_sm90_hss_72x64_64x12_4x1_v_bz_TNN',
+    'nvjet_sm90_hss_72x64_64x12_4x2_h_bz_splitK_TNN', 'nvjet_sm90_hss_80x128_64x8_1x2_h_bz_TNN',
     'nvjet_sm90_hss_80x128_64x8_1x2_h_bz_splitK_TNN', 'nvjet_sm90_hss_80x128_64x8_2x1_v_bz_TNN',
     'nvjet_sm90_hss_80x128_64x8_2x1_v_bz_splitK_TNN', 'nvjet_sm90_hss_80x64_64x11_1x2_h_bz_TNN',
     'nvjet_sm90_hss_80x64_64x11_1x4_h_bz_TNN', 'nvjet_sm90_hss_80x64_64x11_1x4_h_bz_splitK_TNN',
     'nvjet_sm90_hss_80x64_64x11_4x1_v_bz_TNN', 'nvjet_sm90_hss_88x128_64x7_2x1_v_bz_TNN',
     'nvjet_sm90_hss_88x192_64x6_1x2_h_bz_splitK_TNN', 'nvjet_sm90_hss_88x64_64x11_1x2_h_bz_splitK_TNN',
+    'nvjet_sm90_hss_88x64_64x11_1x4_h_bz_TNN', 'nvjet_sm90_hss_88x64_64x11_1x4_h_bz_splitK_TNN',
     'nvjet_sm90_hss_88x64_64x11_4x2_h_bz_TNN', 'nvjet_sm90_hss_8x256_64x6_1x4_h_bz_splitK_TNN',
     'nvjet_sm90_hss_8x64_64x16_1x1_h_bz_TNN', 'nvjet_sm90_hss_8x64_64x16_1x1_h_bz_splitK_TNN',
-    'nvjet_sm90_hss_8x64_64x16_1x2_h_bz_TNN', 'nvjet_sm90_hss_8x64_64x16_1x4_h_bz_TNN',
-    'nvjet_sm90_hss_8x64_64x16_1x4_h_bz_splitK_TNN', 'nvjet_sm90_hss_8x64_64x16_2x1_v_bz_TNN',
-    'nvjet_sm90_hss_8x64_64x16_2x2_h_bz_TNN', 'nvjet_sm90_hss_8x64_64x16_2x4_h_bz_TNN',
-    'nvjet_sm90_hss_8x64_64x16_4x1_v_bz_TNN', 'nvjet_sm90_hss_8x64_64x16_4x1_v_bz_splitK_TNN',
-    'nvjet_sm90_hss_8x64_64x16_4x2_h_bz_TNN', 'nvjet_sm90_hss_8x64_64x16_4x2_h_bz_splitK_TNN',
-    'nvjet_sm90_hss_96x128_64x7_1x2_h_bz_TNN', 'nvjet_sm90_hss_96x128_64x7_1x2_h_bz_splitK_TNN',
-    'nvjet_sm90_hss_96x128_64x7_2x1_v_bz_TNN', 'nvjet_sm90_hss_96x128_64x7_2x1_v_bz_splitK_TNN',
-    'nvjet_sm90_hss_96x192_64x5_1x2_h_bz_splitK_TNN', 'nvjet_sm90_hss_96x64_64x10_1x1_h_bz_splitK_TNN',
-    'nvjet_sm90_hss_96x64_64x10_1x2_h_bz_TNN', 'nvjet_sm90_hss_96x64_64x10_1x2_h_bz_splitK_TNN',
+    'nvjet_sm90_hss_8x64_64x16_1x2_h_bz_TNN', 'nvjet_sm90_hss_8x64_64x16_1x2_h_bz_splitK_TNN',
+    'nvjet_sm90_hss_8x64_64x16_1x4_h_bz_TNN', 'nvjet_sm90_hss_8x64_64x16_1x4_h_bz_splitK_TNN',
+    'nvjet_sm90_hss_8x64_64x16_2x1_v_bz_TNN', 'nvjet_sm90_hss_8x64_64x16_2x2_h_bz_TNN',
+    'nvjet_sm90_hss_8x64_64x16_2x4_h_bz_TNN', 'nvjet_sm90_hss_8x64_64x16_4x1_v_bz_TNN',
+    'nvjet_sm90_hss_8x64_64x16_4x1_v_bz_splitK_TNN', 'nvjet_sm90_hss_8x64_64x16_4x2_h_bz_TNN',
+    'nvjet_sm90_hss_8x64_64x16_4x2_h_bz_splitK_TNN', 'nvjet_sm90_hss_96x128_64x7_1x2_h_bz_TNN',
+    'nvjet_sm90_hss_96x128_64x7_1x2_h_bz_splitK_TNN', 'nvjet_sm90_hss_96x128_64x7_2x1_v_bz_TNN',
+    'nvjet_sm90_hss_96x128_64x7_2x1_v_bz_splitK_TNN', 'nvjet_sm90_hss_96x128_64x7_4x1_v_bz_TNN',
+    'nvjet_sm90_hss_96x128_64x7_4x1_v_bz_splitK_TNN', 'nvjet_sm90_hss_96x192_64x5_1x2_h_bz_splitK_TNN',
+    'nvjet_sm90_hss_96x64_64x10_1x1_h_bz_splitK_TNN', 'nvjet_sm90_hss_96x64_64x10_1x2_h_bz_TNN',
+    'nvjet_sm90_hss_96x64_64x10_1x2_h_bz_splitK_TNN', 'nvjet_sm90_hss_96x64_64x10_1x4_h_bz_splitK_TNN',
     'nvjet_sm90_hss_96x64_64x10_2x1_v_bz_TNN', 'nvjet_sm90_hss_96x64_64x10_2x4_h_bz_TNN',
-    'nvjet_sm90_hss_96x64_64x10_4x1_v_bz_splitK_TNN', 'nvjet_sm90_hss_96x64_64x10_4x2_h_bz_splitK_TNN',
-    'nvjet_sm90_qqsss_104x64_128x10_4x1_v_bz_TNN', 'nvjet_sm90_qqsss_104x64_128x10_4x1_v_bz_algo2_TNN',
+    'nvjet_sm90_hss_96x64_64x10_4x1_v_bz_TNN', 'nvjet_sm90_hss_96x64_64x10_4x1_v_bz_splitK_TNN',
+    'nvjet_sm90_hss_96x64_64x10_4x2_h_bz_splitK_TNN', 'nvjet_sm90_qqsss_104x64_128x10_4x1_v_bz_TNN',
+    'nvjet_sm90_qqsss_104x64_128x10_4x1_v_bz_algo2_TNN', 'nvjet_sm90_qqsss_104x64_128x10_4x2_h_bz_TNN',
+    'nvjet_sm90_qqsss_112x128_128x7_1x2_h_bz_TNN', 'nvjet_sm90_qqsss_112x128_128x7_1x2_h_bz_coopA_algo2_TNN',
     'nvjet_sm90_qqsss_112x128_128x7_2x1_v_bz_TNN', 'nvjet_sm90_qqsss_112x128_128x7_2x1_v_bz_coopA_algo2_TNN',
     'nvjet_sm90_qqsss_112x128_128x7_4x1_v_bz_TNN', 'nvjet_sm90_qqsss_112x128_128x7_4x1_v_bz_coopA_algo2_TNN',
     'nvjet_sm90_qqsss_112x128_128x7_4x2_h_bz_TNN', 'nvjet_sm90_qqsss_112x128_128x7_4x2_h_bz_coopA_algo2_TNN',
-    'nvjet_sm90_qqsss_112x64_128x9_1x2_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_112x64_128x9_2x4_h_bz_algo2_TNN',
-    'nvjet_sm90_qqsss_112x64_128x9_4x2_h_bz_TNN', 'nvjet_sm90_qqsss_112x64_128x9_4x2_h_bz_algo2_TNN',
-    'nvjet_sm90_qqsss_128x104_128x7_2x1_v_bz_coopA_algo2_TNT', 'nvjet_sm90_qqsss_128x112_128x7_2x1_v_bz_TNT',
-    'nvjet_sm90_qqsss_128x112_128x7_2x1_v_bz_coopA_algo2_TNT', 'nvjet_sm90_qqsss_128x120_128x6_1x2_h_bz_TNT',
-    'nvjet_sm90_qqsss_128x120_128x6_1x2_h_bz_coopA_algo2_TNT', 'nvjet_sm90_qqsss_128x128_128x6_2x1_v_bz_TNT',
-    'nvjet_sm90_qqsss_128x128_128x6_2x1_v_bz_coopA_algo2_TNT', 'nvjet_sm90_qqsss_128x136_128x6_2x1_v_bz_TNT',
-    'nvjet_sm90_qqsss_128x136_128x6_2x1_v_bz_coopA_algo2_TNT', 'nvjet_sm90_qqsss_128x136_128x6_4x2_h_bz_TNT',
-    'nvjet_sm90_qqsss_128x136_128x6_4x2_h_bz_coopA_algo2_TNT',
-    'nvjet_sm90_qqsss_128x144_128x6_2x1_v_bz_coopA_algo2_TNT', 'nvjet_sm90_qqsss_128x152_128x6_2x1_v_bz_TNT',
-    'nvjet_sm90_qqsss_128x152_128x6_2x1_v_bz_coopA_algo2_TNT', 'nvjet_sm90_qqsss_128x152_128x6_4x2_h_bz_TNT',
+    'nvjet_sm90_qqsss_112x64_128x9_1x2_h_bz_TNN', 'nvjet_sm90_qqsss_112x64_128x9_1x2_h_bz_algo2_TNN',
+    'nvjet_sm90_qqsss_112x64_128x9_2x1_v_bz_TNN', 'nvjet_sm90_qqsss_112x64_128x9_2x1_v_bz_algo2_TNN',
+    'nvjet_sm90_qqsss_112x64_128x9_2x4_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_112x64_128x9_4x2_h_bz_TNN',
+    'nvjet_sm90_qqsss_112x64_128x9_4x2_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_120x64_128x9_1x2_h_bz_TNN',
+    'nvjet_sm90_qqsss_120x64_128x9_1x2_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_120x64_128x9_4x2_h_bz_TNN',
+    'nvjet_sm90_qqsss_128x104_128x7_1x2_h_bz_TNT', 'nvjet_sm90_qqsss_128x104_128x7_1x2_h_bz_coopA_algo2_TNT',
+    'nvjet_sm90_qqsss_128x104_128x7_2x1_v_bz_coopA_algo2_TNT', 'nvjet_sm90_qqsss_128x104_128x7_2x4_h_bz_TNT',
+    'nvjet_sm90_qqsss_128x104_128x7_2x4_h_bz_coopA_algo2_TNT', 'nvjet_sm90_qqsss_128x104_128x7_4x1_v_bz_TNT',
+    'nvjet_sm90_qqsss_128x104_128x7_4x1_v_bz_coopA_algo2_TNT', 'nvjet_sm90_qqsss_128x104_128x7_4x2_h_bz_TNT',
+    'nvjet_sm90_qqsss_128x104_128x7_4x2_h_bz_coopA_algo2_TNT', 'nvjet_sm90_qqsss_128x112_128x7_1x2_h_bz_TNT',
+    'nvjet_sm90_qqsss_128x112_128x7_1x2_h_bz_coopA_algo2_TNT', 'nvjet_sm90_qqsss_128x112_128x7_2x1_v_bz_TNT',
+    'nvjet_sm90_qqsss_128x112_128x7_2x1_v_bz_coopA_algo2_TNT', 'nvjet_sm90_qqsss_128x112_128x7_4x1_v_bz_TNT',
+    'nvjet_sm90_qqsss_128x112_128x7_4x1_v_bz_coopA_algo2_TNT', 'nvjet_sm90_qqsss_128x112_128x7_4x2_h_bz_TNT',
+    'nvjet_sm90_qqsss_128x112_128x7_4x2_h_bz_coopA_algo2_TNT', 'nvjet_sm90_qqsss_128x120_128x6_1x2_h_bz_TNT',
+    'nvjet_sm90_qqsss_128x120_128x6_1x2_h_bz_coopA_algo2_TNT',
+    'nvjet_sm90_qqsss_128x120_128x6_2x1_v_bz_coopA_algo2_TNT', 'nvjet_sm90_qqsss_128x120_128x6_4x1_v_bz_TNT',
+    'nvjet_sm90_qqsss_128x120_128x6_4x1_v_bz_coopA_algo2_TNT', 'nvjet_sm90_qqsss_128x120_128x6_4x2_h_bz_TNT',
+    'nvjet_sm90_qqsss_128x120_128x6_4x2_h_bz_coopA_algo2_TNT', 'nvjet_sm90_qqsss_128x128_128x6_1x2_h_bz_TNT',
+    'nvjet_sm90_qqsss_128x128_128x6_1x2_h_bz_coopA_algo2_TNT', 'nvjet_sm90_qqsss_128x128_128x6_2x1_v_bz_TNT',
+    'nvjet_sm90_qqsss_128x128_128x6_2x1_v_bz_coopA_algo2_TNT', 'nvjet_sm90_qqsss_128x128_128x6_4x1_v_bz_TNT',
+    'nvjet_sm90_qqsss_128x128_128x6_4x1_v_bz_coopA_algo2_TNT',
+    'nvjet_sm90_qqsss_128x128_128x6_4x2_h_bz_coopA_algo2_TNT', 'nvjet_sm90_qqsss_128x136_128x6_1x2_h_bz_TNT',
+    'nvjet_sm90_qqsss_128x136_128x6_1x2_h_bz_coopA_algo2_TNT', 'nvjet_sm90_qqsss_128x136_128x6_2x1_v_bz_TNT',
+    'nvjet_sm90_qqsss_128x136_128x6_2x1_v_bz_coopA_algo2_TNT',
+    'nvjet_sm90_qqsss_128x136_128x6_2x4_h_bz_coopA_algo2_TNT', 'nvjet_sm90_qqsss_128x136_128x6_4x1_v_bz_TNT',
+    'nvjet_sm90_qqsss_128x136_128x6_4x1_v_bz_coopA_algo2_TNT', 'nvjet_sm90_qqsss_128x136_128x6_4x2_h_bz_TNT',
+    'nvjet_sm90_qqsss_128x136_128x6_4x2_h_bz_coopA_algo2_TNT', 'nvjet_sm90_qqsss_128x144_128x6_1x2_h_bz_TNT',
+    'nvjet_sm90_qqsss_128x144_128x6_1x2_h_bz_coopA_algo2_TNT', 'nvjet_sm90_qqsss_128x144_128x6_2x1_v_bz_TNT',
+    'nvjet_sm90_qqsss_128x144_128x6_2x1_v_bz_coopA_algo2_TNT',
+    'nvjet_sm90_qqsss_128x144_128x6_2x4_h_bz_coopA_algo2_TNT', 'nvjet_sm90_qqsss_128x144_128x6_4x1_v_bz_TNT',
+    'nvjet_sm90_qqsss_128x144_128x6_4x1_v_bz_coopA_algo2_TNT', 'nvjet_sm90_qqsss_128x144_128x6_4x2_h_bz_TNT',
+    'nvjet_sm90_qqsss_128x144_128x6_4x2_h_bz_coopA_algo2_TNT', 'nvjet_sm90_qqsss_128x152_128x6_1x2_h_bz_TNT',
+    'nvjet_sm90_qqsss_128x152_128x6_1x2_h_bz_coopA_algo2_TNT', 'nvjet_sm90_qqsss_128x152_128x6_2x1_v_bz_TNT',
+    'nvjet_sm90_qqsss_128x152_128x6_2x1_v_bz_coopA_algo2_TNT',
+    'nvjet_sm90_qqsss_128x152_128x6_2x4_h_bz_coopA_algo2_TNT', 'nvjet_sm90_qqsss_128x152_128x6_4x1_v_bz_TNT',
+    'nvjet_sm90_qqsss_128x152_128x6_4x1_v_bz_coopA_algo2_TNT', 'nvjet_sm90_qqsss_128x152_128x6_4x2_h_bz_TNT',
     'nvjet_sm90_qqsss_128x152_128x6_4x2_h_bz_coopA_algo2_TNT',
     'nvjet_sm90_qqsss_128x160_128x5_1x2_h_bz_coopA_algo2_TNT',
     'nvjet_sm90_qqsss_128x160_128x5_1x4_h_bz_coopA_algo2_TNT', 'nvjet_sm90_qqsss_128x160_128x5_2x1_v_bz_TNT',
-    'nvjet_sm90_qqsss_128x160_128x5_2x1_v_bz_coopA_algo2_TNT', 'nvjet_sm90_qqsss_128x192_128x5_2x1_v_bz_coopB_TNN',
-    'nvjet_sm90_qqsss_128x256_128x4_1x2_h_bz_coopA_TNN', 'nvjet_sm90_qqsss_128x256_128x4_2x1_v_bz_coopA_TNN',
-    'nvjet_sm90_qqsss_128x304_128x3_2x1_v_bz_coopA_TNT', 'nvjet_sm90_qqsss_128x48_128x9_2x4_h_bz_TNT',
-    'nvjet_sm90_qqsss_128x48_128x9_2x4_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_128x64_128x8_1x2_h_bz_TNT',
-    'nvjet_sm90_qqsss_128x64_128x8_1x2_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_128x72_128x8_4x2_h_bz_TNT',
+    'nvjet_sm90_qqsss_128x160_128x5_2x1_v_bz_coopA_algo2_TNT', 'nvjet_sm90_qqsss_128x160_128x5_4x1_v_bz_TNT',
+    'nvjet_sm90_qqsss_128x160_128x5_4x1_v_bz_coopA_algo2_TNT',
+    'nvjet_sm90_qqsss_128x160_128x5_4x2_h_bz_coopA_algo2_TNT', 'nvjet_sm90_qqsss_128x168_128x5_2x1_v_bz_TNT',
+    'nvjet_sm90_qqsss_128x168_128x5_4x1_v_bz_TNT', 'nvjet_sm90_qqsss_128x168_128x5_4x2_h_bz_TNT',
+    'nvjet_sm90_qqsss_128x16_128x11_2x1_v_bz_TNT', 'nvjet_sm90_qqsss_128x16_128x11_2x1_v_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_128x16_128x11_4x1_v_bz_TNT', 'nvjet_sm90_qqsss_128x16_128x11_4x1_v_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_128x16_128x11_4x1_v_bz_algo2_splitK_TNT', 'nvjet_sm90_qqsss_128x16_128x11_4x1_v_bz_splitK_TNT',
+    'nvjet_sm90_qqsss_128x176_128x5_2x1_v_bz_TNT', 'nvjet_sm90_qqsss_128x176_128x5_4x1_v_bz_TNT',
+    'nvjet_sm90_qqsss_128x176_128x5_4x2_h_bz_TNT', 'nvjet_sm90_qqsss_128x184_128x5_2x1_v_bz_coopA_TNT',
+    'nvjet_sm90_qqsss_128x184_128x5_4x1_v_bz_coopA_TNT', 'nvjet_sm90_qqsss_128x192_128x5_2x1_v_bz_coopB_TNN',
+    'nvjet_sm90_qqsss_128x192_128x5_4x1_v_bz_coopB_TNN', 'nvjet_sm90_qqsss_128x192_128x5_4x2_h_bz_coopB_TNN',
+    'nvjet_sm90_qqsss_128x200_128x5_2x1_v_bz_coopA_TNT', 'nvjet_sm90_qqsss_128x200_128x5_2x4_h_bz_coopA_TNT',
+    'nvjet_sm90_qqsss_128x200_128x5_4x1_v_bz_coopA_TNT', 'nvjet_sm90_qqsss_128x200_128x5_4x2_h_bz_coopA_TNT',
+    'nvjet_sm90_qqsss_128x208_128x5_2x1_v_bz_coopA_TNT', 'nvjet_sm90_qqsss_128x208_128x5_4x1_v_bz_coopA_TNT',
+    'nvjet_sm90_qqsss_128x208_128x5_4x2_h_bz_coopA_TNT', 'nvjet_sm90_qqsss_128x216_128x4_2x1_v_bz_coopA_TNT',
+    'nvjet_sm90_qqsss_128x216_128x4_4x1_v_bz_coopA_TNT', 'nvjet_sm90_qqsss_128x216_128x4_4x2_h_bz_coopA_TNT',
+    'nvjet_sm90_qqsss_128x224_128x4_2x1_v_bz_coopA_TNT', 'nvjet_sm90_qqsss_128x232_128x4_2x1_v_bz_coopA_TNT',
+    'nvjet_sm90_qqsss_128x232_128x4_4x1_v_bz_coopA_TNT', 'nvjet_sm90_qqsss_128x232_128x4_4x2_h_bz_coopA_TNT',
+    'nvjet_sm90_qqsss_128x240_128x4_2x1_v_bz_coopA_TNT', 'nvjet_sm90_qqsss_128x240_128x4_4x1_v_bz_coopA_TNT',
+    'nvjet_sm90_qqsss_128x240_128x4_4x2_h_bz_coopA_TNT', 'nvjet_sm90_qqsss_128x248_128x4_2x1_v_bz_coopA_TNT',
+    'nvjet_sm90_qqsss_128x248_128x4_4x1_v_bz_coopA_TNT', 'nvjet_sm90_qqsss_128x24_128x11_2x1_v_bz_TNT',
+    'nvjet_sm90_qqsss_128x24_128x11_2x1_v_bz_algo2_TNT', 'nvjet_sm90_qqsss_128x24_128x11_4x1_v_bz_TNT',
+    'nvjet_sm90_qqsss_128x24_128x11_4x1_v_bz_algo2_TNT', 'nvjet_sm90_qqsss_128x24_128x11_4x1_v_bz_algo2_splitK_TNT',
+    'nvjet_sm90_qqsss_128x24_128x11_4x1_v_bz_splitK_TNT', 'nvjet_sm90_qqsss_128x256_128x4_1x2_h_bz_coopA_TNN',
+    'nvjet_sm90_qqsss_128x256_128x4_2x1_v_bz_coopA_TNN', 'nvjet_sm90_qqsss_128x256_128x4_4x2_h_bz_coopA_TNN',
+    'nvjet_sm90_qqsss_128x272_128x4_2x1_v_bz_coopA_TNT', 'nvjet_sm90_qqsss_128x272_128x4_4x1_v_bz_coopA_TNT',
+    'nvjet_sm90_qqsss_128x288_128x4_2x1_v_bz_coopA_TNT', 'nvjet_sm90_qqsss_128x288_128x4_4x1_v_bz_coopA_TNT',
+    'nvjet_sm90_qqsss_128x288_128x4_4x2_h_bz_coopA_TNT', 'nvjet_sm90_qqsss_128x304_128x3_2x1_v_bz_coopA_TNT',
+    'nvjet_sm90_qqsss_128x304_128x3_4x1_v_bz_coopA_TNT', 'nvjet_sm90_qqsss_128x304_128x3_4x2_h_bz_coopA_TNT',
+    'nvjet_sm90_qqsss_128x32_128x10_2x1_v_bz_TNT', 'nvjet_sm90_qqsss_128x32_128x10_2x1_v_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_128x32_128x10_4x1_v_bz_TNT', 'nvjet_sm90_qqsss_128x32_128x10_4x1_v_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_128x40_128x10_2x1_v_bz_TNT', 'nvjet_sm90_qqsss_128x40_128x10_2x1_v_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_128x40_128x10_4x1_v_bz_TNT', 'nvjet_sm90_qqsss_128x40_128x10_4x1_v_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_128x48_128x9_1x2_h_bz_TNT', 'nvjet_sm90_qqsss_128x48_128x9_1x2_h_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_128x48_128x9_2x1_v_bz_TNT', 'nvjet_sm90_qqsss_128x48_128x9_2x1_v_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_128x48_128x9_2x4_h_bz_TNT', 'nvjet_sm90_qqsss_128x48_128x9_2x4_h_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_128x48_128x9_4x1_v_bz_TNT', 'nvjet_sm90_qqsss_128x48_128x9_4x1_v_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_128x56_128x9_1x2_h_bz_TNT', 'nvjet_sm90_qqsss_128x56_128x9_1x2_h_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_128x56_128x9_4x1_v_bz_TNT', 'nvjet_sm90_qqsss_128x56_128x9_4x1_v_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_128x64_128x8_1x2_h_bz_TNT', 'nvjet_sm90_qqsss_128x64_128x8_1x2_h_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_128x64_128x8_2x1_v_bz_TNT', 'nvjet_sm90_qqsss_128x64_128x8_4x1_v_bz_TNT',
+    'nvjet_sm90_qqsss_128x64_128x8_4x1_v_bz_algo2_TNT', 'nvjet_sm90_qqsss_128x72_128x8_1x2_h_bz_TNT',
+    'nvjet_sm90_qqsss_128x72_128x8_1x2_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_128x72_128x8_4x1_v_bz_TNT',
+    'nvjet_sm90_qqsss_128x72_128x8_4x1_v_bz_algo2_TNT', 'nvjet_sm90_qqsss_128x72_128x8_4x2_h_bz_TNT',
     'nvjet_sm90_qqsss_128x72_128x8_4x2_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_128x80_128x8_1x2_h_bz_TNT',
-    'nvjet_sm90_qqsss_128x80_128x8_1x2_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_128x80_128x8_4x2_h_bz_TNT',
+    'nvjet_sm90_qqsss_128x80_128x8_1x2_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_128x80_128x8_2x1_v_bz_TNT',
+    'nvjet_sm90_qqsss_128x80_128x8_2x1_v_bz_algo2_TNT', 'nvjet_sm90_qqsss_128x80_128x8_4x1_v_bz_TNT',
+    'nvjet_sm90_qqsss_128x80_128x8_4x1_v_bz_algo2_TNT', 'nvjet_sm90_qqsss_128x80_128x8_4x2_h_bz_TNT',
     'nvjet_sm90_qqsss_128x80_128x8_4x2_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_128x88_128x7_1x2_h_bz_TNT',
-    'nvjet_sm90_qqsss_128x8_128x12_2x1_v_bz_algo2_splitK_TNT', 'nvjet_sm90_qqsss_128x8_128x12_2x1_v_bz_splitK_TNT',
-    'nvjet_sm90_qqsss_128x8_128x12_4x1_v_bz_TNT', 'nvjet_sm90_qqsss_128x8_128x12_4x1_v_bz_algo2_TNT',
-    'nvjet_sm90_qqsss_128x8_128x12_4x1_v_bz_algo2_splitK_TNT', 'nvjet_sm90_qqsss_128x8_128x12_4x1_v_bz_splitK_TNT',
-    'nvjet_sm90_qqsss_128x96_128x7_1x2_h_bz_TNT', 'nvjet_sm90_qqsss_128x96_128x7_1x2_h_bz_coopA_algo2_TNT',
-    'nvjet_sm90_qqsss_144x128_128x6_1x2_h_bz_TNN', 'nvjet_sm90_qqsss_144x128_128x6_1x2_h_bz_coopA_algo2_TNN',
-    'nvjet_sm90_qqsss_144x128_128x6_2x1_v_bz_coopA_algo2_TNN', 'nvjet_sm90_qqsss_144x256_128x4_2x1_v_bz_coopA_TNN',
+    'nvjet_sm90_qqsss_128x88_128x7_1x2_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_128x88_128x7_2x1_v_bz_TNT',
+    'nvjet_sm90_qqsss_128x88_128x7_2x1_v_bz_algo2_TNT', 'nvjet_sm90_qqsss_128x88_128x7_4x1_v_bz_TNT',
+    'nvjet_sm90_qqsss_128x88_128x7_4x1_v_bz_algo2_TNT', 'nvjet_sm90_qqsss_128x88_128x7_4x2_h_bz_TNT',
+    'nvjet_sm90_qqsss_128x88_128x7_4x2_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_128x8_128x12_2x1_v_bz_TNT',
+    'nvjet_sm90_qqsss_128x8_128x12_2x1_v_bz_algo2_TNT', 'nvjet_sm90_qqsss_128x8_128x12_2x1_v_bz_algo2_splitK_TNT',
+    'nvjet_sm90_qqsss_128x8_128x12_2x1_v_bz_splitK_TNT', 'nvjet_sm90_qqsss_128x8_128x12_2x4_h_bz_TNT',
+    'nvjet_sm90_qqsss_128x8_128x12_2x4_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_128x8_128x12_4x1_v_bz_TNT',
+    'nvjet_sm90_qqsss_128x8_128x12_4x1_v_bz_algo2_TNT', 'nvjet_sm90_qqsss_128x8_128x12_4x1_v_bz_algo2_splitK_TNT',
+    'nvjet_sm90_qqsss_128x8_128x12_4x1_v_bz_splitK_TNT', 'nvjet_sm90_qqsss_128x96_128x7_1x2_h_bz_TNT',
+    'nvjet_sm90_qqsss_128x96_128x7_1x2_h_bz_coopA_algo2_TNT',
+    'nvjet_sm90_qqsss_128x96_128x7_2x1_v_bz_coopA_algo2_TNT', 'nvjet_sm90_qqsss_128x96_128x7_4x1_v_bz_TNT',
+    'nvjet_sm90_qqsss_128x96_128x7_4x1_v_bz_coopA_algo2_TNT',
+    'nvjet_sm90_qqsss_128x96_128x7_4x2_h_bz_coopA_algo2_TNT',
+    'nvjet_sm90_qqsss_144x128_128x6_1x1_h_bz_coopA_algo2_TNN', 'nvjet_sm90_qqsss_144x128_128x6_1x2_h_bz_TNN',
+    'nvjet_sm90_qqsss_144x128_128x6_1x2_h_bz_coopA_algo2_TNN', 'nvjet_sm90_qqsss_144x128_128x6_2x1_v_bz_TNN',
+    'nvjet_sm90_qqsss_144x128_128x6_2x1_v_bz_coopA_algo2_TNN',
+    'nvjet_sm90_qqsss_144x128_128x6_2x4_h_bz_coopA_algo2_TNN',
+    'nvjet_sm90_qqsss_144x128_128x6_4x1_v_bz_coopA_algo2_TNN',
+    'nvjet_sm90_qqsss_144x128_128x6_4x2_h_bz_coopA_algo2_TNN', 'nvjet_sm90_qqsss_144x256_128x4_2x1_v_bz_coopA_TNN',
     'nvjet_sm90_qqsss_144x64_128x8_1x2_h_bz_TNN', 'nvjet_sm90_qqsss_144x64_128x8_1x2_h_bz_algo2_TNN',
+    'nvjet_sm90_qqsss_144x64_128x8_2x1_v_bz_TNN', 'nvjet_sm90_qqsss_144x64_128x8_2x1_v_bz_algo2_TNN',
+    'nvjet_sm90_qqsss_144x64_128x8_4x1_v_bz_TNN', 'nvjet_sm90_qqsss_144x64_128x8_4x1_v_bz_algo2_TNN',
     'nvjet_sm90_qqsss_160x128_128x5_1x2_h_bz_TNN', 'nvjet_sm90_qqsss_160x128_128x5_1x2_h_bz_coopA_algo2_TNN',
-    'nvjet_sm90_qqsss_160x192_128x4_1x2_h_bz_coopB_TNN', 'nvjet_sm90_qqsss_160x256_128x4_1x2_h_bz_coopA_TNN',
-    'nvjet_sm90_qqsss_168x128_128x5_1x2_h_bz_TNN', 'nvjet_sm90_qqsss_16x64_128x16_1x1_h_bz_algo2_splitK_TNN',
-    'nvjet_sm90_qqsss_16x64_128x16_1x1_h_bz_splitK_TNN', 'nvjet_sm90_qqsss_16x64_128x16_1x2_h_bz_TNN',
-    'nvjet_sm90_qqsss_16x64_128x16_1x2_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_16x64_128x16_1x2_h_bz_algo2_splitK_TNN',
-    'nvjet_sm90_qqsss_16x64_128x16_1x2_h_bz_splitK_TNN', 'nvjet_sm90_qqsss_16x64_128x16_1x4_h_bz_TNN',
-    'nvjet_sm90_qqsss_16x64_128x16_1x4_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_16x64_128x16_1x4_h_bz_algo2_splitK_TNN',
-    'nvjet_sm90_qqsss_16x64_128x16_1x4_h_bz_splitK_TNN', 'nvjet_sm90_qqsss_16x64_128x16_2x2_h_bz_algo2_splitK_TNN',
-    'nvjet_sm90_qqsss_16x64_128x16_2x2_h_bz_splitK_TNN', 'nvjet_sm90_qqsss_16x64_128x16_2x4_h_bz_TNN',
-    'nvjet_sm90_qqsss_16x64_128x16_2x4_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_16x64_128x16_4x1_v_bz_TNN',
-    'nvjet_sm90_qqsss_16x64_128x16_4x1_v_bz_algo2_TNN', 'nvjet_sm90_qqsss_16x64_128x16_4x1_v_bz_algo2_splitK_TNN',
-    'nvjet_sm90_qqsss_16x64_128x16_4x1_v_bz_splitK_TNN', 'nvjet_sm90_qqsss_16x64_128x16_4x2_h_bz_TNN',
-    'nvjet_sm90_qqsss_16x64_128x16_4x2_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_16x64_128x16_4x2_h_bz_algo2_splitK_TNN',
-    'nvjet_sm90_qqsss_16x64_128x16_4x2_h_bz_splitK_TNN', 'nvjet_sm90_qqsss_176x128_128x5_2x1_v_bz_TNN',
+    'nvjet_sm90_qqsss_160x128_128x5_1x4_h_bz_coopA_algo2_TNN', 'nvjet_sm90_qqsss_160x192_128x4_1x2_h_bz_coopB_TNN',
+    'nvjet_sm90_qqsss_160x256_128x4_1x2_h_bz_coopA_TNN', 'nvjet_sm90_qqsss_160x256_128x4_1x4_h_bz_coopA_TNN',
+    'nvjet_sm90_qqsss_160x256_128x4_2x1_v_bz_coopA_TNN', 'nvjet_sm90_qqsss_160x256_128x4_2x4_h_bz_coopA_TNN',
+    'nvjet_sm90_qqsss_168x128_128x5_1x2_h_bz_TNN', 'nvjet_sm90_qqsss_168x128_128x5_2x1_v_bz_TNN',
+    'nvjet_sm90_qqsss_168x64_128x7_1x2_h_bz_TNN', 'nvjet_sm90_qqsss_168x64_128x7_2x1_v_bz_TNN',
+    'nvjet_sm90_qqsss_16x64_128x16_1x1_h_bz_algo2_splitK_TNN', 'nvjet_sm90_qqsss_16x64_128x16_1x1_h_bz_splitK_TNN',
+    'nvjet_sm90_qqsss_16x64_128x16_1x2_h_bz_TNN', 'nvjet_sm90_qqsss_16x64_128x16_1x2_h_bz_algo2_TNN',
+    'nvjet_sm90_qqsss_16x64_128x16_1x2_h_bz_algo2_splitK_TNN', 'nvjet_sm90_qqsss_16x64_128x16_1x2_h_bz_splitK_TNN',
+    'nvjet_sm90_qqsss_16x64_128x16_1x4_h_bz_TNN', 'nvjet_sm90_qqsss_16x64_128x16_1x4_h_bz_algo2_TNN',
+    'nvjet_sm90_qqsss_16x64_128x16_1x4_h_bz_algo2_splitK_TNN', 'nvjet_sm90_qqsss_16x64_128x16_1x4_h_bz_splitK_TNN',
+    'nvjet_sm90_qqsss_16x64_128x16_2x2_h_bz_algo2_splitK_TNN', 'nvjet_sm90_qqsss_16x64_128x16_2x2_h_bz_splitK_TNN',
+    'nvjet_sm90_qqsss_16x64_128x16_2x4_h_bz_TNN', 'nvjet_sm90_qqsss_16x64_128x16_2x4_h_bz_algo2_TNN',
+    'nvjet_sm90_qqsss_16x64_128x16_4x1_v_bz_TNN', 'nvjet_sm90_qqsss_16x64_128x16_4x1_v_bz_algo2_TNN',
+    'nvjet_sm90_qqsss_16x64_128x16_4x1_v_bz_algo2_splitK_TNN', 'nvjet_sm90_qqsss_16x64_128x16_4x1_v_bz_splitK_TNN',
+    'nvjet_sm90_qqsss_16x64_128x16_4x2_h_bz_TNN', 'nvjet_sm90_qqsss_16x64_128x16_4x2_h_bz_algo2_TNN',
+    'nvjet_sm90_qqsss_16x64_128x16_4x2_h_bz_algo2_splitK_TNN', 'nvjet_sm90_qqsss_16x64_128x16_4x2_h_bz_splitK_TNN',
+    'nvjet_sm90_qqsss_176x128_128x5_1x1_h_bz_TNN', 'nvjet_sm90_qqsss_176x128_128x5_2x1_v_bz_TNN',
     'nvjet_sm90_qqsss_176x64_128x7_1x2_h_bz_TNN', 'nvjet_sm90_qqsss_176x64_128x7_1x2_h_bz_algo2_TNN',
-    'nvjet_sm90_qqsss_192x128_128x5_1x2_h_bz_coopB_TNT', 'nvjet_sm90_qqsss_192x160_128x4_1x2_h_bz_coopB_TNT',
+    'nvjet_sm90_qqsss_192x104_128x5_1x2_h_bz_TNT', 'nvjet_sm90_qqsss_192x104_128x5_4x2_h_bz_TNT',
+    'nvjet_sm90_qqsss_192x112_128x5_1x2_h_bz_TNT', 'nvjet_sm90_qqsss_192x112_128x5_4x2_h_bz_TNT',
+    'nvjet_sm90_qqsss_192x128_128x5_1x2_h_bz_coopB_TNT', 'nvjet_sm90_qqsss_192x128_128x5_4x1_v_bz_coopB_TNT',
+    'nvjet_sm90_qqsss_192x128_128x5_4x2_h_bz_coopB_TNT', 'nvjet_sm90_qqsss_192x144_128x5_1x2_h_bz_coopB_TNT',
+    'nvjet_sm90_qqsss_192x144_128x5_4x1_v_bz_coopB_TNT', 'nvjet_sm90_qqsss_192x160_128x4_1x2_h_bz_coopB_TNT',
+    'nvjet_sm90_qqsss_192x160_128x4_2x1_v_bz_coopB_TNT', 'nvjet_sm90_qqsss_192x160_128x4_4x1_v_bz_coopB_TNT',
+    'nvjet_sm90_qqsss_192x176_128x4_1x2_h_bz_coopB_TNT', 'nvjet_sm90_qqsss_192x176_128x4_2x1_v_bz_coopB_TNT',
     'nvjet_sm90_qqsss_192x192_128x4_1x2_h_bz_coopB_TNN', 'nvjet_sm90_qqsss_192x192_128x4_2x1_v_bz_coopB_TNN',
-    'nvjet_sm90_qqsss_192x208_128x4_1x2_h_bz_coopB_TNT', 'nvjet_sm90_qqsss_192x208_128x4_2x1_v_bz_coopB_TNT',
-    'nvjet_sm90_qqsss_192x72_128x6_1x2_h_bz_TNT', 'nvjet_sm90_qqsss_192x80_128x6_1x2_h_bz_TNT',
+    'nvjet_sm90_qqsss_192x192_128x4_4x1_v_bz_coopB_TNN', 'nvjet_sm90_qqsss_192x208_128x4_1x2_h_bz_coopB_TNT',
+    'nvjet_sm90_qqsss_192x208_128x4_2x1_v_bz_coopB_TNT', 'nvjet_sm90_qqsss_192x208_128x4_4x2_h_bz_coopB_TNT',
+    'nvjet_sm90_qqsss_192x40_128x7_4x2_h_bz_TNT', 'nvjet_sm90_qqsss_192x40_128x7_4x2_h_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_192x48_128x7_1x2_h_bz_TNT', 'nvjet_sm90_qqsss_192x48_128x7_1x2_h_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_192x48_128x7_4x2_h_bz_TNT', 'nvjet_sm90_qqsss_192x48_128x7_4x2_h_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_192x56_128x6_1x2_h_bz_TNT', 'nvjet_sm90_qqsss_192x56_128x6_1x2_h_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_192x56_128x6_4x2_h_bz_TNT', 'nvjet_sm90_qqsss_192x56_128x6_4x2_h_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_192x72_128x6_1x2_h_bz_TNT', 'nvjet_sm90_qqsss_192x72_128x6_4x1_v_bz_TNT',
+    'nvjet_sm90_qqsss_192x72_128x6_4x2_h_bz_TNT', 'nvjet_sm90_qqsss_192x80_128x6_1x2_h_bz_TNT',
     'nvjet_sm90_qqsss_192x80_128x6_1x2_h_bz_coopB_algo2_TNT',
-    'nvjet_sm90_qqsss_192x80_128x6_2x1_v_bz_coopB_algo2_TNT', 'nvjet_sm90_qqsss_192x96_128x5_1x2_h_bz_TNT',
-    'nvjet_sm90_qqsss_192x96_128x5_1x2_h_bz_coopB_algo2_TNT', 'nvjet_sm90_qqsss_208x192_128x4_2x1_v_bz_coopB_TNN',
-    'nvjet_sm90_qqsss_224x128_128x4_1x2_h_bz_coopA_TNN', 'nvjet_sm90_qqsss_240x64_128x5_2x1_v_bz_coopB_algo2_TNN',
-    'nvjet_sm90_qqsss_24x64_128x16_2x1_v_bz_TNN', 'nvjet_sm90_qqsss_24x64_128x16_2x1_v_bz_algo2_TNN',
-    'nvjet_sm90_qqsss_24x64_128x16_2x4_h_bz_TNN', 'nvjet_sm90_qqsss_24x64_128x16_2x4_h_bz_algo2_TNN',
-    'nvjet_sm90_qqsss_24x64_128x16_4x1_v_bz_TNN', 'nvjet_sm90_qqsss_24x64_128x16_4x1_v_bz_algo2_TNN',
-    'nvjet_sm90_qqsss_24x64_128x16_4x2_h_bz_TNN', 'nvjet_sm90_qqsss_24x64_128x16_4x2_h_bz_algo2_TNN',
-    'nvjet_sm90_qqsss_256x128_128x4_1x2_h_bz_coopA_TNT', 'nvjet_sm90_qqsss_256x128_128x4_2x1_v_bz_coopA_TNT',
-    'nvjet_sm90_qqsss_256x144_128x4_2x1_v_bz_coopA_TNT', 'nvjet_sm90_qqsss_256x152_128x4_1x2_h_bz_coopA_TNT',
+    'nvjet_sm90_qqsss_192x80_128x6_2x1_v_bz_coopB_algo2_TNT', 'nvjet_sm90_qqsss_192x80_128x6_4x2_h_bz_TNT',
+    'nvjet_sm90_qqsss_192x80_128x6_4x2_h_bz_coopB_algo2_TNT', 'nvjet_sm90_qqsss_192x88_128x6_1x2_h_bz_TNT',
+    'nvjet_sm90_qqsss_192x96_128x5_1x1_h_bz_coopB_algo2_TNT', 'nvjet_sm90_qqsss_192x96_128x5_1x2_h_bz_TNT',
+    'nvjet_sm90_qqsss_192x96_128x5_1x2_h_bz_coopB_algo2_TNT',
+    'nvjet_sm90_qqsss_192x96_128x5_2x1_v_bz_coopB_algo2_TNT', 'nvjet_sm90_qqsss_192x96_128x5_4x1_v_bz_TNT',
+    'nvjet_sm90_qqsss_192x96_128x5_4x1_v_bz_coopB_algo2_TNT', 'nvjet_sm90_qqsss_192x96_128x5_4x2_h_bz_TNT',
+    'nvjet_sm90_qqsss_192x96_128x5_4x2_h_bz_coopB_algo2_TNT', 'nvjet_sm90_qqsss_208x128_128x5_1x2_h_bz_coopA_TNN',
+    'nvjet_sm90_qqsss_208x192_128x4_1x2_h_bz_coopB_TNN', 'nvjet_sm90_qqsss_208x192_128x4_2x1_v_bz_coopB_TNN',
+    'nvjet_sm90_qqsss_208x64_128x6_1x2_h_bz_coopB_algo2_TNN', 'nvjet_sm90_qqsss_224x128_128x4_1x2_h_bz_coopA_TNN',
+    'nvjet_sm90_qqsss_240x64_128x5_2x1_v_bz_coopB_algo2_TNN', 'nvjet_sm90_qqsss_24x64_128x16_2x1_v_bz_TNN',
+    'nvjet_sm90_qqsss_24x64_128x16_2x1_v_bz_algo2_TNN', 'nvjet_sm90_qqsss_24x64_128x16_2x4_h_bz_TNN',
+    'nvjet_sm90_qqsss_24x64_128x16_2x4_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_24x64_128x16_4x1_v_bz_TNN',
+    'nvjet_sm90_qqsss_24x64_128x16_4x1_v_bz_algo2_TNN', 'nvjet_sm90_qqsss_24x64_128x16_4x2_h_bz_TNN',
+    'nvjet_sm90_qqsss_24x64_128x16_4x2_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_256x104_128x4_2x1_v_bz_coopA_TNT',
+    'nvjet_sm90_qqsss_256x104_128x4_4x1_v_bz_coopA_TNT', 'nvjet_sm90_qqsss_256x112_128x4_2x1_v_bz_coopA_TNT',
+    'nvjet_sm90_qqsss_256x120_128x4_1x2_h_bz_coopA_TNT', 'nvjet_sm90_qqsss_256x120_128x4_2x1_v_bz_coopA_TNT',
+    'nvjet_sm90_qqsss_256x120_128x4_4x1_v_bz_coopA_TNT', 'nvjet_sm90_qqsss_256x128_128x4_1x2_h_bz_coopA_TNT',
+    'nvjet_sm90_qqsss_256x128_128x4_2x1_v_bz_coopA_TNT', 'nvjet_sm90_qqsss_256x136_128x4_1x2_h_bz_coopA_TNT',
+    'nvjet_sm90_qqsss_256x136_128x4_2x1_v_bz_coopA_TNT', 'nvjet_sm90_qqsss_256x136_128x4_4x2_h_bz_coopA_TNT',
+    'nvjet_sm90_qqsss_256x144_128x4_1x2_h_bz_coopA_TNT', 'nvjet_sm90_qqsss_256x144_128x4_2x1_v_bz_coopA_TNT',
+    'nvjet_sm90_qqsss_256x144_128x4_4x2_h_bz_coopA_TNT', 'nvjet_sm90_qqsss_256x152_128x4_1x2_h_bz_coopA_TNT',
+    'nvjet_sm90_qqsss_256x152_128x4_2x1_v_bz_coopA_TNT', 'nvjet_sm90_qqsss_256x152_128x4_4x2_h_bz_coopA_TNT',
     'nvjet_sm90_qqsss_256x160_128x4_1x2_h_bz_coopA_TNT', 'nvjet_sm90_qqsss_256x160_128x4_2x1_v_bz_coopA_TNT',
-    'nvjet_sm90_qqsss_256x40_128x5_2x4_h_bz_TNT', 'nvjet_sm90_qqsss_256x40_128x5_2x4_h_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_256x160_128x4_2x4_h_bz_coopA_TNT', 'nvjet_sm90_qqsss_256x160_128x4_4x1_v_bz_coopA_TNT',
+    'nvjet_sm90_qqsss_256x160_128x4_4x2_h_bz_coopA_TNT', 'nvjet_sm90_qqsss_256x40_128x5_2x4_h_bz_TNT',
+    'nvjet_sm90_qqsss_256x40_128x5_2x4_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_256x64_128x5_2x1_v_bz_TNT',
+    'nvjet_sm90_qqsss_256x72_128x5_2x1_v_bz_coopA_algo2_TNT',
+    'nvjet_sm90_qqsss_256x80_128x5_2x1_v_bz_coopA_algo2_TNT',
+    'nvjet_sm90_qqsss_256x80_128x5_2x4_h_bz_coopA_algo2_TNT',
+    'nvjet_sm90_qqsss_256x80_128x5_4x1_v_bz_coopA_algo2_TNT', 'nvjet_sm90_qqsss_256x88_128x4_4x1_v_bz_TNT',
+    'nvjet_sm90_qqsss_256x96_128x4_2x1_v_bz_coopA_TNT', 'nvjet_sm90_qqsss_256x96_128x4_4x1_v_bz_coopA_TNT',
     'nvjet_sm90_qqsss_272x128_128x4_1x2_h_bz_coopA_TNN', 'nvjet_sm90_qqsss_304x128_128x3_1x2_h_bz_coopA_TNN',
-    'nvjet_sm90_qqsss_320x128_128x3_1x2_h_bz_coopB_TNT', 'nvjet_sm90_qqsss_32x192_128x7_4x2_h_bz_TNN',
-    'nvjet_sm90_qqsss_32x192_128x7_4x2_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_32x64_128x16_1x1_h_bz_algo2_splitK_TNN',
-    'nvjet_sm90_qqsss_32x64_128x16_1x1_h_bz_splitK_TNN', 'nvjet_sm90_qqsss_32x64_128x16_1x2_h_bz_TNN',
-    'nvjet_sm90_qqsss_32x64_128x16_1x2_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_32x64_128x16_1x2_h_bz_algo2_splitK_TNN',
-    'nvjet_sm90_qqsss_32x64_128x16_1x2_h_bz_splitK_TNN', 'nvjet_sm90_qqsss_32x64_128x16_1x4_h_bz_TNN',
-    'nvjet_sm90_qqsss_32x64_128x16_1x4_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_32x64_128x16_1x4_h_bz_algo2_splitK_TNN',
-    'nvjet_sm90_qqsss_32x64_128x16_1x4_h_bz_splitK_TNN', 'nvjet_sm90_qqsss_32x64_128x16_2x1_v_bz_algo2_splitK_TNN',
-    'nvjet_sm90_qqsss_32x64_128x16_2x1_v_bz_splitK_TNN', 'nvjet_sm90_qqsss_32x64_128x16_2x4_h_bz_TNN',
-    'nvjet_sm90_qqsss_32x64_128x16_2x4_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_32x64_128x16_2x4_h_bz_algo2_splitK_TNN',
-    'nvjet_sm90_qqsss_32x64_128x16_2x4_h_bz_splitK_TNN', 'nvjet_sm90_qqsss_32x64_128x16_4x1_v_bz_algo2_splitK_TNN',
-    'nvjet_sm90_qqsss_32x64_128x16_4x1_v_bz_splitK_TNN', 'nvjet_sm90_qqsss_32x64_128x16_4x2_h_bz_TNN',
-    'nvjet_sm90_qqsss_32x64_128x16_4x2_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_32x64_128x16_4x2_h_bz_algo2_splitK_TNN',
-    'nvjet_sm90_qqsss_32x64_128x16_4x2_h_bz_splitK_TNN', 'nvjet_sm90_qqsss_40x64_128x16_1x2_h_bz_TNN',
+    'nvjet_sm90_qqsss_320x128_128x3_1x2_h_bz_coopB_TNT', 'nvjet_sm90_qqsss_320x128_128x3_2x1_v_bz_coopB_TNT',
+    'nvjet_sm90_qqsss_32x192_128x7_4x1_v_bz_TNN', 'nvjet_sm90_qqsss_32x192_128x7_4x1_v_bz_algo2_TNN',
+    'nvjet_sm90_qqsss_32x192_128x7_4x2_h_bz_TNN', 'nvjet_sm90_qqsss_32x192_128x7_4x2_h_bz_algo2_TNN',
+    'nvjet_sm90_qqsss_32x64_128x16_1x1_h_bz_algo2_splitK_TNN', 'nvjet_sm90_qqsss_32x64_128x16_1x1_h_bz_splitK_TNN',
+    'nvjet_sm90_qqsss_32x64_128x16_1x2_h_bz_TNN', 'nvjet_sm90_qqsss_32x64_128x16_1x2_h_bz_algo2_TNN',
+    'nvjet_sm90_qqsss_32x64_128x16_1x2_h_bz_algo2_splitK_TNN', 'nvjet_sm90_qqsss_32x64_128x16_1x2_h_bz_splitK_TNN',
+    'nvjet_sm90_qqsss_32x64_128x16_1x4_h_bz_TNN', 'nvjet_sm90_qqsss_32x64_128x16_1x4_h_bz_algo2_TNN',
+    'nvjet_sm90_qqsss_32x64_128x16_1x4_h_bz_algo2_splitK_TNN', 'nvjet_sm90_qqsss_32x64_128x16_1x4_h_bz_splitK_TNN',
+    'nvjet_sm90_qqsss_32x64_128x16_2x1_v_bz_algo2_splitK_TNN', 'nvjet_sm90_qqsss_32x64_128x16_2x1_v_bz_splitK_TNN',
+    'nvjet_sm90_qqsss_32x64_128x16_2x4_h_bz_TNN', 'nvjet_sm90_qqsss_32x64_128x16_2x4_h_bz_algo2_TNN',
+    'nvjet_sm90_qqsss_32x64_128x16_2x4_h_bz_algo2_splitK_TNN', 'nvjet_sm90_qqsss_32x64_128x16_2x4_h_bz_splitK_TNN',
+    'nvjet_sm90_qqsss_32x64_128x16_4x1_v_bz_TNN', 'nvjet_sm90_qqsss_32x64_128x16_4x1_v_bz_algo2_TNN',
+    'nvjet_sm90_qqsss_32x64_128x16_4x1_v_bz_algo2_splitK_TNN', 'nvjet_sm90_qqsss_32x64_128x16_4x1_v_bz_splitK_TNN',
+    'nvjet_sm90_qqsss_32x64_128x16_4x2_h_bz_TNN', 'nvjet_sm90_qqsss_32x64_128x16_4x2_h_bz_algo2_TNN',
+    'nvjet_sm90_qqsss_32x64_128x16_4x2_h_bz_algo2_splitK_TNN', 'nvjet_sm90_qqsss_32x64_128x16_4x2_h_bz_splitK_TNN',
+    'nvjet_sm90_qqsss_384x96_128x3_2x1_v_bz_coopA_TNT', 'nvjet_sm90_qqsss_40x64_128x16_1x2_h_bz_TNN',
     'nvjet_sm90_qqsss_40x64_128x16_1x2_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_40x64_128x16_2x1_v_bz_TNN',
     'nvjet_sm90_qqsss_40x64_128x16_2x1_v_bz_algo2_TNN', 'nvjet_sm90_qqsss_40x64_128x16_2x4_h_bz_TNN',
     'nvjet_sm90_qqsss_40x64_128x16_2x4_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_40x64_128x16_4x1_v_bz_TNN',
     'nvjet_sm90_qqsss_40x64_128x16_4x1_v_bz_algo2_TNN', 'nvjet_sm90_qqsss_40x64_128x16_4x2_h_bz_TNN',
     'nvjet_sm90_qqsss_40x64_128x16_4x2_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_48x128_128x9_2x1_v_bz_TNN',
+    'nvjet_sm90_qqsss_48x128_128x9_4x2_h_bz_TNN', 'nvjet_sm90_qqsss_48x128_128x9_4x2_h_bz_algo2_TNN',
     'nvjet_sm90_qqsss_48x64_128x15_1x2_h_bz_TNN', 'nvjet_sm90_qqsss_48x64_128x15_1x2_h_bz_algo2_TNN',
     'nvjet_sm90_qqsss_48x64_128x15_1x4_h_bz_TNN', 'nvjet_sm90_qqsss_48x64_128x15_1x4_h_bz_algo2_TNN',
     'nvjet_sm90_qqsss_48x64_128x15_1x4_h_bz_algo2_splitK_TNN', 'nvjet_sm90_qqsss_48x64_128x15_1x4_h_bz_splitK_TNN',
     'nvjet_sm90_qqsss_48x64_128x15_2x1_v_bz_TNN', 'nvjet_sm90_qqsss_48x64_128x15_2x1_v_bz_algo2_TNN',
     'nvjet_sm90_qqsss_48x64_128x15_2x4_h_bz_TNN', 'nvjet_sm90_qqsss_48x64_128x15_2x4_h_bz_algo2_TNN',
     'nvjet_sm90_qqsss_48x64_128x15_2x4_h_bz_algo2_splitK_TNN', 'nvjet_sm90_qqsss_48x64_128x15_2x4_h_bz_splitK_TNN',
+    'nvjet_sm90_qqsss_48x64_128x15_4x1_v_bz_TNN', 'nvjet_sm90_qqsss_48x64_128x15_4x1_v_bz_algo2_TNN',
     'nvjet_sm90_qqsss_48x64_128x15_4x1_v_bz_algo2_splitK_TNN', 'nvjet_sm90_qqsss_48x64_128x15_4x1_v_bz_splitK_TNN',
     'nvjet_sm90_qqsss_48x64_128x15_4x2_h_bz_TNN', 'nvjet_sm90_qqsss_48x64_128x15_4x2_h_bz_algo2_TNN',
     'nvjet_sm90_qqsss_48x64_128x15_4x2_h_bz_algo2_splitK_TNN', 'nvjet_sm90_qqsss_48x64_128x15_4x2_h_bz_splitK_TNN',
-    'nvjet_sm90_qqsss_56x128_128x9_2x1_v_bz_TNN', 'nvjet_sm90_qqsss_56x64_128x14_1x4_h_bz_TNN',
+    'nvjet_sm90_qqsss_56x128_128x9_2x1_v_bz_TNN', 'nvjet_sm90_qqsss_56x64_128x14_1x2_h_bz_TNN',
+    'nvjet_sm90_qqsss_56x64_128x14_1x2_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_56x64_128x14_1x4_h_bz_TNN',
     'nvjet_sm90_qqsss_56x64_128x14_1x4_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_56x64_128x14_2x4_h_bz_TNN',
     'nvjet_sm90_qqsss_56x64_128x14_2x4_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_56x64_128x14_4x1_v_bz_TNN',
     'nvjet_sm90_qqsss_56x64_128x14_4x1_v_bz_algo2_TNN', 'nvjet_sm90_qqsss_56x64_128x14_4x2_h_bz_TNN',
     'nvjet_sm90_qqsss_56x64_128x14_4x2_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_64x104_128x10_1x4_h_bz_TNT',
-    'nvjet_sm90_qqsss_64x104_128x10_1x4_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x104_128x10_4x2_h_bz_algo2_TNT',
-    'nvjet_sm90_qqsss_64x112_128x9_2x1_v_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x112_128x9_4x2_h_bz_TNT',
-    'nvjet_sm90_qqsss_64x112_128x9_4x2_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x120_128x9_2x1_v_bz_TNT',
-    'nvjet_sm90_qqsss_64x120_128x9_2x1_v_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x120_128x9_4x1_v_bz_TNT',
-    'nvjet_sm90_qqsss_64x120_128x9_4x1_v_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x128_128x8_1x4_h_bz_TNN',
-    'nvjet_sm90_qqsss_64x128_128x8_1x4_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_64x128_128x8_2x1_v_bz_TNN',
-    'nvjet_sm90_qqsss_64x128_128x8_2x1_v_bz_algo2_TNN', 'nvjet_sm90_qqsss_64x136_128x8_2x1_v_bz_TNT',
-    'nvjet_sm90_qqsss_64x136_128x8_2x1_v_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x136_128x8_4x1_v_bz_TNT',
-    'nvjet_sm90_qqsss_64x136_128x8_4x1_v_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x144_128x8_2x1_v_bz_TNT',
-    'nvjet_sm90_qqsss_64x144_128x8_2x1_v_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x152_128x7_2x1_v_bz_TNT',
-    'nvjet_sm90_qqsss_64x152_128x7_2x1_v_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x152_128x7_4x2_h_bz_TNT',
+    'nvjet_sm90_qqsss_64x104_128x10_1x4_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x104_128x10_2x1_v_bz_TNT',
+    'nvjet_sm90_qqsss_64x104_128x10_2x1_v_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x104_128x10_4x1_v_bz_TNT',
+    'nvjet_sm90_qqsss_64x104_128x10_4x1_v_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x104_128x10_4x2_h_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x112_128x9_2x1_v_bz_TNT', 'nvjet_sm90_qqsss_64x112_128x9_2x1_v_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x112_128x9_4x1_v_bz_TNT', 'nvjet_sm90_qqsss_64x112_128x9_4x1_v_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x112_128x9_4x2_h_bz_TNT', 'nvjet_sm90_qqsss_64x112_128x9_4x2_h_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x120_128x9_2x1_v_bz_TNT', 'nvjet_sm90_qqsss_64x120_128x9_2x1_v_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x120_128x9_4x1_v_bz_TNT', 'nvjet_sm90_qqsss_64x120_128x9_4x1_v_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x120_128x9_4x2_h_bz_TNT', 'nvjet_sm90_qqsss_64x120_128x9_4x2_h_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x128_128x8_1x4_h_bz_TNN', 'nvjet_sm90_qqsss_64x128_128x8_1x4_h_bz_algo2_TNN',
+    'nvjet_sm90_qqsss_64x128_128x8_2x1_v_bz_TNN', 'nvjet_sm90_qqsss_64x128_128x8_2x1_v_bz_algo2_TNN',
+    'nvjet_sm90_qqsss_64x128_128x8_4x1_v_bz_TNN', 'nvjet_sm90_qqsss_64x128_128x8_4x1_v_bz_algo2_TNN',
+    'nvjet_sm90_qqsss_64x136_128x8_2x1_v_bz_TNT', 'nvjet_sm90_qqsss_64x136_128x8_2x1_v_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x136_128x8_4x1_v_bz_TNT', 'nvjet_sm90_qqsss_64x136_128x8_4x1_v_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x136_128x8_4x2_h_bz_TNT', 'nvjet_sm90_qqsss_64x136_128x8_4x2_h_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x144_128x8_2x1_v_bz_TNT', 'nvjet_sm90_qqsss_64x144_128x8_2x1_v_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x144_128x8_4x1_v_bz_TNT', 'nvjet_sm90_qqsss_64x144_128x8_4x1_v_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x152_128x7_2x1_v_bz_TNT', 'nvjet_sm90_qqsss_64x152_128x7_2x1_v_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x152_128x7_4x1_v_bz_TNT', 'nvjet_sm90_qqsss_64x152_128x7_4x1_v_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x152_128x7_4x2_h_bz_TNT', 'nvjet_sm90_qqsss_64x168_128x7_2x1_v_bz_TNT',
+    'nvjet_sm90_qqsss_64x168_128x7_2x1_v_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x168_128x7_4x1_v_bz_algo2_TNT',
     'nvjet_sm90_qqsss_64x16_128x16_1x1_h_bz_algo2_splitK_TNT', 'nvjet_sm90_qqsss_64x16_128x16_1x1_h_bz_splitK_TNT',
     'nvjet_sm90_qqsss_64x16_128x16_1x2_h_bz_TNT', 'nvjet_sm90_qqsss_64x16_128x16_1x2_h_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x16_128x16_1x2_h_bz_algo2_splitK_TNT', 'nvjet_sm90_qqsss_64x16_128x16_1x2_h_bz_splitK_TNT',
     'nvjet_sm90_qqsss_64x16_128x16_1x4_h_bz_TNT', 'nvjet_sm90_qqsss_64x16_128x16_1x4_h_bz_algo2_TNT',
     'nvjet_sm90_qqsss_64x16_128x16_1x4_h_bz_algo2_splitK_TNT', 'nvjet_sm90_qqsss_64x16_128x16_1x4_h_bz_splitK_TNT',
     'nvjet_sm90_qqsss_64x16_128x16_2x1_v_bz_TNT', 'nvjet_sm90_qqsss_64x16_128x16_2x1_v_bz_algo2_TNT',
@@ -370,52 +652,65 @@ KERNELS: tuple[str, ...] = (
     'nvjet_sm90_qqsss_64x16_128x16_4x1_v_bz_algo2_splitK_TNT', 'nvjet_sm90_qqsss_64x16_128x16_4x1_v_bz_splitK_TNT',
     'nvjet_sm90_qqsss_64x16_128x16_4x2_h_bz_TNT', 'nvjet_sm90_qqsss_64x16_128x16_4x2_h_bz_algo2_TNT',
     'nvjet_sm90_qqsss_64x16_128x16_4x2_h_bz_algo2_splitK_TNT', 'nvjet_sm90_qqsss_64x16_128x16_4x2_h_bz_splitK_TNT',
-    'nvjet_sm90_qqsss_64x176_128x7_2x1_v_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x192_128x6_2x1_v_bz_coopB_algo2_TNT',
+    'nvjet_sm90_qqsss_64x176_128x7_2x1_v_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x184_128x6_2x1_v_bz_TNT',
+    'nvjet_sm90_qqsss_64x184_128x6_4x1_v_bz_TNT', 'nvjet_sm90_qqsss_64x192_128x6_2x1_v_bz_coopB_algo2_TNT',
+    'nvjet_sm90_qqsss_64x200_128x6_4x1_v_bz_TNT', 'nvjet_sm90_qqsss_64x208_128x6_2x1_v_bz_coopB_algo2_TNT',
+    'nvjet_sm90_qqsss_64x216_128x6_2x1_v_bz_TNT', 'nvjet_sm90_qqsss_64x232_128x5_2x1_v_bz_TNT',
+    'nvjet_sm90_qqsss_64x240_128x5_4x1_v_bz_coopB_algo2_TNT', 'nvjet_sm90_qqsss_64x248_128x5_2x1_v_bz_TNT',
     'nvjet_sm90_qqsss_64x24_128x16_1x2_h_bz_TNT', 'nvjet_sm90_qqsss_64x24_128x16_1x2_h_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x24_128x16_1x2_h_bz_algo2_splitK_TNT', 'nvjet_sm90_qqsss_64x24_128x16_1x2_h_bz_splitK_TNT',
     'nvjet_sm90_qqsss_64x24_128x16_1x4_h_bz_TNT', 'nvjet_sm90_qqsss_64x24_128x16_1x4_h_bz_algo2_TNT',
     'nvjet_sm90_qqsss_64x24_128x16_1x4_h_bz_algo2_splitK_TNT', 'nvjet_sm90_qqsss_64x24_128x16_1x4_h_bz_splitK_TNT',
     'nvjet_sm90_qqsss_64x24_128x16_2x1_v_bz_TNT', 'nvjet_sm90_qqsss_64x24_128x16_2x1_v_bz_algo2_TNT',
-    'nvjet_sm90_qqsss_64x24_128x16_2x1_v_bz_splitK_TNT', 'nvjet_sm90_qqsss_64x24_128x16_2x4_h_bz_TNT',
-    'nvjet_sm90_qqsss_64x24_128x16_2x4_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x24_128x16_2x4_h_bz_algo2_splitK_TNT',
-    'nvjet_sm90_qqsss_64x24_128x16_2x4_h_bz_splitK_TNT', 'nvjet_sm90_qqsss_64x24_128x16_4x1_v_bz_algo2_splitK_TNT',
-    'nvjet_sm90_qqsss_64x24_128x16_4x1_v_bz_splitK_TNT', 'nvjet_sm90_qqsss_64x24_128x16_4x2_h_bz_TNT',
-    'nvjet_sm90_qqsss_64x24_128x16_4x2_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x24_128x16_4x2_h_bz_algo2_splitK_TNT',
-    'nvjet_sm90_qqsss_64x24_128x16_4x2_h_bz_splitK_TNT', 'nvjet_sm90_qqsss_64x32_128x16_1x2_h_bz_algo2_splitK_TNT',
-    'nvjet_sm90_qqsss_64x32_128x16_1x2_h_bz_splitK_TNT', 'nvjet_sm90_qqsss_64x32_128x16_1x4_h_bz_TNT',
-    'nvjet_sm90_qqsss_64x32_128x16_1x4_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x32_128x16_1x4_h_bz_algo2_splitK_TNT',
-    'nvjet_sm90_qqsss_64x32_128x16_1x4_h_bz_splitK_TNT', 'nvjet_sm90_qqsss_64x32_128x16_2x1_v_bz_algo2_splitK_TNT',
-    'nvjet_sm90_qqsss_64x32_128x16_2x1_v_bz_splitK_TNT', 'nvjet_sm90_qqsss_64x32_128x16_2x2_h_bz_algo2_splitK_TNT',
-    'nvjet_sm90_qqsss_64x32_128x16_2x2_h_bz_splitK_TNT', 'nvjet_sm90_qqsss_64x32_128x16_2x4_h_bz_TNT',
-    'nvjet_sm90_qqsss_64x32_128x16_2x4_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x32_128x16_2x4_h_bz_algo2_splitK_TNT',
-    'nvjet_sm90_qqsss_64x32_128x16_2x4_h_bz_splitK_TNT', 'nvjet_sm90_qqsss_64x32_128x16_4x1_v_bz_algo2_splitK_TNT',
-    'nvjet_sm90_qqsss_64x32_128x16_4x1_v_bz_splitK_TNT', 'nvjet_sm90_qqsss_64x32_128x16_4x2_h_bz_TNT',
-    'nvjet_sm90_qqsss_64x32_128x16_4x2_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x32_128x16_4x2_h_bz_algo2_splitK_TNT',
-    'nvjet_sm90_qqsss_64x32_128x16_4x2_h_bz_splitK_TNT', 'nvjet_sm90_qqsss_64x40_128x16_1x4_h_bz_TNT',
-    'nvjet_sm90_qqsss_64x40_128x16_1x4_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x40_128x16_1x4_h_bz_algo2_splitK_TNT',
-    'nvjet_sm90_qqsss_64x40_128x16_1x4_h_bz_splitK_TNT', 'nvjet_sm90_qqsss_64x40_128x16_2x1_v_bz_TNT',
-    'nvjet_sm90_qqsss_64x40_128x16_2x1_v_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x40_128x16_2x4_h_bz_TNT',
-    'nvjet_sm90_qqsss_64x40_128x16_2x4_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x40_128x16_2x4_h_bz_algo2_splitK_TNT',
-    'nvjet_sm90_qqsss_64x40_128x16_2x4_h_bz_splitK_TNT', 'nvjet_sm90_qqsss_64x40_128x16_4x1_v_bz_TNT',
-    'nvjet_sm90_qqsss_64x40_128x16_4x1_v_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x40_128x16_4x1_v_bz_algo2_splitK_TNT',
-    'nvjet_sm90_qqsss_64x40_128x16_4x1_v_bz_splitK_TNT', 'nvjet_sm90_qqsss_64x40_128x16_4x2_h_bz_TNT',
-    'nvjet_sm90_qqsss_64x40_128x16_4x2_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x40_128x16_4x2_h_bz_algo2_splitK_TNT',
-    'nvjet_sm90_qqsss_64x40_128x16_4x2_h_bz_splitK_TNT', 'nvjet_sm90_qqsss_64x48_128x15_1x2_h_bz_TNT',
-    'nvjet_sm90_qqsss_64x48_128x15_1x2_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x48_128x15_1x4_h_bz_TNT',
-    'nvjet_sm90_qqsss_64x48_128x15_1x4_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x48_128x15_1x4_h_bz_algo2_splitK_TNT',
-    'nvjet_sm90_qqsss_64x48_128x15_1x4_h_bz_splitK_TNT', 'nvjet_sm90_qqsss_64x48_128x15_2x1_v_bz_TNT',
-    'nvjet_sm90_qqsss_64x48_128x15_2x1_v_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x48_128x15_2x4_h_bz_TNT',
-    'nvjet_sm90_qqsss_64x48_128x15_2x4_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x48_128x15_2x4_h_bz_algo2_splitK_TNT',
-    'nvjet_sm90_qqsss_64x48_128x15_2x4_h_bz_splitK_TNT', 'nvjet_sm90_qqsss_64x48_128x15_4x1_v_bz_TNT',
-    'nvjet_sm90_qqsss_64x48_128x15_4x1_v_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x48_128x15_4x1_v_bz_algo2_splitK_TNT',
-    'nvjet_sm90_qqsss_64x48_128x15_4x1_v_bz_splitK_TNT', 'nvjet_sm90_qqsss_64x48_128x15_4x2_h_bz_TNT',
-    'nvjet_sm90_qqsss_64x48_128x15_4x2_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x48_128x15_4x2_h_bz_algo2_splitK_TNT',
-    'nvjet_sm90_qqsss_64x48_128x15_4x2_h_bz_splitK_TNT', 'nvjet_sm90_qqsss_64x56_128x14_1x4_h_bz_TNT',
-    'nvjet_sm90_qqsss_64x56_128x14_1x4_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x56_128x14_2x1_v_bz_TNT',
-    'nvjet_sm90_qqsss_64x56_128x14_2x1_v_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x56_128x14_2x4_h_bz_TNT',
-    'nvjet_sm90_qqsss_64x56_128x14_2x4_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x56_128x14_2x4_h_bz_algo2_splitK_TNT',
-    'nvjet_sm90_qqsss_64x56_128x14_2x4_h_bz_splitK_TNT', 'nvjet_sm90_qqsss_64x56_128x14_4x1_v_bz_TNT',
-    'nvjet_sm90_qqsss_64x56_128x14_4x1_v_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x56_128x14_4x2_h_bz_TNT',
-    'nvjet_sm90_qqsss_64x56_128x14_4x2_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x64_128x13_1x4_h_bz_TNT',
+    'nvjet_sm90_qqsss_64x24_128x16_2x1_v_bz_algo2_splitK_TNT', 'nvjet_sm90_qqsss_64x24_128x16_2x1_v_bz_splitK_TNT',
+    'nvjet_sm90_qqsss_64x24_128x16_2x4_h_bz_TNT', 'nvjet_sm90_qqsss_64x24_128x16_2x4_h_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x24_128x16_2x4_h_bz_algo2_splitK_TNT', 'nvjet_sm90_qqsss_64x24_128x16_2x4_h_bz_splitK_TNT',
+    'nvjet_sm90_qqsss_64x24_128x16_4x1_v_bz_TNT', 'nvjet_sm90_qqsss_64x24_128x16_4x1_v_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x24_128x16_4x1_v_bz_algo2_splitK_TNT', 'nvjet_sm90_qqsss_64x24_128x16_4x1_v_bz_splitK_TNT',
+    'nvjet_sm90_qqsss_64x24_128x16_4x2_h_bz_TNT', 'nvjet_sm90_qqsss_64x24_128x16_4x2_h_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x24_128x16_4x2_h_bz_algo2_splitK_TNT', 'nvjet_sm90_qqsss_64x24_128x16_4x2_h_bz_splitK_TNT',
+    'nvjet_sm90_qqsss_64x32_128x16_1x2_h_bz_algo2_splitK_TNT', 'nvjet_sm90_qqsss_64x32_128x16_1x2_h_bz_splitK_TNT',
+    'nvjet_sm90_qqsss_64x32_128x16_1x4_h_bz_TNT', 'nvjet_sm90_qqsss_64x32_128x16_1x4_h_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x32_128x16_1x4_h_bz_algo2_splitK_TNT', 'nvjet_sm90_qqsss_64x32_128x16_1x4_h_bz_splitK_TNT',
+    'nvjet_sm90_qqsss_64x32_128x16_2x1_v_bz_TNT', 'nvjet_sm90_qqsss_64x32_128x16_2x1_v_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x32_128x16_2x1_v_bz_algo2_splitK_TNT', 'nvjet_sm90_qqsss_64x32_128x16_2x1_v_bz_splitK_TNT',
+    'nvjet_sm90_qqsss_64x32_128x16_2x2_h_bz_algo2_splitK_TNT', 'nvjet_sm90_qqsss_64x32_128x16_2x2_h_bz_splitK_TNT',
+    'nvjet_sm90_qqsss_64x32_128x16_2x4_h_bz_TNT', 'nvjet_sm90_qqsss_64x32_128x16_2x4_h_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x32_128x16_2x4_h_bz_algo2_splitK_TNT', 'nvjet_sm90_qqsss_64x32_128x16_2x4_h_bz_splitK_TNT',
+    'nvjet_sm90_qqsss_64x32_128x16_4x1_v_bz_TNT', 'nvjet_sm90_qqsss_64x32_128x16_4x1_v_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x32_128x16_4x1_v_bz_algo2_splitK_TNT', 'nvjet_sm90_qqsss_64x32_128x16_4x1_v_bz_splitK_TNT',
+    'nvjet_sm90_qqsss_64x32_128x16_4x2_h_bz_TNT', 'nvjet_sm90_qqsss_64x32_128x16_4x2_h_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x32_128x16_4x2_h_bz_algo2_splitK_TNT', 'nvjet_sm90_qqsss_64x32_128x16_4x2_h_bz_splitK_TNT',
+    'nvjet_sm90_qqsss_64x40_128x16_1x2_h_bz_TNT', 'nvjet_sm90_qqsss_64x40_128x16_1x2_h_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x40_128x16_1x2_h_bz_algo2_splitK_TNT', 'nvjet_sm90_qqsss_64x40_128x16_1x2_h_bz_splitK_TNT',
+    'nvjet_sm90_qqsss_64x40_128x16_1x4_h_bz_TNT', 'nvjet_sm90_qqsss_64x40_128x16_1x4_h_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x40_128x16_1x4_h_bz_algo2_splitK_TNT', 'nvjet_sm90_qqsss_64x40_128x16_1x4_h_bz_splitK_TNT',
+    'nvjet_sm90_qqsss_64x40_128x16_2x1_v_bz_TNT', 'nvjet_sm90_qqsss_64x40_128x16_2x1_v_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x40_128x16_2x4_h_bz_TNT', 'nvjet_sm90_qqsss_64x40_128x16_2x4_h_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x40_128x16_2x4_h_bz_algo2_splitK_TNT', 'nvjet_sm90_qqsss_64x40_128x16_2x4_h_bz_splitK_TNT',
+    'nvjet_sm90_qqsss_64x40_128x16_4x1_v_bz_TNT', 'nvjet_sm90_qqsss_64x40_128x16_4x1_v_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x40_128x16_4x1_v_bz_algo2_splitK_TNT', 'nvjet_sm90_qqsss_64x40_128x16_4x1_v_bz_splitK_TNT',
+    'nvjet_sm90_qqsss_64x40_128x16_4x2_h_bz_TNT', 'nvjet_sm90_qqsss_64x40_128x16_4x2_h_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x40_128x16_4x2_h_bz_algo2_splitK_TNT', 'nvjet_sm90_qqsss_64x40_128x16_4x2_h_bz_splitK_TNT',
+    'nvjet_sm90_qqsss_64x48_128x15_1x2_h_bz_TNT', 'nvjet_sm90_qqsss_64x48_128x15_1x2_h_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x48_128x15_1x4_h_bz_TNT', 'nvjet_sm90_qqsss_64x48_128x15_1x4_h_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x48_128x15_1x4_h_bz_algo2_splitK_TNT', 'nvjet_sm90_qqsss_64x48_128x15_1x4_h_bz_splitK_TNT',
+    'nvjet_sm90_qqsss_64x48_128x15_2x1_v_bz_TNT', 'nvjet_sm90_qqsss_64x48_128x15_2x1_v_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x48_128x15_2x4_h_bz_TNT', 'nvjet_sm90_qqsss_64x48_128x15_2x4_h_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x48_128x15_2x4_h_bz_algo2_splitK_TNT', 'nvjet_sm90_qqsss_64x48_128x15_2x4_h_bz_splitK_TNT',
+    'nvjet_sm90_qqsss_64x48_128x15_4x1_v_bz_TNT', 'nvjet_sm90_qqsss_64x48_128x15_4x1_v_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x48_128x15_4x1_v_bz_algo2_splitK_TNT', 'nvjet_sm90_qqsss_64x48_128x15_4x1_v_bz_splitK_TNT',
+    'nvjet_sm90_qqsss_64x48_128x15_4x2_h_bz_TNT', 'nvjet_sm90_qqsss_64x48_128x15_4x2_h_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x48_128x15_4x2_h_bz_algo2_splitK_TNT', 'nvjet_sm90_qqsss_64x48_128x15_4x2_h_bz_splitK_TNT',
+    'nvjet_sm90_qqsss_64x56_128x14_1x2_h_bz_TNT', 'nvjet_sm90_qqsss_64x56_128x14_1x2_h_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x56_128x14_1x4_h_bz_TNT', 'nvjet_sm90_qqsss_64x56_128x14_1x4_h_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x56_128x14_2x1_v_bz_TNT', 'nvjet_sm90_qqsss_64x56_128x14_2x1_v_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x56_128x14_2x4_h_bz_TNT', 'nvjet_sm90_qqsss_64x56_128x14_2x4_h_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x56_128x14_2x4_h_bz_algo2_splitK_TNT', 'nvjet_sm90_qqsss_64x56_128x14_2x4_h_bz_splitK_TNT',
+    'nvjet_sm90_qqsss_64x56_128x14_4x1_v_bz_TNT', 'nvjet_sm90_qqsss_64x56_128x14_4x1_v_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x56_128x14_4x1_v_bz_algo2_splitK_TNT', 'nvjet_sm90_qqsss_64x56_128x14_4x1_v_bz_splitK_TNT',
+    'nvjet_sm90_qqsss_64x56_128x14_4x2_h_bz_TNT', 'nvjet_sm90_qqsss_64x56_128x14_4x2_h_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x56_128x14_4x2_h_bz_algo2_splitK_TNT', 'nvjet_sm90_qqsss_64x64_128x13_1x4_h_bz_TNT',
     'nvjet_sm90_qqsss_64x64_128x13_1x4_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x64_128x13_2x1_v_bz_TNT',
     'nvjet_sm90_qqsss_64x64_128x13_2x1_v_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x64_128x13_2x4_h_bz_TNT',
     'nvjet_sm90_qqsss_64x64_128x13_2x4_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x64_128x13_4x1_v_bz_TNT',
@@ -424,34 +719,40 @@ KERNELS: tuple[str, ...] = (
     'nvjet_sm90_qqsss_64x72_128x12_1x2_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x72_128x12_1x4_h_bz_TNT',
     'nvjet_sm90_qqsss_64x72_128x12_1x4_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x72_128x12_2x1_v_bz_TNT',
     'nvjet_sm90_qqsss_64x72_128x12_2x1_v_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x72_128x12_2x4_h_bz_TNT',
-    'nvjet_sm90_qqsss_64x72_128x12_2x4_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x72_128x12_4x2_h_bz_TNT',
+    'nvjet_sm90_qqsss_64x72_128x12_2x4_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x72_128x12_4x1_v_bz_TNT',
+    'nvjet_sm90_qqsss_64x72_128x12_4x1_v_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x72_128x12_4x2_h_bz_TNT',
     'nvjet_sm90_qqsss_64x72_128x12_4x2_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x80_128x11_1x2_h_bz_TNT',
     'nvjet_sm90_qqsss_64x80_128x11_1x2_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x80_128x11_1x4_h_bz_TNT',
     'nvjet_sm90_qqsss_64x80_128x11_1x4_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x80_128x11_2x1_v_bz_TNT',
     'nvjet_sm90_qqsss_64x80_128x11_2x1_v_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x80_128x11_2x4_h_bz_TNT',
     'nvjet_sm90_qqsss_64x80_128x11_2x4_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x80_128x11_4x1_v_bz_TNT',
-    'nvjet_sm90_qqsss_64x80_128x11_4x1_v_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x88_128x11_1x4_h_bz_TNT',
+    'nvjet_sm90_qqsss_64x80_128x11_4x1_v_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x80_128x11_4x2_h_bz_TNT',
+    'nvjet_sm90_qqsss_64x80_128x11_4x2_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x88_128x11_1x4_h_bz_TNT',
     'nvjet_sm90_qqsss_64x88_128x11_1x4_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x88_128x11_2x1_v_bz_TNT',
-    'nvjet_sm90_qqsss_64x88_128x11_2x1_v_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x88_128x11_4x1_v_bz_TNT',
-    'nvjet_sm90_qqsss_64x88_128x11_4x1_v_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x88_128x11_4x2_h_bz_algo2_TNT',
-    'nvjet_sm90_qqsss_64x8_128x16_1x1_h_bz_TNT', 'nvjet_sm90_qqsss_64x8_128x16_1x1_h_bz_algo2_TNT',
-    'nvjet_sm90_qqsss_64x8_128x16_1x1_h_bz_algo2_splitK_TNT', 'nvjet_sm90_qqsss_64x8_128x16_1x1_h_bz_splitK_TNT',
-    'nvjet_sm90_qqsss_64x8_128x16_1x2_h_bz_TNT', 'nvjet_sm90_qqsss_64x8_128x16_1x2_h_bz_algo2_TNT',
-    'nvjet_sm90_qqsss_64x8_128x16_1x2_h_bz_algo2_splitK_TNT', 'nvjet_sm90_qqsss_64x8_128x16_1x2_h_bz_splitK_TNT',
-    'nvjet_sm90_qqsss_64x8_128x16_1x4_h_bz_TNT', 'nvjet_sm90_qqsss_64x8_128x16_1x4_h_bz_algo2_TNT',
-    'nvjet_sm90_qqsss_64x8_128x16_1x4_h_bz_algo2_splitK_TNT', 'nvjet_sm90_qqsss_64x8_128x16_1x4_h_bz_splitK_TNT',
-    'nvjet_sm90_qqsss_64x8_128x16_2x1_v_bz_TNT', 'nvjet_sm90_qqsss_64x8_128x16_2x1_v_bz_algo2_TNT',
-    'nvjet_sm90_qqsss_64x8_128x16_2x1_v_bz_algo2_splitK_TNT', 'nvjet_sm90_qqsss_64x8_128x16_2x1_v_bz_splitK_TNT',
-    'nvjet_sm90_qqsss_64x8_128x16_2x2_h_bz_TNT', 'nvjet_sm90_qqsss_64x8_128x16_2x2_h_bz_algo2_TNT',
-    'nvjet_sm90_qqsss_64x8_128x16_2x4_h_bz_TNT', 'nvjet_sm90_qqsss_64x8_128x16_2x4_h_bz_algo2_TNT',
-    'nvjet_sm90_qqsss_64x8_128x16_2x4_h_bz_algo2_splitK_TNT', 'nvjet_sm90_qqsss_64x8_128x16_2x4_h_bz_splitK_TNT',
-    'nvjet_sm90_qqsss_64x8_128x16_4x1_v_bz_TNT', 'nvjet_sm90_qqsss_64x8_128x16_4x1_v_bz_algo2_TNT',
-    'nvjet_sm90_qqsss_64x8_128x16_4x1_v_bz_algo2_splitK_TNT', 'nvjet_sm90_qqsss_64x8_128x16_4x1_v_bz_splitK_TNT',
-    'nvjet_sm90_qqsss_64x8_128x16_4x2_h_bz_TNT', 'nvjet_sm90_qqsss_64x8_128x16_4x2_h_bz_algo2_TNT',
-    'nvjet_sm90_qqsss_64x8_128x16_4x2_h_bz_algo2_splitK_TNT', 'nvjet_sm90_qqsss_64x8_128x16_4x2_h_bz_splitK_TNT',
-    'nvjet_sm90_qqsss_64x96_128x10_2x1_v_bz_TNT', 'nvjet_sm90_qqsss_64x96_128x10_2x1_v_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x88_128x11_2x1_v_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x88_128x11_2x4_h_bz_TNT',
+    'nvjet_sm90_qqsss_64x88_128x11_2x4_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x88_128x11_4x1_v_bz_TNT',
+    'nvjet_sm90_qqsss_64x88_128x11_4x1_v_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x88_128x11_4x2_h_bz_TNT',
+    'nvjet_sm90_qqsss_64x88_128x11_4x2_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x8_128x16_1x1_h_bz_TNT',
+    'nvjet_sm90_qqsss_64x8_128x16_1x1_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x8_128x16_1x1_h_bz_algo2_splitK_TNT',
+    'nvjet_sm90_qqsss_64x8_128x16_1x1_h_bz_splitK_TNT', 'nvjet_sm90_qqsss_64x8_128x16_1x2_h_bz_TNT',
+    'nvjet_sm90_qqsss_64x8_128x16_1x2_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x8_128x16_1x2_h_bz_algo2_splitK_TNT',
+    'nvjet_sm90_qqsss_64x8_128x16_1x2_h_bz_splitK_TNT', 'nvjet_sm90_qqsss_64x8_128x16_1x4_h_bz_TNT',
+    'nvjet_sm90_qqsss_64x8_128x16_1x4_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x8_128x16_1x4_h_bz_algo2_splitK_TNT',
+    'nvjet_sm90_qqsss_64x8_128x16_1x4_h_bz_splitK_TNT', 'nvjet_sm90_qqsss_64x8_128x16_2x1_v_bz_TNT',
+    'nvjet_sm90_qqsss_64x8_128x16_2x1_v_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x8_128x16_2x1_v_bz_algo2_splitK_TNT',
+    'nvjet_sm90_qqsss_64x8_128x16_2x1_v_bz_splitK_TNT', 'nvjet_sm90_qqsss_64x8_128x16_2x2_h_bz_TNT',
+    'nvjet_sm90_qqsss_64x8_128x16_2x2_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x8_128x16_2x4_h_bz_TNT',
+    'nvjet_sm90_qqsss_64x8_128x16_2x4_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x8_128x16_2x4_h_bz_algo2_splitK_TNT',
+    'nvjet_sm90_qqsss_64x8_128x16_2x4_h_bz_splitK_TNT', 'nvjet_sm90_qqsss_64x8_128x16_4x1_v_bz_TNT',
+    'nvjet_sm90_qqsss_64x8_128x16_4x1_v_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x8_128x16_4x1_v_bz_algo2_splitK_TNT',
+    'nvjet_sm90_qqsss_64x8_128x16_4x1_v_bz_splitK_TNT', 'nvjet_sm90_qqsss_64x8_128x16_4x2_h_bz_TNT',
+    'nvjet_sm90_qqsss_64x8_128x16_4x2_h_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x8_128x16_4x2_h_bz_algo2_splitK_TNT',
+    'nvjet_sm90_qqsss_64x8_128x16_4x2_h_bz_splitK_TNT', 'nvjet_sm90_qqsss_64x96_128x10_2x1_v_bz_TNT',
+    'nvjet_sm90_qqsss_64x96_128x10_2x1_v_bz_algo2_TNT', 'nvjet_sm90_qqsss_64x96_128x10_2x4_h_bz_algo2_TNT',
+    'nvjet_sm90_qqsss_64x96_128x10_4x1_v_bz_TNT', 'nvjet_sm90_qqsss_64x96_128x10_4x1_v_bz_algo2_TNT',
     'nvjet_sm90_qqsss_64x96_128x10_4x2_h_bz_TNT', 'nvjet_sm90_qqsss_64x96_128x10_4x2_h_bz_algo2_TNT',
-    'nvjet_sm90_qqsss_72x128_128x8_2x1_v_bz_TNN', 'nvjet_sm90_qqsss_72x64_128x12_1x4_h_bz_TNN',
+    'nvjet_sm90_qqsss_72x128_128x8_1x2_h_bz_TNN', 'nvjet_sm90_qqsss_72x128_128x8_2x1_v_bz_TNN',
+    'nvjet_sm90_qqsss_72x192_128x6_2x1_v_bz_TNN', 'nvjet_sm90_qqsss_72x64_128x12_1x4_h_bz_TNN',
     'nvjet_sm90_qqsss_72x64_128x12_1x4_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_72x64_128x12_2x1_v_bz_TNN',
     'nvjet_sm90_qqsss_72x64_128x12_2x1_v_bz_algo2_TNN', 'nvjet_sm90_qqsss_72x64_128x12_2x4_h_bz_TNN',
     'nvjet_sm90_qqsss_72x64_128x12_2x4_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_72x64_128x12_4x1_v_bz_TNN',
@@ -463,8 +764,9 @@ KERNELS: tuple[str, ...] = (
     'nvjet_sm90_qqsss_80x128_128x8_4x1_v_bz_algo2_TNN', 'nvjet_sm90_qqsss_80x192_128x6_1x2_h_bz_coopB_algo2_TNN',
     'nvjet_sm90_qqsss_80x64_128x11_1x2_h_bz_TNN', 'nvjet_sm90_qqsss_80x64_128x11_1x2_h_bz_algo2_TNN',
     'nvjet_sm90_qqsss_80x64_128x11_1x4_h_bz_TNN', 'nvjet_sm90_qqsss_80x64_128x11_1x4_h_bz_algo2_TNN',
-    'nvjet_sm90_qqsss_80x64_128x11_2x4_h_bz_TNN', 'nvjet_sm90_qqsss_80x64_128x11_2x4_h_bz_algo2_TNN',
-    'nvjet_sm90_qqsss_80x64_128x11_4x2_h_bz_TNN', 'nvjet_sm90_qqsss_80x64_128x11_4x2_h_bz_algo2_TNN',
+    'nvjet_sm90_qqsss_80x64_128x11_2x1_v_bz_algo2_TNN', 'nvjet_sm90_qqsss_80x64_128x11_2x4_h_bz_TNN',
+    'nvjet_sm90_qqsss_80x64_128x11_2x4_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_80x64_128x11_4x2_h_bz_TNN',
+    'nvjet_sm90_qqsss_80x64_128x11_4x2_h_bz_algo2_TNN', 'nvjet_sm90_qqsss_88x64_128x11_2x4_h_bz_TNN',
     'nvjet_sm90_qqsss_88x64_128x11_4x1_v_bz_TNN', 'nvjet_sm90_qqsss_88x64_128x11_4x1_v_bz_algo2_TNN',
     'nvjet_sm90_qqsss_8x64_128x16_2x1_v_bz_TNN', 'nvjet_sm90_qqsss_8x64_128x16_2x1_v_bz_algo2_TNN',
     'nvjet_sm90_qqsss_8x64_128x16_2x2_h_bz_TNN', 'nvjet_sm90_qqsss_8x64_128x16_2x2_h_bz_algo2_TNN',
@@ -473,147 +775,284 @@ KERNELS: tuple[str, ...] = (
     'nvjet_sm90_qqsss_8x64_128x16_4x2_h_bz_TNN', 'nvjet_sm90_qqsss_8x64_128x16_4x2_h_bz_algo2_TNN',
     'nvjet_sm90_qqsss_96x128_128x7_1x2_h_bz_TNN', 'nvjet_sm90_qqsss_96x128_128x7_1x2_h_bz_coopA_algo2_TNN',
     'nvjet_sm90_qqsss_96x128_128x7_2x1_v_bz_TNN', 'nvjet_sm90_qqsss_96x128_128x7_2x1_v_bz_coopA_algo2_TNN',
+    'nvjet_sm90_qqsss_96x128_128x7_4x1_v_bz_TNN', 'nvjet_sm90_qqsss_96x128_128x7_4x1_v_bz_coopA_algo2_TNN',
+    'nvjet_sm90_qqsss_96x192_128x5_2x4_h_bz_TNN', 'nvjet_sm90_qqsss_96x192_128x5_2x4_h_bz_coopB_algo2_TNN',
     'nvjet_sm90_qqsss_96x64_128x10_1x2_h_bz_TNN', 'nvjet_sm90_qqsss_96x64_128x10_1x2_h_bz_algo2_TNN',
+    'nvjet_sm90_qqsss_96x64_128x10_1x4_h_bz_TNN', 'nvjet_sm90_qqsss_96x64_128x10_1x4_h_bz_algo2_TNN',
+    'nvjet_sm90_qqsss_96x64_128x10_2x1_v_bz_TNN', 'nvjet_sm90_qqsss_96x64_128x10_2x1_v_bz_algo2_TNN',
     'nvjet_sm90_qqsss_96x64_128x10_2x4_h_bz_TNN', 'nvjet_sm90_qqsss_96x64_128x10_2x4_h_bz_algo2_TNN',
+    'nvjet_sm90_qqsss_96x64_128x10_4x1_v_bz_TNN', 'nvjet_sm90_qqsss_96x64_128x10_4x1_v_bz_algo2_TNN',
     'nvjet_sm90_qqsss_96x64_128x10_4x2_h_bz_TNN', 'nvjet_sm90_qqsss_96x64_128x10_4x2_h_bz_algo2_TNN',
-    'nvjet_sm90_tss_104x128_64x7_2x1_v_bz_TNN', 'nvjet_sm90_tss_104x64_64x10_2x4_h_bz_splitK_TNN',
+    'nvjet_sm90_tss_104x128_64x7_2x1_v_bz_TNN', 'nvjet_sm90_tss_104x64_64x10_1x2_h_bz_splitK_TNN',
+    'nvjet_sm90_tss_104x64_64x10_2x4_h_bz_splitK_TNN', 'nvjet_sm90_tss_112x128_64x7_1x2_h_bz_TNN',
     'nvjet_sm90_tss_112x128_64x7_1x2_h_bz_splitK_TNN', 'nvjet_sm90_tss_112x128_64x7_2x1_v_bz_TNN',
     'nvjet_sm90_tss_112x128_64x7_2x1_v_bz_splitK_TNN', 'nvjet_sm90_tss_112x128_64x7_4x2_h_bz_TNN',
     'nvjet_sm90_tss_112x64_64x9_1x2_h_bz_TNN', 'nvjet_sm90_tss_112x64_64x9_1x2_h_bz_splitK_TNN',
-    'nvjet_sm90_tss_112x64_64x9_4x1_v_bz_splitK_TNN', 'nvjet_sm90_tss_128x120_64x6_1x2_h_bz_TNT',
-    'nvjet_sm90_tss_128x128_64x6_1x1_h_bz_splitK_TNT', 'nvjet_sm90_tss_128x128_64x6_1x2_h_bz_splitK_TNT',
-    'nvjet_sm90_tss_128x128_64x6_2x1_v_bz_TNT', 'nvjet_sm90_tss_128x128_64x6_2x1_v_bz_splitK_TNT',
-    'nvjet_sm90_tss_128x152_64x6_2x1_v_bz_TNT', 'nvjet_sm90_tss_128x152_64x6_2x1_v_bz_splitK_TNT',
+    'nvjet_sm90_tss_112x64_64x9_2x1_v_bz_TNN', 'nvjet_sm90_tss_112x64_64x9_4x1_v_bz_TNN',
+    'nvjet_sm90_tss_112x64_64x9_4x1_v_bz_splitK_TNN', 'nvjet_sm90_tss_120x64_64x9_1x2_h_bz_TNN',
+    'nvjet_sm90_tss_128x104_64x7_1x2_h_bz_TNT', 'nvjet_sm90_tss_128x104_64x7_2x1_v_bz_splitK_TNT',
+    'nvjet_sm90_tss_128x104_64x7_4x1_v_bz_TNT', 'nvjet_sm90_tss_128x104_64x7_4x1_v_bz_splitK_TNT',
+    'nvjet_sm90_tss_128x104_64x7_4x2_h_bz_TNT', 'nvjet_sm90_tss_128x112_64x7_1x2_h_bz_TNT',
+    'nvjet_sm90_tss_128x112_64x7_2x1_v_bz_TNT', 'nvjet_sm90_tss_128x112_64x7_4x1_v_bz_TNT',
+    'nvjet_sm90_tss_128x112_64x7_4x2_h_bz_TNT', 'nvjet_sm90_tss_128x120_64x6_1x2_h_bz_TNT',
+    'nvjet_sm90_tss_128x120_64x6_4x1_v_bz_TNT', 'nvjet_sm90_tss_128x120_64x6_4x2_h_bz_TNT',
+    'nvjet_sm90_tss_128x128_64x6_1x1_h_bz_splitK_TNT', 'nvjet_sm90_tss_128x128_64x6_1x2_h_bz_TNT',
+    'nvjet_sm90_tss_128x128_64x6_1x2_h_bz_splitK_TNT', 'nvjet_sm90_tss_128x128_64x6_2x1_v_bz_TNT',
+    'nvjet_sm90_tss_128x128_64x6_2x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_128x128_64x6_4x1_v_bz_TNT',
+    'nvjet_sm90_tss_128x128_64x6_4x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_128x136_64x6_1x2_h_bz_TNT',
+    'nvjet_sm90_tss_128x136_64x6_1x2_h_bz_splitK_TNT', 'nvjet_sm90_tss_128x136_64x6_2x1_v_bz_TNT',
+    'nvjet_sm90_tss_128x136_64x6_4x1_v_bz_TNT', 'nvjet_sm90_tss_128x136_64x6_4x2_h_bz_TNT',
+    'nvjet_sm90_tss_128x144_64x6_1x1_h_bz_splitK_TNT', 'nvjet_sm90_tss_128x144_64x6_1x2_h_bz_TNT',
+    'nvjet_sm90_tss_128x144_64x6_2x1_v_bz_TNT', 'nvjet_sm90_tss_128x144_64x6_4x1_v_bz_TNT',
+    'nvjet_sm90_tss_128x144_64x6_4x2_h_bz_TNT', 'nvjet_sm90_tss_128x152_64x6_2x1_v_bz_TNT',
+    'nvjet_sm90_tss_128x152_64x6_2x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_128x152_64x6_4x1_v_bz_TNT',
+    'nvjet_sm90_tss_128x152_64x6_4x2_h_bz_TNT', 'nvjet_sm90_tss_128x152_64x6_4x2_h_bz_splitK_TNT',
     'nvjet_sm90_tss_128x160_64x5_1x2_h_bz_splitK_TNT', 'nvjet_sm90_tss_128x160_64x5_2x1_v_bz_TNT',
-    'nvjet_sm90_tss_128x16_64x11_2x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_128x192_64x5_2x1_v_bz_coopB_TNN',
+    'nvjet_sm90_tss_128x160_64x5_4x1_v_bz_TNT', 'nvjet_sm90_tss_128x168_64x5_2x1_v_bz_TNT',
+    'nvjet_sm90_tss_128x168_64x5_4x1_v_bz_TNT', 'nvjet_sm90_tss_128x168_64x5_4x2_h_bz_TNT',
+    'nvjet_sm90_tss_128x16_64x11_2x1_v_bz_TNT', 'nvjet_sm90_tss_128x16_64x11_2x1_v_bz_splitK_TNT',
+    'nvjet_sm90_tss_128x16_64x11_4x1_v_bz_TNT', 'nvjet_sm90_tss_128x16_64x11_4x1_v_bz_splitK_TNT',
+    'nvjet_sm90_tss_128x176_64x5_2x1_v_bz_TNT', 'nvjet_sm90_tss_128x176_64x5_4x1_v_bz_TNT',
+    'nvjet_sm90_tss_128x184_64x5_2x1_v_bz_coopA_TNT', 'nvjet_sm90_tss_128x184_64x5_4x1_v_bz_coopA_TNT',
+    'nvjet_sm90_tss_128x184_64x5_4x1_v_bz_coopA_splitK_TNT', 'nvjet_sm90_tss_128x192_64x5_2x1_v_bz_coopB_TNN',
+    'nvjet_sm90_tss_128x192_64x5_4x1_v_bz_coopB_TNN', 'nvjet_sm90_tss_128x192_64x5_4x2_h_bz_coopB_TNN',
+    'nvjet_sm90_tss_128x200_64x5_2x1_v_bz_coopA_TNT', 'nvjet_sm90_tss_128x200_64x5_4x1_v_bz_coopA_TNT',
+    'nvjet_sm90_tss_128x200_64x5_4x1_v_bz_coopA_splitK_TNT', 'nvjet_sm90_tss_128x200_64x5_4x2_h_bz_coopA_TNT',
+    'nvjet_sm90_tss_128x208_64x5_2x1_v_bz_coopA_TNT', 'nvjet_sm90_tss_128x208_64x5_4x1_v_bz_coopA_TNT',
+    'nvjet_sm90_tss_128x216_64x4_2x1_v_bz_coopA_TNT', 'nvjet_sm90_tss_128x216_64x4_4x1_v_bz_coopA_TNT',
+    'nvjet_sm90_tss_128x224_64x4_2x1_v_bz_coopA_TNT', 'nvjet_sm90_tss_128x232_64x4_2x1_v_bz_coopA_TNT',
+    'nvjet_sm90_tss_128x232_64x4_4x1_v_bz_coopA_TNT', 'nvjet_sm90_tss_128x232_64x4_4x2_h_bz_coopA_TNT',
+    'nvjet_sm90_tss_128x240_64x4_2x1_v_bz_coopA_TNT', 'nvjet_sm90_tss_128x240_64x4_4x1_v_bz_coopA_TNT',
+    'nvjet_sm90_tss_128x248_64x4_2x1_v_bz_coopA_TNT', 'nvjet_sm90_tss_128x248_64x4_4x1_v_bz_coopA_TNT',
+    'nvjet_sm90_tss_128x24_64x11_2x1_v_bz_TNT', 'nvjet_sm90_tss_128x24_64x11_2x1_v_bz_splitK_TNT',
+    'nvjet_sm90_tss_128x24_64x11_4x1_v_bz_TNT', 'nvjet_sm90_tss_128x24_64x11_4x1_v_bz_splitK_TNT',
     'nvjet_sm90_tss_128x256_64x4_2x1_v_bz_coopA_TNN', 'nvjet_sm90_tss_128x256_64x4_2x1_v_bz_coopA_splitK_TNN',
-    'nvjet_sm90_tss_128x304_64x3_2x1_v_bz_coopA_TNT', 'nvjet_sm90_tss_128x32_64x10_4x1_v_bz_splitK_TNT',
-    'nvjet_sm90_tss_128x40_64x10_2x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_128x48_64x9_2x4_h_bz_TNT',
+    'nvjet_sm90_tss_128x272_64x4_2x1_v_bz_coopA_TNT', 'nvjet_sm90_tss_128x272_64x4_4x1_v_bz_coopA_TNT',
+    'nvjet_sm90_tss_128x288_64x4_2x1_v_bz_coopA_TNT', 'nvjet_sm90_tss_128x304_64x3_2x1_v_bz_coopA_TNT',
+    'nvjet_sm90_tss_128x32_64x10_2x1_v_bz_TNT', 'nvjet_sm90_tss_128x32_64x10_4x1_v_bz_TNT',
+    'nvjet_sm90_tss_128x32_64x10_4x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_128x40_64x10_2x1_v_bz_TNT',
+    'nvjet_sm90_tss_128x40_64x10_2x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_128x40_64x10_4x1_v_bz_TNT',
+    'nvjet_sm90_tss_128x40_64x10_4x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_128x48_64x9_1x2_h_bz_TNT',
+    'nvjet_sm90_tss_128x48_64x9_2x1_v_bz_TNT', 'nvjet_sm90_tss_128x48_64x9_2x1_v_bz_splitK_TNT',
+    'nvjet_sm90_tss_128x48_64x9_2x4_h_bz_TNT', 'nvjet_sm90_tss_128x48_64x9_4x1_v_bz_TNT',
+    'nvjet_sm90_tss_128x48_64x9_4x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_128x56_64x9_4x1_v_bz_TNT',
     'nvjet_sm90_tss_128x64_64x8_1x1_h_bz_splitK_TNT', 'nvjet_sm90_tss_128x64_64x8_1x2_h_bz_TNT',
     'nvjet_sm90_tss_128x64_64x8_1x2_h_bz_splitK_TNT', 'nvjet_sm90_tss_128x64_64x8_1x4_h_bz_splitK_TNT',
-    'nvjet_sm90_tss_128x64_64x8_2x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_128x64_64x8_4x2_h_bz_splitK_TNT',
-    'nvjet_sm90_tss_128x80_64x8_1x2_h_bz_TNT', 'nvjet_sm90_tss_128x80_64x8_1x4_h_bz_splitK_TNT',
-    'nvjet_sm90_tss_128x80_64x8_4x2_h_bz_TNT', 'nvjet_sm90_tss_128x8_64x12_1x1_h_bz_splitK_TNT',
+    'nvjet_sm90_tss_128x64_64x8_2x1_v_bz_TNT', 'nvjet_sm90_tss_128x64_64x8_2x1_v_bz_splitK_TNT',
+    'nvjet_sm90_tss_128x64_64x8_4x1_v_bz_TNT', 'nvjet_sm90_tss_128x64_64x8_4x2_h_bz_splitK_TNT',
+    'nvjet_sm90_tss_128x72_64x8_1x2_h_bz_TNT', 'nvjet_sm90_tss_128x72_64x8_2x1_v_bz_splitK_TNT',
+    'nvjet_sm90_tss_128x72_64x8_4x1_v_bz_TNT', 'nvjet_sm90_tss_128x72_64x8_4x1_v_bz_splitK_TNT',
+    'nvjet_sm90_tss_128x72_64x8_4x2_h_bz_TNT', 'nvjet_sm90_tss_128x80_64x8_1x2_h_bz_TNT',
+    'nvjet_sm90_tss_128x80_64x8_1x2_h_bz_splitK_TNT', 'nvjet_sm90_tss_128x80_64x8_1x4_h_bz_splitK_TNT',
+    'nvjet_sm90_tss_128x80_64x8_2x1_v_bz_TNT', 'nvjet_sm90_tss_128x80_64x8_2x1_v_bz_splitK_TNT',
+    'nvjet_sm90_tss_128x80_64x8_4x1_v_bz_TNT', 'nvjet_sm90_tss_128x80_64x8_4x1_v_bz_splitK_TNT',
+    'nvjet_sm90_tss_128x80_64x8_4x2_h_bz_TNT', 'nvjet_sm90_tss_128x88_64x7_1x2_h_bz_splitK_TNT',
+    'nvjet_sm90_tss_128x88_64x7_2x1_v_bz_TNT', 'nvjet_sm90_tss_128x88_64x7_4x1_v_bz_TNT',
+    'nvjet_sm90_tss_128x88_64x7_4x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_128x88_64x7_4x2_h_bz_TNT',
+    'nvjet_sm90_tss_128x8_64x12_1x1_h_bz_splitK_TNT', 'nvjet_sm90_tss_128x8_64x12_2x1_v_bz_TNT',
     'nvjet_sm90_tss_128x8_64x12_2x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_128x8_64x12_4x1_v_bz_TNT',
-    'nvjet_sm90_tss_128x8_64x12_4x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_128x96_64x7_1x2_h_bz_TNT',
+    'nvjet_sm90_tss_128x8_64x12_4x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_128x96_64x7_1x1_h_bz_splitK_TNT',
+    'nvjet_sm90_tss_128x96_64x7_1x2_h_bz_TNT', 'nvjet_sm90_tss_128x96_64x7_1x2_h_bz_splitK_TNT',
+    'nvjet_sm90_tss_128x96_64x7_2x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_128x96_64x7_4x1_v_bz_splitK_TNT',
     'nvjet_sm90_tss_136x128_64x6_1x2_h_bz_TNN', 'nvjet_sm90_tss_136x256_64x4_2x1_v_bz_coopA_TNN',
-    'nvjet_sm90_tss_144x128_64x6_1x2_h_bz_TNN', 'nvjet_sm90_tss_144x256_64x4_2x1_v_bz_coopA_TNN',
-    'nvjet_sm90_tss_144x64_64x8_1x2_h_bz_TNN', 'nvjet_sm90_tss_152x256_64x4_1x2_h_bz_coopA_TNN',
+    'nvjet_sm90_tss_136x64_64x8_1x4_h_bz_splitK_TNN', 'nvjet_sm90_tss_136x64_64x8_4x1_v_bz_TNN',
+    'nvjet_sm90_tss_144x128_64x6_1x2_h_bz_TNN', 'nvjet_sm90_tss_144x128_64x6_2x1_v_bz_TNN',
+    'nvjet_sm90_tss_144x256_64x4_2x1_v_bz_coopA_TNN', 'nvjet_sm90_tss_144x64_64x8_1x2_h_bz_TNN',
+    'nvjet_sm90_tss_144x64_64x8_2x1_v_bz_TNN', 'nvjet_sm90_tss_152x256_64x4_1x2_h_bz_coopA_TNN',
     'nvjet_sm90_tss_152x256_64x4_2x1_v_bz_coopA_TNN', 'nvjet_sm90_tss_152x64_64x7_2x4_h_bz_TNN',
     'nvjet_sm90_tss_160x128_64x5_1x2_h_bz_TNN', 'nvjet_sm90_tss_160x192_64x4_1x2_h_bz_coopB_TNN',
     'nvjet_sm90_tss_160x192_64x4_1x2_h_bz_coopB_splitK_TNN', 'nvjet_sm90_tss_160x256_64x4_1x2_h_bz_coopA_TNN',
     'nvjet_sm90_tss_160x256_64x4_2x1_v_bz_coopA_TNN', 'nvjet_sm90_tss_168x128_64x5_1x2_h_bz_TNN',
-    'nvjet_sm90_tss_16x64_64x16_1x1_h_bz_splitK_TNN', 'nvjet_sm90_tss_16x64_64x16_1x2_h_bz_TNN',
-    'nvjet_sm90_tss_16x64_64x16_1x2_h_bz_splitK_TNN', 'nvjet_sm90_tss_16x64_64x16_1x4_h_bz_TNN',
-    'nvjet_sm90_tss_16x64_64x16_1x4_h_bz_splitK_TNN', 'nvjet_sm90_tss_16x64_64x16_2x2_h_bz_splitK_TNN',
+    'nvjet_sm90_tss_168x128_64x5_2x1_v_bz_TNN', 'nvjet_sm90_tss_168x64_64x7_1x2_h_bz_TNN',
+    'nvjet_sm90_tss_168x64_64x7_2x1_v_bz_TNN', 'nvjet_sm90_tss_16x64_64x16_1x1_h_bz_splitK_TNN',
+    'nvjet_sm90_tss_16x64_64x16_1x2_h_bz_TNN', 'nvjet_sm90_tss_16x64_64x16_1x2_h_bz_splitK_TNN',
+    'nvjet_sm90_tss_16x64_64x16_1x4_h_bz_TNN', 'nvjet_sm90_tss_16x64_64x16_1x4_h_bz_splitK_TNN',
+    'nvjet_sm90_tss_16x64_64x16_2x1_v_bz_splitK_TNN', 'nvjet_sm90_tss_16x64_64x16_2x2_h_bz_splitK_TNN',
     'nvjet_sm90_tss_16x64_64x16_2x4_h_bz_TNN', 'nvjet_sm90_tss_16x64_64x16_2x4_h_bz_splitK_TNN',
     'nvjet_sm90_tss_16x64_64x16_4x1_v_bz_TNN', 'nvjet_sm90_tss_16x64_64x16_4x1_v_bz_splitK_TNN',
-    'nvjet_sm90_tss_16x64_64x16_4x2_h_bz_TNN', 'nvjet_sm90_tss_176x128_64x5_2x1_v_bz_TNN',
+    'nvjet_sm90_tss_16x64_64x16_4x2_h_bz_TNN', 'nvjet_sm90_tss_176x128_64x5_1x1_h_bz_TNN',
+    'nvjet_sm90_tss_176x128_64x5_2x1_v_bz_TNN', 'nvjet_sm90_tss_192x104_64x5_1x2_h_bz_TNT',
+    'nvjet_sm90_tss_192x104_64x5_1x2_h_bz_splitK_TNT', 'nvjet_sm90_tss_192x104_64x5_4x2_h_bz_TNT',
+    'nvjet_sm90_tss_192x112_64x5_1x2_h_bz_TNT', 'nvjet_sm90_tss_192x112_64x5_4x2_h_bz_TNT',
     'nvjet_sm90_tss_192x128_64x5_1x2_h_bz_coopB_TNT', 'nvjet_sm90_tss_192x128_64x5_1x2_h_bz_coopB_splitK_TNT',
-    'nvjet_sm90_tss_192x160_64x4_1x2_h_bz_coopB_TNT', 'nvjet_sm90_tss_192x16_64x8_4x1_v_bz_splitK_TNT',
+    'nvjet_sm90_tss_192x128_64x5_4x2_h_bz_coopB_TNT', 'nvjet_sm90_tss_192x144_64x5_1x2_h_bz_coopB_TNT',
+    'nvjet_sm90_tss_192x144_64x5_2x1_v_bz_coopB_TNT', 'nvjet_sm90_tss_192x144_64x5_4x1_v_bz_coopB_TNT',
+    'nvjet_sm90_tss_192x160_64x4_1x2_h_bz_coopB_TNT', 'nvjet_sm90_tss_192x160_64x4_2x1_v_bz_coopB_TNT',
+    'nvjet_sm90_tss_192x16_64x8_2x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_192x16_64x8_4x1_v_bz_splitK_TNT',
+    'nvjet_sm90_tss_192x176_64x4_1x2_h_bz_coopB_TNT', 'nvjet_sm90_tss_192x176_64x4_2x1_v_bz_coopB_TNT',
     'nvjet_sm90_tss_192x192_64x4_1x2_h_bz_coopB_TNN', 'nvjet_sm90_tss_192x192_64x4_2x1_v_bz_coopB_TNN',
-    'nvjet_sm90_tss_192x192_64x4_2x1_v_bz_coopB_splitK_TNN', 'nvjet_sm90_tss_192x208_64x4_1x2_h_bz_coopB_TNT',
-    'nvjet_sm90_tss_192x208_64x4_2x1_v_bz_coopB_TNT', 'nvjet_sm90_tss_192x72_64x6_1x2_h_bz_TNT',
-    'nvjet_sm90_tss_192x80_64x6_1x2_h_bz_TNT', 'nvjet_sm90_tss_192x8_64x8_2x1_v_bz_splitK_TNT',
-    'nvjet_sm90_tss_192x8_64x8_4x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_208x192_64x4_2x1_v_bz_coopB_TNN',
-    'nvjet_sm90_tss_224x128_64x4_1x2_h_bz_coopA_TNN', 'nvjet_sm90_tss_240x64_64x5_2x1_v_bz_TNN',
+    'nvjet_sm90_tss_192x192_64x4_2x1_v_bz_coopB_splitK_TNN', 'nvjet_sm90_tss_192x192_64x4_4x1_v_bz_coopB_TNN',
+    'nvjet_sm90_tss_192x208_64x4_1x2_h_bz_coopB_TNT', 'nvjet_sm90_tss_192x208_64x4_2x1_v_bz_coopB_TNT',
+    'nvjet_sm90_tss_192x24_64x7_2x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_192x32_64x7_2x1_v_bz_splitK_TNT',
+    'nvjet_sm90_tss_192x40_64x7_2x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_192x48_64x7_1x2_h_bz_TNT',
+    'nvjet_sm90_tss_192x48_64x7_1x2_h_bz_splitK_TNT', 'nvjet_sm90_tss_192x48_64x7_4x2_h_bz_TNT',
+    'nvjet_sm90_tss_192x56_64x6_1x2_h_bz_TNT', 'nvjet_sm90_tss_192x56_64x6_1x2_h_bz_splitK_TNT',
+    'nvjet_sm90_tss_192x56_64x6_4x2_h_bz_TNT', 'nvjet_sm90_tss_192x72_64x6_1x2_h_bz_TNT',
+    'nvjet_sm90_tss_192x72_64x6_1x2_h_bz_splitK_TNT', 'nvjet_sm90_tss_192x72_64x6_4x1_v_bz_TNT',
+    'nvjet_sm90_tss_192x72_64x6_4x2_h_bz_TNT', 'nvjet_sm90_tss_192x80_64x6_1x2_h_bz_TNT',
+    'nvjet_sm90_tss_192x80_64x6_1x2_h_bz_splitK_TNT', 'nvjet_sm90_tss_192x80_64x6_2x1_v_bz_splitK_TNT',
+    'nvjet_sm90_tss_192x80_64x6_4x2_h_bz_TNT', 'nvjet_sm90_tss_192x88_64x6_1x2_h_bz_TNT',
+    'nvjet_sm90_tss_192x88_64x6_1x2_h_bz_splitK_TNT', 'nvjet_sm90_tss_192x8_64x8_2x1_v_bz_splitK_TNT',
+    'nvjet_sm90_tss_192x8_64x8_4x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_192x96_64x5_4x1_v_bz_TNT',
+    'nvjet_sm90_tss_208x128_64x5_1x2_h_bz_coopA_TNN', 'nvjet_sm90_tss_208x192_64x4_1x2_h_bz_coopB_TNN',
+    'nvjet_sm90_tss_208x192_64x4_2x1_v_bz_coopB_TNN', 'nvjet_sm90_tss_224x128_64x4_1x2_h_bz_coopA_TNN',
+    'nvjet_sm90_tss_232x128_64x4_1x2_h_bz_coopA_TNN', 'nvjet_sm90_tss_240x64_64x5_2x1_v_bz_TNN',
     'nvjet_sm90_tss_248x128_64x4_1x2_h_bz_coopA_TNN', 'nvjet_sm90_tss_24x64_64x16_1x2_h_bz_TNN',
     'nvjet_sm90_tss_24x64_64x16_1x4_h_bz_TNN', 'nvjet_sm90_tss_24x64_64x16_1x4_h_bz_splitK_TNN',
-    'nvjet_sm90_tss_24x64_64x16_2x4_h_bz_TNN', 'nvjet_sm90_tss_24x64_64x16_2x4_h_bz_splitK_TNN',
-    'nvjet_sm90_tss_24x64_64x16_4x1_v_bz_TNN', 'nvjet_sm90_tss_24x64_64x16_4x1_v_bz_splitK_TNN',
-    'nvjet_sm90_tss_24x64_64x16_4x2_h_bz_TNN', 'nvjet_sm90_tss_256x128_64x4_1x2_h_bz_coopA_TNT',
-    'nvjet_sm90_tss_256x128_64x4_1x2_h_bz_coopA_splitK_TNT', 'nvjet_sm90_tss_256x128_64x4_2x1_v_bz_coopA_TNT',
-    'nvjet_sm90_tss_256x144_64x4_2x1_v_bz_coopA_TNT', 'nvjet_sm90_tss_256x152_64x4_1x2_h_bz_coopA_TNT',
+    'nvjet_sm90_tss_24x64_64x16_2x1_v_bz_TNN', 'nvjet_sm90_tss_24x64_64x16_2x4_h_bz_TNN',
+    'nvjet_sm90_tss_24x64_64x16_2x4_h_bz_splitK_TNN', 'nvjet_sm90_tss_24x64_64x16_4x1_v_bz_TNN',
+    'nvjet_sm90_tss_24x64_64x16_4x1_v_bz_splitK_TNN', 'nvjet_sm90_tss_24x64_64x16_4x2_h_bz_TNN',
+    'nvjet_sm90_tss_24x64_64x16_4x2_h_bz_splitK_TNN', 'nvjet_sm90_tss_256x104_64x4_2x1_v_bz_coopA_TNT',
+    'nvjet_sm90_tss_256x104_64x4_4x1_v_bz_coopA_TNT', 'nvjet_sm90_tss_256x112_64x4_2x1_v_bz_coopA_TNT',
+    'nvjet_sm90_tss_256x120_64x4_1x2_h_bz_coopA_TNT', 'nvjet_sm90_tss_256x120_64x4_2x1_v_bz_coopA_TNT',
+    'nvjet_sm90_tss_256x128_64x4_1x2_h_bz_coopA_TNT', 'nvjet_sm90_tss_256x128_64x4_1x2_h_bz_coopA_splitK_TNT',
+    'nvjet_sm90_tss_256x128_64x4_2x1_v_bz_coopA_TNT', 'nvjet_sm90_tss_256x136_64x4_1x2_h_bz_coopA_TNT',
+    'nvjet_sm90_tss_256x136_64x4_2x1_v_bz_coopA_TNT', 'nvjet_sm90_tss_256x136_64x4_2x4_h_bz_coopA_TNT',
+    'nvjet_sm90_tss_256x136_64x4_4x2_h_bz_coopA_TNT', 'nvjet_sm90_tss_256x144_64x4_1x2_h_bz_coopA_TNT',
+    'nvjet_sm90_tss_256x144_64x4_2x1_v_bz_coopA_TNT', 'nvjet_sm90_tss_256x144_64x4_4x2_h_bz_coopA_TNT',
+    'nvjet_sm90_tss_256x152_64x4_1x2_h_bz_coopA_TNT', 'nvjet_sm90_tss_256x152_64x4_2x1_v_bz_coopA_TNT',
+    'nvjet_sm90_tss_256x152_64x4_2x1_v_bz_coopA_splitK_TNT', 'nvjet_sm90_tss_256x152_64x4_4x2_h_bz_coopA_TNT',
     'nvjet_sm90_tss_256x160_64x4_1x2_h_bz_coopA_TNT', 'nvjet_sm90_tss_256x160_64x4_2x1_v_bz_coopA_TNT',
-    'nvjet_sm90_tss_256x40_64x5_2x4_h_bz_TNT', 'nvjet_sm90_tss_256x64_64x5_2x1_v_bz_splitK_TNT',
-    'nvjet_sm90_tss_256x8_64x6_2x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_272x128_64x4_1x2_h_bz_coopA_TNN',
-    'nvjet_sm90_tss_304x128_64x3_1x2_h_bz_coopA_TNN', 'nvjet_sm90_tss_320x128_64x3_1x2_h_bz_coopB_TNT',
-    'nvjet_sm90_tss_320x128_64x3_1x2_h_bz_coopB_splitK_TNT', 'nvjet_sm90_tss_320x128_64x3_4x2_h_bz_coopB_splitK_TNT',
+    'nvjet_sm90_tss_256x160_64x4_4x2_h_bz_coopA_TNT', 'nvjet_sm90_tss_256x16_64x6_2x1_v_bz_splitK_TNT',
+    'nvjet_sm90_tss_256x16_64x6_4x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_256x32_64x5_2x1_v_bz_splitK_TNT',
+    'nvjet_sm90_tss_256x40_64x5_2x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_256x40_64x5_2x4_h_bz_TNT',
+    'nvjet_sm90_tss_256x40_64x5_4x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_256x64_64x5_2x1_v_bz_TNT',
+    'nvjet_sm90_tss_256x64_64x5_2x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_256x72_64x5_2x1_v_bz_splitK_TNT',
+    'nvjet_sm90_tss_256x80_64x5_2x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_256x88_64x4_2x1_v_bz_TNT',
+    'nvjet_sm90_tss_256x88_64x4_2x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_256x8_64x6_2x1_v_bz_splitK_TNT',
+    'nvjet_sm90_tss_256x8_64x6_4x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_256x96_64x4_1x2_h_bz_coopA_TNT',
+    'nvjet_sm90_tss_256x96_64x4_2x1_v_bz_coopA_TNT', 'nvjet_sm90_tss_256x96_64x4_4x1_v_bz_coopA_TNT',
+    'nvjet_sm90_tss_272x128_64x4_1x2_h_bz_coopA_TNN', 'nvjet_sm90_tss_304x128_64x3_1x2_h_bz_coopA_TNN',
+    'nvjet_sm90_tss_320x128_64x3_1x2_h_bz_coopB_TNT', 'nvjet_sm90_tss_320x128_64x3_1x2_h_bz_coopB_splitK_TNT',
+    'nvjet_sm90_tss_320x128_64x3_2x1_v_bz_coopB_TNT', 'nvjet_sm90_tss_320x128_64x3_4x2_h_bz_coopB_splitK_TNT',
     'nvjet_sm90_tss_32x64_64x16_1x2_h_bz_TNN', 'nvjet_sm90_tss_32x64_64x16_1x2_h_bz_splitK_TNN',
     'nvjet_sm90_tss_32x64_64x16_1x4_h_bz_TNN', 'nvjet_sm90_tss_32x64_64x16_1x4_h_bz_splitK_TNN',
     'nvjet_sm90_tss_32x64_64x16_2x1_v_bz_TNN', 'nvjet_sm90_tss_32x64_64x16_2x1_v_bz_splitK_TNN',
     'nvjet_sm90_tss_32x64_64x16_2x4_h_bz_TNN', 'nvjet_sm90_tss_32x64_64x16_2x4_h_bz_splitK_TNN',
-    'nvjet_sm90_tss_32x64_64x16_4x1_v_bz_splitK_TNN', 'nvjet_sm90_tss_32x64_64x16_4x2_h_bz_TNN',
-    'nvjet_sm90_tss_32x64_64x16_4x2_h_bz_splitK_TNN', 'nvjet_sm90_tss_384x8_64x4_2x1_v_bz_splitK_TNT',
-    'nvjet_sm90_tss_384x8_64x4_4x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_40x256_64x5_4x2_h_bz_TNN',
-    'nvjet_sm90_tss_40x64_64x16_1x2_h_bz_TNN', 'nvjet_sm90_tss_40x64_64x16_1x4_h_bz_TNN',
-    'nvjet_sm90_tss_40x64_64x16_1x4_h_bz_splitK_TNN', 'nvjet_sm90_tss_40x64_64x16_4x2_h_bz_TNN',
-    'nvjet_sm90_tss_48x64_64x15_1x2_h_bz_TNN', 'nvjet_sm90_tss_48x64_64x15_1x4_h_bz_TNN',
-    'nvjet_sm90_tss_48x64_64x15_1x4_h_bz_splitK_TNN', 'nvjet_sm90_tss_48x64_64x15_4x2_h_bz_TNN',
+    'nvjet_sm90_tss_32x64_64x16_4x1_v_bz_TNN', 'nvjet_sm90_tss_32x64_64x16_4x1_v_bz_splitK_TNN',
+    'nvjet_sm90_tss_32x64_64x16_4x2_h_bz_TNN', 'nvjet_sm90_tss_32x64_64x16_4x2_h_bz_splitK_TNN',
+    'nvjet_sm90_tss_384x40_64x3_4x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_384x88_64x3_2x1_v_bz_coopA_TNT',
+    'nvjet_sm90_tss_384x8_64x4_2x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_384x8_64x4_4x1_v_bz_splitK_TNT',
+    'nvjet_sm90_tss_384x96_64x3_2x1_v_bz_coopA_TNT', 'nvjet_sm90_tss_40x256_64x5_4x2_h_bz_TNN',
+    'nvjet_sm90_tss_40x64_64x16_1x2_h_bz_TNN', 'nvjet_sm90_tss_40x64_64x16_1x2_h_bz_splitK_TNN',
+    'nvjet_sm90_tss_40x64_64x16_1x4_h_bz_TNN', 'nvjet_sm90_tss_40x64_64x16_1x4_h_bz_splitK_TNN',
+    'nvjet_sm90_tss_40x64_64x16_2x4_h_bz_TNN', 'nvjet_sm90_tss_40x64_64x16_2x4_h_bz_splitK_TNN',
+    'nvjet_sm90_tss_40x64_64x16_4x2_h_bz_TNN', 'nvjet_sm90_tss_48x128_64x9_1x2_h_bz_splitK_TNN',
+    'nvjet_sm90_tss_48x128_64x9_4x2_h_bz_TNN', 'nvjet_sm90_tss_48x64_64x15_1x2_h_bz_TNN',
+    'nvjet_sm90_tss_48x64_64x15_1x4_h_bz_TNN', 'nvjet_sm90_tss_48x64_64x15_1x4_h_bz_splitK_TNN',
+    'nvjet_sm90_tss_48x64_64x15_2x4_h_bz_TNN', 'nvjet_sm90_tss_48x64_64x15_4x1_v_bz_TNN',
+    'nvjet_sm90_tss_48x64_64x15_4x2_h_bz_TNN', 'nvjet_sm90_tss_512x80_64x2_2x1_v_bz_coopA_TNT',
     'nvjet_sm90_tss_56x128_64x9_1x2_h_bz_splitK_TNN', 'nvjet_sm90_tss_56x64_64x14_1x2_h_bz_TNN',
     'nvjet_sm90_tss_56x64_64x14_1x4_h_bz_splitK_TNN', 'nvjet_sm90_tss_56x64_64x14_2x1_v_bz_splitK_TNN',
-    'nvjet_sm90_tss_56x64_64x14_4x2_h_bz_TNN', 'nvjet_sm90_tss_64x104_64x10_1x4_h_bz_splitK_TNT',
-    'nvjet_sm90_tss_64x104_64x10_2x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_64x112_64x9_1x1_h_bz_splitK_TNT',
-    'nvjet_sm90_tss_64x112_64x9_4x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_64x112_64x9_4x2_h_bz_TNT',
-    'nvjet_sm90_tss_64x120_64x9_2x1_v_bz_TNT', 'nvjet_sm90_tss_64x120_64x9_4x1_v_bz_TNT',
-    'nvjet_sm90_tss_64x128_64x8_1x2_h_bz_splitK_TNN', 'nvjet_sm90_tss_64x128_64x8_2x1_v_bz_TNN',
-    'nvjet_sm90_tss_64x128_64x8_2x1_v_bz_splitK_TNN', 'nvjet_sm90_tss_64x136_64x8_1x2_h_bz_TNT',
-    'nvjet_sm90_tss_64x136_64x8_4x1_v_bz_TNT', 'nvjet_sm90_tss_64x144_64x8_1x2_h_bz_splitK_TNT',
-    'nvjet_sm90_tss_64x144_64x8_2x1_v_bz_TNT', 'nvjet_sm90_tss_64x168_64x7_4x2_h_bz_splitK_TNT',
-    'nvjet_sm90_tss_64x16_64x16_1x1_h_bz_splitK_TNT', 'nvjet_sm90_tss_64x16_64x16_1x4_h_bz_TNT',
-    'nvjet_sm90_tss_64x16_64x16_1x4_h_bz_splitK_TNT', 'nvjet_sm90_tss_64x16_64x16_2x1_v_bz_TNT',
-    'nvjet_sm90_tss_64x16_64x16_2x4_h_bz_TNT', 'nvjet_sm90_tss_64x16_64x16_4x1_v_bz_TNT',
-    'nvjet_sm90_tss_64x16_64x16_4x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_64x16_64x16_4x2_h_bz_TNT',
-    'nvjet_sm90_tss_64x16_64x16_4x2_h_bz_splitK_TNT', 'nvjet_sm90_tss_64x192_64x6_2x1_v_bz_splitK_TNN',
-    'nvjet_sm90_tss_64x24_64x16_1x2_h_bz_TNT', 'nvjet_sm90_tss_64x24_64x16_1x4_h_bz_TNT',
-    'nvjet_sm90_tss_64x24_64x16_1x4_h_bz_splitK_TNT', 'nvjet_sm90_tss_64x24_64x16_2x1_v_bz_TNT',
-    'nvjet_sm90_tss_64x24_64x16_2x4_h_bz_TNT', 'nvjet_sm90_tss_64x24_64x16_4x1_v_bz_splitK_TNT',
+    'nvjet_sm90_tss_56x64_64x14_4x2_h_bz_TNN', 'nvjet_sm90_tss_56x64_64x14_4x2_h_bz_splitK_TNN',
+    'nvjet_sm90_tss_64x104_64x10_1x4_h_bz_splitK_TNT', 'nvjet_sm90_tss_64x104_64x10_2x1_v_bz_TNT',
+    'nvjet_sm90_tss_64x104_64x10_2x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_64x104_64x10_4x1_v_bz_TNT',
+    'nvjet_sm90_tss_64x104_64x10_4x2_h_bz_splitK_TNT', 'nvjet_sm90_tss_64x112_64x9_1x1_h_bz_splitK_TNT',
+    'nvjet_sm90_tss_64x112_64x9_2x1_v_bz_TNT', 'nvjet_sm90_tss_64x112_64x9_2x2_h_bz_splitK_TNT',
+    'nvjet_sm90_tss_64x112_64x9_4x1_v_bz_TNT', 'nvjet_sm90_tss_64x112_64x9_4x1_v_bz_splitK_TNT',
+    'nvjet_sm90_tss_64x112_64x9_4x2_h_bz_TNT', 'nvjet_sm90_tss_64x112_64x9_4x2_h_bz_splitK_TNT',
+    'nvjet_sm90_tss_64x120_64x9_2x1_v_bz_TNT', 'nvjet_sm90_tss_64x120_64x9_2x1_v_bz_splitK_TNT',
+    'nvjet_sm90_tss_64x120_64x9_4x1_v_bz_TNT', 'nvjet_sm90_tss_64x128_64x8_1x2_h_bz_splitK_TNN',
+    'nvjet_sm90_tss_64x128_64x8_2x1_v_bz_TNN', 'nvjet_sm90_tss_64x128_64x8_2x1_v_bz_splitK_TNN',
+    'nvjet_sm90_tss_64x128_64x8_4x1_v_bz_TNN', 'nvjet_sm90_tss_64x136_64x8_1x2_h_bz_TNT',
+    'nvjet_sm90_tss_64x136_64x8_2x1_v_bz_TNT', 'nvjet_sm90_tss_64x136_64x8_4x1_v_bz_TNT',
+    'nvjet_sm90_tss_64x136_64x8_4x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_64x136_64x8_4x2_h_bz_splitK_TNT',
+    'nvjet_sm90_tss_64x144_64x8_1x2_h_bz_splitK_TNT', 'nvjet_sm90_tss_64x144_64x8_2x1_v_bz_TNT',
+    'nvjet_sm90_tss_64x144_64x8_4x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_64x152_64x7_2x1_v_bz_TNT',
+    'nvjet_sm90_tss_64x152_64x7_2x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_64x152_64x7_4x1_v_bz_TNT',
+    'nvjet_sm90_tss_64x168_64x7_2x1_v_bz_TNT', 'nvjet_sm90_tss_64x168_64x7_2x1_v_bz_splitK_TNT',
+    'nvjet_sm90_tss_64x168_64x7_4x2_h_bz_splitK_TNT', 'nvjet_sm90_tss_64x16_64x16_1x1_h_bz_splitK_TNT',
+    'nvjet_sm90_tss_64x16_64x16_1x4_h_bz_TNT', 'nvjet_sm90_tss_64x16_64x16_1x4_h_bz_splitK_TNT',
+    'nvjet_sm90_tss_64x16_64x16_2x1_v_bz_TNT', 'nvjet_sm90_tss_64x16_64x16_2x1_v_bz_splitK_TNT',
+    'nvjet_sm90_tss_64x16_64x16_2x4_h_bz_TNT', 'nvjet_sm90_tss_64x16_64x16_2x4_h_bz_splitK_TNT',
+    'nvjet_sm90_tss_64x16_64x16_4x1_v_bz_TNT', 'nvjet_sm90_tss_64x16_64x16_4x1_v_bz_splitK_TNT',
+    'nvjet_sm90_tss_64x16_64x16_4x2_h_bz_TNT', 'nvjet_sm90_tss_64x16_64x16_4x2_h_bz_splitK_TNT',
+    'nvjet_sm90_tss_64x184_64x6_2x1_v_bz_TNT', 'nvjet_sm90_tss_64x184_64x6_2x1_v_bz_splitK_TNT',
+    'nvjet_sm90_tss_64x192_64x6_2x1_v_bz_splitK_TNN', 'nvjet_sm90_tss_64x208_64x6_2x1_v_bz_TNT',
+    'nvjet_sm90_tss_64x216_64x6_2x1_v_bz_TNT', 'nvjet_sm90_tss_64x232_64x5_2x1_v_bz_TNT',
+    'nvjet_sm90_tss_64x232_64x5_2x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_64x24_64x16_1x2_h_bz_TNT',
+    'nvjet_sm90_tss_64x24_64x16_1x4_h_bz_TNT', 'nvjet_sm90_tss_64x24_64x16_1x4_h_bz_splitK_TNT',
+    'nvjet_sm90_tss_64x24_64x16_2x1_v_bz_TNT', 'nvjet_sm90_tss_64x24_64x16_2x4_h_bz_TNT',
+    'nvjet_sm90_tss_64x24_64x16_4x1_v_bz_TNT', 'nvjet_sm90_tss_64x24_64x16_4x1_v_bz_splitK_TNT',
     'nvjet_sm90_tss_64x24_64x16_4x2_h_bz_TNT', 'nvjet_sm90_tss_64x24_64x16_4x2_h_bz_splitK_TNT',
     'nvjet_sm90_tss_64x256_64x5_1x2_h_bz_splitK_TNN', 'nvjet_sm90_tss_64x32_64x16_1x2_h_bz_TNT',
     'nvjet_sm90_tss_64x32_64x16_1x2_h_bz_splitK_TNT', 'nvjet_sm90_tss_64x32_64x16_1x4_h_bz_TNT',
-    'nvjet_sm90_tss_64x32_64x16_1x4_h_bz_splitK_TNT', 'nvjet_sm90_tss_64x32_64x16_2x4_h_bz_TNT',
-    'nvjet_sm90_tss_64x32_64x16_2x4_h_bz_splitK_TNT', 'nvjet_sm90_tss_64x32_64x16_4x1_v_bz_splitK_TNT',
-    'nvjet_sm90_tss_64x32_64x16_4x2_h_bz_TNT', 'nvjet_sm90_tss_64x32_64x16_4x2_h_bz_splitK_TNT',
-    'nvjet_sm90_tss_64x40_64x16_1x4_h_bz_splitK_TNT', 'nvjet_sm90_tss_64x40_64x16_2x1_v_bz_TNT',
-    'nvjet_sm90_tss_64x40_64x16_2x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_64x40_64x16_4x1_v_bz_TNT',
-    'nvjet_sm90_tss_64x40_64x16_4x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_64x40_64x16_4x2_h_bz_TNT',
-    'nvjet_sm90_tss_64x48_64x15_1x4_h_bz_TNT', 'nvjet_sm90_tss_64x48_64x15_2x1_v_bz_TNT',
+    'nvjet_sm90_tss_64x32_64x16_1x4_h_bz_splitK_TNT', 'nvjet_sm90_tss_64x32_64x16_2x1_v_bz_TNT',
+    'nvjet_sm90_tss_64x32_64x16_2x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_64x32_64x16_2x4_h_bz_TNT',
+    'nvjet_sm90_tss_64x32_64x16_2x4_h_bz_splitK_TNT', 'nvjet_sm90_tss_64x32_64x16_4x1_v_bz_TNT',
+    'nvjet_sm90_tss_64x32_64x16_4x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_64x32_64x16_4x2_h_bz_TNT',
+    'nvjet_sm90_tss_64x32_64x16_4x2_h_bz_splitK_TNT', 'nvjet_sm90_tss_64x40_64x16_1x2_h_bz_TNT',
+    'nvjet_sm90_tss_64x40_64x16_1x2_h_bz_splitK_TNT', 'nvjet_sm90_tss_64x40_64x16_1x4_h_bz_splitK_TNT',
+    'nvjet_sm90_tss_64x40_64x16_2x1_v_bz_TNT', 'nvjet_sm90_tss_64x40_64x16_2x1_v_bz_splitK_TNT',
+    'nvjet_sm90_tss_64x40_64x16_4x1_v_bz_TNT', 'nvjet_sm90_tss_64x40_64x16_4x1_v_bz_splitK_TNT',
+    'nvjet_sm90_tss_64x40_64x16_4x2_h_bz_TNT', 'nvjet_sm90_tss_64x40_64x16_4x2_h_bz_splitK_TNT',
+    'nvjet_sm90_tss_64x48_64x15_1x2_h_bz_splitK_TNT', 'nvjet_sm90_tss_64x48_64x15_1x4_h_bz_TNT',
+    'nvjet_sm90_tss_64x48_64x15_2x1_v_bz_TNT', 'nvjet_sm90_tss_64x48_64x15_2x1_v_bz_splitK_TNT',
     'nvjet_sm90_tss_64x48_64x15_2x4_h_bz_TNT', 'nvjet_sm90_tss_64x48_64x15_4x1_v_bz_TNT',
-    'nvjet_sm90_tss_64x48_64x15_4x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_64x48_64x15_4x2_h_bz_splitK_TNT',
+    'nvjet_sm90_tss_64x48_64x15_4x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_64x48_64x15_4x2_h_bz_TNT',
+    'nvjet_sm90_tss_64x48_64x15_4x2_h_bz_splitK_TNT', 'nvjet_sm90_tss_64x56_64x14_1x2_h_bz_TNT',
     'nvjet_sm90_tss_64x56_64x14_1x2_h_bz_splitK_TNT', 'nvjet_sm90_tss_64x56_64x14_1x4_h_bz_TNT',
-    'nvjet_sm90_tss_64x56_64x14_2x1_v_bz_TNT', 'nvjet_sm90_tss_64x56_64x14_4x1_v_bz_TNT',
-    'nvjet_sm90_tss_64x56_64x14_4x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_64x56_64x14_4x2_h_bz_splitK_TNT',
+    'nvjet_sm90_tss_64x56_64x14_2x1_v_bz_TNT', 'nvjet_sm90_tss_64x56_64x14_2x1_v_bz_splitK_TNT',
+    'nvjet_sm90_tss_64x56_64x14_4x1_v_bz_TNT', 'nvjet_sm90_tss_64x56_64x14_4x1_v_bz_splitK_TNT',
+    'nvjet_sm90_tss_64x56_64x14_4x2_h_bz_TNT', 'nvjet_sm90_tss_64x56_64x14_4x2_h_bz_splitK_TNT',
     'nvjet_sm90_tss_64x64_64x13_1x2_h_bz_TNT', 'nvjet_sm90_tss_64x64_64x13_1x2_h_bz_splitK_TNT',
     'nvjet_sm90_tss_64x64_64x13_1x4_h_bz_TNT', 'nvjet_sm90_tss_64x64_64x13_1x4_h_bz_splitK_TNT',
     'nvjet_sm90_tss_64x64_64x13_2x1_v_bz_TNT', 'nvjet_sm90_tss_64x64_64x13_2x1_v_bz_splitK_TNT',
     'nvjet_sm90_tss_64x64_64x13_2x2_h_bz_splitK_TNT', 'nvjet_sm90_tss_64x64_64x13_2x4_h_bz_TNT',
     'nvjet_sm90_tss_64x64_64x13_2x4_h_bz_splitK_TNT', 'nvjet_sm90_tss_64x64_64x13_4x1_v_bz_TNT',
     'nvjet_sm90_tss_64x64_64x13_4x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_64x64_64x13_4x2_h_bz_TNT',
-    'nvjet_sm90_tss_64x64_64x13_4x2_h_bz_splitK_TNT', 'nvjet_sm90_tss_64x72_64x12_1x4_h_bz_splitK_TNT',
-    'nvjet_sm90_tss_64x72_64x12_2x1_v_bz_TNT', 'nvjet_sm90_tss_64x72_64x12_2x4_h_bz_splitK_TNT',
-    'nvjet_sm90_tss_64x72_64x12_4x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_64x80_64x11_1x2_h_bz_TNT',
-    'nvjet_sm90_tss_64x80_64x11_1x4_h_bz_TNT', 'nvjet_sm90_tss_64x80_64x11_1x4_h_bz_splitK_TNT',
-    'nvjet_sm90_tss_64x80_64x11_4x1_v_bz_TNT', 'nvjet_sm90_tss_64x80_64x11_4x1_v_bz_splitK_TNT',
-    'nvjet_sm90_tss_64x88_64x11_4x1_v_bz_TNT', 'nvjet_sm90_tss_64x8_64x16_1x1_h_bz_TNT',
-    'nvjet_sm90_tss_64x8_64x16_1x1_h_bz_splitK_TNT', 'nvjet_sm90_tss_64x8_64x16_1x2_h_bz_TNT',
-    'nvjet_sm90_tss_64x8_64x16_1x2_h_bz_splitK_TNT', 'nvjet_sm90_tss_64x8_64x16_1x4_h_bz_TNT',
-    'nvjet_sm90_tss_64x8_64x16_1x4_h_bz_splitK_TNT', 'nvjet_sm90_tss_64x8_64x16_2x1_v_bz_TNT',
-    'nvjet_sm90_tss_64x8_64x16_2x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_64x8_64x16_2x4_h_bz_TNT',
-    'nvjet_sm90_tss_64x8_64x16_2x4_h_bz_splitK_TNT', 'nvjet_sm90_tss_64x8_64x16_4x1_v_bz_TNT',
-    'nvjet_sm90_tss_64x8_64x16_4x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_64x8_64x16_4x2_h_bz_TNT',
-    'nvjet_sm90_tss_64x96_64x10_1x1_h_bz_splitK_TNT', 'nvjet_sm90_tss_64x96_64x10_4x1_v_bz_splitK_TNT',
-    'nvjet_sm90_tss_64x96_64x10_4x2_h_bz_TNT', 'nvjet_sm90_tss_72x128_64x8_1x2_h_bz_splitK_TNN',
+    'nvjet_sm90_tss_64x64_64x13_4x2_h_bz_splitK_TNT', 'nvjet_sm90_tss_64x72_64x12_1x2_h_bz_TNT',
+    'nvjet_sm90_tss_64x72_64x12_1x4_h_bz_splitK_TNT', 'nvjet_sm90_tss_64x72_64x12_2x1_v_bz_TNT',
+    'nvjet_sm90_tss_64x72_64x12_2x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_64x72_64x12_2x4_h_bz_TNT',
+    'nvjet_sm90_tss_64x72_64x12_2x4_h_bz_splitK_TNT', 'nvjet_sm90_tss_64x72_64x12_4x1_v_bz_TNT',
+    'nvjet_sm90_tss_64x72_64x12_4x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_64x72_64x12_4x2_h_bz_TNT',
+    'nvjet_sm90_tss_64x72_64x12_4x2_h_bz_splitK_TNT', 'nvjet_sm90_tss_64x80_64x11_1x1_h_bz_splitK_TNT',
+    'nvjet_sm90_tss_64x80_64x11_1x2_h_bz_TNT', 'nvjet_sm90_tss_64x80_64x11_1x4_h_bz_TNT',
+    'nvjet_sm90_tss_64x80_64x11_1x4_h_bz_splitK_TNT', 'nvjet_sm90_tss_64x80_64x11_2x1_v_bz_TNT',
+    'nvjet_sm90_tss_64x80_64x11_2x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_64x80_64x11_4x1_v_bz_TNT',
+    'nvjet_sm90_tss_64x80_64x11_4x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_64x80_64x11_4x2_h_bz_TNT',
+    'nvjet_sm90_tss_64x80_64x11_4x2_h_bz_splitK_TNT', 'nvjet_sm90_tss_64x88_64x11_2x1_v_bz_TNT',
+    'nvjet_sm90_tss_64x88_64x11_2x1_v_bz_splitK_TNT', 'nvjet_sm90_tss_64x88_64x11_4x1_v_bz_TNT',
+    'nvjet_sm90_tss_64x88_64x11_4x2_h_bz_TNT', 'nvjet_sm90_tss_64x88_64x11_4x2_h_bz_splitK_TNT',
+    'nvjet_sm90_tss_64x8_64x16_1x1_h_bz_TNT', 'nvjet_sm90_tss_64x8_64x16_1x1_h_bz_splitK_TNT',
+    'nvjet_sm90_tss_64x8_64x16_1x2_h_bz_TNT', 'nvjet_sm90_tss_64x8_64x16_1x2_h_bz_splitK_TNT',
+    'nvjet_sm90_tss_64x8_64x16_1x4_h_bz_TNT', 'nvjet_sm90_tss_64x8_64x16_1x4_h_bz_splitK_TNT',
+    'nvjet_sm90_tss_64x8_64x16_2x1_v_bz_TNT', 'nvjet_sm90_tss_64x8_64x16_2x1_v_bz_splitK_TNT',
+    'nvjet_sm90_tss_64x8_64x16_2x2_h_bz_TNT', 'nvjet_sm90_tss_64x8_64x16_2x2_h_bz_splitK_TNT',
+    'nvjet_sm90_tss_64x8_64x16_2x4_h_bz_TNT', 'nvjet_sm90_tss_64x8_64x16_2x4_h_bz_splitK_TNT',
+    'nvjet_sm90_tss_64x8_64x16_4x1_v_bz_TNT', 'nvjet_sm90_tss_64x8_64x16_4x1_v_bz_splitK_TNT',
+    'nvjet_sm90_tss_64x8_64x16_4x2_h_bz_TNT', 'nvjet_sm90_tss_64x8_64x16_4x2_h_bz_splitK_TNT',
+    'nvjet_sm90_tss_64x96_64x10_1x1_h_bz_splitK_TNT', 'nvjet_sm90_tss_64x96_64x10_2x1_v_bz_TNT',
+    'nvjet_sm90_tss_64x96_64x10_4x1_v_bz_TNT', 'nvjet_sm90_tss_64x96_64x10_4x1_v_bz_splitK_TNT',
+    'nvjet_sm90_tss_64x96_64x10_4x2_h_bz_TNT', 'nvjet_sm90_tss_64x96_64x10_4x2_h_bz_splitK_TNT',
+    'nvjet_sm90_tss_72x128_64x8_1x2_h_bz_TNN', 'nvjet_sm90_tss_72x128_64x8_1x2_h_bz_splitK_TNN',
     'nvjet_sm90_tss_72x128_64x8_2x1_v_bz_TNN', 'nvjet_sm90_tss_72x192_64x6_2x1_v_bz_TNN',
-    'nvjet_sm90_tss_72x64_64x12_1x2_h_bz_TNN', 'nvjet_sm90_tss_72x64_64x12_1x2_h_bz_splitK_TNN',
-    'nvjet_sm90_tss_72x64_64x12_1x4_h_bz_TNN', 'nvjet_sm90_tss_72x64_64x12_1x4_h_bz_splitK_TNN',
-    'nvjet_sm90_tss_72x64_64x12_4x1_v_bz_TNN', 'nvjet_sm90_tss_80x128_64x8_1x2_h_bz_TNN',
-    'nvjet_sm90_tss_80x128_64x8_1x2_h_bz_splitK_TNN', 'nvjet_sm90_tss_80x128_64x8_2x1_v_bz_TNN',
-    'nvjet_sm90_tss_80x128_64x8_2x1_v_bz_splitK_TNN', 'nvjet_sm90_tss_80x64_64x11_1x2_h_bz_TNN',
-    'nvjet_sm90_tss_80x64_64x11_1x4_h_bz_TNN', 'nvjet_sm90_tss_80x64_64x11_1x4_h_bz_splitK_TNN',
-    'nvjet_sm90_tss_80x64_64x11_4x1_v_bz_TNN', 'nvjet_sm90_tss_88x128_64x7_2x1_v_bz_TNN',
-    'nvjet_sm90_tss_88x128_64x7_4x2_h_bz_TNN', 'nvjet_sm90_tss_88x192_64x6_2x1_v_bz_TNN',
-    'nvjet_sm90_tss_88x64_64x11_1x2_h_bz_splitK_TNN', 'nvjet_sm90_tss_88x64_64x11_4x2_h_bz_TNN',
+    'nvjet_sm90_tss_72x192_64x6_2x1_v_bz_splitK_TNN', 'nvjet_sm90_tss_72x64_64x12_1x2_h_bz_TNN',
+    'nvjet_sm90_tss_72x64_64x12_1x2_h_bz_splitK_TNN', 'nvjet_sm90_tss_72x64_64x12_1x4_h_bz_TNN',
+    'nvjet_sm90_tss_72x64_64x12_1x4_h_bz_splitK_TNN', 'nvjet_sm90_tss_72x64_64x12_2x1_v_bz_TNN',
+    'nvjet_sm90_tss_72x64_64x12_2x4_h_bz_splitK_TNN', 'nvjet_sm90_tss_72x64_64x12_4x1_v_bz_TNN',
+    'nvjet_sm90_tss_80x128_64x8_1x2_h_bz_TNN', 'nvjet_sm90_tss_80x128_64x8_1x2_h_bz_splitK_TNN',
+    'nvjet_sm90_tss_80x128_64x8_2x1_v_bz_TNN', 'nvjet_sm90_tss_80x128_64x8_2x1_v_bz_splitK_TNN',
+    'nvjet_sm90_tss_80x64_64x11_1x2_h_bz_TNN', 'nvjet_sm90_tss_80x64_64x11_1x4_h_bz_TNN',
+    'nvjet_sm90_tss_80x64_64x11_1x4_h_bz_splitK_TNN', 'nvjet_sm90_tss_80x64_64x11_2x1_v_bz_TNN',
+    'nvjet_sm90_tss_80x64_64x11_2x1_v_bz_splitK_TNN', 'nvjet_sm90_tss_80x64_64x11_4x1_v_bz_TNN',
+    'nvjet_sm90_tss_88x128_64x7_2x1_v_bz_TNN', 'nvjet_sm90_tss_88x128_64x7_4x2_h_bz_TNN',
+    'nvjet_sm90_tss_88x192_64x6_2x1_v_bz_TNN', 'nvjet_sm90_tss_88x64_64x11_1x2_h_bz_splitK_TNN',
+    'nvjet_sm90_tss_88x64_64x11_1x4_h_bz_TNN', 'nvjet_sm90_tss_88x64_64x11_1x4_h_bz_splitK_TNN',
+    'nvjet_sm90_tss_88x64_64x11_4x2_h_bz_TNN', 'nvjet_sm90_tss_8x128_64x12_1x4_h_bz_splitK_TNN',
     'nvjet_sm90_tss_8x64_64x16_1x1_h_bz_TNN', 'nvjet_sm90_tss_8x64_64x16_1x1_h_bz_splitK_TNN',
-    'nvjet_sm90_tss_8x64_64x16_1x2_h_bz_TNN', 'nvjet_sm90_tss_8x64_64x16_1x4_h_bz_TNN',
-    'nvjet_sm90_tss_8x64_64x16_1x4_h_bz_splitK_TNN', 'nvjet_sm90_tss_8x64_64x16_2x1_v_bz_TNN',
-    'nvjet_sm90_tss_8x64_64x16_2x2_h_bz_TNN', 'nvjet_sm90_tss_8x64_64x16_2x4_h_bz_TNN',
-    'nvjet_sm90_tss_8x64_64x16_4x1_v_bz_TNN', 'nvjet_sm90_tss_8x64_64x16_4x1_v_bz_splitK_TNN',
-    'nvjet_sm90_tss_8x64_64x16_4x2_h_bz_TNN', 'nvjet_sm90_tss_8x64_64x16_4x2_h_bz_splitK_TNN',
-    'nvjet_sm90_tss_96x128_64x7_1x2_h_bz_TNN', 'nvjet_sm90_tss_96x128_64x7_1x2_h_bz_splitK_TNN',
-    'nvjet_sm90_tss_96x128_64x7_2x1_v_bz_TNN', 'nvjet_sm90_tss_96x128_64x7_2x1_v_bz_splitK_TNN',
-    'nvjet_sm90_tss_96x192_64x5_1x2_h_bz_splitK_TNN', 'nvjet_sm90_tss_96x192_64x5_2x1_v_bz_TNN',
-    'nvjet_sm90_tss_96x64_64x10_1x1_h_bz_splitK_TNN', 'nvjet_sm90_tss_96x64_64x10_1x2_h_bz_TNN',
-    'nvjet_sm90_tss_96x64_64x10_1x2_h_bz_splitK_TNN', 'nvjet_sm90_tss_96x64_64x10_2x1_v_bz_TNN',
+    'nvjet_sm90_tss_8x64_64x16_1x2_h_bz_TNN', 'nvjet_sm90_tss_8x64_64x16_1x2_h_bz_splitK_TNN',
+    'nvjet_sm90_tss_8x64_64x16_1x4_h_bz_TNN', 'nvjet_sm90_tss_8x64_64x16_1x4_h_bz_splitK_TNN',
+    'nvjet_sm90_tss_8x64_64x16_2x1_v_bz_TNN', 'nvjet_sm90_tss_8x64_64x16_2x2_h_bz_TNN',
+    'nvjet_sm90_tss_8x64_64x16_2x4_h_bz_TNN', 'nvjet_sm90_tss_8x64_64x16_4x1_v_bz_TNN',
+    'nvjet_sm90_tss_8x64_64x16_4x1_v_bz_splitK_TNN', 'nvjet_sm90_tss_8x64_64x16_4x2_h_bz_TNN',
+    'nvjet_sm90_tss_8x64_64x16_4x2_h_bz_splitK_TNN', 'nvjet_sm90_tss_96x128_64x7_1x2_h_bz_TNN',
+    'nvjet_sm90_tss_96x128_64x7_1x2_h_bz_splitK_TNN', 'nvjet_sm90_tss_96x128_64x7_2x1_v_bz_TNN',
+    'nvjet_sm90_tss_96x128_64x7_2x1_v_bz_splitK_TNN', 'nvjet_sm90_tss_96x128_64x7_4x1_v_bz_TNN',
+    'nvjet_sm90_tss_96x128_64x7_4x1_v_bz_splitK_TNN', 'nvjet_sm90_tss_96x192_64x5_1x2_h_bz_splitK_TNN',
+    'nvjet_sm90_tss_96x192_64x5_2x1_v_bz_TNN', 'nvjet_sm90_tss_96x64_64x10_1x1_h_bz_splitK_TNN',
+    'nvjet_sm90_tss_96x64_64x10_1x2_h_bz_TNN', 'nvjet_sm90_tss_96x64_64x10_1x2_h_bz_splitK_TNN',
+    'nvjet_sm90_tss_96x64_64x10_1x4_h_bz_splitK_TNN', 'nvjet_sm90_tss_96x64_64x10_2x1_v_bz_TNN',
     'nvjet_sm90_tss_96x64_64x10_2x4_h_bz_TNN', 'nvjet_sm90_tss_96x64_64x10_4x1_v_bz_splitK_TNN',
     'nvjet_sm90_tss_96x64_64x10_4x2_h_bz_splitK_TNN',
 )
@@ -622,1421 +1061,3495 @@ CALLS: dict[str, str] = {
     'torch-bf16': (
         "1x1 16:42:496,1 64:42:496,1 100:42:496,1 256:42:496,1 1000:42:496,1 1024:42:496,1 2048:42:496,1 "
         "4096:42:496,1 5000:42:496,1 6205:42:496,1 8192:42:496,1 16384:42:496,1 32768:42:496,1 1x3 614:52:1,1 "
-        "838:42:32,1,3 4189:42:32,1,3 1x16 7120:1003:1,5 1x21 669:52:6,1 1x40 6048:1048:4,8 1x41 2489:42:32,1,41 "
-        "1x64 256:1047:4,2 4096:1003:1,3 16384:1003:1,12 32768:1003:1,25 1x71 2478:52:18,1 1x80 2384:1008:2,1 1x107 "
-        "4597:52:27,1 1x139 1216:52:35,1 1x301 462:52:76,1 1x500 96:52:125,1 1x520 13176:1013:4,30 1x528 "
-        "4784:1013:4,9 1x536 1912:1047:4,17 3680:1013:4,6 1x544 600:1047:4,17 5888:1013:4,12 1x552 14112:1013:4,30 "
-        "1x568 2072:1047:4,18 16944:1013:4,30 1x584 22496:1013:4,30 1x600 1120:1047:4,19 1x608 5416:1013:4,12 1x624 "
-        "784:1047:4,20 20232:1013:4,30 1x648 10312:1013:4,24 1x672 504:1047:4,21 23816:1013:4,27 1x675 562:52:169,1 "
-        "1x687 6920:49:86,1,8 1x696 12128:1013:4,27 1x728 2640:1013:4,6 16144:1013:4,24 1x736 16720:1013:4,24 1x760 "
-        "4984:1013:4,9 1x784 584:1047:4,25 1x816 9920:1013:4,28 1x824 1512:1047:4,26 2880:1013:4,8 1x840 "
-        "2088:1047:4,27 5072:1013:4,12 1x856 12168:1013:4,28 1x872 632:1047:4,28 1x880 6200:1013:4,16 "
-        "18656:1013:4,28 1x896 8184:1013:4,24 1x904 2912:1013:4,8 1x912 1088:1047:4,29 1240:1047:4,29 1x928 "
-        "1192:1047:4,29 2448:1047:4,29 1x976 2120:1044:2,61 1x992 904:1044:2,62 1x1000 256:1044:2,63 4096:1013:4,12 "
-        "9272:1013:4,24 16384:1013:4,24 32768:1009:2,64 1x1032 2240:1044:2,65 21008:1003:1,132:13 1x1048 "
-        "2856:1013:4,10 1x1056 14352:1013:4,30 1x1080 1288:847:4,17 1576:847:4,17 1x1096 21736:1009:2,63 1x1123 "
-        "4147:52:281,1 1x1128 544:847:4,18 1x1152 2968:1013:4,10 1x1168 992:847:4,19 1472:847:4,19 1x1240 "
-        "600:847:4,20 1x1288 1792:847:4,21 1x1328 21992:1009:2,66 1x1360 8648:1013:4,24 1x1368 5776:1013:4,24 "
-        "1x1384 1344:847:4,22 1x1403 959:52:351,1 1x1424 552:847:4,23 1x1504 1448:847:4,24 3384:1013:4,12 1x1536 "
-        "28672:821:2,66 1x1544 9640:1013:4,28 1x1584 6176:1013:4,28 1x1600 22896:1009:2,65 23056:1009:2,65 1x1680 "
-        "7464:1013:4,21 1x1704 6800:1013:4,21 1x1816 8200:1013:4,24 1x1976 2168:873:4,21 1x1984 6488:1013:4,24 "
-        "1x2032 1216:1012:4,8 1x2144 6584:1013:4,27 1x2240 17048:821:2,63 1x2248 1672:873:4,24 1x2264 "
-        "3896:1013:4,27 1x2280 8640:823:4,25 1x2288 22424:821:2,63 1x2312 1264:1012:4,10 6296:1013:4,30 1x2320 "
-        "11128:1003:1,132:6 1x2368 784:1012:4,10 5520:1013:4,30 1x2496 9360:823:4,25 1x2536 584:1012:4,10 1x2592 "
-        "1936:1012:4,11 1x2600 18504:1009:2,63 1x2640 6624:1009:2,63 1x2688 5264:1009:2,63 1x2696 2096:1012:4,11 "
-        "1x2720 4040:1009:2,66 1x2768 11016:1009:2,66 1x2808 1080:1012:4,11 1x2896 912:1012:4,12 1x3000 "
-        "3000:1013:4,24 1x3080 23288:821:2,65 1x3088 13216:823:4,28 1x3104 544:1012:4,13 1x3216 736:1012:4,13 "
-        "1x3240 632:1012:4,13 1x3304 4296:1013:4,26 1x3344 14849:49:418,1,8 1x3392 840:1012:4,14 1x3416 "
-        "6560:1013:4,30:4 1x3480 6264:1009:2,66:4 1x3496 6272:1009:2,66:4 1x3544 536:1012:4,14 1x3560 "
-        "2584:1013:4,28 1x3568 4752:1013:4,28 1x3592 544:1012:4,15 1x3600 19528:820:1,132:8 1x3848 "
-        "20072:1003:1,132:6 1x3856 15608:821:2,64 1x4080 1232:1012:4,16 1x4096 256:1012:4,16 4096:1009:2,64 "
-        "16384:821:2,64 32768:821:2,64 1x4128 2576:1009:2,66 1x4280 4008:823:4,27 1x4384 1376:1012:4,18 1x4440 "
-        "568:1012:4,18 1x4536 18704:885:2,63 1x4648 1928:1012:4,19 1x4664 1240:1012:4,19 1x4880 8104:1009:2,66:3 "
-        "1x4896 2816:1012:4,20 1x5208 1032:1012:4,21 1x5424 4296:1012:4,22 1x5544 9232:821:2,66 1x5648 "
-        "15392:1009:2,66:4 1x5672 2184:1012:4,23 1x5728 208:1012:4,23 1x5888 704:1012:4,23 1x5992 16024:862:2,64 "
-        "1x6000 12000:863:4,24 1x6008 19984:862:2,64 1x6136 1024:1012:4,24 1x6144 1601:49:768,1 1x6248 "
-        "3464:1012:4,25 1x6264 7659:49:783,1,4 1x6456 568:1012:4,26 1x6472 5128:1012:4,26 1x6560 6240:1012:4,26 "
-        "1x6616 1447:49:827,1 1x6624 6432:1012:4,26 1x6680 15752:1003:1,132:5 1x6792 5544:1012:4,27 1x6888 "
-        "22616:902:2,63 1x7064 10648:1009:2,66:2 1x7680 12976:903:4,25 1x8192 256:1008:2,64 4096:1008:2,64 "
-        "16384:821:2,64 20000:821:2,64 32768:885:2,64 1x12288 4096:822:4,24 3x1 1234:42:32,1,3 3x3 333:2:1,1,42 "
-        "1098:2:1,1,69 3x5 2277:2:1,1,95 2348:2:1,1,98 3812:2:1,1,96 3x7 510:2:1,1,64 1070:2:1,1,67 3x8 "
-        "4824:1003:1,3 3x9 692:2:1,1,87 1548:2:1,1,97 3x11 3257:2:1,1,82 3x16 1792:1002:1,1 3x24 632:1002:1,1 3x29 "
-        "1231:2:1,1,77 3x35 2862:2:1,1,90 3x41 1882:2:1,1,79 2601:2:1,1,82 3x45 577:2:1,1,73 3x47 3028:2:1,1,95 "
-        "3x72 2720:1009:2,2 3x80 1608:1008:2,1 6696:1009:2,5 3x81 4211:45:11,1 3x107 423:45:14,1 3x143 "
-        "4894:2:4,1,31 3x207 1905:45:26,1 3x229 1931:45:29,1 3x253 847:45:32,1 3x339 1395:45:43,1 3x373 585:45:47,1 "
-        "3x401 658:45:51,1 3x409 2759:2:8,1,29 3x427 1521:45:54,1 3x448 1048:1047:4,14 3x464 1480:1047:4,15 3x515 "
-        "2346:2:8,2,21 3x616 4752:1013:4,9 3x696 3296:1013:4,6 3x821 1968:45:103,1 3x913 2458:2:8,2,35 3x944 "
-        "2592:1013:4,8 3x976 1088:1044:2,61 3x1137 989:45:143,1 3x1189 6417:2:8,3,25 3x1193 1250:45:150,1 3x1269 "
-        "2023:45:159,1 3x1672 888:847:4,27 5x8 3464:1003:1,2 3632:1003:1,2 5x9 4750:2:1,1,99 5x13 4328:2:1,1,91 "
-        "5x25 439:2:1,1,55 5x29 1277:2:1,1,80 5x31 2463:2:1,1,77 5x113 2531:46:15,1 5x336 1176:1047:4,11 5x368 "
-        "856:1047:4,12 5x488 2184:1047:4,16 5x793 1263:2:8,2,18 7x7 16:47:1,1 64:47:1,1 100:47:1,1 256:47:1,1 "
-        "1000:47:1,1 1024:47:1,1 2048:47:1,1 4096:47:1,1 5000:2:1,1,313 8192:2:1,1,128 16384:2:1,1,86 "
-        "32768:2:1,1,256 7x17 1383:47:3,1 7x21 750:47:3,1 7x23 438:47:3,1 7x25 1006:47:4,1 7x35 496:47:5,1 7x71 "
-        "4285:2:2,1,45 7x128 992:1008:2,1 7x200 7072:1013:4,5 7x335 5440:2:8,1,43 7x595 573:47:75,1 7x605 "
-        "1351:2:8,2,12 7x680 1496:1047:4,22 7x1469 1316:47:184,1 7x8192 1024:1008:2,64 4096:1008:2,64 "
-        "8192:1008:2,64 16384:821:2,64 32768:885:2,64 8x1 672:1002:1,1 8x3 896:47:1,1 8x5 1592:47:1,1 8x7 "
-        "2416:47:1,1 8x8 3648:1040:1,2 4704:1040:1,3 8x15 512:47:2,1 1280:47:2,1 8x16 3056:1003:1,2 8x24 "
-        "11720:1048:4,9 8x32 1560:1047:4,1 3280:1003:1,2 8x45 1672:47:6,1 8x64 6640:1003:1,5 8x80 4000:1009:2,3 "
-        "8x112 6904:1009:2,5 8688:1009:2,6 8x144 2824:1013:4,2 8x176 8504:1013:4,6 8x192 784:1047:4,6 8x208 "
-        "552:1047:4,7 5184:1013:4,4 8x211 656:2:4,1,82 8x219 3984:2:4,1,34 8x320 864:1047:4,10 8x368 8728:1013:4,12 "
-        "8x440 1296:1047:4,14 8x464 1008:1047:4,15 8x472 4968:1013:4,6 8x488 1360:1047:4,16 8x544 2840:1013:4,6 "
-        "8x576 680:1047:4,18 8x616 2576:1013:4,6 8x656 9248:1013:4,21 8x712 3280:1013:4,6 8x1104 576:1012:4,5 "
-        "8656:1013:4,25 8x1312 1520:847:4,21 8x1616 2008:1012:4,7 8x1656 3264:1013:4,14 8x1680 1208:1012:4,7 8x1696 "
-        "10360:1013:4,21 8x1968 744:1012:4,8 8x2064 5008:1013:4,27 8x2256 6568:823:4,25 8x3672 1408:1012:4,15 "
-        "8x4064 848:1012:4,16 8x4136 8224:823:4,27 8x4328 4840:823:4,27 8x5096 648:1012:4,20 8x5576 4104:1012:4,22 "
-        "8x6032 3184:1012:4,24 8x6120 2080:1012:4,24 8x8192 1560:1008:2,64 1864:1008:2,64 4320:1008:2,64 "
-        "6688:1008:2,64 7144:1008:2,64 9x1 738:52:3,1 9x8 5448:1005:2,4 9x9 520:43:2,1 9x11 577:43:2,1 9x13 "
-        "1286:43:2,1 9x24 3872:1005:2,3 9x48 2288:1004:2,1 9x55 5704:2:1,1,80 9x139 483:2:4,1,61 9x293 "
-        "4122:2:4,2,47 9x328 1064:1047:4,11 9x543 812:2:8,2,12 9x1137 6107:2:8,3,16 9x1255 422:43:157,1 9x1475 "
-        "4901:2:8,3,16 11x32 720:1004:2,1 11x37 5510:2:1,1,77 11x87 782:2:2,1,98 11x91 647:2:2,1,81 11x1152 "
-        "5248:939:4,20 13x1 651:52:4,1 13x11 1141:44:2,1 13x21 1646:44:3,1 13x1640 560:1014:8,7 15x24 5064:1005:2,3 "
-        "15x64 1528:1004:2,1 15x107 3642:2:2,1,46 15x217 495:2:4,1,62 15x547 707:2:8,2,10 16x1 2424:1002:1,1 16x3 "
-        "1776:47:1,2 16x8 6648:1040:1,5 16x16 16:1004:2,1 64:1004:2,1 100:33:1,1 256:1004:2,1 1000:1044:2,1 "
-        "1024:1004:2,1 1160:1044:2,1 2048:1004:2,1 4096:933:1,3 5000:839:1,3 5168:933:1,4 8192:933:1,6 "
-        "16384:933:1,12 32768:933:1,25 16x24 1928:1004:2,1 16x40 512:1004:2,1 2240:1004:2,1 16x56 1408:1004:2,1 "
-        "16x193 7488:2:4,1,59 16x232 624:1014:8,1 16x237 4432:2:4,1,47 16x424 704:1014:8,2 16x568 10664:939:4,24 "
-        "16x648 1192:1014:8,3 16x712 10760:939:4,24 16x776 1640:1014:8,4 16x899 5792:2:8,2,24 16x1040 1664:1014:8,5 "
-        "16x1104 9912:939:4,25 16x1656 2944:939:4,14 16x1800 984:1014:8,8 16x2072 7152:939:4,27 16x2272 "
-        "3896:939:4,27 16x2952 2696:939:4,24 16x3704 2680:939:4,30 16x4424 9752:854:4,24 16x5184 1648:938:4,21 "
-        "16x6736 9872:938:4,27 16x6888 1376:938:4,27 16x7040 856:938:4,28 16x8192 1032:936:2,64 3288:936:2,64 "
-        "11112:803:2,64 17x8 5400:1007:4,4 17x17 1536:2:1,1,12 17x56 1480:1006:4,1 17x149 2154:2:4,1,30 17x200 "
-        "3000:1011:8,4 17x573 2024:2:8,2,16 17x631 714:2:8,2,8 17x1664 4608:948:4,21 17x8192 8000:946:2,64 19x5 "
-        "1454:2:1,1,16 19x9 1688:2:1,1,16 19x15 1647:2:1,1,16 19x19 881:2:1,1,16 19x24 4872:1007:4,3 19x57 "
-        "552:2:1,1,14 19x777 2132:2:8,2,16 21x1 684:52:6,1 21x1664 968:1010:8,13 23x15 1292:2:1,1,15 23x33 "
-        "6943:2:1,1,79 23x64 5184:1007:4,4 23x1175 1686:2:8,3,27 24x13 592:2:1,1,15 24x16 11488:1007:4,8 24x19 "
-        "6584:2:1,1,83 24x21 3256:2:1,1,41 24x24 2600:1007:4,2 24x32 2056:1006:4,1 24x288 6712:1011:8,15 24x432 "
-        "3672:1011:8,8 24x584 5312:1011:8,15 24x656 3704:1011:8,12 24x680 1408:1010:8,6 24x728 4504:941:8,9 24x1120 "
-        "1608:1010:8,9 24x1192 7200:948:4,25 24x1216 968:1010:8,10 24x1400 2424:1010:8,11 24x1512 8664:948:4,24 "
-        "24x1721 2336:2:8,4,19 24x1872 760:1010:8,15 24x1912 848:1010:8,15 24x3232 3136:948:4,26 24x8192 "
-        "1448:946:2,64 1944:946:2,64 2152:946:2,64 4872:946:2,64 5400:946:2,64 25x7 729:2:1,1,16 25x59 "
-        "3621:2:1,1,57 27x3 490:2:1,1,16 27x13 416:2:1,1,13 27x119 2883:2:2,1,41 27x952 648:1010:8,8 27x1409 "
-        "2285:2:8,3,22 29x32 1448:1006:4,1 29x48 2584:1007:4,2 29x91 656:2:2,1,41 29x144 2248:1006:4,3 31x15 "
-        "4379:2:1,1,40 31x31 16:2:1,1,2 64:2:1,1 100:2:1,1,13 256:2:1,1,4 1000:2:1,1,16 1024:2:1,1,16 2048:2:1,1,16 "
-        "4096:2:1,1,64 5000:2:1,1,63 8192:2:1,1,64 16384:2:1,1,128 32768:2:1,1,256 31x643 569:2:8,2,8 32x16 "
-        "1288:1044:2,1 32x96 5248:899:4,4 32x184 2720:1048:4,12 3128:1048:4,12 8376:848:4,18 32x408 4936:848:4,21 "
-        "32x616 2384:1010:8,5 32x795 2440:2:8,2,39 32x1056 3096:899:4,18 32x1287 1112:2:8,3,12 32x1296 "
-        "1288:1010:8,11 32x1352 736:1010:8,11 32x1419 7888:2:8,3,22 32x1432 768:1010:8,12 32x1672 6016:958:4,21 "
-        "32x2360 5920:958:4,30 32x3400 3072:958:4,28 32x4136 8968:808:4,27 33x8 736:1006:4,2 33x33 16:2:1,1,2 "
-        "64:2:1,1 100:2:1,1,13 256:2:1,1,4 1000:2:1,1,16 1024:2:1,1,16 2048:2:1,1,16 4096:2:1,1,64 5000:2:1,1,63 "
-        "8192:2:1,1,64 16384:2:1,1,128 32768:2:1,1,256 33x4096 1024:943:2,64 4096:963:2,64 8192:963:2,64 "
-        "16384:809:2,64 32768:809:2,64 35x1 3721:42:32,1,35 35x56 3384:1007:4,4 37x1 4760:42:32,1,37 37x9 "
-        "515:2:1,1,13 37x15 1461:2:1,1,16 37x19 1387:2:1,1,16 37x1432 3816:950:8,12 39x5 1403:2:1,1,16 "
-        "3369:2:1,1,39 39x1267 1862:2:8,3,26 40x16 640:1044:2,1 40x152 7816:1005:2,54 40x640 1840:1010:8,10 40x856 "
-        "10240:965:4,28 40x1112 1512:1014:8,15 40x1665 3120:2:8,4,19 40x1928 640:938:4,24 40x2584 4488:963:2,63 "
-        "40x5440 1250:16:8,6,3 40x8192 1760:962:2,64 11328:809:2,64 41x1 1298:42:32,1,41 41x8 1736:1006:4,2 45x301 "
-        "5381:2:4,2,36 47x107 1888:2:2,1,27 47x209 2525:2:4,1,32 48x5 1464:2:1,1,16 48x8 688:1039:1,1 968:1039:1,1 "
-        "48x27 1416:2:1,1,15 48x32 2072:1047:4,1 48x48 2056:1047:4,2 12000:848:4,9 48x168 4704:1048:4,18 48x176 "
-        "600:1047:4,6 48x416 3996:34:16,2,11 48x2344 10560:971:4,30 48x2864 680:949:8,12 48x3048 5232:971:4,24 "
-        "48x5880 3440:970:4,23 48x8192 2336:968:2,64 3000:968:2,64 49x3 472:2:1,1,15 51x7 5573:2:1,1,41 51x159 "
-        "3073:2:4,1,33 51x288 824:1010:8,6 53x21 5743:2:1,1,66 53x400 2728:1007:4,28 53x1504 688:847:4,24 56x3 "
-        "1488:2:1,1,16 56x23 832:2:1,1,13 56x151 5152:2:4,1,59 56x568 736:1047:4,18 10672:960:8,15 56x624 "
-        "736:1010:8,10 56x960 848:1006:4,30 56x1416 6824:977:4,24 56x1592 4288:960:8,14 56x1784 7256:977:4,21 "
-        "56x6096 2056:976:4,24 56x8192 2360:975:2,64 57x641 1637:2:8,2,16 59x101 2367:2:2,1,37 61x96 5136:1011:8,8 "
-        "63x2047 14000:2:8,4,16 64x1 256:1047:4,2 4096:1003:1,3 16384:1003:1,12 32768:1003:1,25 64x3 7376:2:1,1,42 "
-        "64x8 2760:1040:1,2 64x16 9384:839:1,7 64x57 2136:2:1,1,27 64x64 16:1047:4,2 64:1006:4,2 100:35:4,1 "
-        "256:1006:4,2 1000:1006:4,2 1024:1006:4,2 1280:1006:4,2 1300:34:4,1,15 1344:1006:4,2 1408:1006:4,2 "
-        "1536:1006:4,2 2048:1006:4,2 2560:1006:4,2 2600:953:2,2 2624:953:2,2 3000:953:2,2 3840:953:2,2 3904:953:2,3 "
-        "4096:953:2,3 5000:953:2,3 5120:953:2,3 5184:953:2,4 6000:896:2,4 6400:953:2,4 6464:953:2,5 7680:953:2,5 "
-        "8192:953:2,6 10240:953:2,7 10304:953:2,8 12000:953:2,9 12288:953:2,9 15360:953:2,11 15424:953:2,12 "
-        "16384:953:2,12 20000:953:2,15 20480:953:2,15 24576:953:2,19 25364:21:1,1,127 28672:953:2,22 32000:953:2,24 "
-        "32768:953:2,25 64x757 3128:2:8,2,44 64x760 2344:1010:8,12 64x1160 2616:874:4,26 64x1712 5728:989:4,21 "
-        "64x3744 9800:793:4,27 64x6600 2048:1025:4,23 64x6752 7342:19:8,4,4 64x8192 1024:1025:4,29 4096:1033:4,26 "
-        "8192:1033:4,26 16384:815:2,64 32768:884:2,64 65x56 824:1006:4,3 65x65 16:2:4,1,2 64:2:4,1 100:2:4,1,13 "
-        "256:2:4,1,4 1000:2:4,1,16 1024:2:4,1,16 2048:2:4,1,16 4096:2:4,1,32 5000:2:4,1,63 8192:2:4,1,64 "
-        "16384:0:1,1,128 32768:0:1,1,128 69x835 1869:0:8,1,26 69x1240 2504:940:8,15 71x3 1671:2:2,1,15 72x3 "
-        "1568:2:2,1,16 7448:2:2,1,41 72x16 920:1045:4,1 72x24 1512:1049:8,1 72x80 3712:1011:8,6 72x99 5584:2:4,1,64 "
-        "72x329 952:2:16,1,8 72x512 10352:948:4,24 72x984 1984:940:8,12 3528:948:4,24 72x1376 520:947:8,11 72x3144 "
-        "1944:966:8,13 72x3568 6376:995:4,28 72x8192 5400:993:2,64 75x81 4813:2:4,1,55 75x995 6998:0:8,1,33 77x9 "
-        "6993:2:2,1,63 77x256 5848:941:8,12 79x7 1215:2:2,1,16 79x15 705:2:2,1,15 80x16 2936:935:4,4 80x136 "
-        "560:1006:4,9 80x339 1936:0:4,1,27 80x808 12419:0:8,1,37 80x2536 6320:1000:4,30 80x4424 3424:999:4,18 81x32 "
-        "3784:1007:4,6 83x11 4020:2:2,1,46 83x168 1032:1006:4,9 83x191 463:2:8,1,8 85x1 4730:52:22,1 88x24 "
-        "624:1049:8,1 88x136 736:1049:8,5 88x584 4120:957:8,15 88x1261 2408:0:8,2,26 88x6312 4327:0:8,7,5 88x6704 "
-        "7288:1001:4,27 89x147 877:2:8,1,13 91x1 1090:52:23,1 91x56 2944:1007:4,6 93x23 5611:2:2,1,64 93x79 "
-        "1774:2:4,1,25 93x1640 1160:956:8,13 95x97 7000:2:4,1,63 95x760 5864:972:8,12 96x64 4744:955:4,3 96x96 "
-        "20000:957:8,15 96x136 1152:1006:4,9 96x553 744:2:16,2,8 96x881 4720:0:8,1,37 96x1744 7640:1016:4,21 97x109 "
-        "2051:2:4,1,24 100x100 16:35:16,1 64:35:16,1 100:35:16,1 256:34:16,1 1000:36:16,1,8 1024:36:16,1,8 "
-        "2048:36:16,1,16 4096:21:4,1,22 5000:23:4,1,33 8192:22:4,1,32 16384:15:2,1,64 32768:15:2,1,64 100x1000 "
-        "1024:875:8,11 4096:978:8,12 8192:978:8,12 16384:973:2,64 32768:919:2,64 101x1301 6533:0:8,2,24 103x257 "
-        "929:2:8,2,8 104x19 968:2:2,1,16 104x48 5968:1007:4,16 104x336 20297:0:4,1,88 105x3 937:2:2,1,15 "
-        "1452:2:2,1,16 111x144 2408:1006:4,12 112x8 2160:1006:4,4 112x48 664:1049:8,2 112x448 25737:0:4,1,66 115x7 "
-        "5528:2:2,1,63 117x23 1505:2:2,1,21 119x139 778:2:8,1,11 120x16 3728:1007:4,8 120x1391 1552:0:8,2,22 "
-        "120x8192 7424:812:2,64 123x1051 4093:0:8,2,29 125x9 2805:2:2,1,44 125x72 3760:1050:8,6 127x255 "
-        "9000:0:2,1,63 128x16 10408:841:2,8 128x128 16:1049:8,4 64:1010:8,4 100:35:16,1 256:1010:8,4 1000:1010:8,4 "
-        "1024:1010:8,4 1280:1010:8,4 1300:36:16,1,12 1344:1010:8,4 1408:1010:8,4 2048:1010:8,4 2560:1010:8,4 "
-        "2600:957:8,2 2624:957:8,2 3840:957:8,2 3904:957:8,3 4096:957:8,3 5000:957:8,3 5120:957:8,3 5184:957:8,4 "
-        "6000:901:8,4 6400:957:8,4 6464:957:8,5 7680:957:8,5 8192:957:8,6 10240:957:8,7 10304:957:8,8 12000:957:8,9 "
-        "12288:957:8,9 15360:957:8,11 15424:957:8,11 16142:15:2,1,66 16384:957:8,11 20480:957:8,12 24576:953:2,64 "
-        "28672:953:2,64 32000:953:2,64 32768:953:2,64 128x136 1328:1049:8,5 128x256 1024:1010:8,8 4096:957:8,6 "
-        "8192:957:8,12 16384:957:8,12 32768:953:2,64 128x512 1024:1004:2,64 4096:957:8,12 8192:957:8,12 "
-        "16384:991:8,12 32768:984:2,64 128x1024 1024:875:8,11 4096:991:8,12 8192:991:8,12 16384:984:2,64 "
-        "32768:813:2,64 128x4096 1024:983:2,64 4096:983:2,64 8192:983:2,64 16384:813:2,64 32768:798:2,64 129x129 "
-        "16:2:12,1,2 64:2:12,1 100:2:12,1,13 256:2:12,1,4 1000:2:12,1,11 1024:2:12,1,8 2048:2:12,1,16 "
-        "4096:2:12,1,32 5000:2:12,1,57 8192:2:12,1,43 16384:0:4,1,64 32768:0:4,1,64 136x16 2456:1046:8,1 136x31 "
-        "1000:2:3,1,16 136x65 2112:2:6,1,17 136x232 5992:950:8,12 136x1208 1904:959:8,15 136x1405 584:2:24,3,3 "
-        "144x15 2072:2:3,1,29 144x1056 7560:971:4,30 147x5 2613:2:3,1,16 152x7 6352:2:3,1,42 152x16 3248:1007:4,10 "
-        "156x41 263:2:3,1,11 160x160 6000:955:4,24 160x6000 1536:819:8,12 163x464 2728:899:4,24 165x11 838:2:3,1,15 "
-        "168x27 3904:2:3,1,31 168x896 1504:947:8,14 171x19 418:2:3,1,14 176x16 8768:935:4,18 176x32 2016:1047:4,3 "
-        "176x8192 8568:824:2,64 183x8 3040:955:4,4 183x159 1889:2:12,1,16 184x1160 9088:916:2,66 184x2024 "
-        "968:988:4,24 185x3 2642:2:3,1,16 189x77 880:2:6,1,13 192x25 2008:2:3,1,28 192x192 16384:953:2,63 192x1520 "
-        "7128:1062:4,24 193x369 5088:0:8,1,43 200x48 552:1049:8,4 200x51 4424:2:4,1,62 200x200 28672:907:4,30 "
-        "200x520 11663:0:8,2,26 200x536 25569:0:8,2,26 201x147 478:2:16,1,7 205x704 696:949:8,15 207x267 "
-        "1415:0:8,1,20 207x551 5059:0:8,2,26 208x3 2336:2:4,1,16 208x5 8664:2:4,1,64 208x21 1680:2:4,1,27 208x248 "
-        "21724:14:2,1,65 208x464 27030:14:4,1,33 208x632 8742:14:4,2,26 208x736 9205:0:16,1,22 215x72 "
-        "3056:1050:8,12 216x64 11224:935:4,28 216x280 22474:14:4,1,44 216x336 8672:994:8,15 216x360 17897:0:8,1,44 "
-        "216x400 12766:14:4,1,33 216x408 18287:0:8,1,33 216x728 11774:14:8,1,22 216x896 17303:0:16,1,18 217x327 "
-        "2011:0:8,1,21 224x408 13205:0:8,1,33 224x424 1216:934:4,28 224x496 12123:0:8,1,33 224x720 19471:0:16,1,22 "
-        "232x16 576:1046:8,1 232x296 8862:14:4,1,43 237x587 1079:0:8,2,8 240x232 11018:18:2,1,66 240x656 "
-        "24930:14:8,1,22 240x8192 1368:794:2,64 247x344 7112:892:2,66 248x456 19145:0:8,1,33 251x1281 719:0:16,2,12 "
-        "253x24 3312:1050:8,4 256x128 1024:1010:8,8 4096:957:8,6 8192:957:8,12 16384:957:8,12 32768:953:2,64 "
-        "256x256 16:1044:2,64 64:1004:2,64 100:34:64,1 256:1004:2,64 1000:947:8,6 1024:1004:2,64 1280:1004:2,64 "
-        "1300:15:8,1,8 1344:1004:2,64 1408:1004:2,64 2048:947:8,6 2560:947:8,6 2600:957:8,8 2624:957:8,8 "
-        "3840:957:8,8 3904:957:8,12 4096:957:8,12 5000:957:8,12 5120:957:8,12 5184:957:8,12 6000:901:8,12 "
-        "6400:957:8,12 6464:957:8,12 7680:957:8,12 8192:957:8,12 10240:991:8,12 10304:991:8,12 12288:991:8,12 "
-        "15360:991:8,12 15424:991:8,12 16384:991:8,12 20000:984:2,64 20480:984:2,64 24576:984:2,64 25428:14:2,1,65 "
-        "32000:984:2,64 32768:984:2,64 256x384 8192:987:8,12 16384:987:8,12 32768:1059:2,64 256x536 9506:14:4,2,26 "
-        "20997:0:8,2,26 256x2048 1024:983:2,64 4096:983:2,64 8192:983:2,64 16384:1054:2,66 32768:798:2,64 256x12288 "
-        "24000:851:2,64 257x15 3674:2:5,1,52 264x59 865:2:5,1,13 264x256 11326:18:3,1,43 264x296 18728:992:4,25 "
-        "264x344 2080:937:8,15 264x784 8306:18:12,1,11 265x1 1559:52:67,1 269x27 882:2:5,1,13 269x520 8736:977:4,30 "
-        "271x687 4101:0:24,1,14 272x64 2152:1049:8,6 272x344 13850:14:8,1,22 272x688 20976:930:2,66 272x928 "
-        "10472:1016:4,24 279x24 2616:1050:8,6 280x8 10272:1043:4,16 280x11 7184:2:5,1,50 280x208 536:937:8,10 "
-        "280x280 8879:0:12,1,29 280x520 22920:930:2,63 281x5 461:2:5,1,15 283x29 3373:2:5,1,47 283x32 8144:935:4,25 "
-        "287x99 1824:2:10,1,26 287x581 3360:0:12,2,17 288x256 13610:18:3,1,44 288x664 12288:1015:1,132 288x672 "
-        "16821:0:24,1,14 295x1120 256:917:8,15 296x64 8248:935:4,25 296x472 25972:18:6,1,22 296x571 3944:0:12,2,17 "
-        "296x1224 2689:0:24,2,8 299x3 1288:2:5,1,15 301x185 1836:0:6,1,21 304x165 5000:0:6,1,22 304x448 "
-        "21001:0:12,1,22 304x608 16733:0:12,2,17 304x792 26495:0:24,1,25 304x880 20689:0:24,1,12 304x1640 "
-        "5928:1038:8,15 305x255 3494:0:6,1,44 311x77 5349:0:3,1,42 312x56 848:1049:8,6 312x120 608:1049:8,12 "
-        "312x256 9980:18:3,1,44 312x392 11945:0:12,1,22 312x664 21674:18:12,1,14 312x712 8129:0:24,1,14 317x3 "
-        "3233:2:5,1,51 320x288 29112:1057:1,120 320x320 3000:955:4,30 320x640 16384:811:1,125 320x8192 "
-        "4704:802:2,64 328x712 6712:921:4,27 329x1760 1352:810:8,14 331x1416 6552:932:8,12 336x8 512:1006:4,11 "
-        "336x40 640:1049:8,6 336x136 1472:1049:8,15 336x424 26346:18:6,1,22 336x464 17052:18:6,1,22 336x552 "
-        "10119:0:12,2,17 344x264 19799:0:12,1,29 344x464 1376:956:8,12 344x528 16343:0:12,2,17 347x375 "
-        "3600:0:12,1,29 352x1 584:1047:4,11 352x216 25559:0:6,1,44 353x1119 1108:0:24,2,9 360x47 2472:2:6,1,21 "
-        "360x2352 3224:924:4,30 361x48 4152:935:4,18 363x45 4410:2:6,1,43 368x232 9054:18:3,1,44 368x312 "
-        "19555:0:12,1,29 368x592 10992:1059:2,63 375x1456 1208:1038:8,15 376x8 1888:1006:4,12 376x464 "
-        "13639:0:12,1,22 376x472 28430:18:6,1,22 376x536 9625:0:12,2,17 376x928 12344:1054:2,60 384x63 "
-        "5624:2:6,1,44 384x128 1024:1010:8,12 4096:957:8,9 8192:957:8,12 16384:985:4,24 32768:984:2,66 384x312 "
-        "22058:14:8,1,22 384x336 9069:0:12,1,29 384x384 16:875:8,12 64:947:8,12 100:37:96,2 256:947:8,12 "
-        "1000:947:8,12 1024:947:8,12 2048:947:8,12 4096:956:8,9 5000:985:4,27 8192:1063:8,12 16384:1063:8,15 "
-        "32768:813:2,63 384x512 8192:991:8,12 16384:816:8,15 32768:942:2,64 384x904 10866:18:12,1,11 389x5 "
-        "990:2:7,1,16 391x147 3792:0:8,1,16 392x8 1016:1006:4,13 392x488 20283:0:16,1,16 392x848 19533:0:32,1,9 "
-        "397x40 896:1006:4,13 399x56 2664:1048:4,28 400x496 14143:0:16,1,16 400x728 17771:0:32,1,11 408x24 "
-        "7432:1048:4,28 408x216 18673:0:8,1,33 408x2488 4920:929:4,30 413x3 1124:2:7,1,16 421x179 3519:0:8,1,32 "
-        "424x480 9111:0:16,1,16 427x19 814:2:7,1,12 432x232 11085:0:8,1,33 432x328 20277:0:16,1,22 432x536 "
-        "1308:14:8,2,13 432x864 4544:986:8,14 432x888 14954:14:16,1,9 435x119 3766:0:4,1,32 437x48 2408:1006:4,14 "
-        "437x137 1065:2:28,1,11 440x5 3464:2:7,1,37 440x24 2992:1050:8,8 440x48 9960:898:8,14 440x680 "
-        "13711:0:32,1,11 448x288 9109:0:16,1,22 448x832 27281:0:32,1,28 456x16 2072:1046:8,2 456x552 "
-        "16606:14:8,2,13 456x672 26351:0:32,1,11 456x840 28673:0:32,1,28 464x104 1368:1046:8,14 464x128 "
-        "4608:957:8,12 464x424 25079:0:16,1,16 464x448 3013:0:16,1,16 464x800 25401:0:32,1,28 464x1645 "
-        "8888:0:32,2,5 467x232 1432:875:8,12 467x401 3679:0:16,1,16 472x280 15222:14:8,1,22 480x15 864:2:8,1,12 "
-        "480x320 10086:14:8,1,22 480x584 19276:14:8,2,13 481x3 3446:2:8,1,31 488x8 2072:1006:4,16 488x31 "
-        "1680:2:8,1,15 488x280 14620:14:8,1,22 488x288 8113:0:16,1,22 489x192 7472:982:4,24 496x240 23141:0:8,1,33 "
-        "496x280 22365:0:16,1,22 496x584 14158:14:8,2,13 496x624 18377:0:16,2,13 496x8192 3616:876:2,64 500x500 "
-        "12000:18:8,1,16 501x187 1307:2:32,1,11 504x1 6200:1013:4,8 10456:1013:4,16 504x24 3456:1050:8,8 504x240 "
-        "10489:0:8,1,33 504x696 18081:0:32,1,11 504x808 9119:0:32,1,9 507x167 6113:0:8,1,32 511x35 469:2:8,1,7 "
-        "511x257 2000:0:16,1,21 512x1 616:1047:4,16 512x8 9984:1043:4,14 512x128 1024:1004:2,64 4096:957:8,12 "
-        "8192:957:8,12 16384:987:8,12 32768:984:2,64 512x200 11752:786:8,12 512x512 16:912:8,12 64:969:8,12 "
-        "100:37:128,2 256:969:8,12 1000:969:8,12 1024:969:8,12 2048:969:8,12 4096:952:2,64 5000:984:2,64 "
-        "6000:980:2,64 8192:984:2,64 12000:813:2,64 12865:0:16,1,16 16384:813:2,64 28672:813:2,64 32768:813:2,64 "
-        "512x640 8192:814:4,30 16384:1029:2,64 32768:1029:2,64 512x792 9328:1018:2,66 512x1024 8192:983:2,64 "
-        "16384:1052:2,66 32768:798:2,64 513x801 528:0:40,1,7 517x7 5918:2:9,1,29 520x3 2312:2:9,1,25 520x8 "
-        "832:1006:4,17 528x1 3080:1013:4,6 528x320 24816:920:1,125 528x328 1701:0:20,1,17 528x581 1072:0:20,2,10 "
-        "528x712 9291:0:40,1,17 529x112 528:1044:2,63 529x1184 5968:1017:8,15 535x13 918:2:9,1,13 536x384 "
-        "12277:0:20,1,17 536x808 12669:0:40,1,15 536x944 9215:0:40,1,13 537x1259 3311:0:40,2,5 541x561 568:0:20,2,9 "
-        "541x991 575:0:40,1,6 543x433 3381:0:20,1,13 544x1 2080:1047:4,17 544x408 28842:18:10,1,13 547x41 "
-        "1200:2:9,1,14 547x360 1160:908:8,15 552x264 11760:1037:2,60 552x328 11729:0:20,1,17 552x400 8640:1032:4,30 "
-        "552x447 8040:0:20,1,13 552x8192 2136:856:2,66 560x472 20027:0:20,1,13 565x232 3360:875:8,15 568x1 "
-        "664:1047:4,18 568x64 4304:945:4,18 569x37 6979:2:9,1,29 576x784 26429:0:40,1,15 584x1 2480:1047:4,19 "
-        "584x200 17348:18:5,1,26 584x320 13490:14:12,1,14 584x512 544:964:4,30 592x71 3344:0:5,1,25 592x400 "
-        "16118:18:10,1,13 592x2352 3288:1053:2,65 592x8192 1024:807:2,64 595x77 3600:0:5,1,25 599x1592 "
-        "4432:923:2,65 600x1 912:1047:4,19 600x576 29911:0:20,2,21 600x992 17072:800:2,64 600x1440 1024:924:4,30 "
-        "608x368 11968:1063:8,15 608x504 17199:0:20,1,13 608x520 1192:917:8,15 613x131 4528:0:10,1,26 616x40 "
-        "1328:1049:8,10 616x237 552:2:40,1,5 616x728 12393:0:40,1,17 617x7 443:2:10,1,14 617x9 5074:2:10,1,26 624x1 "
-        "1088:1047:4,20 2784:1013:4,6 3120:1013:4,6 624x216 2407:0:10,1,26 632x864 12801:0:40,1,15 640x1 "
-        "5504:1013:4,12 640x8 2080:1006:4,20 640x640 1024:990:8,15 4096:990:8,15 8192:990:8,15 16384:818:4,30 "
-        "32768:795:1,125 647x3 449:2:11,1,15 647x595 6668:0:24,2,8 648x240 14457:0:12,1,22 648x392 25919:0:24,1,11 "
-        "651x33 920:2:11,1,12 651x248 1656:900:8,12 655x921 5449:0:48,1,11 656x720 17974:14:24,1,7 664x8 "
-        "856:1006:4,21 664x32 4496:945:4,21 665x1080 592:922:8,15 667x603 1853:0:24,2,8 669x177 1104:0:12,1,11 "
-        "672x1 2336:1047:4,21 5384:1013:4,12 6016:1013:4,12 672x80 520:937:8,11 673x469 641:0:24,1,11 679x995 "
-        "1076:0:48,1,5 680x16 1456:1046:8,3 680x200 21089:0:12,1,22 680x208 28900:18:6,1,22 680x488 2507:0:24,1,11 "
-        "688x8 4552:1043:4,9 688x256 25068:18:6,1,22 688x264 14213:0:24,1,14 688x296 22770:14:12,1,14 688x520 "
-        "8638:14:12,2,8 688x835 584:0:48,1,6 707x45 445:2:12,1,6 712x1 528:1047:4,23 5008:1013:4,9 13336:1013:4,24 "
-        "712x40 11200:907:4,24 712x728 400:810:8,12 720x312 1201:0:24,1,14 720x520 17125:0:24,2,26 720x8192 "
-        "1496:804:2,66 721x735 448:0:48,1,7 728x1 2440:1047:4,23 728x296 8240:918:4,30 728x304 10002:14:12,1,14 "
-        "16135:0:24,1,14 728x440 18542:18:12,1,11 729x656 2760:979:2,66 731x1149 1305:0:48,2,4 736x1 1216:1047:4,23 "
-        "744x1 992:1047:4,24 744x11 584:2:12,1,9 744x16 920:1046:8,3 744x448 14693:0:24,1,11 744x552 "
-        "14296:1027:2,63 752x1 4440:1013:4,9 752x208 16542:18:6,1,22 752x920 13063:0:48,1,11 752x8192 1256:804:2,66 "
-        "760x968 26428:14:24,1,11 768x16 3032:843:4,6 768x768 1024:1021:2,66 4096:1061:8,12 8192:1061:8,12 "
-        "16384:787:2,63 32768:787:2,63 768x1024 20000:1052:2,66 776x1 672:1047:4,25 776x8 1504:1006:4,25 776x24 "
-        "5992:844:4,28 784x1 864:1047:4,25 784x32 1112:1049:8,7 784x448 3472:990:8,14 791x3 6561:2:13,1,20 792x56 "
-        "728:1049:8,14 792x280 11559:0:28,1,12 800x248 9917:0:14,1,18 800x321 3750:0:28,1,12 800x808 1072:996:2,65 "
-        "808x920 8536:1060:2,65 813x1081 5085:0:56,2,4 816x16 1896:1046:8,4 816x480 17544:1029:2,63 816x2376 "
-        "544:866:2,65 823x264 6384:908:8,14 824x1 20728:1003:1,130 832x440 13140:18:14,1,9 832x8192 2584:878:2,66 "
-        "840x1 2264:1047:4,27 840x664 18049:0:56,1,25 845x877 441:0:56,1,5 848x72 1800:875:8,7 848x352 "
-        "11362:14:16,1,11 848x584 18850:14:16,2,6 848x680 10930:18:28,1,6 856x1 4352:1013:4,12 856x88 544:849:8,14 "
-        "856x440 11483:0:28,1,9 872x256 17987:0:14,1,18 872x648 11509:0:56,1,6 872x688 10150:18:28,1,6 872x864 "
-        "19579:0:56,1,16 872x1193 2536:0:56,2,7 879x64 912:1049:8,14 880x200 11104:1022:2,63 888x280 "
-        "18683:0:28,1,12 888x336 23762:14:16,1,11 888x640 27638:14:16,2,6 896x1 14392:1013:4,28 896x21 "
-        "2944:2:14,1,16 896x477 1999:0:28,1,9 896x896 32768:801:2,63 896x1736 4808:785:2,63 904x1 7680:1013:4,20 "
-        "904x8 2376:1042:4,4 904x224 14675:0:16,1,16 904x488 11660:18:16,1,8 904x576 848:1061:8,12 904x1712 "
-        "1152:860:2,63 912x61 4432:2:15,1,17 920x2152 4952:1036:2,65 928x1 6752:1013:4,20 928x8 856:1042:4,4 "
-        "1072:1042:4,4 936x24 6216:846:8,12 936x40 1864:1047:4,30 936x8192 2152:853:2,66 944x5 1080:2:15,1,15 "
-        "944x16 952:1046:8,4 944x232 13746:18:8,1,16 944x472 11310:18:16,1,8 944x808 24427:0:64,1,14 944x1744 "
-        "11544:788:2,64 944x1784 1736:1020:2,65 944x8192 3408:853:2,66 951x167 2206:0:16,1,16 952x680 2672:996:2,66 "
-        "960x440 18221:0:32,1,8 968x1 8248:1013:4,24 968x208 11032:792:2,64 968x352 1584:986:8,12 968x384 "
-        "12431:0:32,1,11 968x424 11200:789:2,64 969x37 6005:2:16,1,16 976x1 15320:1013:4,24 976x272 10177:0:32,1,11 "
-        "984x1 872:1044:2,62 984x16 1256:1046:8,4 992x1 2920:1013:4,8 992x992 10337:1:32,1,4 1000x1 256:1044:2,63 "
-        "1544:1044:2,63 4096:1013:4,12 16384:1013:4,24 32768:1009:2,64 1000x100 1024:15:16,1,8 4096:15:16,1,8 "
-        "8192:12:8,1,16 16384:14:4,1,32 32768:14:4,1,32 1000x1000 16:883:8,14 64:904:8,14 100:15:128,1 256:926:2,64 "
-        "1000:812:2,64 1024:926:2,64 2048:926:2,64 4096:812:2,64 5000:812:2,64 8192:812:2,64 16384:796:2,64 "
-        "32768:806:2,64 1008x8 3528:1043:4,8 1015x571 6768:0:32,2,13 1016x1 1824:1044:2,64 1016x904 7520:832:8,12 "
-        "1017x88 872:845:8,12 1021x101 2986:0:8,1,16 1023x1025 3500:0:64,2,7 1024x16 4824:843:4,12 1024x56 "
-        "592:1044:2,64 1024x88 672:845:8,12 1024x128 1024:947:8,11 4096:987:8,12 8192:987:8,12 16384:984:2,64 "
-        "32768:927:2,64 1024x768 28672:852:2,64 1024x1008 1536:812:2,64 1024x1024 16:926:2,64 64:812:2,64 "
-        "100:15:128,1 256:812:2,64 1000:812:2,64 1024:812:2,64 2048:812:2,64 4096:812:2,64 5000:812:2,64 "
-        "8192:812:2,64 8644:14:32,1,4 11235:1:32,1,4 12000:798:2,64 16384:798:2,64 32768:877:2,64 1024x1280 "
-        "8192:1028:2,64 16384:1028:2,64 32768:889:2,64 1024x2048 8192:797:2,64 16384:797:2,64 32768:877:2,64 "
-        "1024x8192 1024:876:2,66 4096:876:2,66 8192:876:2,66 16384:876:2,66 32768:876:2,66 1025x8 1024:1004:2,65 "
-        "1031x419 3837:0:36,1,7 1040x559 8658:0:36,2,11 1048x1 18888:1013:4,30 1048x152 3128:897:8,15 1056x1 "
-        "10752:1013:4,30 1056x968 2048:829:2,63 1064x11 3808:2:17,1,15 1065x245 4641:0:18,1,14 1072x192 "
-        "816:954:4,27 1080x1 1984:847:4,17 1080x8 624:1042:4,5 1080x64 1896:849:8,9 1095x968 7824:1035:8,15 "
-        "1104x512 6757:0:36,1,7 1104x8192 9160:855:2,66 1109x3 1749:2:18,1,14 1112x16 8456:843:4,25 1112x80 "
-        "1824:845:8,15 1119x5 1465:2:18,1,14 1120x1 528:847:4,18 8104:1013:4,25 1128x1 2904:1013:4,10 1128x24 "
-        "8168:870:4,25 1136x96 5120:894:4,30 1139x992 5448:931:2,64 1144x1 3312:1013:4,10 7584:1013:4,25 1144x24 "
-        "504:1049:8,9 1145x184 7872:992:4,24 1146x155 5639:1:9,1,14 1160x8 5240:1043:4,20 1168x1 "
-        "16720:1003:1,132:12 1176x56 10936:915:4,25 1177x989 4455:1:40,1,3 1184x48 1544:934:4,19 1195x861 "
-        "2096:0:80,1,7 1200x160 1960:897:8,15 1203x3 3148:2:19,1,13 1216x1 1784:847:4,19 1216x85 5992:0:10,1,26 "
-        "1224x64 2680:945:4,26 1225x40 1536:1046:8,15 1232x120 920:871:8,15 1240x1112 391:0:80,2 1248x1 "
-        "7736:1013:4,25 16136:1013:4,25 1255x984 1480:1026:2,65 1264x1 3072:1013:4,10 5296:1013:4,20 20552:823:4,30 "
-        "1264x8192 5448:881:2,66 1280x1280 8192:790:8,15 16384:790:8,15 32768:890:8,15 1293x800 5312:928:2,65 "
-        "1296x88 2728:875:8,11 1303x200 3144:906:4,30 1312x8 6416:1043:4,24 1320x1720 2144:1056:2,63 1320x1792 "
-        "4816:799:2,63 1335x1497 2040:0:88,2,2 1336x1 776:847:4,21 1341x59 1333:2:21,1,12 1344x31 7496:2:21,1,18 "
-        "1344x8192 5256:850:2,66 1352x24 2152:1049:8,11 1371x855 1323:0:88,1,3 1383x151 4725:1:11,1,12 1383x192 "
-        "8352:980:2,66 1384x40 816:934:4,22 1392x8 808:1042:4,6 1400x1 4192:1013:4,18 1408x1 2312:847:4,22 1408x151 "
-        "3208:1:11,1,12 1416x1 1320:847:4,23 1432x1360 1488:794:2,66 1433x37 2851:2:23,1,17 1448x1 2824:1013:4,12 "
-        "1456x1 4024:1013:4,18 1473x1696 896:833:2,66 1480x1 2440:847:4,24 1488x8 912:1042:4,6 1496x40 608:934:4,24 "
-        "1500x1500 1536:14:48,2 1512x1 1056:847:4,24 1512x40 2848:872:8,12 1536x1 3064:1013:4,12 1536x1024 "
-        "8192:1051:2,66 1536x1536 1024:827:2,66 4096:827:2,66 8192:827:2,66 16384:827:2,66 32768:857:2,64 1568x840 "
-        "10648:1034:2,65 1576x1 2648:1013:4,14 1584x1 4120:1013:4,21 1584x879 4648:0:104,1,8 1600x25 1192:2:25,1,10 "
-        "1600x80 2016:875:8,13 1616x1 2928:1013:4,14 1624x1 2600:1013:4,14 1624x64 704:934:4,26 1632x64 "
-        "544:934:4,26 1667x1776 600:804:2,63 1672x1 656:1012:4,7 1680x1 7160:1013:4,21 1680x8 6336:1043:4,21 "
-        "1696x64 5144:982:4,21 1696x184 2072:981:4,21 1703x1768 6744:804:2,63 1720x752 4768:817:2,66 1744x1096 "
-        "4264:861:2,66 1752x1 1584:1012:4,7 1760x48 1664:849:8,14 1768x1 14248:823:4,28 1776x2432 5352:855:2,65 "
-        "1792x9 5776:2:28,1,9 1792x840 912:1051:2,63 1808x8 2800:1043:4,16 1815x8 1232:944:4,19 1823x8 "
-        "4416:1043:4,24 1824x1 3872:1013:4,24 1840x8192 1408:859:2,66 1880x32 2200:1049:8,15 1880x240 "
-        "2232:1031:4,24 1904x200 560:1023:4,24 1912x8 6008:1043:4,24 1936x1 896:1012:4,8 1936x64 9200:998:4,28 "
-        "1936x2456 2992:858:2,65 1945x64 5096:961:4,26 1967x8 2744:1043:4,16 1968x32 6992:894:4,24 1968x728 "
-        "4552:1053:2,64 2000x72 808:869:4,24 2008x64 4912:961:4,26 2047x63 14000:0:16,1,16 2048x256 1024:983:2,64 "
-        "4096:983:2,64 8192:983:2,64 16384:798:2,64 32768:798:2,64 2048x1024 12000:797:2,64 2048x2048 16:805:2,64 "
-        "64:876:2,64 100:13:64,2 256:876:2,64 1000:876:2,64 1024:876:2,64 2048:876:2,64 4096:876:2,64 5000:876:2,64 "
-        "6000:805:2,64 8192:876:2,64 16384:876:2,64 32768:876:2,64 2048x8192 3000:876:2,66 2056x1 1344:1012:4,9 "
-        "2064x32 8568:894:4,27 2072x1 1520:873:4,22 2080x1 21376:1003:1,132 2128x1 2944:1013:4,18 2160x8 "
-        "5536:1043:4,27 2168x1 5512:1013:4,27 2208x64 984:944:4,23 2272x512 1368:931:2,64 2352x48 712:871:8,10 "
-        "2360x72 720:869:4,30 2368x1 7760:1003:1,132:6 2416x8 832:1042:4,10 2416x56 1120:944:4,26 2424x1264 "
-        "7776:804:2,65 2456x1 19680:1003:1,132:6 2488x1 2672:1013:4,20 2520x8192 3488:881:2,66 2528x1 "
-        "3248:1013:4,20 11648:823:4,25 2528x16 616:1046:8,10 2536x1 5008:1013:4,20 2592x1 648:1012:4,11 "
-        "10760:1009:2,63 2600x32 1352:845:8,11 2648x1 2216:1012:4,11 2656x1 11792:1009:2,63 2664x1 12744:1009:2,63 "
-        "2736x1 4752:1009:2,66 2784x1 4416:1013:4,22 2800x1 11592:1009:2,66 2824x8 4464:1043:4,24 2832x1 "
-        "912:1012:4,12 2848x56 7512:915:4,24 2864x1 12040:823:4,24 2880x48 1248:871:8,12 2904x1 13768:823:4,24 "
-        "3000x1 3632:1013:4,24 6000:1013:4,24 3000x3000 6000:856:2,66 3008x1 3896:1013:4,24 3008x24 1808:845:8,12 "
-        "3016x72 3720:1024:4,24 3024x1 11280:1013:4,24 3056x1 2016:1012:4,12 3080x64 2040:897:8,13 3088x24 "
-        "1048:845:8,13 3096x8192 11680:859:2,66 3112x1 1240:1012:4,13 3192x56 6104:915:4,26 3208x1 14800:863:4,30 "
-        "3240x1 18104:863:4,30 3280x1 5456:1013:4,26 3328x1 5024:1013:4,26 3432x1 768:1012:4,14 3480x56 "
-        "5912:915:4,28 3496x8192 1144:880:2,66 3536x32 7936:894:4,28 3552x1 592:1012:4,14 1888:1012:4,14 3616x1 "
-        "6056:1009:2,66:4 3624x1 4728:1013:4,30 8928:1009:2,66:4 3632x1 504:1012:4,15 3664x48 6160:911:4,30 3704x1 "
-        "1256:1012:4,15 3728x1 2352:1012:4,15 3744x8 1912:1042:4,15 3792x8192 8136:881:2,66 3808x56 3280:915:4,30 "
-        "3816x1 3672:1013:4,30 3824x48 664:871:8,15 3856x8 1848:1042:4,16 3912x1 8832:1009:2,62 4000x1 "
-        "10120:823:4,24 4000x320 28672:889:2,64 4016x16 1432:1044:2,63 4040x1 11888:823:4,24 4048x1 1144:1012:4,16 "
-        "4096x1 256:1012:4,16 4096:1009:2,64 16384:821:2,64 32768:821:2,64 4096x33 1024:2:64,1,4 4096:2:64,1,6 "
-        "8192:2:64,1,6 16384:2:64,1,6 32768:2:64,1,16 4096x128 1024:983:2,64 4096:983:2,64 8192:983:2,64 "
-        "16384:927:2,64 32768:796:2,64 4096x4096 16:805:2,66 64:876:2,66 100:17:256,2 256:876:2,66 1000:876:2,66 "
-        "1024:876:2,66 2048:876:2,66 3000:876:2,66 4096:876:2,66 5000:876:2,66 8192:876:2,66 16384:876:2,66 "
-        "20000:876:2,66 32768:876:2,66 4096x8192 3000:876:2,66 20000:876:2,66 4160x1 3432:1009:2,66 4160x56 "
-        "4000:895:2,65 4240x80 1528:1031:4,17 4264x1 808:1012:4,17 4304x8192 4904:859:2,66 4320x1 3360:1012:4,17 "
-        "4336x56 5680:967:4,23 4360x8192 1032:859:2,66 4384x1 800:1012:4,18 4424x1 18696:1009:2,66:7 4456x1 "
-        "7400:1013:4,30:3 4528x56 6104:967:4,24 4536x72 2808:1023:4,18 4560x1 12920:863:4,24 4656x1 1392:1012:4,19 "
-        "4664x72 6528:1023:4,19 4696x1 7136:863:4,28 4736x1 776:1012:4,19 4880x40 2504:906:4,20 4920x64 "
-        "5296:974:4,22 4936x1 1048:1012:4,20 4944x1 14232:862:2,65 4992x1 824:1012:4,20 5040x1 2264:1012:4,20 "
-        "5136x1 8056:821:2,63 5152x1 21576:821:2,63 5336x1 888:1012:4,21 5496x1 2304:1012:4,22 5504x1 "
-        "10088:821:2,66 5536x1 6664:1012:4,22 5576x48 5928:910:4,22 5608x24 1504:869:4,22 5648x40 5136:906:4,23 "
-        "5720x1 10888:823:4,24 5760x8192 6424:855:2,66 5984x64 760:981:4,24 6000x160 12000:835:2,64 6000x6000 "
-        "333:0:376,6 6136x24 1536:869:4,24 6216x1 6168:1012:4,25 6248x8192 7888:881:2,66 6296x1 5256:1012:4,25 "
-        "6304x1 984:1012:4,25 6376x16 4960:842:4,25 6448x1 17776:903:4,30 6512x1 3520:1012:4,26 6552x48 "
-        "6664:910:4,26 6704x1 640:1012:4,27 1904:1012:4,27 6056:1012:4,27 6744x1 16928:821:2,66:9 6800x16 "
-        "5984:842:4,27 7008x40 8666:20:28,1,4 7056x8192 3184:879:2,66 7104x24 1200:869:4,28 7120x32 2880:893:4,28 "
-        "7136x72 2096:1023:4,28 7168x24 2864:869:4,28 7200x8192 1664:882:2,66 7304x16 576:842:4,29 7360x8192 "
-        "2984:856:2,66 7488x1 6120:1003:1,132:2 7768x56 2112:997:4,25 7880x16 712:840:2,62 7912x1 13336:821:2,62 "
-        "7920x96 11336:1052:2,62 7976x56 6936:997:4,25 8192x1 256:1008:2,64 4096:1008:2,64 12000:821:2,64 "
-        "16384:821:2,64 32768:885:2,64 8192x7 1024:2:128,1,2 4096:2:128,1,4 8192:2:128,1,4 16384:2:128,1,4 "
-        "32768:2:128,1,4 8192x8 1776:1041:2,64 2536:1041:2,64 2680:1041:2,64 4680:1041:2,64 6656:1041:2,64 8192x16 "
-        "6656:840:2,64 7792:840:2,64 8192x17 4000:2:128,1,4 8192x24 4424:868:2,64 8192x32 9376:891:2,64 8192x40 "
-        "4312:905:2,64 5256:905:2,64 5392:905:2,64 6016:905:2,64 8192x48 1016:909:2,64 6000:909:2,64 8192x56 "
-        "9296:914:2,64 11448:913:2,64 8192x64 1024:997:4,26 4096:997:4,26 8192:997:4,26 16384:925:2,64 "
-        "32768:951:2,64 8192x80 2064:1030:2,64 8192x96 4192:1058:2,64 20000:1055:2,66 8192x112 8232:791:2,64 "
-        "8192x128 2960:926:2,64 8192x136 6664:1019:2,64 8192x168 2464:1034:2,64 2680:1034:2,64 8192x216 "
-        "1472:788:2,64 8192x248 9016:797:2,64 8192x256 3840:797:2,64 8192x264 8408:825:2,64 8192x288 3040:827:2,64 "
-        "8192x320 16000:838:2,64 8192x384 1312:851:2,64 8192x472 3944:834:2,66 8192x584 11912:831:2,64 8192x720 "
-        "3008:851:2,66 8192x1024 1024:876:2,66 4096:876:2,66 8192:876:2,66 16384:876:2,66 32768:876:2,66 8192x1072 "
-        "8856:886:2,66 8192x1232 3456:864:2,66 8192x1328 7208:865:2,66 8192x1336 5664:865:2,66 8192x1944 "
-        "6928:867:2,66 8192x2048 24000:876:2,66 8192x2128 11784:886:2,66 8192x2648 5840:826:2,66 8192x2920 "
-        "7936:831:2,66 8192x2928 1080:887:2,66 8192x3888 9472:828:2,66 8192x4096 7000:876:2,66 12000:876:2,66 "
-        "8192x4216 10728:831:2,66 8192x4480 10880:888:2,66 8192x4816 4064:887:2,66 8192x5792 2168:836:2,66 "
-        "8192x6536 2960:836:2,66 8192x7448 7160:830:2,66 8192x7672 2576:837:2,66 8192x8192 16:805:2,66 64:876:2,66 "
-        "100:17:512,4 256:876:2,66 1000:888:2,66 1024:888:2,66 1536:888:2,66 2048:888:2,66 4096:888:2,66 "
-        "5000:888:2,66 6000:888:2,66 8192:888:2,66 11000:888:2,66 16384:888:2,66 28672:888:2,66 32768:888:2,66 "
-        "12288x256 2048:804:2,64 "
+        "615:52:1,1 838:42:32,1,3 1023:42:32,1,3 4189:42:32,1,3 1x5 518:52:2,1 584:52:2,1 1x13 2561:42:32,1,13 1x16 "
+        "7120:1831:1,5 1x21 669:52:6,1 1x24 1840:1830:1,1 1x40 6048:1892:4,8 1x41 2489:42:32,1,41 1x64 256:1891:4,2 "
+        "4096:1831:1,3 16384:1831:1,12 32768:1831:1,25 1x71 2478:52:18,1 1x72 752:1836:2,1 1x80 2384:1836:2,1 1x89 "
+        "405:52:23,1 1x107 4597:52:27,1 1x139 1216:52:35,1 1x301 462:52:76,1 1x500 96:52:125,1 1x512 688:1891:4,16 "
+        "1x520 13176:1843:4,30 1x528 704:1891:4,17 4784:1843:4,9 1x536 1912:1891:4,17 3680:1843:4,6 4680:1843:4,9 "
+        "1x544 600:1891:4,17 5888:1843:4,12 1x552 14112:1843:4,30 1x560 4280:1843:4,9 1x568 2072:1891:4,18 "
+        "16944:1843:4,30 1x584 12312:1843:4,27 22496:1843:4,30 1x600 1120:1891:4,19 22376:1843:4,30 1x608 "
+        "5416:1843:4,12 9224:1843:4,21 1x624 784:1891:4,20 20232:1843:4,30 1x635 4810:52:159,1 1x648 "
+        "10312:1843:4,24 1x672 504:1891:4,21 23816:1843:4,27 1x675 562:52:169,1 1x687 6920:49:86,1,8 1x688 "
+        "8768:1843:4,18 1x696 12128:1843:4,27 1x707 3070:52:177,1 1x720 3504:1843:4,6 1x728 2640:1843:4,6 "
+        "16144:1843:4,24 1x736 16720:1843:4,24 1x744 664:1891:4,24 1x760 1880:1891:4,24 4984:1843:4,9 1x768 "
+        "1536:1891:4,24 2560:1891:4,24 3072:1843:4,6 1x776 1928:1891:4,25 1x784 584:1891:4,25 1x800 3312:1843:4,8 "
+        "1x816 9920:1843:4,28 1x824 1512:1891:4,26 2880:1843:4,8 1x840 2088:1891:4,27 5072:1843:4,12 1x856 "
+        "12168:1843:4,28 1x872 632:1891:4,28 1x880 784:1891:4,28 6200:1843:4,16 18656:1843:4,28 1x888 "
+        "10960:1843:4,28 1x896 8184:1843:4,24 1x904 2912:1843:4,8 1x912 1088:1891:4,29 1240:1891:4,29 1x928 "
+        "1192:1891:4,29 2448:1891:4,29 1x976 2120:1888:2,61 1x992 904:1888:2,62 952:1888:2,62 1x1000 256:1888:2,63 "
+        "4096:1843:4,12 9272:1843:4,24 16384:1843:4,24 32768:1837:2,64 1x1008 5728:1843:4,16 1x1024 2560:1888:2,64 "
+        "12288:1843:4,24 1x1032 2240:1888:2,65 21008:1831:1,132:13 1x1048 2856:1843:4,10 1x1056 14352:1843:4,30 "
+        "1x1080 1288:1540:4,17 1576:1540:4,17 3192:1843:4,10 13232:1843:4,30 1x1096 21736:1837:2,63 1x1120 "
+        "1488:1540:4,18 9296:1843:4,25 1x1123 4147:52:281,1 1x1128 544:1540:4,18 1x1136 6272:1843:4,20 1x1144 "
+        "13584:1843:4,25 1x1152 2968:1843:4,10 1x1160 632:1540:4,19 1x1168 992:1540:4,19 1472:1540:4,19 1x1200 "
+        "1640:1540:4,19 1x1208 840:1540:4,19 1x1240 600:1540:4,20 1x1264 6168:1843:4,20 1x1288 1792:1540:4,21 "
+        "1x1328 21992:1837:2,66 1x1360 8648:1843:4,24 1x1368 5776:1843:4,24 1x1376 6696:1843:4,24 1x1384 "
+        "1344:1540:4,22 1x1400 808:1540:4,22 9624:1843:4,24 1x1403 959:52:351,1 1x1416 6904:1843:4,24 1x1424 "
+        "552:1540:4,23 1x1432 1624:1540:4,23 1x1440 3400:1843:4,12 1x1456 13456:1843:4,24 1x1504 1448:1540:4,24 "
+        "3384:1843:4,12 1x1536 1024:1540:4,24 5120:1843:4,18 7168:1843:4,24 11096:1843:4,24 28672:1502:2,66 1x1544 "
+        "9640:1843:4,28 1x1568 4288:1843:4,21 1x1584 6176:1843:4,28 1x1600 22896:1837:2,65 23056:1837:2,65 1x1624 "
+        "3944:1843:4,21 21576:1837:2,65 1x1656 1712:1540:4,26 1x1680 7464:1843:4,21 1x1704 6800:1843:4,21 1x1736 "
+        "5072:1843:4,21 15080:1504:4,28 1x1776 4936:1843:4,21 1x1816 8200:1843:4,24 1x1856 10800:1843:4,24 1x1872 "
+        "2424:1603:4,20 1x1880 12320:1843:4,24 1x1888 14440:1504:4,24 1x1968 9888:1843:4,24 1x1976 1312:1842:4,8 "
+        "2168:1603:4,21 1x1984 6488:1843:4,24 1x1992 6232:1843:4,24 1x2032 1216:1842:4,8 1x2040 2416:1603:4,22 "
+        "1x2048 768:1842:4,8 2048:1842:4,8 5120:1843:4,24 6144:1843:4,24 7168:1843:4,24 12288:1843:4,24 "
+        "14336:1837:2,64 16384:1837:2,64 1x2056 616:1603:4,22 1x2064 1800:1603:4,22 1x2136 1728:1842:4,9 1x2144 "
+        "6584:1843:4,27 1x2240 17048:1502:2,63 1x2248 1672:1603:4,24 1x2264 3896:1843:4,27 1x2280 1816:1603:4,24 "
+        "8640:1504:4,25 1x2288 1888:1842:4,9 22424:1502:2,63 1x2304 11784:1504:4,25 1x2312 1264:1842:4,10 "
+        "6296:1843:4,30 1x2320 11128:1831:1,132:6 1x2368 784:1842:4,10 5520:1843:4,30 1x2496 9360:1504:4,25 1x2536 "
+        "584:1842:4,10 1x2560 3072:1843:4,20 4096:1843:4,20 7168:1504:4,25 11008:1504:4,25 1x2592 1936:1842:4,11 "
+        "1x2600 18504:1837:2,63 1x2640 6624:1837:2,63 1x2688 5264:1837:2,63 1x2696 2096:1842:4,11 1x2712 "
+        "1080:1842:4,11 1x2720 808:1842:4,11 4040:1837:2,66 1x2768 11016:1837:2,66 1x2808 1080:1842:4,11 1x2840 "
+        "1072:1842:4,12 1x2896 912:1842:4,12 1x2984 17424:1588:4,24 1x3000 3000:1843:4,24 1x3008 3048:1843:4,24 "
+        "1x3056 1032:1842:4,12 1x3072 4096:1843:4,24 7168:1843:4,24 8192:1843:4,24 1x3080 23288:1502:2,65 1x3088 "
+        "13216:1504:4,28 1x3104 544:1842:4,13 1x3216 736:1842:4,13 1x3240 632:1842:4,13 1x3304 4296:1843:4,26 "
+        "1x3328 11728:1502:2,65 1x3344 14849:49:418,1,8 1x3360 2616:1843:4,28 1x3392 840:1842:4,14 1x3416 "
+        "6560:1843:4,30:4 1x3480 6264:1837:2,66:4 1x3496 6272:1837:2,66:4 1x3544 536:1842:4,14 1144:1842:4,14 "
+        "1x3560 2584:1843:4,28 1x3568 4752:1843:4,28 1x3592 544:1842:4,15 1x3600 19528:1500:1,132:8 1x3720 "
+        "592:1842:4,15 1x3736 7712:1504:4,24 1x3816 15920:1588:4,25 1x3848 20072:1831:1,132:6 1x3856 "
+        "15608:1502:2,64 1x3864 4472:1504:4,24 1x3880 2040:1842:4,16 4784:1504:4,24 1x3952 1608:1842:4,16 1x3968 "
+        "968:1842:4,16 1x3992 512:1842:4,16 1x4040 21112:1502:2,64 1x4048 14352:1502:2,64 1x4080 1232:1842:4,16 "
+        "1x4096 256:1842:4,16 2560:1842:4,16 4096:1837:2,64 6144:1837:2,64 16384:1502:2,64 32768:1502:2,64 1x4128 "
+        "2576:1837:2,66 1x4280 4008:1504:4,27 1x4304 3000:1842:4,17 1x4384 1376:1842:4,18 1x4440 568:1842:4,18 "
+        "1x4496 2544:1842:4,18 1x4520 904:1842:4,18 1x4536 18704:1641:2,63 1x4648 1928:1842:4,19 1x4664 "
+        "1240:1842:4,19 1x4880 8104:1837:2,66:3 1x4896 2816:1842:4,20 1x5008 720:1842:4,20 1x5080 5000:1842:4,20 "
+        "1x5120 2048:1842:4,20 3072:1842:4,20 4096:1842:4,20 5120:1842:4,20 1x5208 1032:1842:4,21 1x5336 "
+        "2096:1842:4,21 1x5360 23808:1502:2,63 1x5424 4296:1842:4,22 1x5544 9232:1502:2,66 1x5648 15392:1837:2,66:4 "
+        "1x5672 2184:1842:4,23 1x5728 208:1842:4,23 1x5816 20280:1587:2,64 1x5888 704:1842:4,23 1x5992 "
+        "16024:1587:2,64 1x6000 12000:1588:4,24 1x6008 19984:1587:2,64 1x6104 5184:1842:4,24 1x6136 1024:1842:4,24 "
+        "1x6144 1536:1842:4,24 1601:49:768,1 5120:1842:4,24 6144:1842:4,24 11008:1504:4,24 12288:1588:4,24 1x6248 "
+        "3464:1842:4,25 1x6264 7659:49:783,1,4 1x6456 568:1842:4,26 1x6472 5128:1842:4,26 1x6504 1872:1842:4,26 "
+        "1x6512 16200:1588:4,27 1x6560 6240:1842:4,26 1x6616 1447:49:827,1 1x6624 6432:1842:4,26 1x6680 "
+        "15752:1831:1,132:5 1x6768 2880:1842:4,27 1x6792 5544:1842:4,27 1x6856 2232:1842:4,27 1x6888 "
+        "22616:1666:2,63 1x6920 1040:1842:4,28 1x7064 10648:1837:2,66:2 1x7168 7168:1837:2,66:2 8192:1837:2,66:2 "
+        "12288:1502:2,66:4 1x7680 12976:1667:4,25 1x8192 256:1836:2,64 2560:1836:2,64 4096:1836:2,64 5120:1836:2,64 "
+        "13824:1502:2,64 16384:1502:2,64 20000:1502:2,64 32768:1641:2,64 1x11008 768:1503:4,22 2560:1503:4,22 "
+        "3072:1503:4,22 4096:1503:4,22 1x12288 768:1503:4,24 1024:1503:4,24 1536:1503:4,24 4096:1503:4,24 "
+        "8192:1503:4,24 1x13824 5120:1842:4,30 6144:1842:4,30 13824:1587:2,66:5 14336:1587:2,66:5 1x14336 "
+        "1024:1836:2,66 6144:1836:2,66 12288:1641:2,66:4 1x16384 2560:1501:2,64 3072:1501:2,64 5120:1501:2,64 2x768 "
+        "2048:1891:4,24 3072:1843:4,6 8192:1843:4,18 12288:1843:4,24 13824:1843:4,24 2x1024 2560:1888:2,64 "
+        "6144:1843:4,16 12288:1843:4,24 13824:1843:4,24 2x1536 768:1540:4,24 2560:1540:4,24 3072:1843:4,12 "
+        "5120:1843:4,18 7168:1843:4,24 8192:1843:4,24 14336:1504:4,24 2x2048 1024:1842:4,8 4096:1843:4,24 "
+        "14336:1837:2,64 2x2560 1536:1842:4,10 4096:1843:4,20 6144:1843:4,30 7168:1504:4,25 11008:1504:4,25 "
+        "12288:1504:4,25 2x3072 768:1842:4,12 1024:1842:4,12 1536:1842:4,12 5120:1843:4,24 7168:1843:4,24 "
+        "14336:1588:4,24 2x4096 1024:1842:4,16 7168:1504:4,24 11008:1504:4,24 2x5120 1536:1842:4,20 2560:1842:4,20 "
+        "5120:1842:4,20 6144:1842:4,20 8192:1642:4,25 14336:1642:4,25 2x6144 768:1842:4,24 1536:1842:4,24 "
+        "14336:1587:2,64 2x7168 1024:1842:4,28 2560:1842:4,28 14336:1641:2,66:8 16384:1641:2,66:8 2x8192 "
+        "4096:1836:2,64 7168:1836:2,64 11008:1836:2,64 16384:1502:2,64 2x11008 1536:1503:4,22 6144:1503:4,22 "
+        "12288:1641:2,66 2x12288 1536:1503:4,24 2560:1503:4,24 7168:1503:4,24 12288:1587:2,64 2x13824 768:1842:4,30 "
+        "1536:1842:4,30 2560:1842:4,30 7168:1842:4,30 12288:1587:2,66:5 13824:1587:2,66:5 16384:1502:2,66:7 2x14336 "
+        "1024:1836:2,66 2048:1836:2,66 5120:1836:2,66 8192:1836:2,66 2x16384 2560:1501:2,64 3072:1501:2,64 "
+        "5120:1501:2,64 7168:1501:2,64 13824:1501:2,64 16384:1501:2,64 3x1 1234:42:32,1,3 2543:42:32,1,3 3x3 "
+        "333:2:1,1,42 621:2:1,1,78 834:2:1,1,53 1098:2:1,1,69 6435:2:1,1,90 3x5 2277:2:1,1,95 2348:2:1,1,98 "
+        "3812:2:1,1,96 3x7 510:2:1,1,64 1070:2:1,1,67 1897:2:1,1,80 3x8 2552:1830:1,1 4824:1831:1,3 5192:1831:1,4 "
+        "3x9 692:2:1,1,87 1341:2:1,1,84 1548:2:1,1,97 6488:2:1,1,91 3x11 1585:2:1,1,67 3257:2:1,1,82 3x16 "
+        "1376:1830:1,1 1792:1830:1,1 3x21 2962:2:1,1,93 3x23 419:2:1,1,53 5522:2:1,1,99 3x24 632:1830:1,1 3x29 "
+        "1231:2:1,1,77 3x35 2862:2:1,1,90 3x40 7816:1892:4,12 3x41 1659:2:1,1,70 1882:2:1,1,79 2601:2:1,1,82 3x43 "
+        "2457:2:1,1,77 3x45 577:2:1,1,73 3x47 3028:2:1,1,95 3x55 1191:2:1,1,75 3x56 1928:1830:1,1 3x65 1901:45:9,1 "
+        "3x72 2720:1837:2,2 3x80 1608:1836:2,1 6696:1837:2,5 3x81 1618:45:11,1 4211:45:11,1 3x107 423:45:14,1 3x112 "
+        "576:1836:2,1 3x143 4894:2:4,1,31 3x152 1464:1842:4,1 3x193 996:45:25,1 3x199 4718:2:4,1,32 3x207 "
+        "1905:45:26,1 3x229 1931:45:29,1 3x240 7920:1843:4,6 3x253 847:45:32,1 3x255 470:45:32,1 3x339 1395:45:43,1 "
+        "3x357 4230:2:8,1,32 3x373 585:45:47,1 3x401 658:45:51,1 3x409 2759:2:8,1,29 3x421 865:45:53,1 3x427 "
+        "1521:45:54,1 3x448 1048:1891:4,14 3x464 1480:1891:4,15 3x512 1232:1891:4,16 3x515 2346:2:8,2,21 3x616 "
+        "4752:1843:4,9 3x696 3296:1843:4,6 3x768 1536:1891:4,24 5120:1843:4,9 11008:1843:4,24 12288:1843:4,24 "
+        "16384:1843:4,24 3x821 1968:45:103,1 3x913 2458:2:8,2,35 3x944 2592:1843:4,8 3x976 1088:1888:2,61 3x1024 "
+        "2560:1888:2,64 7168:1843:4,20 14336:1843:4,24 3x1137 989:45:143,1 3x1189 6417:2:8,3,25 3x1193 "
+        "1250:45:150,1 3x1269 2023:45:159,1 3x1536 1536:1540:4,24 3x1672 888:1540:4,27 3x2048 3072:1843:4,16 "
+        "5120:1843:4,24 3x2560 768:1842:4,10 1536:1842:4,10 3072:1843:4,20 4096:1843:4,20 5120:1843:4,20 "
+        "7168:1504:4,25 8192:1504:4,25 16384:1504:4,25 3x3072 2560:1842:4,12 5120:1843:4,24 6144:1843:4,24 "
+        "7168:1843:4,24 11008:1843:4,24 14336:1588:4,24 3x4096 2560:1842:4,16 3072:1837:2,64 11008:1504:4,24 3x5120 "
+        "2048:1842:4,20 3072:1842:4,20 6144:1842:4,20 3x6144 5120:1842:4,24 12288:1588:4,24 3x7168 2560:1842:4,28 "
+        "6144:1837:2,66:2 3x8192 14336:1502:2,64 3x11008 14336:1641:2,66 3x12288 768:1503:4,24 2048:1503:4,24 "
+        "3072:1503:4,24 11008:1587:2,64 12288:1587:2,64 14336:1587:2,64 3x13824 768:1842:4,30 1536:1842:4,30 "
+        "2560:1842:4,30 3x14336 1536:1836:2,66 11008:1502:2,66:2 16384:1641:2,66:7 3x16384 768:1501:2,64 "
+        "2048:1501:2,64 2560:1501:2,64 5120:1501:2,64 12288:1501:2,64 13824:1501:2,64 4x768 4096:1843:4,9 "
+        "5120:1843:4,9 6144:1843:4,12 14336:1843:4,24 4x1536 2560:1540:4,24 4096:1843:4,18 4x2048 1536:1842:4,8 "
+        "3072:1843:4,16 13824:1837:2,64 4x2560 768:1842:4,10 14336:1504:4,25 4x3072 3072:1843:4,24 8192:1843:4,24 "
+        "11008:1843:4,24 4x4096 4096:1837:2,64 11008:1504:4,24 14336:1502:2,64 4x5120 16384:1642:4,25 4x6144 "
+        "2048:1842:4,24 7168:1842:4,24 13824:1587:2,64 4x8192 2048:1836:2,64 4096:1836:2,64 6144:1836:2,64 "
+        "7168:1836:2,64 4x11008 2048:1503:4,22 4096:1503:4,22 6144:1503:4,22 13824:1641:2,66 16384:1641:2,66 "
+        "4x12288 6144:1503:4,24 7168:1503:4,24 14336:1587:2,64 16384:1587:2,64 4x13824 4096:1842:4,30 4x14336 "
+        "2048:1836:2,66 7168:1836:2,66 8192:1836:2,66 13824:1641:2,66:4 4x16384 11008:1501:2,64 5x3 1249:2:1,1,79 "
+        "3678:2:1,1,92 5x5 1139:2:1,1,72 6710:2:1,1,94 5x8 3464:1831:1,2 3632:1831:1,2 5x9 4750:2:1,1,99 5x13 "
+        "4328:2:1,1,91 5x25 439:2:1,1,55 530:2:1,1,67 5x29 1277:2:1,1,80 5x31 2463:2:1,1,77 5x48 1408:1830:1,1 5x63 "
+        "476:2:1,1,60 5x113 2531:46:15,1 5x117 2157:46:15,1 5x128 3232:1837:2,2 5x299 4756:2:4,2,46 5x336 "
+        "1176:1891:4,11 5x368 856:1891:4,12 5x488 2184:1891:4,16 5x767 4266:2:8,2,32 5x793 1263:2:8,2,18 5x912 "
+        "3120:1843:4,8 5x1024 1536:1888:2,64 6144:1843:4,16 13824:1843:4,24 16384:1843:4,24 5x1536 768:1540:4,24 "
+        "5x1560 928:1540:4,25 5x1904 2760:1843:4,16 5x2048 3072:1843:4,16 5120:1843:4,24 6144:1843:4,24 "
+        "12288:1843:4,24 5x2560 4096:1843:4,20 11008:1504:4,25 5x3072 6144:1843:4,24 7168:1843:4,24 11008:1843:4,24 "
+        "5x4096 16384:1502:2,64 5x5120 4096:1842:4,20 8192:1642:4,25 5x6144 2048:1842:4,24 4096:1842:4,24 "
+        "8192:1842:4,24 5x7168 768:1842:4,28 3072:1837:2,66:2 5x8192 5120:1836:2,64 11008:1836:2,64 14336:1502:2,64 "
+        "5x11008 2048:1503:4,22 7168:1503:4,22 5x12288 2048:1503:4,24 11008:1587:2,64 14336:1587:2,64 5x13824 "
+        "5120:1842:4,30 5x14336 6144:1836:2,66 8192:1836:2,66 14336:1641:2,66:7 5x16384 7168:1501:2,64 6x768 "
+        "13824:1843:4,24 6x1024 11008:1843:4,24 6x1536 5120:1843:4,18 6x2048 8192:1843:4,24 6x2560 2048:1842:4,10 "
+        "6x4096 2048:1842:4,16 3072:1837:2,64 6x5120 3072:1842:4,20 6x6144 8192:1842:4,24 6x7168 12288:1502:2,66:4 "
+        "14336:1641:2,66:8 6x8192 3072:1836:2,64 6x11008 768:1503:4,22 6x12288 3072:1503:4,24 6x13824 "
+        "2560:1842:4,30 6x16384 1536:1501:2,64 14336:1501:2,64 7x3 5313:2:1,1,333 7x5 1184:47:1,1 7x7 16:47:1,1 "
+        "64:47:1,1 100:47:1,1 256:47:1,1 1000:47:1,1 1024:47:1,1 2048:47:1,1 4096:47:1,1 5000:2:1,1,313 "
+        "8192:2:1,1,128 16384:2:1,1,86 32768:2:1,1,256 7x15 5497:2:1,1,344 7x17 1383:47:3,1 7x21 750:47:3,1 7x23 "
+        "438:47:3,1 7x25 1006:47:4,1 7x29 1232:47:4,1 7x35 496:47:5,1 7x71 4285:2:2,1,45 7x120 2504:1836:2,1 7x128 "
+        "992:1836:2,1 7x200 7072:1843:4,5 7x335 5440:2:8,1,43 7x595 573:47:75,1 7x605 1351:2:8,2,12 7x680 "
+        "1496:1891:4,22 7x768 768:1891:4,24 3072:1843:4,6 4096:1843:4,9 5120:1843:4,9 7x1024 6144:1843:4,16 7x1469 "
+        "1316:47:184,1 7x1536 6144:1843:4,24 14336:1504:4,24 7x1936 2096:1603:4,21 7x2048 1536:1842:4,8 7x2560 "
+        "2048:1842:4,10 3072:1843:4,20 7x3072 8192:1843:4,24 7x4096 3072:1837:2,64 8192:1504:4,24 7x5120 "
+        "14336:1642:4,25 7x6144 1024:1842:4,24 7x7168 1024:1842:4,28 7x8192 1024:1836:2,64 3072:1836:2,64 "
+        "4096:1836:2,64 5120:1836:2,64 8192:1836:2,64 16384:1502:2,64 32768:1641:2,64 7x11008 6144:1503:4,22 "
+        "16384:1641:2,66 7x12288 3072:1503:4,24 6144:1503:4,24 7x13824 13824:1587:2,66:5 7x14336 2560:1836:2,66 "
+        "11008:1502:2,66:2 13824:1641:2,66:4 8x1 672:1830:1,1 8x3 896:47:1,1 7328:2:1,1,306 8x5 1592:47:1,1 8x7 "
+        "640:47:1,1 2416:47:1,1 8x8 824:1830:1,1 3648:1883:1,2 4704:1883:1,3 6808:1831:1,5 8x9 592:47:2,1 8x15 "
+        "512:47:2,1 1280:47:2,1 3304:47:2,1 8x16 3056:1831:1,2 8x19 1696:47:3,1 8x24 11720:1892:4,9 8x29 568:47:4,1 "
+        "8x31 984:47:4,1 8x32 1560:1891:4,1 3280:1831:1,2 8x37 3424:47:5,1 8x45 1672:47:6,1 8x56 504:1830:1,1 8x64 "
+        "6640:1831:1,5 8x72 5824:1892:4,12 8x80 4000:1837:2,3 8x105 7800:2:2,1,58 8x112 2816:1837:2,2 6904:1837:2,5 "
+        "8688:1837:2,6 11856:1837:2,9 8x120 2424:1891:4,4 8x144 1256:1891:4,5 2824:1843:4,2 8x176 8504:1843:4,6 "
+        "8x192 784:1891:4,6 3384:1843:4,2 8x208 552:1891:4,7 5184:1843:4,4 8x211 656:2:4,1,82 8x219 3984:2:4,1,34 "
+        "8x240 5568:1843:4,4 8x320 864:1891:4,10 8x368 8728:1843:4,12 8x384 10304:1843:4,16 8x440 1296:1891:4,14 "
+        "8x459 7984:2:8,1,48 8x464 1008:1891:4,15 8x472 4968:1843:4,6 8x488 1360:1891:4,16 8x544 2840:1843:4,6 "
+        "8x576 680:1891:4,18 8x592 832:1891:4,19 8x616 2576:1843:4,6 8x632 816:1891:4,20 8x656 9248:1843:4,21 8x672 "
+        "8304:1843:4,18 8x712 3280:1843:4,6 8x720 1712:1891:4,23 8x768 13824:1843:4,24 8x872 7344:1843:4,20 8x912 "
+        "800:1842:4,4 8x1024 8192:1843:4,24 8x1048 1768:1842:4,5 8x1072 1312:1540:4,17 8x1096 1016:1540:4,18 8x1104 "
+        "576:1842:4,5 8656:1843:4,25 8x1128 9528:1843:4,25 8x1192 1032:1540:4,19 8x1240 1424:1540:4,20 8x1264 "
+        "520:1540:4,20 8x1312 1520:1540:4,21 8x1320 1568:1540:4,21 8x1445 4176:2:8,3,17 8x1448 2448:1540:4,23 "
+        "8x1528 9608:1843:4,24 8x1536 1024:1842:4,6 5120:1843:4,18 6144:1843:4,24 8x1600 8520:1843:4,28 8x1616 "
+        "2008:1842:4,7 8x1656 3264:1843:4,14 8x1680 1208:1842:4,7 8x1696 10360:1843:4,21 8x1968 744:1842:4,8 8x2048 "
+        "7168:1843:4,24 8x2064 5008:1843:4,27 8x2240 560:1842:4,9 8x2256 6568:1504:4,25 8x2560 2560:1842:4,10 "
+        "4096:1843:4,20 7168:1504:4,25 8x3072 5120:1843:4,24 11008:1843:4,24 12288:1504:4,24 8x3256 1504:1842:4,13 "
+        "8x3672 1408:1842:4,15 8x4064 848:1842:4,16 8x4096 4096:1837:2,64 6144:1504:4,24 16384:1502:2,64 8x4136 "
+        "8224:1504:4,27 8x4328 4840:1504:4,27 8x5096 648:1842:4,20 8x5120 6144:1842:4,20 13824:1642:4,25 8x5576 "
+        "4104:1842:4,22 8x5776 8952:1842:4,23 8x6032 3184:1842:4,24 8x6120 2080:1842:4,24 8x6144 14336:1587:2,64 "
+        "8x7152 5656:1837:2,66:2 8x7168 4096:1837:2,66:2 16384:1641:2,66:8 8x8192 1560:1836:2,64 1864:1836:2,64 "
+        "3888:1836:2,64 4320:1836:2,64 6688:1836:2,64 7144:1836:2,64 8x11008 768:1503:4,22 8x12288 2048:1503:4,24 "
+        "8x14336 2048:1836:2,66 2560:1836:2,66 16384:1641:2,66:7 8x16384 768:1501:2,64 6144:1501:2,64 9x1 "
+        "738:52:3,1 9x3 1619:43:1,1 9x5 1009:43:1,1 9x7 690:43:1,1 9x8 5448:1833:2,4 9x9 520:43:2,1 9x11 577:43:2,1 "
+        "9x13 1221:43:2,1 1286:43:2,1 9x19 787:43:3,1 5669:2:1,1,355 9x24 3872:1833:2,3 9x48 2288:1832:2,1 9x55 "
+        "5704:2:1,1,80 9x139 483:2:4,1,61 9x217 890:2:4,1,112 9x293 4122:2:4,2,47 9x328 1064:1891:4,11 9x543 "
+        "812:2:8,2,12 9x768 2560:1891:4,24 9x809 2928:2:8,2,16 9x1024 1536:1844:8,4 9x1137 6107:2:8,3,16 9x1255 "
+        "422:43:157,1 9x1475 4901:2:8,3,16 9x2048 3072:1833:2,64 7168:1733:4,24 9x3072 16384:1425:4,24 9x4096 "
+        "1024:1832:2,64 9x5120 3072:1732:4,20 13824:1630:4,25 9x6144 12288:1558:2,64 9x8192 2048:1728:2,64 "
+        "7168:1728:2,64 9x11008 1024:1424:4,22 7168:1424:4,22 8192:1629:2,66 16384:1629:2,66 9x12288 768:1424:4,24 "
+        "13824:1558:2,64 9x14336 4096:1728:2,66 10x1024 6144:1845:8,12 13824:1733:4,24 10x1536 2048:1844:8,6 "
+        "10x2048 13824:1729:2,64 10x3072 11008:1733:4,24 10x5120 4096:1732:4,20 6144:1732:4,20 12288:1630:4,25 "
+        "10x6144 11008:1425:4,24 10x7168 768:1732:4,28 10x8192 13824:1423:2,64 14336:1423:2,64 10x11008 "
+        "4096:1424:4,22 10x12288 768:1424:4,24 13824:1558:2,64 10x14336 3072:1728:2,66 4096:1728:2,66 10x16384 "
+        "11008:1422:2,64 11x1 458:52:3,1 2457:42:32,1,11 11x27 610:46:4,2 11x32 720:1832:2,1 11x37 5510:2:1,1,77 "
+        "11x48 6048:1833:2,4 11x72 3896:1839:4,3 11x87 782:2:2,1,98 11x91 647:2:2,1,81 11x119 4389:2:2,1,46 11x137 "
+        "473:2:4,1,60 11x389 873:2:8,1,13 11x768 16384:1733:4,24 11x1152 5248:1733:4,20 11x3072 16384:1425:4,24 "
+        "11x4096 11008:1425:4,24 11x5120 6144:1732:4,20 11x6144 1536:1732:4,24 2048:1732:4,24 11x11008 "
+        "14336:1629:2,66 11x12288 2560:1424:4,24 11x13824 5120:1732:4,30 12288:1558:2,66:5 11x14336 2048:1728:2,66 "
+        "12x768 7168:1845:8,12 12x1024 13824:1733:4,24 12x1536 13824:1733:4,24 12x2048 1024:1844:8,8 "
+        "11008:1733:4,24 12x3072 14336:1425:4,24 12x4096 2048:1832:2,64 8192:1729:2,64 12x5120 4096:1732:4,20 "
+        "7168:1732:4,20 16384:1630:4,25 12x6144 6144:1732:4,24 7168:1732:4,24 12x7168 12288:1423:2,66:4 12x8192 "
+        "12288:1423:2,64 12x13824 2048:1732:4,30 11008:1424:4,27 12x14336 3072:1728:2,66 13x1 628:52:4,1 651:52:4,1 "
+        "13x11 1141:44:2,1 13x21 1646:44:3,1 13x47 1752:44:6,1 13x48 1128:1832:2,1 13x97 770:2:2,1,97 13x391 "
+        "2310:2:8,1,33 13x739 4049:2:8,2,43 13x979 4136:2:8,2,52 13x1024 5120:1845:8,12 13x1536 14336:1733:4,24 "
+        "13x1640 560:1844:8,7 13x2048 13824:1729:2,64 13x3072 8192:1733:4,24 13x4096 3072:1729:2,64 13x5120 "
+        "3072:1732:4,20 8192:1425:4,30 13x6144 2560:1732:4,24 6144:1732:4,24 13x7168 12288:1423:2,66:4 13x8192 "
+        "5120:1728:2,64 13x11008 1536:1424:4,22 13x14336 1536:1728:2,66 6144:1728:2,66 13x16384 12288:1422:2,64 "
+        "14336:1422:2,64 14x768 1536:1891:4,24 14x1024 8192:1733:4,24 14x1536 7168:1733:4,24 16384:1733:4,24 "
+        "14x2048 2560:1844:8,8 14x2560 6144:1733:4,30 14x3072 7168:1733:4,24 14x4096 16384:1423:2,64 14x6144 "
+        "12288:1558:2,64 14x7168 3072:1732:4,28 5120:1729:2,66:2 16384:1423:2,66:7 14x8192 2560:1728:2,64 14x11008 "
+        "11008:1629:2,66 13824:1629:2,66 14x12288 12288:1558:2,64 14x13824 7168:1732:4,30 14x14336 7168:1728:2,66 "
+        "16384:1629:2,66:7 15x24 5064:1833:2,3 15x57 735:47:8,2 15x64 1528:1832:2,1 15x107 3642:2:2,1,46 15x217 "
+        "495:2:4,1,62 15x295 1106:2:4,2,16 15x547 707:2:8,2,10 15x1024 8192:1733:4,24 15x1536 11008:1733:4,24 "
+        "15x2048 5120:1733:4,24 12288:1729:2,64 15x3072 14336:1425:4,24 15x4096 5120:1729:2,64 15x5120 "
+        "6144:1732:4,20 15x11008 1024:1424:4,22 15x12288 1024:1424:4,24 1536:1424:4,24 5120:1424:4,24 15x13824 "
+        "1024:1732:4,30 15x16384 768:1422:2,64 16x1 2424:1830:1,1 16x3 592:47:1,2 1776:47:1,2 16x5 4280:47:1,2 16x8 "
+        "6648:1883:1,5 10232:1883:1,7 16x16 16:1832:2,1 64:1832:2,1 100:33:1,1 256:1832:2,1 1000:1888:2,1 "
+        "1024:1832:2,1 1160:1888:2,1 2048:1832:2,1 4096:1725:1,3 5000:1531:1,3 5168:1725:1,4 8192:1725:1,6 "
+        "16384:1725:1,12 32768:1725:1,25 16x24 1928:1832:2,1 16x40 512:1832:2,1 2240:1832:2,1 16x56 1408:1832:2,1 "
+        "16x64 7152:1725:1,5 16x88 1192:1838:4,1 16x96 632:1838:4,1 16x109 776:2:2,1,97 16x193 7488:2:4,1,59 16x232 "
+        "624:1844:8,1 16x237 4432:2:4,1,47 16x249 848:2:4,1,12 16x304 1272:1844:8,2 16x424 704:1844:8,2 16x488 "
+        "8608:1733:4,12 16x504 1848:1844:8,2 16x568 10664:1733:4,24 16x648 1192:1844:8,3 16x688 1768:1844:8,3 "
+        "16x712 10760:1733:4,24 16x776 1640:1844:8,4 16x784 872:1844:8,4 16x864 7248:1733:4,20 16x899 5792:2:8,2,24 "
+        "16x992 736:1844:8,4 16x1005 4448:2:8,2,24 16x1024 1536:1844:8,4 16x1040 1664:1844:8,5 16x1104 "
+        "9912:1733:4,25 16x1536 5120:1733:4,18 16x1568 536:1844:8,7 16x1608 3352:1733:4,14 16x1656 2944:1733:4,14 "
+        "16x1800 984:1844:8,8 16x1952 2016:1844:8,8 16x2072 7152:1733:4,27 16x2272 3896:1733:4,27 16x2560 "
+        "1024:1844:8,10 16x2952 2696:1733:4,24 16x3416 808:1844:8,14 16x3688 808:1844:8,15 16x3704 2680:1733:4,30 "
+        "16x4424 9752:1559:4,24 16x5184 1648:1732:4,21 16x6144 14336:1558:2,64 16x6736 9872:1732:4,27 16x6880 "
+        "3072:1732:4,27 16x6888 1376:1732:4,27 16x7040 856:1732:4,28 16x8192 1032:1728:2,64 2944:1728:2,64 "
+        "3288:1728:2,64 4560:1728:2,64 11112:1423:2,64 16x12288 768:1424:4,24 1024:1424:4,24 16x14336 "
+        "1024:1728:2,66 17x8 5400:1835:4,4 17x17 1536:2:1,1,12 17x35 516:2:1,1,13 17x56 1480:1834:4,1 17x149 "
+        "2154:2:4,1,30 17x200 3000:1841:8,4 17x481 3596:2:8,1,50 17x573 2024:2:8,2,16 17x631 714:2:8,2,8 17x768 "
+        "8192:1749:4,18 17x1536 8192:1749:4,24 17x1664 4608:1749:4,21 17x2560 13824:1453:4,25 14336:1453:4,25 "
+        "17x5120 16384:1453:4,30 17x6144 6144:1748:4,24 17x7168 2560:1748:4,28 17x8192 4096:1746:2,64 "
+        "8000:1746:2,64 17x12288 4096:1452:4,24 17x13824 5120:1748:4,30 17x14336 768:1746:2,66 18x1536 "
+        "12288:1749:4,24 16384:1749:4,24 18x2048 2560:1842:4,24 18x3072 3072:1749:4,24 18x5120 1536:1748:4,20 "
+        "8192:1453:4,30 18x6144 11008:1453:4,24 13824:1568:2,64 18x11008 1024:1452:4,22 18x13824 2048:1748:4,30 "
+        "19x5 1454:2:1,1,16 1823:2:1,1,16 19x9 1688:2:1,1,16 19x15 1647:2:1,1,16 19x19 881:2:1,1,16 19x24 "
+        "4872:1835:4,3 19x57 552:2:1,1,14 19x256 3112:1841:8,4 19x673 1868:2:8,2,16 19x777 2132:2:8,2,16 19x1664 "
+        "824:1840:8,13 19x2560 7168:1749:4,30 19x3072 14336:1453:4,24 19x5120 2048:1748:4,20 7168:1748:4,20 19x7168 "
+        "2560:1748:4,28 19x8192 4096:1746:2,64 19x11008 5120:1452:4,22 19x12288 4096:1452:4,24 19x13824 "
+        "11008:1452:4,27 19x14336 2560:1746:2,66 19x16384 6144:1450:2,64 20x1024 16384:1749:4,24 20x1536 "
+        "1536:1840:8,12 20x2048 1024:1842:4,24 20x2560 2560:1842:4,30 20x5120 1536:1748:4,20 5120:1748:4,20 20x7168 "
+        "2560:1748:4,28 20x8192 1536:1746:2,64 13824:1451:2,64 20x12288 2048:1452:4,24 20x16384 12288:1450:2,64 "
+        "21x1 684:52:6,1 21x41 5776:2:1,1,66 21x51 1073:2:1,1,15 21x123 3388:2:2,1,48 21x248 3776:1841:8,4 21x625 "
+        "532:2:8,2,8 21x768 5120:1735:8,9 21x1024 5120:1735:8,12 21x1536 16384:1749:4,24 21x1664 968:1840:8,13 "
+        "21x5120 1536:1748:4,20 21x13824 2560:1748:4,30 11008:1452:4,27 21x14336 6144:1452:4,28 21x16384 "
+        "2560:1450:2,64 22x768 12288:1749:4,24 22x2560 11008:1749:4,30 22x3072 14336:1453:4,24 22x6144 "
+        "4096:1748:4,24 7168:1748:4,24 22x8192 6144:1746:2,64 22x12288 16384:1568:2,64 22x14336 7168:1452:4,28 "
+        "22x16384 4096:1450:2,64 23x15 1292:2:1,1,15 23x33 6943:2:1,1,79 23x64 5184:1835:4,4 23x768 4096:1735:8,9 "
+        "5120:1735:8,9 16384:1749:4,24 23x1175 1686:2:8,3,27 23x1536 2048:1840:8,12 3072:1840:8,12 23x5120 "
+        "6144:1748:4,20 24x1 7984:1831:1,6 24x3 1504:2:1,1,16 24x13 592:2:1,1,15 24x16 7632:1835:4,5 11488:1835:4,8 "
+        "24x19 6584:2:1,1,83 24x21 3256:2:1,1,41 24x24 2600:1835:4,2 24x32 2056:1834:4,1 24x48 3224:1835:4,2 24x64 "
+        "7608:1835:4,5 8400:1835:4,6 24x99 816:2:2,1,51 24x168 9192:1835:4,21 24x200 2832:1841:8,4 24x288 "
+        "6712:1841:8,15 24x432 3672:1841:8,8 24x456 2584:1841:8,8 24x584 5312:1841:8,15 24x656 3704:1841:8,12 "
+        "24x680 1408:1840:8,6 24x728 4504:1735:8,9 24x1024 11008:1749:4,24 24x1120 1608:1840:8,9 24x1192 "
+        "7200:1749:4,25 24x1216 968:1840:8,10 24x1400 2424:1840:8,11 24x1512 8664:1749:4,24 24x1721 2336:2:8,4,19 "
+        "24x1872 760:1840:8,15 24x1912 848:1840:8,15 24x1960 4040:1749:4,24 24x2048 6144:1749:4,24 24x2536 "
+        "5128:1749:4,30 24x2576 1296:1836:2,63 24x2784 624:1836:2,66 24x3072 4096:1749:4,24 16384:1453:4,24 24x3232 "
+        "3136:1749:4,26 24x7168 13824:1451:2,66:4 24x8192 1448:1746:2,64 1944:1746:2,64 2152:1746:2,64 "
+        "3680:1746:2,64 4872:1746:2,64 5400:1746:2,64 10056:1451:2,64 25x7 729:2:1,1,16 25x8 3136:1835:4,2 25x59 "
+        "3621:2:1,1,57 25x1024 4096:1735:8,12 16384:1762:4,24 25x3072 1024:1734:8,12 25x5120 2560:1761:4,20 25x6144 "
+        "3072:1761:4,24 25x7168 12288:1761:4,28 25x11008 1536:1461:4,22 16384:1631:2,66 25x16384 12288:1460:2,64 "
+        "26x768 13824:1762:4,24 27x3 490:2:1,1,16 27x13 416:2:1,1,13 27x119 2883:2:2,1,41 27x376 1600:1840:8,3 "
+        "27x768 12288:1762:4,24 27x952 648:1840:8,8 27x1024 768:1840:8,8 27x1409 2285:2:8,3,22 27x1536 "
+        "6144:1762:4,24 27x3072 6144:1762:4,24 27x5120 1024:1761:4,20 27x11008 14336:1631:2,66 27x16384 "
+        "1024:1460:2,64 28x768 2048:1891:4,24 28x2048 7168:1762:4,24 28x5120 1536:1761:4,20 12288:1462:4,30 28x7168 "
+        "11008:1758:2,66:2 28x8192 1536:1757:2,64 28x14336 7168:1461:4,28 29x32 1448:1834:4,1 29x48 2584:1835:4,2 "
+        "29x91 656:2:2,1,41 29x144 2248:1834:4,3 29x153 2065:2:4,1,33 29x1024 1024:1840:8,8 29x1536 14336:1762:4,24 "
+        "29x2048 1024:1734:8,8 12288:1758:2,64 29x5120 768:1761:4,20 29x6144 13824:1569:2,64 29x11008 "
+        "2048:1461:4,22 29x12288 3072:1461:4,24 29x16384 1536:1460:2,64 30x13824 3072:1461:4,27 6144:1461:4,27 "
+        "30x14336 768:1757:2,66 31x3 1104:2:1,1,16 31x15 4379:2:1,1,40 31x31 16:2:1,1,2 64:2:1,1 100:2:1,1,13 "
+        "256:2:1,1,4 1000:2:1,1,16 1024:2:1,1,16 2048:2:1,1,16 4096:2:1,1,64 5000:2:1,1,63 8192:2:1,1,64 "
+        "16384:2:1,1,128 32768:2:1,1,256 31x96 8672:1841:8,6 31x643 569:2:8,2,8 31x1536 8192:1762:4,24 31x2048 "
+        "1024:1734:8,8 31x2560 14336:1762:4,30 31x5120 16384:1462:4,30 31x7168 8192:1462:4,28 31x11008 "
+        "13824:1631:2,66 31x14336 6144:1461:4,28 31x16384 11008:1460:2,64 32x7 2464:2:1,1,16 32x16 1240:1888:2,1 "
+        "1288:1888:2,1 1592:1888:2,1 32x64 1360:1834:4,1 32x96 5248:1661:4,4 32x104 2208:1840:8,1 32x129 "
+        "4288:2:4,1,34 32x184 2720:1892:4,12 3128:1892:4,12 8376:1541:4,18 32x271 1704:2:4,2,16 32x408 "
+        "4936:1541:4,21 32x616 2384:1840:8,5 32x795 2440:2:8,2,39 32x1056 3096:1661:4,18 32x1224 504:1840:8,10 "
+        "32x1287 1112:2:8,3,12 32x1296 1288:1840:8,11 32x1312 4656:1762:4,18 32x1344 9040:1758:2,66 32x1352 "
+        "736:1840:8,11 32x1400 3008:1661:4,22 32x1419 7888:2:8,3,22 32x1432 768:1840:8,12 32x1672 6016:1762:4,21 "
+        "32x2360 5920:1762:4,30 32x3400 3072:1762:4,28 32x4136 8968:1462:4,27 32x5120 3072:1761:4,20 32x6144 "
+        "11008:1462:4,24 32x6456 6976:1761:4,26 32x8192 5120:1757:2,64 32x12288 5120:1461:4,24 32x14336 "
+        "5120:1461:4,28 12288:1461:4,28 33x8 736:1834:4,2 3872:1835:4,6 33x33 16:2:1,1,2 64:2:1,1 100:2:1,1,13 "
+        "256:2:1,1,4 1000:2:1,1,16 1024:2:1,1,16 2048:2:1,1,16 4096:2:1,1,64 5000:2:1,1,63 8192:2:1,1,64 "
+        "16384:2:1,1,128 32768:2:1,1,256 33x871 877:2:8,2,11 33x2048 1536:1732:4,24 11008:1769:2,64 33x2560 "
+        "16384:1771:4,30 33x4096 1024:1743:2,64 4096:1769:2,64 8192:1769:2,64 16384:1464:2,64 32768:1464:2,64 "
+        "33x12288 2048:1465:4,24 33x16384 4096:1463:2,64 34x1536 6144:1771:4,24 34x3072 3072:1771:4,24 34x5120 "
+        "768:1770:4,20 5120:1770:4,20 35x1 3721:42:32,1,35 35x56 3384:1835:4,4 35x1536 16384:1771:4,24 35x5120 "
+        "11008:1466:4,30 35x7168 4096:1770:4,28 35x12288 5120:1465:4,24 35x14336 1024:1465:4,28 36x1536 "
+        "6144:1771:4,24 36x2560 7168:1771:4,30 36x5120 8192:1466:4,30 36x6144 6144:1770:4,24 36x8192 1024:1768:2,64 "
+        "1536:1768:2,64 36x11008 768:1465:4,22 1536:1465:4,22 36x12288 1024:1465:4,24 2048:1465:4,24 "
+        "13824:1570:2,64 36x14336 7168:1465:4,28 37x1 4760:42:32,1,37 37x8 1408:1834:4,2 37x9 515:2:1,1,13 37x15 "
+        "1461:2:1,1,16 37x19 1387:2:1,1,16 37x517 535:2:8,2,8 37x1432 3816:1751:8,12 37x5120 16384:1466:4,30 "
+        "37x7168 8192:1770:4,28 37x8192 3072:1768:2,64 37x11008 14336:1632:2,66 37x13824 16384:1664:4,27 37x14336 "
+        "12288:1465:4,28 38x5120 2560:1770:4,20 38x8192 6144:1768:2,64 38x11008 13824:1632:2,66 38x12288 "
+        "4096:1465:4,24 38x14336 14336:1634:4,28 39x5 1403:2:1,1,16 3369:2:1,1,39 39x768 8192:1771:4,18 39x1267 "
+        "1862:2:8,3,26 39x1293 490:2:8,3,7 39x1536 6144:1771:4,24 39x2048 11008:1769:2,64 39x4096 6144:1769:2,64 "
+        "39x11008 1024:1465:4,22 40x8 5432:1835:4,8 40x16 640:1888:2,1 1864:1888:2,1 40x80 2040:1891:4,3 40x152 "
+        "7816:1833:2,54 40x296 1200:1840:8,6 40x640 1840:1840:8,10 40x856 10240:1771:4,28 40x1112 1512:1844:8,15 "
+        "40x1224 1024:1844:8,15 40x1400 1352:1540:4,22 40x1656 9064:1769:2,65 40x1665 3120:2:8,4,19 40x1928 "
+        "640:1732:4,24 40x2184 9648:1771:4,27 40x2584 4488:1769:2,63 40x3064 5008:1771:4,24 40x5440 1250:16:8,6,3 "
+        "40x6504 10600:1466:4,26 40x8192 1760:1768:2,64 11328:1464:2,64 40x13824 6144:1465:4,27 41x1 "
+        "1298:42:32,1,41 41x8 1736:1834:4,2 41x136 2208:1834:4,6 41x1024 2560:1844:8,12 13824:1780:4,24 41x2560 "
+        "1536:1750:8,10 41x4096 6144:1743:2,64 41x6144 1536:1779:4,24 41x12288 2048:1471:4,24 4096:1471:4,24 "
+        "42x6144 4096:1779:4,24 42x8192 12288:1469:2,64 42x11008 768:1471:4,22 42x12288 768:1471:4,24 42x14336 "
+        "11008:1471:4,28 43x112 528:1840:8,2 43x3072 768:1750:8,12 43x4096 8192:1777:2,64 43x5120 14336:1472:4,30 "
+        "43x7168 6144:1779:4,28 16384:1472:4,28 43x8192 6144:1776:2,64 44x2048 1536:1732:4,24 44x3072 "
+        "11008:1780:4,24 45x23 3500:2:1,1,49 45x301 5381:2:4,2,36 46x1536 1536:1730:8,12 46x2048 16384:1777:2,64 "
+        "46x3072 1024:1750:8,12 11008:1780:4,24 46x4096 14336:1469:2,64 46x8192 12288:1469:2,64 46x11008 "
+        "1024:1471:4,22 46x16384 1024:1468:2,64 14336:1468:2,64 47x107 1888:2:2,1,27 47x120 4424:1841:8,6 47x209 "
+        "2525:2:4,1,32 47x768 6144:1751:8,12 47x1024 5120:1751:8,12 47x1536 16384:1780:4,24 47x5120 4096:1779:4,20 "
+        "47x8192 7168:1776:2,64 48x5 1464:2:1,1,16 48x8 688:1882:1,1 968:1882:1,1 48x27 1416:2:1,1,15 48x31 "
+        "504:2:1,1,16 48x32 2072:1891:4,1 48x48 2056:1891:4,2 12000:1541:4,9 48x168 4704:1892:4,18 48x176 "
+        "600:1891:4,6 48x200 7520:1541:4,20 48x416 3996:34:16,2,11 48x672 1136:1840:8,12 48x768 3072:1731:8,12 "
+        "6144:1733:4,27 12288:1780:4,24 48x1136 1312:1540:4,18 48x1920 1736:1730:8,15 48x2344 10560:1780:4,30 "
+        "48x2408 2968:1780:4,20 48x2864 680:1750:8,12 48x3048 5232:1780:4,24 48x5880 3440:1779:4,23 48x5904 "
+        "1792:1779:4,24 48x6144 5120:1779:4,24 48x7168 1024:1779:4,28 48x8192 2336:1776:2,64 3000:1776:2,64 "
+        "9480:1469:2,64 48x16384 4096:1468:2,64 49x3 472:2:1,1,15 49x187 468:2:4,1,8 49x1024 8192:1789:4,24 49x1536 "
+        "11008:1789:4,24 49x6144 5120:1788:4,24 50x768 1024:1891:4,24 50x1024 768:1888:2,64 50x2048 2048:1603:4,22 "
+        "8192:1789:4,24 50x2560 13824:1789:4,30 50x5120 5120:1788:4,20 51x7 5573:2:1,1,41 51x129 4353:2:4,1,42 "
+        "51x159 3073:2:4,1,33 51x288 824:1840:8,6 51x405 908:2:8,1,12 51x3072 11008:1789:4,24 51x14336 "
+        "16384:1378:2,64 52x2048 11008:1787:2,64 52x2560 4096:1789:4,20 52x4096 768:1683:4,22 53x21 5743:2:1,1,66 "
+        "53x48 888:1834:4,2 53x400 2728:1835:4,28 53x768 2048:1891:4,24 7168:1661:4,24 53x1024 5120:1661:4,24 "
+        "13824:1789:4,24 53x1504 688:1540:4,24 53x2560 768:1660:4,20 8192:1789:4,30 55x112 1496:1840:8,2 55x13824 "
+        "12288:1378:2,62 56x3 1488:2:1,1,16 56x7 1360:2:1,1,16 56x8 1712:1882:1,1 56x16 4184:1835:4,6 56x23 "
+        "832:2:1,1,13 56x48 3760:1835:4,4 56x72 3552:1892:4,6 56x151 5152:2:4,1,59 56x336 8688:1536:2,66 56x568 "
+        "736:1891:4,18 10672:1764:8,15 56x624 736:1840:8,10 56x960 848:1834:4,30 56x1416 6824:1789:4,24 56x1424 "
+        "1432:1540:4,23 56x1528 1208:1730:8,12 56x1592 4288:1764:8,14 56x1784 7256:1789:4,21 56x1904 4552:1789:4,24 "
+        "56x2488 4456:1789:4,30 56x2560 2560:1763:8,10 56x3072 4096:1789:4,24 56x5120 1024:1788:4,20 1536:1788:4,20 "
+        "56x6096 2056:1788:4,24 56x8192 1224:1786:2,64 2360:1786:2,64 56x11008 3072:1473:4,22 57x1 551:52:15,1 "
+        "57x641 1637:2:8,2,16 57x768 768:1891:4,24 57x13824 5120:1378:2,62 58x3072 3072:1660:4,24 58x11008 "
+        "3072:1379:4,25 59x3 975:2:1,1,16 59x5 3779:2:1,1,40 59x9 3146:2:1,1,40 59x101 2367:2:2,1,37 59x5120 "
+        "7168:1801:4,20 61x3 1455:2:1,1,16 61x96 5136:1841:8,8 61x768 16384:1661:4,24 61x1536 6144:1661:4,24 "
+        "61x7168 6144:1873:4,23 61x12288 1536:1907:2,64 62x5120 13824:1872:2,64 63x1 6273:42:32,1,63 63x1024 "
+        "5120:1661:4,24 63x2047 14000:2:8,4,16 63x2560 3072:1660:4,20 63x5120 13824:1872:2,64 63x6144 "
+        "2560:1801:4,24 7168:1801:4,24 64x1 256:1891:4,2 4096:1831:1,3 16384:1831:1,12 32768:1831:1,25 64x3 "
+        "7376:2:1,1,42 64x8 2760:1883:1,2 64x16 4984:1531:1,3 9384:1531:1,7 64x24 1192:1891:4,1 1704:1891:4,1 64x25 "
+        "672:2:1,1,14 64x37 5016:2:1,1,63 64x57 2136:2:1,1,27 64x64 16:1891:4,2 64:1834:4,2 100:35:4,1 256:1834:4,2 "
+        "1000:1834:4,2 1024:1834:4,2 1280:1834:4,2 1300:34:4,1,15 1344:1834:4,2 1408:1834:4,2 1536:1834:4,2 "
+        "2048:1834:4,2 2560:1834:4,2 2600:1754:2,2 2624:1754:2,2 3000:1754:2,2 3840:1754:2,2 3904:1754:2,3 "
+        "4096:1754:2,3 5000:1754:2,3 5120:1754:2,3 5184:1754:2,4 6000:1657:2,4 6400:1754:2,4 6464:1754:2,5 "
+        "7680:1754:2,5 8192:1754:2,6 10240:1754:2,7 10304:1754:2,8 12000:1754:2,9 12288:1754:2,9 15360:1754:2,11 "
+        "15424:1754:2,12 16384:1754:2,12 20000:1754:2,15 20480:1754:2,15 24576:1754:2,19 25364:21:1,1,127 "
+        "28672:1754:2,22 32000:1754:2,24 32768:1754:2,25 64x757 3128:2:8,2,44 64x760 2344:1840:8,12 64x953 "
+        "2384:2:8,2,34 64x1160 2616:1604:4,26 64x1344 2688:1764:8,12 64x1536 7168:1802:4,24 64x1712 5728:1802:4,21 "
+        "64x2512 1784:1763:8,10 64x2864 1456:1763:8,12 64x3072 6144:1802:4,24 64x3744 9800:1380:4,27 64x6600 "
+        "2048:1863:4,23 64x6752 7342:19:8,4,4 64x8192 1024:1863:4,29 4096:1873:4,26 8192:1873:4,26 16384:1479:2,64 "
+        "32768:1636:2,64 64x12288 1024:1480:4,24 64x16384 2560:1478:2,64 65x56 824:1834:4,3 65x65 16:2:4,1,2 "
+        "64:2:4,1 100:2:4,1,13 256:2:4,1,4 1000:2:4,1,16 1024:2:4,1,16 2048:2:4,1,16 4096:2:4,1,32 5000:2:4,1,63 "
+        "8192:2:4,1,64 16384:0:1,1,128 32768:0:1,1,128 65x2048 16384:1808:2,64 65x5120 11008:1485:4,30 65x12288 "
+        "5120:1484:4,24 66x3072 4096:1812:4,24 8192:1812:4,24 67x2560 4096:1812:4,30 67x7168 14336:1485:4,28 "
+        "67x8192 1024:1807:2,64 68x2048 5120:1812:4,24 8192:1812:4,24 68x5120 2560:1811:4,20 68x8192 "
+        "12288:1483:2,64 69x5 6868:2:2,1,62 69x835 1869:0:8,1,26 69x1240 2504:1734:8,15 69x2560 1024:1772:8,10 "
+        "69x14336 2560:1484:4,28 71x1 628:52:18,1 71x3 1671:2:2,1,15 71x120 896:1840:8,3 71x1536 2560:1747:8,12 "
+        "71x5120 1536:1811:4,20 71x11008 5120:1484:4,22 14336:1637:2,66 72x3 1568:2:2,1,16 7448:2:2,1,41 72x8 "
+        "10440:1835:4,24 72x16 920:1889:4,1 72x24 1512:1893:8,1 72x80 3712:1841:8,6 72x99 5584:2:4,1,64 72x329 "
+        "952:2:16,1,8 72x416 3432:1727:4,28 72x512 10352:1749:4,24 72x808 9104:1812:4,28 72x984 1984:1734:8,12 "
+        "3528:1749:4,24 72x1376 520:1747:8,11 72x2368 792:1772:8,10 72x3144 1944:1772:8,13 72x3568 6376:1812:4,28 "
+        "72x6144 3072:1811:4,24 72x8192 5400:1807:2,64 73x121 1935:2:4,1,25 73x704 2792:1733:4,30 73x768 "
+        "12288:1773:8,12 73x1536 5120:1773:8,12 73x2560 12288:1822:4,30 73x3072 1024:1772:8,12 73x6144 "
+        "16384:1583:2,64 73x7168 12288:1821:4,28 73x16384 2048:1490:2,64 13824:1490:2,64 74x1024 12288:1766:2,64 "
+        "74x1536 1024:1732:4,30 74x5120 2048:1821:4,20 75x81 4813:2:4,1,55 75x995 6998:0:8,1,33 75x3072 "
+        "14336:1493:4,30 75x6144 1024:1821:4,24 16384:1583:2,64 76x2048 16384:1820:2,64 76x3072 1024:1772:8,12 "
+        "76x12288 12288:1583:2,64 77x9 6993:2:2,1,63 77x96 1024:1840:8,3 77x201 3354:0:2,1,47 77x256 5848:1735:8,12 "
+        "77x4096 16384:1491:2,64 77x7168 768:1821:4,28 77x16384 6144:1490:2,64 78x16384 14336:1490:2,64 79x7 "
+        "1215:2:2,1,16 79x9 552:2:2,1,14 79x15 705:2:2,1,15 79x4096 8192:1765:2,64 79x13824 14336:1492:4,27 80x16 "
+        "2936:1727:4,4 80x136 560:1834:4,9 80x339 1936:0:4,1,27 80x808 12419:0:8,1,37 80x1624 6584:1820:2,65 "
+        "80x2080 3176:1761:4,27 80x2536 6320:1822:4,30 80x2984 560:1772:8,12 80x4424 3424:1821:4,18 80x8192 "
+        "4984:1819:2,64 80x11008 16384:1638:2,66 81x32 3784:1835:4,6 81x6144 1024:1827:4,24 1536:1827:4,24 83x11 "
+        "4020:2:2,1,46 83x168 1032:1834:4,9 83x191 463:2:8,1,8 83x14336 6144:1497:4,28 84x3072 4096:1781:8,12 "
+        "84x4096 11008:1826:2,64 84x14336 2048:1497:4,28 85x1 4730:52:22,1 85x1019 892:2:16,2,8 85x3072 "
+        "4096:1781:8,12 5120:1781:8,12 85x16384 12288:1496:2,64 86x768 7168:1782:8,12 86x1024 3072:1762:4,24 "
+        "86x2048 12288:1826:2,64 86x8192 1536:1825:2,64 87x41 2637:2:2,1,28 87x3072 16384:1498:4,30 87x11008 "
+        "12288:1640:2,66 88x8 1760:1834:4,3 88x24 624:1893:8,1 88x72 6400:1894:8,12 88x79 784:2:4,1,11 88x136 "
+        "736:1893:8,5 88x584 4120:1760:8,15 88x1261 2408:0:8,2,26 88x6312 4327:0:8,7,5 88x6704 7288:1827:4,27 "
+        "89x147 877:2:8,1,13 89x768 2048:1730:8,12 89x1024 8192:1782:8,12 90x1024 5120:1782:8,12 90x3072 "
+        "2048:1781:8,12 90x7168 5120:1848:4,28 90x11008 12288:1573:8,15 91x1 1090:52:23,1 91x56 2944:1835:4,6 "
+        "91x2048 7168:1774:2,64 92x2560 7168:1849:4,30 92x6144 14336:1572:2,64 92x12288 13824:1571:2,64 93x23 "
+        "5611:2:2,1,64 93x79 1774:2:4,1,25 93x1640 1160:1759:8,13 93x2048 768:1761:4,24 94x1024 11008:1774:2,64 "
+        "95x97 7000:2:4,1,63 95x760 5864:1782:8,12 95x6144 13824:1572:2,64 96x16 608:1889:4,1 5832:1533:2,4 96x64 "
+        "4744:1756:4,3 96x96 20000:1760:8,15 96x136 1152:1834:4,9 96x553 744:2:16,2,8 96x768 768:1730:8,12 96x881 "
+        "4720:0:8,1,37 96x1677 2672:0:8,2,18 96x1744 7640:1849:4,21 96x8192 1536:1467:2,64 3432:1847:2,64 97x109 "
+        "2051:2:4,1,24 97x12288 4096:1574:2,64 97x14336 1024:1384:4,28 98x5120 7168:1695:4,20 98x8192 "
+        "8192:1693:2,64 98x13824 768:1384:4,27 99x8192 1024:1693:2,64 100x100 16:35:16,1 64:35:16,1 100:35:16,1 "
+        "256:34:16,1 1000:36:16,1,8 1024:36:16,1,8 2048:36:16,1,16 4096:21:4,1,22 5000:23:4,1,33 8192:22:4,1,32 "
+        "16384:15:2,1,64 32768:15:2,1,64 100x1000 1024:1605:8,11 4096:1791:8,12 8192:1791:8,12 16384:1784:2,64 "
+        "32768:1694:2,64 100x4096 2560:1783:2,64 101x184 4976:1894:8,12 101x1301 6533:0:8,2,24 101x4096 "
+        "11008:1694:2,64 102x2048 3072:1656:2,64 103x24 3200:1835:4,8 103x249 4059:0:2,1,47 103x257 929:2:8,2,8 "
+        "103x3072 2560:1790:8,12 104x3 8856:2:2,1,66 104x8 6120:1885:2,4 104x19 968:2:2,1,16 104x48 800:1893:8,2 "
+        "5968:1835:4,16 104x159 4424:2:8,1,33 104x336 20297:0:4,1,88 104x5120 1024:1695:4,20 104x8192 "
+        "2288:1693:2,64 105x3 937:2:2,1,15 1452:2:2,1,16 105x16 1104:1834:4,4 105x13824 14336:1389:4,27 108x6144 "
+        "13824:1575:2,64 108x14336 4096:1389:4,28 109x1024 1024:1605:8,11 2560:1605:8,11 109x2048 7168:1784:2,64 "
+        "109x3072 11008:1701:4,24 109x7168 6144:1700:4,28 110x768 7168:1791:8,12 110x11008 11008:1576:8,15 111x144 "
+        "2408:1834:4,12 111x3072 6144:1790:8,12 111x6144 1536:1700:4,24 112x8 2160:1834:4,4 112x48 664:1893:8,2 "
+        "112x448 25737:0:4,1,66 112x504 7480:1691:8,15 112x1368 4800:1662:8,11 112x8192 3656:1698:2,64 112x13824 "
+        "5120:1389:4,27 112x16384 4096:1388:2,64 16384:1388:2,64 115x7 5528:2:2,1,63 115x45 513:2:2,1,8 115x11008 "
+        "7168:1899:4,29 116x6144 12288:1904:2,64 117x23 1505:2:2,1,21 117x6144 2560:1904:2,64 118x3072 "
+        "8192:1905:2,64 118x12288 2560:1897:2,64 119x139 778:2:8,1,11 119x4096 8192:1792:2,64 119x11008 "
+        "12288:1899:4,29 120x16 3728:1835:4,8 120x57 8536:2:2,1,63 120x423 8024:0:4,1,63 120x1391 1552:0:8,2,22 "
+        "120x8192 7424:1475:2,64 120x14336 8192:1392:4,28 121x3 415:2:2,1,13 121x1536 13824:1905:2,64 121x3072 "
+        "11008:1905:2,64 121x8192 4096:1475:2,64 123x1051 4093:0:8,2,29 123x7168 11008:1374:2,64 123x14336 "
+        "1536:1373:2,64 124x768 6144:1663:8,12 124x8192 2560:1475:2,64 124x11008 6144:1899:4,29 124x12288 "
+        "5120:1897:2,64 125x9 2805:2:2,1,44 125x72 3760:1894:8,6 125x8192 5120:1475:2,64 127x255 9000:0:2,1,63 "
+        "128x16 10408:1533:2,8 128x128 16:1893:8,4 64:1840:8,4 100:35:16,1 256:1840:8,4 1000:1840:8,4 1024:1840:8,4 "
+        "1280:1840:8,4 1300:36:16,1,12 1344:1840:8,4 1408:1840:8,4 2048:1840:8,4 2560:1840:8,4 2600:1760:8,2 "
+        "2624:1760:8,2 3840:1760:8,2 3904:1760:8,3 4096:1760:8,3 5000:1760:8,3 5120:1760:8,3 5184:1760:8,4 "
+        "6000:1663:8,4 6400:1760:8,4 6464:1760:8,5 7680:1760:8,5 8192:1760:8,6 10240:1760:8,7 10304:1760:8,8 "
+        "12000:1760:8,9 12288:1760:8,9 15360:1760:8,11 15424:1760:8,11 16142:15:2,1,66 16384:1760:8,11 "
+        "20480:1760:8,12 24576:1754:2,64 28672:1754:2,64 32000:1754:2,64 32768:1754:2,64 128x136 1328:1893:8,5 "
+        "128x256 1024:1840:8,8 4096:1760:8,6 8192:1760:8,12 16384:1760:8,12 32768:1754:2,64 128x512 1024:1832:2,64 "
+        "4096:1760:8,12 8192:1760:8,12 16384:1804:8,12 32768:1797:2,64 128x1024 1024:1605:8,11 4096:1804:8,12 "
+        "8192:1804:8,12 16384:1797:2,64 32768:1476:2,64 128x4096 1024:1796:2,64 4096:1796:2,64 8192:1796:2,64 "
+        "16384:1476:2,64 32768:1398:2,64 129x129 16:2:12,1,2 64:2:12,1 100:2:12,1,13 256:2:12,1,4 1000:2:12,1,11 "
+        "1024:2:12,1,8 2048:2:12,1,16 4096:2:12,1,32 5000:2:12,1,57 8192:2:12,1,43 16384:0:4,1,64 32768:0:4,1,64 "
+        "129x6144 13824:1578:2,64 129x16384 4096:1403:2,64 130x1536 6144:1814:8,12 132x8192 7168:1712:2,64 "
+        "132x12288 11008:1577:2,64 132x16384 5120:1403:2,64 133x12288 12288:1577:2,64 135x12288 4096:1577:2,64 "
+        "136x8 10864:1887:4,8 136x16 2456:1890:8,1 136x31 1000:2:3,1,16 136x65 2112:2:6,1,17 136x80 2608:1841:8,10 "
+        "136x232 5992:1751:8,12 136x1208 1904:1763:8,15 136x1405 584:2:24,3,3 136x1536 16384:1714:4,30 136x4096 "
+        "5120:1807:2,64 137x11 2675:2:3,1,28 137x5120 4096:1471:4,30 137x11008 8192:1580:8,15 141x768 "
+        "1536:1747:8,12 141x1024 1536:1750:8,12 142x1024 2048:1750:8,12 143x61 827:2:3,1,12 143x507 2538:0:8,1,32 "
+        "143x768 3072:1747:8,12 143x921 916:2:24,2,11 143x13824 768:1409:4,27 144x15 2072:2:3,1,29 144x352 "
+        "712:1840:8,15 144x457 1800:0:8,1,25 144x1056 7560:1780:4,30 144x1384 4224:1777:2,66 144x8192 "
+        "1280:1482:2,64 1616:1482:2,64 145x2560 2048:1788:4,30 145x6144 11008:1582:2,64 146x11008 13824:1624:2,66 "
+        "147x5 2613:2:3,1,16 147x5120 1024:1721:4,20 147x7168 11008:1721:4,28 148x3072 3072:1823:8,12 148x11008 "
+        "12288:1584:8,15 149x1144 904:1763:8,15 149x1536 8192:1824:8,12 149x4096 2560:1819:2,64 149x16384 "
+        "13824:1411:2,64 151x11008 768:1584:8,15 152x7 6352:2:3,1,42 152x16 3248:1835:4,10 152x371 7960:0:8,1,44 "
+        "152x2048 2048:1765:2,64 153x768 2048:1747:8,12 153x7168 3072:1494:8,14 156x41 263:2:3,1,11 157x8192 "
+        "2560:1487:2,64 157x12288 1024:1581:2,64 158x5120 2560:1473:4,30 158x7168 1024:1494:8,14 159x155 "
+        "3284:0:4,1,32 160x8 9272:1887:4,7 160x16 4464:1535:4,3 160x48 7328:1541:4,15 160x65 3568:2:6,1,41 160x160 "
+        "6000:1756:4,24 160x6000 1536:1494:8,12 160x8192 3368:1487:2,64 3720:1487:2,64 161x1024 7168:1789:4,24 "
+        "163x464 2728:1661:4,24 163x4096 2048:1825:2,64 163x12288 8192:1585:2,64 164x4096 13824:1723:2,64 164x14336 "
+        "13824:1420:4,28 165x11 838:2:3,1,15 166x12288 12288:1585:2,64 167x768 2560:1747:8,12 167x1197 "
+        "2194:0:16,2,13 168x3 5688:2:3,1,42 168x27 3904:2:3,1,31 168x896 1504:1747:8,14 168x2048 11008:1826:2,64 "
+        "12288:1495:2,64 169x2048 7168:1826:2,64 169x7168 16384:1499:8,14 170x1536 7168:1829:8,12 171x19 "
+        "418:2:3,1,14 171x6144 14336:1586:2,64 173x4096 12288:1825:2,64 173x12288 8192:1585:2,64 175x768 "
+        "1536:1603:4,24 175x3072 768:1828:8,12 175x13824 2560:1427:4,27 176x16 8768:1727:4,18 176x32 2016:1891:4,3 "
+        "176x80 1224:1891:4,9 176x5120 768:1480:4,30 176x8192 3064:1506:2,64 8568:1506:2,64 177x1253 661:2:24,3,8 "
+        "177x7168 16384:1430:4,28 179x1536 5120:1778:8,12 179x6144 2048:1518:2,66 181x8 6168:1756:4,8 182x16384 "
+        "11008:1428:2,64 183x3 2710:2:3,1,38 183x8 3040:1756:4,4 183x159 1889:2:12,1,16 183x8192 13824:1506:2,64 "
+        "184x768 16384:1851:8,15 184x912 920:1660:4,24 184x1160 9088:1689:2,66 184x2024 968:1801:4,24 185x3 "
+        "2642:2:3,1,16 185x2560 4096:1801:4,30 186x7168 3072:1530:2,66 188x7168 2560:1530:2,66 189x77 880:2:6,1,13 "
+        "190x8192 4096:1506:2,64 190x11008 11008:1635:2,66 191x16384 3072:1643:2,64 192x25 2008:2:3,1,28 192x56 "
+        "1096:1834:4,6 192x104 5888:1541:4,24 192x192 16384:1754:2,63 192x1520 7128:1909:4,24 192x2048 "
+        "1024:1801:4,24 193x369 5088:0:8,1,43 193x5120 16384:1436:4,30 195x7168 4096:1386:8,14 197x1024 "
+        "1536:1772:8,12 197x5120 2560:1484:4,30 197x13824 6144:1435:4,27 12288:1435:4,27 198x14336 13824:1435:4,28 "
+        "199x13824 2560:1435:4,27 200x32 2688:1835:4,14 200x48 552:1893:8,4 200x51 4424:2:4,1,62 200x152 "
+        "592:1893:8,10 200x200 28672:1673:4,30 200x280 12614:14:4,1,44 200x520 11663:0:8,2,26 200x536 "
+        "25569:0:8,2,26 200x768 18370:14:8,1,22 200x840 13824:1808:2,63 201x147 478:2:16,1,7 201x5120 "
+        "11008:1484:4,30 202x4096 2560:1693:2,64 203x768 7168:1696:8,12 203x8192 11008:1382:2,64 205x17 "
+        "6641:2:4,1,64 205x704 696:1750:8,15 205x2048 6144:1811:4,24 207x267 1415:0:8,1,20 207x551 5059:0:8,2,26 "
+        "207x11008 3072:1547:8,15 208x3 2336:2:4,1,16 208x5 8664:2:4,1,64 208x7 7352:2:4,1,66 208x8 1944:1834:4,7 "
+        "208x21 1680:2:4,1,27 208x248 21724:14:2,1,65 208x464 27030:14:4,1,33 208x616 15302:14:4,2,26 208x632 "
+        "8742:14:4,2,26 208x640 19430:14:4,2,26 208x736 9205:0:16,1,22 208x8192 4096:1739:2,64 7168:1387:2,64 "
+        "210x2560 14336:1485:4,30 210x7168 6144:1390:8,14 210x13824 7168:1441:4,27 211x7168 4096:1390:8,14 "
+        "211x16384 1024:1440:2,64 213x664 1096:1750:8,15 215x3 2220:2:4,1,16 215x27 1134:2:4,1,18 215x72 "
+        "3056:1894:8,12 215x2560 14336:1485:4,30 16384:1485:4,30 215x7168 1024:1579:4,30 216x16 10160:1727:4,28 "
+        "216x45 5016:2:4,1,63 216x64 11224:1727:4,28 216x280 22474:14:4,1,44 216x336 8672:1810:8,15 216x360 "
+        "17897:0:8,1,44 216x400 12766:14:4,1,33 216x408 18287:0:8,1,33 216x440 13036:14:4,1,33 216x552 "
+        "18132:14:4,2,26 216x728 11774:14:8,1,22 216x896 17303:0:16,1,18 216x1152 7464:1812:4,30 217x29 403:2:4,1,6 "
+        "217x327 2011:0:8,1,21 217x1264 7912:1703:8,15 217x11008 6144:1549:8,15 221x768 16384:1703:8,15 221x12288 "
+        "3072:1548:2,64 222x4096 7168:1698:2,64 224x88 6584:1606:8,10 224x408 13205:0:8,1,33 224x424 1216:1726:4,28 "
+        "224x496 12123:0:8,1,33 224x720 19471:0:16,1,22 224x760 11322:14:8,1,22 224x1536 12288:1898:2,64 224x5120 "
+        "5120:1492:4,30 226x3072 2560:1904:2,64 232x16 576:1890:8,1 232x248 22756:14:2,1,65 232x296 8862:14:4,1,43 "
+        "232x512 10536:1822:4,24 232x888 22003:0:16,1,18 233x12288 768:1550:2,64 236x8192 5120:1391:2,64 237x31 "
+        "941:2:4,1,15 237x587 1079:0:8,2,8 237x6144 1024:1897:2,64 237x16384 13824:1610:2,64 239x1408 "
+        "1920:1765:2,66 240x11 6464:2:4,1,51 240x24 9000:1894:8,14 240x224 12632:1782:8,15 240x232 11018:18:2,1,66 "
+        "240x256 13285:0:4,1,64 240x656 24930:14:8,1,22 240x8192 1368:1391:2,64 240x14336 11008:1447:4,28 243x293 "
+        "521:2:16,2,6 245x2560 16384:1867:2,64 245x7168 5120:1371:2,64 245x13824 1536:1449:4,27 246x6144 "
+        "5120:1897:2,64 247x103 1065:2:8,1,15 247x344 7112:1653:2,66 248x288 10715:0:8,1,44 248x456 19145:0:8,1,33 "
+        "248x552 9821:0:8,2,26 248x768 1024:1759:8,12 249x191 6425:0:4,1,33 251x96 1512:1840:8,8 251x1281 "
+        "719:0:16,2,12 252x2048 13824:1709:2,64 253x24 3312:1894:8,4 253x16384 7168:1612:2,64 255x5120 "
+        "14336:1866:2,64 256x128 1024:1840:8,8 4096:1760:8,6 8192:1760:8,12 16384:1760:8,12 32768:1754:2,64 256x256 "
+        "16:1888:2,64 64:1832:2,64 100:34:64,1 256:1832:2,64 1000:1747:8,6 1024:1832:2,64 1280:1832:2,64 "
+        "1300:15:8,1,8 1344:1832:2,64 1408:1832:2,64 2048:1747:8,6 2560:1747:8,6 2600:1760:8,8 2624:1760:8,8 "
+        "3840:1760:8,8 3904:1760:8,12 4096:1760:8,12 5000:1760:8,12 5120:1760:8,12 5184:1760:8,12 6000:1663:8,12 "
+        "6400:1760:8,12 6464:1760:8,12 7680:1760:8,12 8192:1760:8,12 10240:1804:8,12 10304:1804:8,12 "
+        "12288:1804:8,12 15360:1804:8,12 15424:1804:8,12 16384:1804:8,12 20000:1797:2,64 20480:1797:2,64 "
+        "24576:1797:2,64 25428:14:2,1,65 32000:1797:2,64 32768:1797:2,64 256x384 8192:1800:8,12 16384:1800:8,12 "
+        "32768:1905:2,64 256x536 9506:14:4,2,26 20997:0:8,2,26 256x2048 1024:1796:2,64 4096:1796:2,64 "
+        "8192:1796:2,64 16384:1898:2,66 32768:1398:2,64 256x7168 2560:1373:2,64 256x12288 24000:1550:2,64 257x15 "
+        "3674:2:5,1,52 258x5120 12288:1497:4,30 264x59 865:2:5,1,13 264x127 2176:2:10,1,17 264x208 21084:18:3,1,44 "
+        "264x256 11326:18:3,1,43 264x296 18728:1806:4,25 264x344 2080:1730:8,15 264x784 8306:18:12,1,11 265x1 "
+        "1559:52:67,1 266x8192 12288:1401:2,64 267x16384 1024:1615:2,64 6144:1615:2,64 268x2560 8192:1848:4,30 "
+        "269x27 882:2:5,1,13 269x35 4515:2:5,1,52 269x520 8736:1789:4,30 269x13824 8192:1618:8,14 270x1536 "
+        "7168:1788:4,30 270x8192 6144:1401:2,64 270x13824 3072:1618:8,14 271x687 4101:0:24,1,14 271x768 "
+        "14336:1715:8,15 271x8192 14336:1401:2,64 271x13824 12288:1618:8,14 272x32 11232:1727:4,30 272x64 "
+        "2152:1893:8,6 272x344 13850:14:8,1,22 272x688 20976:1716:2,66 272x928 10472:1849:4,24 272x1104 "
+        "1784:1690:8,15 272x1888 1312:1809:8,15 272x16384 768:1619:2,64 273x8192 3072:1407:2,64 275x13824 "
+        "5120:1621:8,14 276x12288 5120:1553:2,64 278x4096 2048:1717:2,64 278x13824 5120:1621:8,14 279x24 "
+        "2616:1894:8,6 280x8 10272:1887:4,16 280x11 7184:2:5,1,50 280x208 536:1730:8,10 280x264 8366:18:6,1,22 "
+        "280x280 8879:0:12,1,29 280x520 22920:1716:2,63 281x5 461:2:5,1,15 282x7168 2048:1410:8,14 283x29 "
+        "3373:2:5,1,47 283x32 8144:1727:4,25 283x8192 2048:1407:2,64 286x6144 13824:1577:2,64 287x99 1824:2:10,1,26 "
+        "287x581 3360:0:12,2,17 287x11008 7168:1644:2,66 288x1 3704:1843:4,4 288x256 13610:18:3,1,44 288x280 "
+        "29299:0:12,1,29 288x664 12288:1846:1,132 288x672 16821:0:24,1,14 288x920 9213:0:24,1,11 288x1024 "
+        "13824:1509:4,30 288x6144 4096:1589:4,24 289x1024 4096:1803:8,12 289x2560 14336:1415:8,15 291x1 "
+        "1742:52:73,1 291x16384 16384:1622:2,64 294x4096 768:1719:2,64 295x1120 256:1690:8,15 295x2560 "
+        "1536:1695:4,30 296x64 8248:1727:4,25 296x272 28049:0:12,1,29 296x472 25972:18:6,1,22 296x571 "
+        "3944:0:12,2,17 296x1224 2689:0:24,2,8 297x768 2048:1676:8,15 297x1024 768:1690:8,15 297x11008 "
+        "1536:1607:2,66 297x13824 5120:1625:8,14 298x4096 16384:1412:2,64 299x3 1288:2:5,1,15 301x185 1836:0:6,1,21 "
+        "301x7168 2560:1414:8,14 302x1536 2560:1823:8,12 304x165 5000:0:6,1,22 304x448 21001:0:12,1,22 304x608 "
+        "16733:0:12,2,17 304x792 26495:0:24,1,25 304x880 20689:0:24,1,12 304x1216 3344:1803:8,15 304x1536 "
+        "2048:1823:8,12 304x1640 5928:1880:8,15 304x2072 9008:1871:2,65 304x4096 5120:1487:2,64 304x8192 "
+        "8848:1417:2,64 305x255 3494:0:6,1,44 306x6144 14336:1581:2,64 307x41 3270:2:5,1,52 308x11008 "
+        "5120:1607:2,66 310x1024 2048:1690:8,15 311x77 5349:0:3,1,42 311x12288 2560:1556:2,64 312x39 544:2:5,1,8 "
+        "312x56 848:1893:8,6 312x120 608:1893:8,12 312x216 28757:0:6,1,44 312x256 9980:18:3,1,44 312x272 "
+        "23830:18:6,1,22 312x376 19453:0:12,1,29 312x392 11945:0:12,1,22 312x664 21674:18:12,1,14 312x712 "
+        "8129:0:24,1,14 312x800 24863:0:24,1,25 314x2048 12288:1488:2,64 316x16384 5120:1626:2,64 317x3 "
+        "3233:2:5,1,51 317x13824 7168:1628:8,14 320x200 20338:18:3,1,44 320x264 23834:18:6,1,22 320x288 "
+        "29112:1903:1,120 320x320 3000:1756:4,30 320x560 9783:0:12,2,17 320x640 16384:1474:1,125 320x8192 "
+        "4704:1417:2,64 321x2560 2560:1700:4,30 324x6144 8192:1585:2,64 324x12288 4096:1560:2,64 325x821 "
+        "685:0:24,1,11 327x12288 768:1560:2,64 328x440 23177:0:12,1,22 328x712 6712:1701:4,27 329x1760 "
+        "1352:1470:8,14 331x1416 6552:1724:8,12 331x16384 11008:1419:2,66 334x768 14336:1469:2,63 335x6144 "
+        "3072:1585:2,64 335x12288 1024:1560:2,64 336x8 512:1834:4,11 336x37 1072:2:6,1,15 336x40 640:1893:8,6 "
+        "336x136 1472:1893:8,15 336x424 26346:18:6,1,22 336x464 17052:18:6,1,22 336x496 22597:0:12,1,22 336x552 "
+        "10119:0:12,2,17 336x584 26796:18:12,1,14 339x5120 8192:1392:4,30 340x2560 768:1706:4,30 343x8 "
+        "7504:1756:4,15 343x37 2139:2:6,1,21 344x96 3656:1731:8,12 344x264 19799:0:12,1,29 344x464 1376:1759:8,12 "
+        "344x528 16343:0:12,2,17 345x12288 1024:1560:2,64 347x375 3600:0:12,1,29 348x7168 6144:1528:2,66 348x16384 "
+        "11008:1426:2,66 349x29 1799:2:6,1,21 349x3072 1024:1484:4,30 350x5120 3072:1392:4,30 351x141 5378:0:6,1,22 "
+        "352x1 584:1891:4,11 352x8 584:1834:4,11 352x24 4680:1894:8,9 352x216 25559:0:6,1,44 352x320 9794:14:8,1,22 "
+        "352x392 22965:0:12,1,22 352x728 12640:1369:2,63 352x13824 12288:1650:2,66 353x1024 11008:1485:4,30 "
+        "353x1119 1108:0:24,2,9 354x16384 768:1428:2,66 355x80 696:1893:8,9 355x2048 768:1847:2,64 359x4096 "
+        "12288:1736:2,64 359x12288 6144:1562:2,64 360x47 2472:2:6,1,21 360x512 22657:0:12,1,22 360x2352 "
+        "3224:1706:4,30 360x6144 2048:1515:2,66 361x48 4152:1727:4,18 362x1024 13824:1737:2,64 363x45 4410:2:6,1,43 "
+        "366x13824 13824:1650:2,66 366x16384 2048:1428:2,66 367x13824 6144:1650:2,66 368x16 2272:1890:8,2 368x232 "
+        "9054:18:3,1,44 368x248 17266:18:3,1,44 368x312 19555:0:12,1,29 368x592 10992:1905:2,63 368x3072 "
+        "1536:1517:2,66 370x5120 5120:1399:4,30 374x2560 16384:1400:4,30 374x3072 768:1517:2,66 375x1456 "
+        "1208:1880:8,15 375x11008 1024:1614:2,66 376x8 1888:1834:4,12 376x128 5864:1663:8,12 376x464 "
+        "13639:0:12,1,22 376x472 28430:18:6,1,22 376x536 9625:0:12,2,17 376x928 12344:1898:2,60 377x5120 "
+        "12288:1399:4,30 377x7168 7168:1528:2,66 377x11008 11008:1614:2,66 378x2560 768:1710:4,30 381x1024 "
+        "2048:1803:8,12 381x7168 2048:1528:2,66 382x2560 13824:1710:4,30 382x5120 1536:1399:4,30 382x11008 "
+        "4096:1614:2,66 7168:1614:2,66 384x63 5624:2:6,1,44 384x128 1024:1840:8,12 4096:1760:8,9 8192:1760:8,12 "
+        "16384:1798:4,24 32768:1797:2,66 384x312 22058:14:8,1,22 384x336 9069:0:12,1,29 384x384 16:1605:8,12 "
+        "64:1747:8,12 100:37:96,2 256:1747:8,12 1000:1747:8,12 1024:1747:8,12 2048:1747:8,12 4096:1759:8,9 "
+        "5000:1798:4,27 8192:1910:8,12 16384:1910:8,15 32768:1476:2,63 384x512 8192:1804:8,12 16384:1481:8,15 "
+        "32768:1738:2,64 384x904 10866:18:12,1,11 384x13824 4096:1650:2,66 386x5120 1024:1404:4,30 389x5 "
+        "990:2:7,1,16 389x14336 8192:1434:2,66 390x12288 14336:1566:2,64 391x147 3792:0:8,1,16 392x8 1016:1834:4,13 "
+        "392x31 3488:2:7,1,37 392x208 11612:18:4,1,33 392x488 20283:0:16,1,16 392x848 19533:0:32,1,9 392x1024 "
+        "1024:1788:4,28 392x8192 2768:1434:2,64 394x2048 7168:1693:2,64 394x6144 16384:1545:2,64 395x64 "
+        "6048:1727:4,28 397x40 896:1834:4,13 398x7168 16384:1437:8,14 399x56 2664:1892:4,28 400x288 "
+        "18840:1815:1,125 400x496 14143:0:16,1,16 400x728 17771:0:32,1,11 400x768 13380:14:16,1,11 400x880 "
+        "21544:1406:1,126 403x14336 1024:1438:2,66 405x4096 3072:1382:2,64 405x13824 1024:1438:2,66 406x4096 "
+        "1024:1382:2,64 406x13824 16384:1438:2,66 407x7 1674:2:7,1,18 408x24 7432:1892:4,28 408x152 560:1542:8,12 "
+        "408x216 18673:0:8,1,33 408x720 12329:0:32,1,11 408x944 9665:0:32,1,8 408x2488 4920:1713:4,30 409x14336 "
+        "2048:1438:2,66 411x3072 13824:1546:2,64 413x3 1124:2:7,1,16 413x11008 1024:1620:2,66 415x768 "
+        "13824:1479:2,63 416x656 24007:0:32,1,11 418x768 13824:1479:2,63 419x17 3871:2:7,1,35 419x24 520:1834:4,14 "
+        "420x6144 768:1548:2,64 421x179 3519:0:8,1,32 423x520 1696:1674:8,14 423x12288 12288:1548:2,66 424x200 "
+        "21186:18:4,1,33 424x248 11325:0:8,1,33 424x440 10855:0:16,1,16 424x480 9111:0:16,1,16 426x16384 "
+        "14336:1440:2,66 427x19 814:2:7,1,12 430x7168 16384:1555:4,30 431x16384 1536:1440:2,66 432x3 2344:2:7,1,18 "
+        "432x232 11085:0:8,1,33 432x264 29171:0:16,1,22 432x328 20277:0:16,1,22 432x456 14071:0:16,1,16 432x536 "
+        "1308:14:8,2,13 432x864 4544:1799:8,14 432x888 14954:14:16,1,9 432x1024 5120:1801:4,28 435x119 "
+        "3766:0:4,1,32 435x5120 8192:1413:4,30 437x48 2408:1834:4,14 437x137 1065:2:28,1,11 439x1536 8192:1827:4,30 "
+        "440x5 3464:2:7,1,37 440x24 2992:1894:8,8 440x48 9960:1659:8,14 440x208 29130:18:4,1,33 440x424 "
+        "14947:0:16,1,16 440x672 10999:0:32,1,11 440x680 13711:0:32,1,11 440x16384 16384:1442:2,66 441x61 "
+        "2990:2:7,1,34 444x4096 8192:1387:2,64 447x4096 2560:1387:2,64 447x16384 12288:1442:2,66 448x288 "
+        "9109:0:16,1,22 448x832 27281:0:32,1,28 448x1728 2520:1907:2,63 448x16384 2560:1417:2,66 450x3072 "
+        "4096:1897:2,64 450x7168 12288:1445:8,14 451x11008 2048:1623:2,66 452x12288 12288:1741:2,66 455x5120 "
+        "2560:1413:4,30 455x6144 16384:1645:4,30 456x16 2072:1890:8,2 456x536 10768:1720:2,60 456x552 "
+        "16606:14:8,2,13 456x672 26351:0:32,1,11 456x840 28673:0:32,1,28 456x2048 7168:1704:2,64 457x11008 "
+        "5120:1627:2,66 460x1024 8192:1705:2,64 463x101 2800:0:4,1,32 463x2560 5120:1866:2,64 464x104 "
+        "1368:1890:8,14 464x128 4608:1760:8,12 464x424 25079:0:16,1,16 464x448 3013:0:16,1,16 464x800 "
+        "25401:0:32,1,28 464x1536 13824:1509:4,30 464x1645 8888:0:32,2,5 465x13824 2048:1557:2,66 467x232 "
+        "1432:1605:8,12 467x401 3679:0:16,1,16 468x2048 6144:1704:2,64 469x11008 2048:1627:2,66 470x8192 "
+        "768:1557:2,66 471x4096 14336:1391:2,64 471x16384 8192:1557:2,66 472x280 15222:14:8,1,22 472x504 "
+        "18027:0:16,1,16 472x624 15720:1505:1,125 472x768 22201:0:32,1,11 472x5120 3072:1418:4,30 472x8192 "
+        "6168:1557:2,66 476x5120 14336:1418:4,30 477x1536 16384:1898:2,64 478x1024 6144:1823:8,12 480x15 "
+        "864:2:8,1,12 480x320 10086:14:8,1,22 480x584 19276:14:8,2,13 480x12288 6144:1550:2,66 481x3 3446:2:8,1,31 "
+        "488x8 2072:1834:4,16 488x31 1680:2:8,1,15 488x249 4944:0:8,1,33 488x280 14620:14:8,1,22 488x288 "
+        "8113:0:16,1,22 489x192 7472:1795:4,24 492x11008 8192:1419:2,66 493x12288 768:1550:2,66 495x14336 "
+        "12288:1448:2,66 496x240 23141:0:8,1,33 496x280 22365:0:16,1,22 496x416 27467:0:16,1,16 496x584 "
+        "14158:14:8,2,13 496x624 18377:0:16,2,13 496x8192 3616:1612:2,64 497x8192 5120:1454:2,64 499x7168 "
+        "5120:1371:2,66 500x500 12000:18:8,1,16 501x187 1307:2:32,1,11 504x1 536:1891:4,16 6200:1843:4,8 "
+        "10456:1843:4,16 22384:1837:2,64 504x24 3456:1894:8,8 504x240 10489:0:8,1,33 504x696 18081:0:32,1,11 "
+        "504x808 9119:0:32,1,9 507x167 6113:0:8,1,32 509x1536 1024:1904:2,64 509x3072 13824:1897:2,64 511x35 "
+        "469:2:8,1,7 511x257 2000:0:16,1,21 512x1 616:1891:4,16 512x8 9984:1887:4,14 512x128 1024:1832:2,64 "
+        "4096:1760:8,12 8192:1760:8,12 16384:1800:8,12 32768:1797:2,64 512x200 11752:1370:8,12 512x432 "
+        "21423:0:16,1,16 512x440 10272:1879:4,30 512x512 16:1684:8,12 64:1778:8,12 100:37:128,2 256:1778:8,12 "
+        "1000:1778:8,12 1024:1778:8,12 2048:1778:8,12 4096:1753:2,64 5000:1797:2,64 6000:1793:2,64 8192:1797:2,64 "
+        "12000:1476:2,64 12865:0:16,1,16 16384:1476:2,64 28672:1476:2,64 32768:1476:2,64 512x640 8192:1477:4,30 "
+        "16384:1867:2,64 32768:1867:2,64 512x792 9328:1853:2,66 512x1024 8192:1796:2,64 16384:1896:2,66 "
+        "32768:1398:2,64 513x801 528:0:40,1,7 515x14336 12288:1561:2,66 516x1024 11008:1385:4,30 517x7 "
+        "5918:2:9,1,29 517x9 813:2:9,1,13 517x159 4039:0:10,1,13 517x6144 1024:1608:4,30 520x3 2312:2:9,1,25 520x8 "
+        "832:1834:4,17 520x216 12007:0:10,1,26 26537:0:10,1,26 526x2048 16384:1402:2,64 526x12288 11008:1553:2,66 "
+        "528x1 3080:1843:4,6 528x248 24597:0:10,1,26 528x320 24816:1697:1,125 528x328 1701:0:20,1,17 528x581 "
+        "1072:0:20,2,10 528x712 9291:0:40,1,17 528x3072 14336:1389:4,30 529x112 528:1888:2,63 529x1184 "
+        "5968:1850:8,15 529x6144 13824:1553:2,64 529x8192 2560:1456:2,64 531x7168 768:1401:2,66 533x7168 "
+        "1536:1617:8,14 535x13 918:2:9,1,13 536x240 12263:0:10,1,26 536x384 12277:0:20,1,17 16482:14:12,1,14 "
+        "536x808 12669:0:40,1,15 536x944 9215:0:40,1,13 537x1259 3311:0:40,2,5 540x14336 6144:1456:2,66 541x561 "
+        "568:0:20,2,9 541x991 575:0:40,1,6 542x6144 3072:1553:2,64 543x433 3381:0:20,1,13 544x1 2080:1891:4,17 "
+        "544x408 28842:18:10,1,13 544x832 26440:1507:2,63 547x41 1200:2:9,1,14 547x360 1160:1676:8,15 552x1 "
+        "736:1891:4,18 552x264 11760:1877:2,60 552x328 11729:0:20,1,17 552x400 8640:1870:4,30 552x447 "
+        "8040:0:20,1,13 552x8192 2136:1563:2,66 554x4096 7168:1407:2,64 555x13 1413:2:9,1,14 560x1 512:1891:4,18 "
+        "560x56 920:1893:8,10 560x472 20027:0:20,1,13 565x232 3360:1605:8,15 565x5120 6144:1432:4,30 566x11008 "
+        "2560:1431:2,66 567x16384 768:1563:2,66 568x1 664:1891:4,18 568x48 1280:1834:4,18 568x64 4304:1745:4,18 "
+        "568x528 24326:14:12,2,8 569x37 6979:2:9,1,29 570x1024 1024:1805:2,64 570x8192 5120:1563:2,66 572x7168 "
+        "4096:1565:4,30 573x6144 14336:1553:2,64 576x16 1568:1890:8,3 576x784 26429:0:40,1,15 578x3072 "
+        "11008:1392:4,30 584x1 2480:1891:4,19 15368:1843:4,30 584x200 17348:18:5,1,26 584x320 13490:14:12,1,14 "
+        "584x440 18778:18:10,1,13 584x512 544:1770:4,30 584x2560 2560:1386:8,15 592x1 1992:1891:4,19 "
+        "17344:1843:4,30 592x71 3344:0:5,1,25 592x400 16118:18:10,1,13 592x464 10144:1906:4,30 592x768 "
+        "14336:1900:4,30 592x2352 3288:1897:2,65 592x8192 1024:1459:2,64 594x13824 16384:1665:2,66 595x77 "
+        "3600:0:5,1,25 595x344 1800:1676:8,15 596x12288 5120:1556:2,66 599x1592 4432:1704:2,65 600x1 912:1891:4,19 "
+        "600x576 29911:0:20,2,21 600x992 17072:1412:2,64 600x1440 1024:1706:4,30 601x14336 1536:1622:2,66 603x11008 "
+        "6144:1438:2,66 605x55 1099:2:10,1,13 605x12288 12288:1556:2,66 607x14336 8192:1622:2,66 608x1 "
+        "3984:1843:4,9 21744:1843:4,30 608x368 11968:1910:8,15 608x504 17199:0:20,1,13 608x520 1192:1690:8,15 "
+        "608x14336 6144:1626:2,66 613x131 4528:0:10,1,26 615x5120 3072:1439:4,30 616x40 1328:1893:8,10 616x237 "
+        "552:2:40,1,5 616x728 12393:0:40,1,17 616x800 10219:0:40,1,15 617x7 443:2:10,1,14 617x9 5074:2:10,1,26 "
+        "620x3072 13824:1581:2,64 620x6144 1024:1556:2,64 622x12288 12288:1556:2,66 624x1 1088:1891:4,20 "
+        "2784:1843:4,6 3120:1843:4,6 624x216 2407:0:10,1,26 624x472 12734:18:10,1,13 625x1377 2094:0:40,2,4 "
+        "625x2048 3072:1866:2,65 625x6144 5120:1556:2,64 625x16384 1024:1626:2,66 626x768 3072:1823:8,12 626x12288 "
+        "13824:1556:2,66 632x1 792:1891:4,20 2680:1843:4,6 632x9 696:2:10,1,11 632x167 2432:0:10,1,19 632x296 "
+        "9425:0:20,1,17 632x864 12801:0:40,1,15 633x6144 4096:1556:2,64 633x13824 7168:1543:1,132 638x13824 "
+        "3072:1543:1,132 640x1 640:1891:4,20 5504:1843:4,12 640x8 2080:1834:4,20 640x440 12745:0:20,1,13 640x640 "
+        "1024:1803:8,15 4096:1803:8,15 8192:1803:8,15 16384:1489:4,30 32768:1394:1,125 642x11008 7168:1440:2,66 "
+        "644x2560 13824:1390:8,15 646x1536 2048:1478:2,66 647x3 449:2:11,1,15 647x595 6668:0:24,2,8 648x8 "
+        "824:1834:4,21 648x240 14457:0:12,1,22 648x392 25919:0:24,1,11 648x592 11056:1699:4,30 648x688 "
+        "18666:14:24,1,7 651x33 920:2:11,1,12 651x248 1656:1662:8,12 652x14336 768:1644:2,66 655x921 5449:0:48,1,11 "
+        "656x1 7016:1843:4,15 656x32 896:1893:8,6 656x720 17974:14:24,1,7 659x59 2826:2:11,1,24 659x13824 "
+        "1024:1668:2,66 660x7168 8192:1419:2,66 660x13824 768:1668:2,66 661x768 5120:1796:2,66 12288:1508:2,63 "
+        "661x2048 3072:1722:2,64 662x768 13824:1508:2,63 664x8 856:1834:4,21 664x32 4496:1745:4,21 664x64 "
+        "2200:1893:8,12 664x216 9813:0:12,1,22 664x608 10004:14:12,2,8 665x1080 592:1702:8,15 667x603 1853:0:24,2,8 "
+        "668x3072 2048:1585:2,64 669x177 1104:0:12,1,11 672x1 2336:1891:4,21 5384:1843:4,12 6016:1843:4,12 672x80 "
+        "520:1730:8,11 672x88 576:1730:8,11 672x640 25602:14:12,2,8 673x469 641:0:24,1,11 673x3072 6144:1404:4,30 "
+        "673x11008 5120:1443:2,66 679x995 1076:0:48,1,5 679x3072 3072:1585:2,64 680x16 1456:1890:8,3 680x200 "
+        "21089:0:12,1,22 680x208 28900:18:6,1,22 680x488 2507:0:24,1,11 680x576 24407:0:24,2,26 681x1536 "
+        "13824:1478:2,66 682x2560 14336:1393:8,15 682x16384 6144:1443:2,66 685x8192 4096:1426:2,66 688x8 "
+        "4552:1887:4,9 688x16 10600:1535:4,24 688x72 9304:1675:8,12 688x256 25068:18:6,1,22 688x264 14213:0:24,1,14 "
+        "688x296 22770:14:12,1,14 688x520 8638:14:12,2,8 688x835 584:0:48,1,6 688x5120 768:1447:4,30 691x6144 "
+        "4096:1560:2,64 693x5 3086:2:11,1,23 693x768 16384:1479:2,66 695x5120 5120:1444:4,30 696x336 "
+        "16389:0:24,1,14 696x576 29973:0:24,2,26 702x12288 12288:1560:2,66 704x3 1168:2:11,1,12 706x768 "
+        "3072:1813:8,15 707x45 445:2:12,1,6 707x1536 11008:1486:8,15 712x1 528:1891:4,23 1216:1891:4,23 "
+        "5008:1843:4,9 13336:1843:4,24 712x40 1592:1893:8,12 11200:1673:4,24 712x336 12521:0:24,1,14 712x728 "
+        "400:1470:8,12 713x768 14336:1718:4,30 714x768 4096:1813:8,15 714x5120 1024:1447:4,30 715x2048 "
+        "12288:1897:2,66 720x312 1201:0:24,1,14 720x520 17125:0:24,2,26 720x656 22040:1896:2,63 720x968 "
+        "27541:0:48,1,11 720x8192 1496:1431:2,66 721x735 448:0:48,1,7 722x5120 6144:1449:4,30 723x12288 "
+        "12288:1562:2,66 725x2048 11008:1736:2,64 726x6144 13824:1562:2,64 727x1536 2560:1517:2,66 728x1 "
+        "2440:1891:4,23 728x224 8178:18:6,1,22 728x288 16179:0:24,1,14 728x296 8240:1692:4,30 728x304 "
+        "10002:14:12,1,14 16135:0:24,1,14 728x440 18542:18:12,1,11 728x736 7544:1383:2,63 729x656 2760:1792:2,66 "
+        "731x1149 1305:0:48,2,4 733x8 6232:1887:4,12 735x8192 5120:1428:2,66 736x1 1216:1891:4,23 736x288 "
+        "29300:14:12,1,14 736x664 27094:14:24,1,7 737x1024 768:1847:2,64 737x1536 1024:1517:2,66 738x14336 "
+        "5120:1609:2,66 740x1024 13824:1507:2,64 744x1 992:1891:4,24 6848:1843:4,15 744x11 584:2:12,1,9 744x16 "
+        "920:1890:8,3 744x64 5000:1745:4,24 744x448 14693:0:24,1,11 744x552 14296:1865:2,63 744x736 992:1908:8,12 "
+        "744x824 16231:0:48,1,6 744x8192 7208:1431:2,66 745x8192 7168:1431:2,66 746x768 4096:1850:8,12 752x1 "
+        "4440:1843:4,9 752x96 1904:1542:8,12 752x208 16542:18:6,1,22 752x920 13063:0:48,1,11 752x8192 "
+        "1256:1431:2,66 756x1024 7168:1847:2,64 760x200 14603:0:12,1,22 760x232 25701:0:12,1,22 760x672 "
+        "15141:0:48,1,7 760x792 10058:14:24,1,6 760x808 1040:1678:8,15 760x968 26428:14:24,1,11 765x8 "
+        "3304:1756:4,12 768x1 6720:1843:4,15 768x16 3032:1535:4,6 768x376 8199:0:24,1,14 768x768 1024:1857:2,66 "
+        "4096:1908:8,12 8192:1908:8,12 16384:1372:2,63 32768:1372:2,63 768x1024 20000:1896:2,66 770x1024 "
+        "3072:1700:4,28 776x1 672:1891:4,25 776x8 1504:1834:4,25 776x24 5992:1537:4,28 776x712 600:1861:2,65 "
+        "778x13824 13824:1609:2,66 782x5120 2560:1457:4,30 783x16384 768:1434:2,66 784x1 864:1891:4,25 "
+        "1520:1891:4,25 784x32 1112:1893:8,7 784x448 3472:1803:8,14 787x13824 14336:1557:2,66 788x11008 "
+        "7168:1456:2,66 791x3 6561:2:13,1,20 791x13824 2560:1557:2,66 792x1 5496:1843:4,16 792x56 728:1893:8,14 "
+        "792x280 11559:0:28,1,12 792x736 14553:0:56,1,6 792x8192 11152:1434:2,66 799x1024 3072:1378:2,65 800x1 "
+        "8816:1843:4,24 800x88 672:1542:8,14 800x248 9917:0:14,1,18 800x321 3750:0:28,1,12 800x808 1072:1816:2,65 "
+        "801x5120 5120:1457:4,30 807x2560 11008:1405:8,15 808x504 10063:0:28,1,9 808x920 8536:1907:2,65 809x2048 "
+        "16384:1382:2,64 810x2560 11008:1405:8,15 811x1536 16384:1490:2,66 813x1081 5085:0:56,2,4 815x16384 "
+        "12288:1456:2,66 816x16 1896:1890:8,4 816x208 22498:18:7,1,18 816x480 17544:1867:2,63 816x2376 "
+        "544:1595:2,65 820x7168 768:1438:2,66 821x1024 3072:1693:2,64 823x264 6384:1676:8,14 823x16384 "
+        "3072:1438:2,66 824x1 20728:1831:1,130 824x224 18276:18:7,1,18 826x6144 2560:1566:2,64 827x14336 "
+        "6144:1611:2,66 832x25 1464:2:13,1,19 832x440 13140:18:14,1,9 832x8192 2584:1614:2,66 836x14336 "
+        "4096:1611:2,66 837x1024 2048:1706:4,28 840x1 2264:1891:4,27 20552:1837:2,63 840x8 984:1886:4,4 840x56 "
+        "2064:1893:8,14 840x664 18049:0:56,1,25 842x2048 2560:1740:2,64 842x3072 11008:1548:2,64 842x8192 "
+        "768:1440:2,66 845x877 441:0:56,1,5 848x72 1800:1605:8,7 848x352 11362:14:16,1,11 848x584 18850:14:16,2,6 "
+        "848x680 10930:18:28,1,6 856x1 4352:1843:4,12 10392:1843:4,28 856x88 544:1542:8,14 856x440 11483:0:28,1,9 "
+        "856x2560 6144:1410:8,15 858x6144 3072:1685:2,66 862x12288 13824:1440:2,66 872x8 848:1886:4,4 872x240 "
+        "13993:0:14,1,18 872x256 17987:0:14,1,18 872x648 11509:0:56,1,6 872x688 10150:18:28,1,6 872x864 "
+        "19579:0:56,1,16 872x1193 2536:0:56,2,7 876x8192 6144:1442:2,66 878x5120 12288:1625:8,15 879x64 "
+        "912:1893:8,14 880x200 11104:1858:2,63 880x512 7712:1491:2,66 881x16 568:1834:4,28 882x8192 7168:1442:2,66 "
+        "887x12288 11008:1442:2,66 888x1 3464:1843:4,8 888x280 18683:0:28,1,12 888x336 23762:14:16,1,11 888x640 "
+        "27638:14:16,2,6 896x1 14392:1843:4,28 896x21 2944:2:14,1,16 896x477 1999:0:28,1,9 896x896 32768:1416:2,63 "
+        "896x1736 4808:1368:2,63 900x1024 12288:1742:2,64 904x1 1616:1891:4,29 7680:1843:4,20 9936:1843:4,24 904x8 "
+        "2376:1886:4,4 904x48 6528:1767:4,24 904x224 14675:0:16,1,16 904x488 11660:18:16,1,8 904x576 848:1908:8,12 "
+        "904x1712 1152:1577:2,63 904x13824 5120:1616:2,66 905x4096 1024:1443:2,64 906x6144 12288:1428:2,66 911x4096 "
+        "11008:1443:2,64 912x61 4432:2:15,1,17 914x11008 6144:1626:2,66 915x3072 8192:1429:4,30 920x2152 "
+        "4952:1876:2,65 921x3 888:2:15,1,8 922x16384 13824:1443:2,66 928x1 6752:1843:4,20 928x8 856:1886:4,4 "
+        "1072:1886:4,4 928x1048 8960:1513:4,30 934x2048 768:1391:2,64 936x1 1488:1891:4,30 936x24 6216:1539:8,12 "
+        "936x40 1864:1891:4,30 936x424 20544:1856:2,60 936x8192 2152:1556:2,66 937x12288 8192:1556:2,66 944x1 "
+        "10368:1843:4,24 944x5 1080:2:15,1,15 944x16 952:1890:8,4 944x232 13746:18:8,1,16 944x472 11310:18:16,1,8 "
+        "944x808 24427:0:64,1,14 944x1744 11544:1373:2,64 944x1784 1736:1855:2,65 944x8192 3408:1556:2,66 944x16384 "
+        "1024:1626:2,66 951x167 2206:0:16,1,16 952x1 768:1891:4,30 952x680 2672:1816:2,66 953x16384 3072:1626:2,66 "
+        "955x6144 14336:1639:2,66 960x440 18221:0:32,1,8 960x568 15731:0:32,2,13 961x11008 1536:1609:2,66 964x1024 "
+        "1536:1708:2,64 968x1 8248:1843:4,24 968x208 11032:1377:2,64 968x352 1584:1799:8,12 968x384 12431:0:32,1,11 "
+        "968x416 15840:1374:2,64 968x424 11200:1374:2,64 969x37 6005:2:16,1,16 971x2560 14336:1421:8,15 973x3072 "
+        "14336:1550:2,64 974x16384 2048:1448:2,66 975x4096 4096:1448:2,64 976x1 15320:1843:4,24 976x272 "
+        "10177:0:32,1,11 978x11008 2560:1609:2,66 984x1 872:1888:2,62 984x16 1256:1890:8,4 990x1024 768:1708:2,64 "
+        "991x5120 5120:1648:2,64 992x1 2920:1843:4,8 992x992 10337:1:32,1,4 995x1024 6144:1475:2,64 998x2048 "
+        "2048:1395:2,64 1000x1 256:1888:2,63 1544:1888:2,63 4096:1843:4,12 16384:1843:4,24 32768:1837:2,64 1000x100 "
+        "1024:15:16,1,8 4096:15:16,1,8 8192:12:8,1,16 16384:14:4,1,32 32768:14:4,1,32 1000x1000 16:1633:8,14 "
+        "64:1669:8,14 100:15:128,1 256:1708:2,64 1000:1475:2,64 1024:1708:2,64 2048:1708:2,64 4096:1475:2,64 "
+        "5000:1475:2,64 8192:1475:2,64 16384:1396:2,64 32768:1455:2,64 1008x1 1520:1888:2,63 1008x8 3528:1887:4,8 "
+        "1014x4096 16384:1454:2,64 1015x571 6768:0:32,2,13 1016x1 1824:1888:2,64 4600:1843:4,12 1016x904 "
+        "7520:1521:8,12 1017x88 872:1538:8,12 1021x101 2986:0:8,1,16 1023x1025 3500:0:64,2,7 1023x7168 "
+        "8192:1454:2,66 1024x16 4824:1535:4,12 1024x56 592:1888:2,64 1024x88 672:1538:8,12 1024x128 1024:1747:8,11 "
+        "4096:1800:8,12 8192:1800:8,12 16384:1797:2,64 32768:1709:2,64 1024x768 28672:1551:2,64 1024x1008 "
+        "1536:1475:2,64 1024x1024 16:1708:2,64 64:1475:2,64 100:15:128,1 256:1475:2,64 1000:1475:2,64 "
+        "1024:1475:2,64 2048:1475:2,64 4096:1475:2,64 5000:1475:2,64 8192:1475:2,64 8644:14:32,1,4 11235:1:32,1,4 "
+        "12000:1398:2,64 16384:1398:2,64 32768:1613:2,64 1024x1280 8192:1866:2,64 16384:1866:2,64 32768:1649:2,64 "
+        "1024x2048 8192:1397:2,64 16384:1397:2,64 32768:1613:2,64 1024x8192 1024:1612:2,66 4096:1612:2,66 "
+        "8192:1612:2,66 16384:1612:2,66 32768:1612:2,66 1025x8 1024:1832:2,65 1027x16384 1536:1560:2,66 1029x8 "
+        "992:1832:2,65 1029x136 7816:1862:8,15 1031x419 3837:0:36,1,7 1040x40 600:1890:8,15 1040x559 8658:0:36,2,11 "
+        "1045x16 1344:1832:2,66 1048x1 18888:1843:4,30 1048x152 3128:1658:8,15 1056x1 10752:1843:4,30 1056x968 "
+        "2048:1517:2,63 1060x2048 13824:1401:2,64 1062x1024 7168:1712:2,64 1064x1 7088:1843:4,25 1064x11 "
+        "3808:2:17,1,15 1065x245 4641:0:18,1,14 1072x1 1520:1540:4,17 1072x56 608:1726:4,17 1072x192 816:1755:4,27 "
+        "1080x1 1984:1540:4,17 1080x8 624:1886:4,5 3808:1887:4,10 1080x64 1896:1542:8,9 1087x7168 13824:1417:2,66 "
+        "1089x2048 1024:1407:2,64 1089x11008 13824:1428:2,66 1094x16384 1024:1442:2,66 1095x968 7824:1875:8,15 "
+        "1095x11008 1536:1428:2,66 1097x15 659:2:18,1,10 1097x1536 4096:1373:2,63 1104x1 5296:1843:4,20 1104x512 "
+        "6757:0:36,1,7 1104x8192 9160:1562:2,66 1104x14336 768:1627:2,66 1108x2048 2048:1407:2,64 1109x3 "
+        "1749:2:18,1,14 1112x16 8456:1535:4,25 1112x80 1824:1538:8,15 1112x136 11352:1512:4,25 1119x5 "
+        "1465:2:18,1,14 1120x1 528:1540:4,18 8104:1843:4,25 1122x3072 13824:1553:2,64 1128x1 2904:1843:4,10 1128x24 "
+        "8168:1599:4,25 1131x12288 2048:1562:2,66 1134x7168 8192:1614:2,66 1136x16 1688:1890:8,5 1136x96 "
+        "5120:1655:4,30 1136x976 4360:1517:2,63 1136x6144 14336:1553:2,66 1139x992 5448:1717:2,64 1141x768 "
+        "12288:1693:2,66 1144x1 3312:1843:4,10 7584:1843:4,25 1144x24 504:1893:8,9 10568:1599:4,25 1144x48 "
+        "3528:1535:4,30 1144x2048 13824:1408:2,64 1145x184 7872:1806:4,24 1146x155 5639:1:9,1,14 1148x1536 "
+        "4096:1373:2,63 1154x12288 768:1443:2,66 1155x11008 7168:1434:2,66 1160x8 5240:1887:4,20 1162x2560 "
+        "4096:1437:8,15 1168x1 16720:1831:1,132:12 1176x56 10936:1688:4,25 1177x989 4455:1:40,1,3 1184x40 "
+        "1824:1890:8,15 1184x48 1544:1726:4,19 1195x861 2096:0:80,1,7 1196x2048 2560:1411:2,64 1198x16384 "
+        "1536:1622:2,66 7168:1622:2,66 1200x160 1960:1658:8,15 1203x3 3148:2:19,1,13 1207x16384 2560:1622:2,66 "
+        "1216x1 1784:1540:4,19 1216x85 5992:0:10,1,26 1221x4096 12288:1566:2,66 1224x64 2680:1745:4,26 1225x40 "
+        "1536:1890:8,15 1232x24 1328:1893:8,10 1232x120 920:1601:8,15 1235x16384 1536:1566:2,66 1239x16384 "
+        "12288:1566:2,66 1240x1112 391:0:80,2 1243x13 3635:2:20,1,13 1247x2048 6144:1417:2,64 1248x1 2112:1540:4,20 "
+        "2184:1540:4,20 4232:1843:4,15 7736:1843:4,25 16136:1843:4,25 1255x984 1480:1864:2,65 1256x1 904:1540:4,20 "
+        "1264x1 3072:1843:4,10 5296:1843:4,20 20552:1504:4,30 1264x8192 5448:1626:2,66 1265x14336 11008:1620:2,66 "
+        "1272x3 5456:2:20,1,13 1273x16384 11008:1626:2,66 1280x1280 8192:1375:8,15 16384:1375:8,15 32768:1651:8,15 "
+        "1281x2560 3072:1554:2,63 1288x1 7384:1843:4,24 1293x800 5312:1711:2,65 1296x88 2728:1605:8,11 1296x976 "
+        "736:1529:2,66 1301x1169 466:0:88,2,2 1303x200 3144:1672:4,30 1304x13824 1024:1563:2,66 1307x8192 "
+        "2560:1442:2,66 1308x13824 12288:1563:2,66 1312x8 6416:1887:4,24 1320x1288 1272:1855:2,63 1320x1720 "
+        "2144:1902:2,63 1320x1792 4816:1411:2,63 1321x408 568:1857:2,66 1331x16384 16384:1456:2,66 1334x13824 "
+        "8192:1563:2,66 1335x1497 2040:0:88,2,2 1336x1 776:1540:4,21 1337x768 4096:1475:2,66 1341x59 1333:2:21,1,12 "
+        "1343x16384 14336:1456:2,66 1344x31 7496:2:21,1,18 1344x8192 5256:1544:2,66 1352x24 2152:1893:8,11 1352x72 "
+        "1272:1605:8,11 1363x1024 4096:1897:2,66 1364x3072 14336:1614:2,66 1371x855 1323:0:88,1,3 1376x16 "
+        "2872:1535:4,12 1377x768 8192:1708:2,66 1380x3072 16384:1614:2,66 1383x151 4725:1:11,1,12 1383x192 "
+        "8352:1793:2,66 1384x40 816:1726:4,22 1385x3072 7168:1614:2,66 1385x6144 6144:1614:2,66 1391x11008 "
+        "8192:1443:2,66 1392x8 808:1886:4,6 1398x13824 1536:1557:2,66 1400x1 4192:1843:4,18 1403x159 1033:0:22,1,12 "
+        "1408x1 2312:1540:4,22 1408x151 3208:1:11,1,12 1412x13824 5120:1567:2,66 1416x1 1320:1540:4,23 1416x8192 "
+        "5648:1557:2,66 1428x1536 8192:1410:8,15 1429x3072 8192:1616:2,66 1432x1360 1488:1391:2,66 1433x37 "
+        "2851:2:23,1,17 1437x6144 1536:1616:2,66 1442x768 2560:1852:2,66 1445x16384 8192:1448:2,66 1448x1 "
+        "2824:1843:4,12 1448x8 1896:1726:4,23 1456x1 4024:1843:4,18 1463x11008 768:1448:2,66 1473x1696 "
+        "896:1522:2,66 1477x3 3825:2:24,1,11 1480x1 2440:1540:4,24 8128:1843:4,24 1480x14336 1536:1440:2,66 1488x8 "
+        "912:1886:4,6 1489x16384 7168:1622:2,66 1496x40 608:1726:4,24 1500x1500 1536:14:48,2 1504x24 1416:1893:8,12 "
+        "1512x1 1056:1540:4,24 1512x40 2848:1602:8,12 1514x6144 1024:1562:2,66 1517x7168 13824:1442:2,66 1518x3072 "
+        "8192:1562:2,64 1518x5120 11008:1611:2,66 1519x8 936:1726:4,24 1523x13824 768:1648:2,66 1536x1 "
+        "3064:1843:4,12 1536x1024 8192:1895:2,66 1536x1536 1024:1514:2,66 4096:1514:2,66 8192:1514:2,66 "
+        "16384:1514:2,66 32768:1564:2,64 1551x16384 768:1561:2,66 1560x1 1224:1540:4,25 1560x7168 1024:1442:2,66 "
+        "1561x6144 6144:1620:2,66 1568x840 10648:1874:2,65 1569x8192 4096:1561:2,66 1573x16384 12288:1626:2,66 "
+        "1576x1 2648:1843:4,14 1579x16384 2560:1626:2,66 1584x1 4120:1843:4,21 1584x879 4648:0:104,1,8 1592x1 "
+        "17512:1837:2,65 1600x1 21808:1837:2,65 1600x24 2176:1893:8,13 1600x25 1192:2:25,1,10 1600x80 "
+        "2016:1605:8,13 1607x4096 1024:1438:2,66 1613x11008 8192:1456:2,66 1616x1 2928:1843:4,14 8416:1837:2,65 "
+        "1616x14336 7168:1446:2,66 1624x1 512:1540:4,26 2600:1843:4,14 1624x64 704:1726:4,26 1630x8192 "
+        "1536:1456:2,66 1630x12288 14336:1623:2,66 1632x64 544:1726:4,26 1642x1536 8192:1411:2,66 1644x7168 "
+        "7168:1446:2,66 1645x768 16384:1866:2,65 1645x2560 3072:1614:2,65 1648x40 4520:1673:4,21 1648x272 "
+        "1648:1687:2,65 1650x2048 7168:1438:2,64 1656x48 4280:1681:4,21 1663x2048 16384:1438:2,64 1665x4096 "
+        "8192:1440:2,66 1667x1776 600:1431:2,63 1668x5120 12288:1616:2,66 1672x1 656:1842:4,7 1984:1842:4,7 "
+        "1678x13824 7168:1563:2,66 1680x1 7160:1843:4,21 1680x8 6336:1887:4,21 1688x2296 4968:1557:2,66 1689x1536 "
+        "11008:1417:2,66 1689x5120 11008:1616:2,66 1690x768 6144:1487:2,66 1693x8 704:1744:4,18 1696x64 "
+        "5144:1795:4,21 1696x184 2072:1794:4,21 1696x14336 3072:1627:2,66 1699x3072 768:1627:2,66 1703x1768 "
+        "6744:1431:2,63 1704x1 16992:1843:4,30:8 1709x5120 1536:1616:2,66 1712x1 2056:1603:4,18 1716x7168 "
+        "768:1448:2,66 1717x4096 768:1440:2,66 1720x752 4768:1487:2,66 1721x5120 768:1616:2,66 1727x2048 "
+        "3072:1440:2,64 1731x768 8192:1487:2,66 1736x1 2552:1603:4,19 1736x9 3648:2:28,1,9 1744x1096 4264:1581:2,66 "
+        "1748x12288 3072:1627:2,66 1752x1 1584:1842:4,7 1752x8192 9280:1622:2,66 1760x48 1664:1542:8,14 1764x2560 "
+        "4096:1616:2,65 1768x1 2000:1842:4,7 12280:1504:4,28 14248:1504:4,28 15376:1504:4,28 1776x2432 "
+        "5352:1562:2,65 1792x9 5776:2:28,1,9 1792x840 912:1895:2,63 1808x8 2800:1887:4,16 1815x8 1232:1744:4,19 "
+        "1816x2048 12288:1443:2,64 1818x4096 4096:1443:2,66 1820x1024 768:1741:2,64 1823x8 4416:1887:4,24 1824x1 "
+        "3872:1843:4,24 1827x16384 2048:1567:2,66 1834x7168 2048:1456:2,66 1835x7168 2048:1456:2,66 1840x8192 "
+        "1408:1567:2,66 1843x768 2560:1722:2,66 1843x2048 3072:1443:2,64 1852x4096 6144:1443:2,66 1858x11008 "
+        "3072:1567:2,66 1870x1024 12288:1399:4,30 1870x8192 2560:1567:2,66 1872x5 1512:2:30,1,8 1880x32 "
+        "2200:1893:8,15 1880x240 2232:1869:4,24 1880x5120 1024:1623:2,66 1881x3072 13824:1431:2,66 1885x4096 "
+        "6144:1446:2,66 1888x1 2968:1843:4,16 1890x1536 11008:1433:8,15 1904x200 560:1859:4,24 1912x8 "
+        "6008:1887:4,24 1913x1024 11008:1391:2,64 1914x1536 7168:1426:2,66 1916x3072 13824:1426:2,66 1921x3072 "
+        "6144:1426:2,66 1921x5120 1536:1623:2,66 1922x14336 4096:1458:2,66 1936x1 896:1842:4,8 1936x64 "
+        "9200:1818:4,28 1936x2456 2992:1566:2,65 1937x2560 6144:1623:2,65 1939x5120 1024:1623:2,66 1945x64 "
+        "5096:1767:4,26 1952x8192 6568:1454:2,66 1962x1024 768:1395:2,64 1963x1024 1024:1395:2,64 1964x2560 "
+        "1024:1623:2,65 1967x8 2744:1887:4,16 1968x32 6992:1655:4,24 1968x728 4552:1897:2,64 1976x1 640:1842:4,8 "
+        "1981x768 2560:1897:2,64 1984x8 9176:1887:4,24 1984x464 1192:1381:2,64 1994x11008 7168:1442:2,66 2000x72 "
+        "808:1598:4,24 2003x13824 6144:1458:2,66 2008x64 4912:1767:4,26 2025x7168 13824:1622:2,66 2026x12288 "
+        "2560:1566:2,66 2032x32 1960:1888:2,64 2034x12288 1536:1566:2,66 2047x63 14000:0:16,1,16 2048x256 "
+        "1024:1796:2,64 4096:1796:2,64 8192:1796:2,64 16384:1398:2,64 32768:1398:2,64 2048x1024 12000:1397:2,64 "
+        "2048x2048 16:1454:2,64 64:1612:2,64 100:13:64,2 256:1612:2,64 1000:1612:2,64 1024:1612:2,64 2048:1612:2,64 "
+        "4096:1612:2,64 5000:1612:2,64 6000:1454:2,64 8192:1612:2,64 16384:1612:2,64 32768:1612:2,64 2048x8192 "
+        "3000:1612:2,66 2056x1 1344:1842:4,9 2061x5120 1536:1627:2,66 2064x32 8568:1655:4,27 2070x5120 "
+        "1536:1627:2,66 2072x1 1520:1603:4,22 2080x1 1848:1603:4,22 21376:1831:1,132 2082x12288 2048:1560:2,66 "
+        "2087x16384 5120:1622:2,66 2095x16384 4096:1622:2,66 2101x2048 3072:1560:2,66 2104x1024 5120:1635:2,66 "
+        "2108x4096 11008:1560:2,66 2112x1 1400:1603:4,22 2118x2048 11008:1456:2,64 2128x1 2944:1843:4,18 2160x8 "
+        "5536:1887:4,27 2160x16 7488:1535:4,27 2161x5120 2048:1556:2,66 2168x1 1088:1842:4,9 5512:1843:4,27 "
+        "2174x11008 4096:1448:2,66 2184x6144 768:1434:2,66 2186x12288 14336:1556:2,66 2196x14336 768:1626:2,66 "
+        "2208x64 984:1744:4,23 2233x14336 8192:1626:2,66 2236x13824 768:1567:2,66 2240x8192 2304:1563:2,66 "
+        "2250x6144 2048:1438:2,66 2261x16384 1024:1458:2,66 2264x56 696:1744:4,24 2269x1536 2560:1438:2,66 2272x512 "
+        "1368:1717:2,64 2280x1 5264:1843:4,27 2285x2048 16384:1562:2,66 2308x13824 7168:1616:2,66 2312x8 "
+        "9776:1881:4,25 2315x12288 3072:1622:2,66 2320x1 576:1842:4,10 2328x6144 16384:1440:2,66 2352x48 "
+        "712:1601:8,10 2354x13824 3072:1440:2,66 2358x3072 1024:1440:2,66 2360x72 720:1598:4,30 2365x11008 "
+        "11008:1627:2,66 2368x1 7760:1831:1,132:6 2371x13824 6144:1440:2,66 2371x16384 5120:1622:2,66 2384x8192 "
+        "1536:1557:2,66 2393x4096 2560:1622:2,66 2401x8192 768:1622:2,66 2406x8192 2048:1622:2,66 2416x8 "
+        "832:1886:4,10 2416x56 1120:1744:4,26 2423x6144 1024:1622:2,66 2424x1264 7776:1431:2,65 2432x1 "
+        "9488:1504:4,25 2445x7168 5120:1456:2,66 2456x1 19680:1831:1,132:6 2467x3072 16384:1443:2,66 2470x14336 "
+        "12288:1566:2,66 2480x1 13808:1504:4,25 2484x1024 1024:1417:2,64 2487x6144 768:1566:2,66 2488x1 "
+        "2672:1843:4,20 2494x3072 4096:1443:2,66 2520x8192 3488:1626:2,66 2528x1 3248:1843:4,20 11648:1504:4,25 "
+        "2528x16 616:1890:8,10 2528x12288 1024:1626:2,66 2533x6144 4096:1443:2,66 2536x1 5008:1843:4,20 2554x2048 "
+        "6144:1626:2,64 2557x11008 12288:1458:2,66 2560x1 840:1842:4,10 2560x32 4072:1655:4,20 2561x4096 "
+        "12288:1440:2,66 2566x11008 14336:1458:2,66 2582x13824 1536:1623:2,66 2592x1 648:1842:4,11 688:1842:4,11 "
+        "10760:1837:2,63 2600x32 1352:1538:8,11 2606x768 4096:1391:2,66 2621x11008 16384:1622:2,66 2622x13824 "
+        "11008:1446:2,66 2637x16384 14336:1561:2,66 2648x1 2216:1842:4,11 2649x16384 2048:1622:2,66 2656x1 "
+        "11792:1837:2,63 12072:1837:2,63 2657x2048 14336:1419:2,66 2662x5120 2048:1562:2,66 2664x1 12744:1837:2,63 "
+        "2665x2048 1536:1419:2,66 2672x40 1128:1601:8,11 2688x1 13712:1837:2,63 2700x3072 768:1448:2,66 2712x1 "
+        "528:1842:4,11 1896:1842:4,11 2722x11008 12288:1622:2,66 2736x1 4752:1837:2,66 2736x8 568:1886:4,11 "
+        "2743x12288 7168:1454:2,66 2744x1 2840:1843:4,22 2745x2048 3072:1426:2,66 2752x1 1056:1842:4,11 "
+        "22752:1837:2,66 2754x12288 1536:1454:2,66 2784x1 4416:1843:4,22 2786x7168 5120:1626:2,66 2798x1536 "
+        "4096:1454:2,66 2800x1 11592:1837:2,66 2810x12288 8192:1454:2,66 2824x8 4464:1887:4,24 2824x88 "
+        "2784:1682:8,12 2832x1 912:1842:4,12 2842x8192 16384:1563:2,66 2848x56 7512:1688:4,24 2850x6144 "
+        "2048:1615:2,66 2861x12288 12288:1566:2,66 2862x4096 2048:1556:2,66 2864x1 12040:1504:4,24 2880x48 "
+        "1248:1601:8,12 2883x14336 8192:1566:2,66 2904x1 13768:1504:4,24 2911x12288 16384:1566:2,66 2936x64 "
+        "3392:1658:8,12 2950x2560 3072:1443:2,66 2960x13824 2048:1456:2,66 2968x1536 2048:1615:2,66 2970x768 "
+        "1024:1401:2,66 2995x11008 4096:1620:2,66 2996x13824 8192:1627:2,66 3000x1 3632:1843:4,24 6000:1843:4,24 "
+        "3000x3000 6000:1563:2,66 3003x6144 2048:1562:2,66 3008x1 3896:1843:4,24 3008x24 1808:1538:8,12 3009x6144 "
+        "8192:1562:2,66 3014x1536 1536:1562:2,64 3016x72 3720:1860:4,24 3017x14336 2560:1620:2,66 3024x1 "
+        "11280:1843:4,24 3032x1 848:1842:4,12 3036x4096 8192:1454:2,66 3056x1 2016:1842:4,12 3064x1536 "
+        "3072:1563:2,64 3065x2048 6144:1431:2,66 3080x64 2040:1658:8,13 3080x6144 2560:1619:2,66 3087x1536 "
+        "11008:1458:2,66 3087x7168 5120:1442:2,66 3088x24 1048:1538:8,13 3088x1536 1536:1619:2,66 3096x8192 "
+        "11680:1567:2,66 3097x16384 11008:1567:2,66 3100x5120 2560:1446:2,66 3100x14336 14336:1567:2,66 3112x1 "
+        "1240:1842:4,13 3113x6144 4096:1458:2,66 3120x80 3368:1870:4,26 3134x13824 12288:1458:2,66 3146x768 "
+        "3072:1407:2,66 3165x4096 2560:1560:2,66 3184x1 2120:1842:4,13 3192x56 6104:1688:4,26 3193x12288 "
+        "2560:1556:2,66 3200x80 832:1674:8,13 3208x1 14800:1588:4,30 3211x7168 1536:1443:2,66 3235x7168 "
+        "1536:1443:2,66 3238x13824 8192:1622:2,66 3240x1 18104:1588:4,30 3252x16384 2048:1456:2,66 3253x5120 "
+        "5120:1454:2,66 3256x24 680:1538:8,13 3277x7168 14336:1620:2,66 3280x1 5456:1843:4,26 3280x1536 "
+        "5120:1567:2,64 3315x8192 11008:1446:2,66 3328x1 5024:1843:4,26 3353x6144 3072:1626:2,66 3424x16384 "
+        "1024:1563:2,66 3432x1 768:1842:4,14 3432x7168 16384:1623:2,66 3468x7168 5120:1448:2,66 3472x12288 "
+        "6144:1626:2,66 3477x4096 768:1622:2,66 3480x56 5912:1688:4,28 3492x3072 8192:1626:2,66 3493x16384 "
+        "768:1626:2,66 3496x8192 1144:1622:2,66 3497x1024 7168:1442:2,64 3503x3072 1536:1626:2,66 3504x80 "
+        "5688:1870:4,28 3536x32 7936:1655:4,28 3538x1536 1536:1548:2,66 3548x1536 8192:1548:2,66 3550x2048 "
+        "7168:1442:2,66 3552x1 592:1842:4,14 1888:1842:4,14 3588x12288 768:1446:2,66 3601x2560 13824:1458:2,66 "
+        "3616x1 6056:1837:2,66:4 3624x1 4728:1843:4,30 8928:1837:2,66:4 3626x6144 5120:1616:2,66 3632x1 "
+        "504:1842:4,15 3646x14336 7168:1563:2,66 3653x3072 2048:1443:2,66 3664x48 6160:1681:4,30 3668x4096 "
+        "2048:1566:2,66 3671x12288 7168:1566:2,66 3677x1536 11008:1419:2,66 3697x768 2560:1552:8,15 3704x1 "
+        "1256:1842:4,15 3704x12288 1024:1567:2,66 3728x1 2352:1842:4,15 3737x11008 1536:1566:2,66 3744x8 "
+        "1912:1886:4,15 3758x2560 2048:1622:2,66 3774x2048 8192:1446:2,66 3792x8192 8136:1626:2,66 3797x14336 "
+        "768:1456:2,66 3806x1536 5120:1431:2,66 3808x56 3280:1688:4,30 3816x1 3672:1843:4,30 3824x48 664:1601:8,15 "
+        "3835x13824 2048:1562:2,66 3856x8 1848:1886:4,16 3884x2048 14336:1611:2,66 3904x1 920:1842:4,16 "
+        "2216:1842:4,16 3912x1 8832:1837:2,62 3927x2048 13824:1611:2,66 3936x40 8864:1671:2,62 3936x12288 "
+        "2560:1668:2,66 3946x768 1536:1431:2,63 3962x8192 11008:1563:2,66 3969x4096 3072:1454:2,66 3984x1 "
+        "21200:1837:2,64 3992x1 2304:1842:4,16 4000x1 2056:1842:4,16 10120:1504:4,24 4000x320 28672:1649:2,64 "
+        "4005x11008 1536:1456:2,66 4006x4096 11008:1454:2,66 4016x16 1432:1888:2,63 4019x6144 13824:1623:2,66 "
+        "4040x1 11888:1504:4,24 4040x40 2312:1600:2,64 4048x1 1144:1842:4,16 4076x5120 11008:1626:2,66 4092x6144 "
+        "768:1623:2,66 4096x1 256:1842:4,16 4096:1837:2,64 5096:1837:2,64 16384:1502:2,64 32768:1502:2,64 4096x33 "
+        "1024:2:64,1,4 4096:2:64,1,6 8192:2:64,1,6 16384:2:64,1,6 32768:2:64,1,16 4096x128 1024:1796:2,64 "
+        "4096:1796:2,64 8192:1796:2,64 16384:1709:2,64 32768:1396:2,64 4096x4096 16:1454:2,66 64:1612:2,66 "
+        "100:17:256,2 256:1612:2,66 1000:1612:2,66 1024:1612:2,66 2048:1612:2,66 3000:1612:2,66 4096:1612:2,66 "
+        "5000:1612:2,66 8192:1612:2,66 16384:1612:2,66 20000:1612:2,66 32768:1612:2,66 4096x8192 3000:1612:2,66 "
+        "20000:1612:2,66 4108x13824 1024:1566:2,66 4150x7168 11008:1622:2,66 4160x1 3432:1837:2,66 4160x56 "
+        "4000:1656:2,65 4184x1024 1536:1614:2,66 4203x1536 8192:1431:2,66 4224x1 552:1842:4,17 4240x80 "
+        "1528:1869:4,17 4250x13824 6144:1622:2,66 4252x8192 768:1622:2,66 4264x1 808:1842:4,17 4288x14336 "
+        "13824:1648:2,66 4297x14336 14336:1458:2,66 4304x8192 4904:1567:2,66 4320x1 3360:1842:4,17 4325x11008 "
+        "13824:1561:2,66 4330x1536 5120:1434:2,66 4334x12288 14336:1456:2,66 4336x56 5680:1775:4,23 4360x8192 "
+        "1032:1567:2,66 4384x1 800:1842:4,18 3544:1842:4,18 4414x768 11008:1553:2,64 4424x1 18696:1837:2,66:7 "
+        "4428x5120 4096:1616:2,66 4456x1 7400:1843:4,30:3 4469x12288 1536:1622:2,66 4505x16384 5120:1560:2,66 "
+        "4513x13824 8192:1566:2,66 4528x56 6104:1775:4,24 4530x5120 13824:1562:2,66 4535x2048 8192:1562:2,66 4536x1 "
+        "1624:1842:4,18 4536x72 2808:1859:4,18 4539x4096 2048:1562:2,66 4544x13824 12288:1648:2,66 4547x12288 "
+        "6144:1622:2,66 4560x1 12920:1588:4,24 4612x1024 14336:1620:2,66 4619x1024 12288:1620:2,66 4634x2560 "
+        "1536:1611:2,66 4656x1 1392:1842:4,19 4664x72 6528:1859:4,19 4688x13824 1536:1561:2,66 4692x4096 "
+        "12288:1620:2,66 4696x1 7136:1588:4,28 4703x768 2560:1440:2,66 4736x1 776:1842:4,19 4784x1 2096:1842:4,19 "
+        "4784x1536 5120:1442:2,66 4788x7168 4096:1622:2,66 4797x16384 7168:1626:2,66 4798x3072 12288:1622:2,66 "
+        "4817x4096 768:1622:2,66 4823x16384 6144:1622:2,66 4880x40 2504:1672:4,20 4886x13824 2048:1458:2,66 4920x64 "
+        "5296:1785:4,22 4936x1 1048:1842:4,20 4944x1 14232:1587:2,65 4952x8 776:1886:4,20 4966x13824 8192:1622:2,66 "
+        "4992x1 824:1842:4,20 5026x1536 11008:1443:2,66 5040x1 2264:1842:4,20 5041x5120 4096:1626:2,66 5090x8192 "
+        "2560:1626:2,66 5110x3072 13824:1626:2,66 5115x1536 2560:1556:2,66 5136x1 8056:1502:2,63 5152x1 "
+        "21576:1502:2,63 5166x7168 14336:1627:2,66 5176x1 7920:1502:2,63 5192x1 968:1842:4,21 5208x16 "
+        "4504:1534:4,21 5281x14336 3072:1562:2,66 5291x2048 4096:1442:2,66 5325x16384 12288:1566:2,66 5331x2048 "
+        "2560:1442:2,66 5336x1 888:1842:4,21 5344x1 1256:1842:4,21 5344x1536 5120:1612:2,66 5373x13824 "
+        "4096:1626:2,66 5398x4096 14336:1456:2,66 5409x6144 13824:1448:2,66 5448x7168 6144:1561:2,66 5460x12288 "
+        "7168:1458:2,66 5496x1 2304:1842:4,22 5504x1 10088:1502:2,66 5536x1 6664:1842:4,22 5558x6144 5120:1454:2,66 "
+        "5576x48 5928:1680:4,22 5589x7168 6144:1567:2,66 5608x24 1504:1598:4,22 5613x12288 2560:1454:2,66 5648x40 "
+        "5136:1672:4,23 5655x768 5120:1561:2,66 5662x1536 7168:1561:2,66 5688x16 1240:1534:4,23 5720x1 "
+        "10888:1504:4,24 5760x8192 6424:1562:2,66 5800x1 7968:1842:4,23 5834x4096 8192:1620:2,66 5893x768 "
+        "3072:1456:2,66 5920x32 880:1654:4,24 5984x64 760:1794:4,24 5997x768 14336:1562:2,64 6000x160 "
+        "12000:1524:2,64 6000x6000 333:0:376,6 6015x1536 2048:1562:2,66 6032x768 2048:1563:2,64 6048x1 "
+        "1632:1842:4,24 6063x5120 16384:1626:2,66 6065x8192 5120:1622:2,66 6111x2048 5120:1454:2,66 6134x4096 "
+        "3072:1623:2,66 6136x24 1536:1598:4,24 6184x1 8000:1842:4,25 6190x13824 2048:1627:2,66 6201x4096 "
+        "13824:1623:2,66 6216x1 6168:1842:4,25 6223x2048 14336:1560:2,66 6248x8192 7888:1626:2,66 6261x4096 "
+        "1536:1626:2,66 6296x1 5256:1842:4,25 6304x1 984:1842:4,25 6315x1536 16384:1563:2,66 6376x16 4960:1534:4,25 "
+        "6408x1536 4096:1622:2,66 6434x5120 2048:1562:2,66 6448x1 17776:1667:4,30 6472x64 792:1794:4,26 6512x1 "
+        "3520:1842:4,26 6516x3072 2048:1622:2,66 6541x13824 16384:1627:2,66 6552x48 6664:1680:4,26 6569x1536 "
+        "14336:1622:2,66 6577x11008 8192:1458:2,66 6593x13824 1024:1622:2,66 6625x16384 768:1566:2,66 6673x768 "
+        "1024:1622:2,66 6704x1 640:1842:4,27 1904:1842:4,27 6056:1842:4,27 6719x7168 6144:1626:2,66 6727x768 "
+        "13824:1567:2,66 6744x1 16928:1502:2,66:9 6787x4096 6144:1562:2,66 6800x16 5984:1534:4,27 6800x24 "
+        "1824:1598:4,27 6808x3072 6144:1567:2,66 6823x8192 8192:1623:2,66 6870x13824 7168:1626:2,66 6880x1 "
+        "1120:1842:4,27 6894x12288 2560:1626:2,66 6916x1536 768:1626:2,66 6936x1 20216:1837:2,66:6 6942x1024 "
+        "5120:1440:2,66 6962x768 11008:1626:2,66 7000x88 2552:1878:4,28 7008x40 8666:20:28,1,4 7042x11008 "
+        "1536:1566:2,66 7055x2560 11008:1456:2,66 7056x8192 3184:1620:2,66 7096x32 768:1654:4,28 7104x24 "
+        "1200:1598:4,28 7120x32 2880:1654:4,28 7121x3072 4096:1561:2,66 7125x13824 5120:1454:2,66 7131x3072 "
+        "2048:1561:2,66 7136x72 2096:1859:4,28 7162x2560 8192:1458:2,66 7168x24 2864:1598:4,28 7175x2560 "
+        "4096:1458:2,66 7185x3072 14336:1561:2,66 7200x8192 1664:1627:2,66 7281x12288 1536:1626:2,66 7304x16 "
+        "576:1534:4,29 7360x8192 2984:1563:2,66 7373x13824 8192:1560:2,66 7408x1024 1024:1446:2,66 7408x8192 "
+        "3872:1566:2,66 7488x1 6120:1831:1,132:2 7495x1536 14336:1443:2,66 7524x16384 6144:1620:2,66 7553x2560 "
+        "3072:1443:2,66 7612x8192 12288:1626:2,66 7768x56 2112:1817:4,25 7791x2048 2560:1627:2,66 7880x16 "
+        "712:1532:2,62 7912x1 13336:1502:2,62 7920x96 11336:1896:2,62 7944x2560 2560:1626:2,66 7945x3072 "
+        "11008:1622:2,66 7976x56 6936:1817:4,25 8028x4096 14336:1562:2,66 8061x1536 5120:1448:2,66 8082x11008 "
+        "8192:1626:2,66 8119x7168 11008:1627:2,66 8192x1 256:1836:2,64 4096:1836:2,64 12000:1502:2,64 "
+        "16384:1502:2,64 32768:1641:2,64 8192x7 1024:2:128,1,2 4096:2:128,1,4 8192:2:128,1,4 16384:2:128,1,4 "
+        "32768:2:128,1,4 8192x8 1776:1884:2,64 2536:1884:2,64 2680:1884:2,64 3016:1884:2,64 4680:1884:2,64 "
+        "5248:1884:2,64 6656:1884:2,64 9120:1884:2,64 8192x16 2056:1532:2,64 6656:1532:2,64 7792:1532:2,64 8192x17 "
+        "4000:2:128,1,4 8192x24 4104:1597:2,64 4424:1597:2,64 9456:1597:2,64 8192x32 9376:1652:2,64 8192x40 "
+        "4312:1670:2,64 4440:1670:2,64 5256:1670:2,64 5392:1670:2,64 6016:1670:2,64 8192x48 1016:1679:2,64 "
+        "1136:1679:2,64 1808:1679:2,64 6000:1679:2,64 8968:1677:2,64 8192x56 1912:1687:2,64 9296:1687:2,64 "
+        "11448:1686:2,64 8192x64 1024:1817:4,26 4096:1817:4,26 8192:1817:4,26 16384:1707:2,64 32768:1752:2,64 "
+        "8192x72 7680:1857:2,64 8344:1857:2,64 8192x80 2064:1868:2,64 8192x96 4192:1904:2,64 8192:1904:2,64 "
+        "20000:1901:2,66 8192x112 8232:1376:2,64 8192x128 2960:1708:2,64 8192x136 6664:1854:2,64 8192x168 "
+        "2464:1874:2,64 2680:1874:2,64 5576:1874:2,64 11848:1874:2,64 8192x176 10288:1897:2,64 8192x184 "
+        "2120:1897:2,64 8192x216 1472:1373:2,64 8192x248 9016:1397:2,64 8192x256 3840:1397:2,64 8192x264 "
+        "8408:1510:2,64 8192x288 3040:1514:2,64 8192x320 16000:1527:2,64 8192x368 11592:1550:2,64 8192x384 "
+        "1312:1550:2,64 8192x400 4344:1590:2,64 8192x472 3944:1523:2,66 8192x584 11912:1520:2,64 8192x656 "
+        "2912:1527:2,66 8192x720 3008:1550:2,66 8192x864 1056:1593:2,66 8192x1024 1024:1612:2,66 4096:1612:2,66 "
+        "8192:1612:2,66 16384:1612:2,66 32768:1612:2,66 8192x1072 8856:1646:2,66 8192x1232 3456:1592:2,66 8192x1328 "
+        "7208:1593:2,66 8192x1336 5664:1593:2,66 8192x1912 1376:1526:2,66 8192x1944 6928:1596:2,66 8192x2048 "
+        "24000:1612:2,66 8192x2128 11784:1646:2,66 8192x2352 1288:1523:2,66 8192x2496 8840:1648:2,66 8192x2648 "
+        "5840:1511:2,66 8192x2760 1360:1594:2,66 8192x2920 7936:1520:2,66 8192x2928 1080:1647:2,66 8192x3144 "
+        "1112:1526:2,66 8192x3408 4128:1562:2,66 8192x3776 4136:1648:2,66 8192x3888 9472:1516:2,66 8192x4096 "
+        "7000:1612:2,66 12000:1612:2,66 8192x4216 10728:1520:2,66 8192x4480 10880:1648:2,66 8192x4784 "
+        "1176:1591:2,66 8192x4816 4064:1647:2,66 8192x5792 2168:1525:2,66 8192x5856 6088:1525:2,66 8192x6536 "
+        "2960:1525:2,66 8192x7280 6592:1647:2,66 8192x7448 7160:1519:2,66 8192x7512 8032:1526:2,66 8192x7672 "
+        "2576:1526:2,66 8192x8192 16:1454:2,66 64:1612:2,66 100:17:512,4 256:1612:2,66 1000:1648:2,66 "
+        "1024:1648:2,66 1536:1648:2,66 2048:1648:2,66 4096:1648:2,66 5000:1648:2,66 6000:1648:2,66 8192:1648:2,66 "
+        "11000:1648:2,66 16384:1648:2,66 28672:1648:2,66 32768:1648:2,66 12288x256 2048:1431:2,64 "
     ),
     'torch-fp16': (
         "1x1 16:42:496,1 64:42:496,1 100:42:496,1 256:42:496,1 1000:42:496,1 1024:42:496,1 2048:42:496,1 "
         "4096:42:496,1 5000:42:496,1 6205:42:496,1 8192:42:496,1 16384:42:496,1 32768:42:496,1 1x3 614:51:1,1 "
-        "838:51:1,1 4189:42:31,1,3 1x16 7120:278:1,5 1x21 669:51:6,1 1x40 6048:324:4,8 1x41 2489:42:31,1,41 1x64 "
-        "256:323:4,2 4096:278:1,3 16384:278:1,12 32768:278:1,25 1x71 2478:51:18,1 1x80 2384:283:2,1 1x107 "
-        "4597:51:27,1 1x139 1216:51:35,1 1x301 462:51:76,1 1x500 96:50:125,1 1x520 13176:288:4,30 1x528 "
-        "4784:288:4,9 1x536 1912:323:4,17 3680:288:4,6 1x544 600:323:4,17 5888:288:4,12 1x552 14112:284:2,55 1x568 "
-        "2072:323:4,18 16944:284:2,55 1x584 22496:288:4,30 1x600 1120:323:4,19 1x608 5416:288:4,12 1x624 "
-        "784:323:4,20 20232:288:4,30 1x648 10312:288:4,24 1x672 504:323:4,21 23816:288:4,27 1x675 562:51:169,1 "
-        "1x687 6920:51:172,1 1x696 12128:288:4,27 1x728 2640:288:4,6 16144:288:4,24 1x736 16720:288:4,24 1x760 "
-        "4984:288:4,9 1x784 584:323:4,25 1x816 9920:288:4,28 1x824 1512:323:4,26 2880:288:4,8 1x840 2088:323:4,27 "
-        "5072:288:4,12 1x856 12168:288:4,28 1x872 632:323:4,28 1x880 6200:288:4,16 18656:288:4,28 1x896 "
-        "8184:288:4,24 1x904 2912:288:4,8 1x912 1088:323:4,29 1240:323:4,29 1x928 1192:323:4,29 2448:323:4,29 1x976 "
-        "2120:320:2,61 1x992 904:320:2,62 1x1000 256:320:2,63 4096:288:4,12 9272:288:4,24 16384:288:4,24 "
-        "32768:284:2,64 1x1032 2240:320:2,65 21008:284:2,66:13 1x1048 2856:288:4,10 1x1056 14352:288:4,30 1x1080 "
-        "1288:117:4,17 1576:117:4,17 1x1096 21736:89:2,55 1x1123 4147:51:281,1 1x1128 544:117:4,18 1x1152 "
-        "2968:288:4,10 1x1168 992:117:4,19 1472:117:4,19 1x1240 600:117:4,20 1x1288 1792:117:4,21 1x1328 "
-        "21992:91:4,27 1x1360 8648:288:4,24 1x1368 5776:288:4,24 1x1384 1344:117:4,22 1x1403 959:51:351,1 1x1424 "
-        "552:117:4,23 1x1504 1448:117:4,24 3384:288:4,12 1x1536 28672:132:4,24 1x1544 9640:288:4,28 1x1584 "
-        "6176:288:4,28 1x1600 22896:284:2,65 23056:284:2,65 1x1680 7464:288:4,28 1x1704 6800:288:4,28 1x1816 "
-        "8200:288:4,24 1x1976 2168:142:4,21 1x1984 6488:288:4,24 1x2032 1216:287:4,8 1x2144 6584:288:4,27 1x2240 "
-        "17048:132:4,24 1x2248 1672:142:4,24 1x2264 3896:288:4,27 1x2280 8640:288:4,27 1x2288 22424:155:2,55 1x2312 "
-        "1264:287:4,10 6296:288:4,30 1x2320 11128:288:4,30 1x2368 784:287:4,10 5520:288:4,30 1x2496 9360:91:4,25 "
-        "1x2536 584:287:4,10 1x2592 1936:287:4,11 1x2600 18504:132:4,28 1x2640 6624:284:2,63 1x2688 5264:284:2,63 "
-        "1x2696 2096:287:4,11 1x2720 4040:284:2,66 1x2768 11016:284:2,66 1x2808 1080:287:4,11 1x2896 912:287:4,12 "
-        "1x3000 3000:288:4,24 1x3080 23288:89:2,65 1x3088 13216:91:4,28 1x3104 544:287:4,13 1x3216 736:287:4,13 "
-        "1x3240 632:287:4,13 1x3304 4296:288:4,26 1x3344 14849:48:418,1,8 1x3392 840:287:4,14 1x3416 6560:288:4,28 "
-        "1x3480 6264:288:4,28 1x3496 6272:288:4,28 1x3544 536:287:4,14 1x3560 2584:288:4,28 1x3568 4752:288:4,28 "
-        "1x3592 544:287:4,15 1x3600 19528:88:1,132:8 1x3848 20072:89:2,64 1x3856 15608:89:2,64 1x4080 1232:287:4,16 "
-        "1x4096 256:287:4,16 4096:91:4,24 16384:156:4,24 32768:89:2,64 1x4128 2576:284:2,66 1x4280 4008:91:4,27 "
-        "1x4384 1376:287:4,18 1x4440 568:287:4,18 1x4536 18704:171:4,24 1x4648 1928:287:4,19 1x4664 1240:287:4,19 "
-        "1x4880 8104:284:2,66:3 1x4896 2816:287:4,20 1x5208 1032:287:4,21 1x5424 4296:287:4,22 1x5544 9232:89:2,66 "
-        "1x5648 15392:89:2,66:5 1x5672 2184:287:4,23 1x5728 208:287:4,23 1x5888 704:287:4,23 1x5992 16024:156:4,24 "
-        "1x6000 12000:132:4,24 1x6008 19984:131:2,64 1x6136 1024:287:4,24 1x6144 1601:48:768,1 1x6248 3464:287:4,25 "
-        "1x6264 7659:48:783,1 1x6456 568:287:4,26 1x6472 5128:287:4,26 1x6560 6240:287:4,26 1x6616 1447:48:827,1 "
-        "1x6624 6432:287:4,26 1x6680 15752:132:4,27 1x6792 5544:287:4,27 1x6888 22616:170:2,66:13 1x7064 "
-        "10648:287:4,28 1x7680 12976:171:4,25 1x8192 256:283:2,64 4096:283:2,64 16384:89:2,64 20000:89:2,64 "
-        "32768:155:2,64 1x12288 4096:90:4,24 3x1 1234:42:31,1,3 3x3 333:9:1,1 1098:7:1,1 3x5 2277:7:1,1 2348:7:1,1 "
-        "3812:7:1,1 3x7 510:8:1,1 1070:7:1,1 3x8 4824:278:1,3 3x9 692:7:1,1 1548:7:1,1 3x11 3257:7:1,1 3x16 "
-        "1792:277:1,1 3x24 632:277:1,1 3x29 1231:7:2,1 3x35 2862:7:4,1 3x41 1882:7:4,1 2601:7:4,1 3x45 577:8:4,1 "
-        "3x47 3028:7:4,1 3x72 2720:284:2,2 3x80 1608:283:2,1 6696:284:2,5 3x81 4211:7:8,1 3x107 423:9:4,1 3x143 "
-        "4894:8:8,2,44 3x207 1905:7:8,2 3x229 1931:7:8,2 3x253 847:7:8,2 3x339 1395:7:8,3 3x373 585:8:8,3 3x401 "
-        "658:7:8,4 3x409 2759:8:8,4,16 3x427 1521:7:8,4 3x448 1048:323:4,14 3x464 1480:323:4,15 3x515 2346:8:8,5,16 "
-        "3x616 4752:288:4,9 3x696 3296:288:4,6 3x821 1968:8:8,7,16 3x913 2458:8:8,8,16 3x944 2592:288:4,8 3x976 "
-        "1088:320:2,61 3x1137 989:45:143,1 3x1189 6417:6:8,10,26 3x1193 1250:8:8,10,16 3x1269 2023:8:8,10,16 3x1672 "
-        "888:117:4,27 5x8 3464:278:1,2 3632:278:1,2 5x9 4750:7:1,1,4 5x13 4328:7:1,1 5x25 439:8:2,1 5x29 1277:7:2,1 "
-        "5x31 2463:7:2,1 5x113 2531:7:8,1 5x336 1176:323:4,11 5x368 856:323:4,12 5x488 2184:323:4,16 5x793 "
-        "1263:8:8,7,16 7x7 16:11:1,1 64:11:1,1 100:11:1,1 256:9:1,1 1000:7:1,1 1024:7:1,1 2048:7:1,1 4096:7:1,1 "
-        "5000:7:1,1,4 8192:7:1,1,4 16384:9:1,1,64 32768:9:1,1,103 7x17 1383:7:2,1 7x21 750:7:2,1 7x23 438:8:2,1 "
-        "7x25 1006:7:2,1 7x35 496:8:4,1 7x71 4285:9:4,1,32 7x128 992:283:2,1 7x200 7072:288:4,5 7x335 5440:8:8,3,43 "
-        "7x595 573:47:75,1 7x605 1351:8:8,5,16 7x680 1496:323:4,22 7x1469 1316:11:8,6,8 7x8192 1024:283:2,64 "
-        "4096:283:2,64 8192:156:4,24 16384:89:2,64 32768:155:2,64 8x1 672:277:1,1 8x3 896:7:1,1 8x5 1592:7:1,1 8x7 "
-        "2416:7:1,1 8x8 3648:316:1,2 4704:278:1,3 8x15 512:8:1,1 1280:7:1,1 8x16 3056:278:1,2 8x24 11720:324:4,9 "
-        "8x32 1560:277:1,1 3280:278:1,2 8x45 1672:7:4,1 8x64 6640:278:1,5 8x80 4000:284:2,3 8x112 6904:284:2,5 "
-        "8688:284:2,6 8x144 2824:288:4,2 8x176 8504:288:4,6 8x192 784:323:4,6 8x208 552:323:4,7 5184:288:4,4 8x211 "
-        "656:7:8,2 8x219 3984:9:8,1,32 8x320 864:323:4,10 8x368 8728:288:4,12 8x440 1296:323:4,14 8x464 "
-        "1008:323:4,15 8x472 4968:288:4,6 8x488 1360:323:4,16 8x544 2840:288:4,6 8x576 680:323:4,18 8x616 "
-        "2576:288:4,6 8x656 9248:288:4,21 8x712 3280:288:4,6 8x1104 576:287:4,5 8656:288:4,25 8x1312 1520:117:4,21 "
-        "8x1616 2008:287:4,7 8x1656 3264:288:4,14 8x1680 1208:287:4,7 8x1696 10360:288:4,28 8x1968 744:287:4,8 "
-        "8x2064 5008:288:4,27 8x2256 6568:288:4,27 8x3672 1408:287:4,15 8x4064 848:287:4,16 8x4136 8224:91:4,27 "
-        "8x4328 4840:91:4,27 8x5096 648:287:4,20 8x5576 4104:287:4,22 8x6032 3184:287:4,24 8x6120 2080:287:4,24 "
-        "8x8192 1560:283:2,64 1864:283:2,64 4320:283:2,64 6688:156:4,24 7144:156:4,24 9x1 738:51:3,1 9x8 "
-        "5448:280:2,4 9x9 520:8:1,1 9x11 577:8:1,1 9x13 1286:10:1,1 9x24 3872:280:2,3 9x48 2288:279:2,1 9x55 "
-        "5704:9:2,1,55 9x139 483:8:8,2 9x293 4122:9:8,2,24 9x328 1064:323:4,11 9x543 812:9:8,3,8 9x1137 "
-        "6107:11:8,5,16 9x1255 422:43:157,1 9x1475 4901:11:8,6,16 11x32 720:279:2,1 11x37 5510:9:2,1,53 11x87 "
-        "782:7:8,1 11x91 647:7:8,1 11x1152 5248:290:8,15 13x1 651:51:4,1 13x11 1141:10:1,1 13x21 1646:10:1,1 "
-        "13x1640 560:289:8,7 15x24 5064:280:2,3 15x64 1528:279:2,1 15x107 3642:9:4,1,24 15x217 495:8:8,2 15x547 "
-        "707:9:8,3,8 16x1 2424:277:1,1 16x3 1776:10:1,1 16x8 6648:316:1,5 16x16 16:279:2,1 64:279:2,1 100:38:1,1 "
-        "256:279:2,1 1000:320:2,1 1024:279:2,1 1160:320:2,1 2048:279:2,1 4096:207:1,3 5000:109:1,3 5168:207:1,4 "
-        "8192:207:1,6 16384:207:1,12 32768:207:1,25 16x24 1928:279:2,1 16x40 512:279:2,1 2240:279:2,1 16x56 "
-        "1408:279:2,1 16x193 7488:9:8,1,24 16x232 624:289:8,1 16x237 4432:9:8,1,16 16x424 704:289:8,2 16x568 "
-        "10664:213:4,24 16x648 1192:289:8,3 16x712 10760:213:4,24 16x776 1640:289:8,4 16x899 5792:9:8,4,16 16x1040 "
-        "1664:289:8,5 16x1104 9912:213:4,25 16x1656 2944:213:4,14 16x1800 984:289:8,8 16x2072 7152:213:4,27 16x2272 "
-        "3896:213:4,27 16x2952 2696:213:4,24 16x3704 2680:213:4,30 16x4424 9752:73:4,27 16x5184 1648:212:4,21 "
-        "16x6736 9872:212:4,27 16x6888 1376:212:4,27 16x7040 856:212:4,28 16x8192 1032:210:2,64 3288:210:2,64 "
-        "11112:152:4,24 17x8 5400:282:4,4 17x17 1536:11:1,1,8 17x56 1480:281:4,1 17x149 2154:9:4,2,16 17x200 "
-        "3000:286:8,4 17x573 2024:11:8,3,14 17x631 714:9:8,3,6 17x1664 4608:222:4,21 17x8192 8000:220:2,64 19x5 "
-        "1454:11:1,1,8 19x9 1688:11:1,1,16 19x15 1647:11:1,1,16 19x19 881:11:1,1,8 19x24 4872:282:4,3 19x57 "
-        "552:11:2,1,69 19x777 2132:9:8,4,21 21x1 684:51:6,1 21x1664 968:285:8,13 23x15 1292:11:1,1,8 23x33 "
-        "6943:9:2,1,62 23x64 5184:282:4,4 23x1175 1686:11:8,5,7 24x13 592:11:1,1,8 24x16 11488:282:4,8 24x19 "
-        "6584:9:1,1,32 24x21 3256:11:1,1,16 24x24 2600:324:4,2 24x32 2056:281:4,1 24x288 6712:286:8,15 24x432 "
-        "3672:286:8,8 24x584 5312:286:8,15 24x656 3704:286:8,12 24x680 1408:285:8,6 24x728 4504:288:4,27 24x1120 "
-        "1608:285:8,9 24x1192 7200:222:4,25 24x1216 968:285:8,10 24x1400 2424:285:8,11 24x1512 8664:222:4,24 "
-        "24x1721 2336:9:8,7,9 24x1872 760:285:8,15 24x1912 848:285:8,15 24x3232 3136:222:4,26 24x8192 1448:220:2,64 "
-        "1944:220:2,64 2152:220:2,64 4872:220:2,64 5400:220:2,64 25x7 729:11:1,1,8 25x59 3621:9:2,1,51 27x3 "
-        "490:11:1,1 27x13 416:11:1,1 27x119 2883:9:4,1,31 27x952 648:285:8,8 27x1409 2285:9:8,6,11 29x32 "
-        "1448:281:4,1 29x48 2584:282:4,2 29x91 656:11:4,1 29x144 2248:281:4,3 31x15 4379:11:1,1,183 31x31 16:11:1,1 "
-        "64:11:1,1 100:11:1,1 256:11:1,1 1000:11:1,1,8 1024:11:1,1,8 2048:11:1,1,16 4096:9:1,1,64 5000:9:1,1,70 "
-        "8192:9:1,1,32 16384:9:1,1,128 32768:9:1,1,128 31x643 569:11:8,3,4 32x16 1288:320:2,1 32x96 5248:168:4,4 "
-        "32x184 2720:324:4,12 3128:324:4,12 8376:118:4,18 32x408 4936:118:4,21 32x616 2384:285:8,5 32x795 "
-        "2440:9:8,4,21 32x1056 3096:168:4,18 32x1287 1112:11:8,6,8 32x1296 1288:285:8,11 32x1352 736:285:8,11 "
-        "32x1419 7888:9:8,6,11 32x1432 768:285:8,12 32x1672 6016:232:4,28 32x2360 5920:232:4,30 32x3400 "
-        "3072:232:4,28 32x4136 8968:78:4,27 33x8 736:281:4,2 33x33 16:11:4,1 64:11:4,1 100:11:4,1 256:11:4,1 "
-        "1000:11:4,1,8 1024:11:4,1,8 2048:9:4,1,32 4096:9:4,1,32 5000:9:4,1,33 8192:9:4,1,32 16384:11:4,1,64 "
-        "32768:9:4,1,64 33x4096 1024:217:2,64 4096:237:2,64 8192:80:4,24 16384:79:2,64 32768:79:2,64 35x1 "
-        "3721:42:31,1,35 35x56 3384:282:4,4 37x1 4760:42:31,1,37 37x9 515:11:2,1,8 37x15 1461:11:2,1,8 37x19 "
-        "1387:11:2,1,8 37x1432 3816:224:8,12 39x5 1403:11:2,1,8 3369:11:2,1,16 39x1267 1862:5:8,3,12 40x16 "
-        "640:320:2,1 40x152 7816:280:2,54 40x640 1840:285:8,10 40x856 10240:238:4,28 40x1112 1512:289:8,15 40x1665 "
-        "3120:5:8,4,19 40x1928 640:212:4,24 40x2584 4488:237:2,63 40x5440 1250:28:8,6,3 40x8192 1760:236:2,64 "
-        "11328:79:2,64 41x1 1298:42:31,1,41 41x8 1736:281:4,2 45x301 5381:9:16,2,26 47x107 1888:9:8,1,16 47x209 "
-        "2525:11:16,1,17 48x5 1464:11:2,1,8 48x8 688:315:1,1 968:315:1,1 48x27 1416:11:2,1,8 48x32 2072:323:4,1 "
-        "48x48 2056:323:4,2 12000:118:4,9 48x168 4704:324:4,18 48x176 600:281:4,6 48x416 3996:39:16,2,16 48x2344 "
-        "10560:245:4,30 48x2864 680:223:8,12 48x3048 5232:245:4,24 48x5880 3440:244:4,23 48x8192 2336:242:2,64 "
-        "3000:242:2,64 49x3 472:11:2,1 51x7 5573:11:2,1,117 51x159 3073:11:8,2,17 51x288 824:285:8,6 53x21 "
-        "5743:9:2,1,32 53x400 2728:282:4,28 53x1504 688:117:4,24 56x3 1488:11:2,1,8 56x23 832:11:2,1,7 56x151 "
-        "5152:11:8,2,26 56x568 736:285:8,10 10672:234:8,15 56x624 736:285:8,10 56x960 848:281:4,30 56x1416 "
-        "6824:250:4,24 56x1592 4288:234:8,14 56x1784 7256:250:4,28 56x6096 2056:249:4,24 56x8192 2360:301:4,29 "
-        "57x641 1637:11:16,3,15 59x101 2367:9:8,1,16 61x96 5136:286:8,8 63x2047 14000:5:8,4,16 64x1 256:323:4,2 "
-        "4096:278:1,3 16384:278:1,12 32768:278:1,25 64x3 7376:11:2,1,132 64x8 2760:316:1,2 64x16 9384:109:1,7 64x57 "
-        "2136:11:4,1,23 64x64 16:281:4,2 64:281:4,2 100:40:4,1 256:281:4,2 1000:281:4,2 1024:281:4,2 1280:281:4,2 "
-        "1300:39:4,1,19 1344:281:4,2 1408:281:4,2 1536:281:4,2 2048:281:4,2 2560:281:4,2 2600:227:2,2 2624:227:2,2 "
-        "3000:227:2,2 3840:227:2,2 3904:227:2,3 4096:227:2,3 5000:227:2,3 5120:227:2,3 5184:227:2,4 6000:227:2,4 "
-        "6400:227:2,4 6464:227:2,5 7680:227:2,5 8192:227:2,6 10240:227:2,7 10304:227:2,8 12000:227:2,9 "
-        "12288:227:2,9 15360:227:2,11 15424:227:2,12 16384:227:2,12 20000:227:2,15 20480:227:2,15 24576:227:2,19 "
-        "25364:39:4,1,65 28672:227:2,22 32000:227:2,24 32768:227:2,25 64x757 3128:5:8,2,31 64x760 2344:285:8,12 "
-        "64x1160 2616:143:4,26 64x1712 5728:182:4,27 64x3744 9800:60:4,27 64x6600 2048:301:4,23 64x6752 "
-        "7342:30:8,4,4 64x8192 1024:301:4,29 4096:309:4,26 8192:309:4,26 16384:98:4,30 32768:154:2,64 65x56 "
-        "824:281:4,3 65x65 16:11:12,1 64:11:12,1 100:11:12,1 256:11:12,1 1000:9:12,1,14 1024:9:12,1,8 "
-        "2048:9:12,1,11 4096:11:12,1,22 5000:11:12,1,29 8192:11:12,1,26 16384:3:1,1,128 32768:3:1,1,128 69x835 "
-        "1869:11:24,4,8 69x1240 2504:214:8,15 71x3 1671:11:3,1,15 72x3 1568:11:3,1,8 7448:11:3,1,85 72x16 "
-        "920:321:4,1 72x24 1512:325:8,1 72x80 3712:286:8,6 72x99 5584:11:12,1,22 72x329 952:11:24,2,8 72x512 "
-        "10352:240:8,12 72x984 1984:214:8,12 3528:222:4,24 72x1376 520:221:8,11 72x3144 1944:239:8,13 72x3568 "
-        "6376:266:4,28 72x8192 5400:264:2,64 75x81 4813:11:12,1,29 75x995 6998:3:8,1,33 77x9 6993:9:3,1,44 77x256 "
-        "5848:215:8,12 79x7 1215:11:3,1,8 79x15 705:11:3,1,8 80x16 2936:209:4,4 80x136 560:281:4,9 80x339 "
-        "1936:9:24,2,16 80x808 12419:3:8,1,37 80x2536 6320:272:4,30 80x4424 3424:271:4,18 81x32 3784:282:4,6 83x11 "
-        "4020:9:3,1,32 83x168 1032:281:4,9 83x191 463:11:24,1,4 85x1 4730:51:22,1 88x24 624:325:8,1 88x136 "
-        "736:281:4,9 88x584 4120:231:8,15 88x1261 2408:3:8,2,26 88x6312 4327:3:8,7,5 88x6704 7288:275:4,27 89x147 "
-        "877:9:12,2,8 91x1 1090:51:23,1 91x56 2944:282:4,6 93x23 5611:9:3,1,44 93x79 1774:9:12,1,14 93x1640 "
-        "1160:221:8,13 95x97 7000:11:12,1,22 95x760 5864:247:8,12 96x64 4744:229:4,3 96x96 20000:231:8,15 96x136 "
-        "1152:325:8,5 96x553 744:11:24,3,4 96x881 4720:3:8,1,37 96x1744 7640:292:4,28 97x109 2051:11:16,1,16 "
-        "100x100 16:40:16,1 64:40:16,1 100:40:16,1 256:39:16,1 1000:40:16,1,8 1024:40:16,1,8 2048:40:16,1,16 "
-        "4096:32:4,1,32 5000:32:4,1,33 8192:32:4,1,32 16384:27:2,1,64 32768:27:2,1,64 100x1000 1024:144:8,11 "
-        "4096:251:8,12 8192:251:8,12 16384:192:4,28 32768:191:2,64 101x1301 6533:3:8,2,24 103x257 929:9:32,2,3 "
-        "104x19 968:11:4,1,8 104x48 5968:282:4,16 104x336 20297:3:4,1,88 105x3 937:11:4,1,8 1452:11:4,1,8 111x144 "
-        "2408:281:4,12 112x8 2160:281:4,4 112x48 664:325:8,2 112x448 25737:3:4,1,66 115x7 5528:9:4,1,32 117x23 "
-        "1505:9:4,1,21 119x139 778:9:16,2,6 120x16 3728:282:4,8 120x1391 1552:3:8,2,22 120x8192 7424:81:2,64 "
-        "123x1051 4093:3:8,2,29 125x9 2805:9:4,1,32 125x72 3760:326:8,6 127x255 9000:3:2,1,63 128x16 10408:111:2,8 "
-        "128x128 16:285:8,4 64:285:8,4 100:40:16,1 256:285:8,4 1000:285:8,4 1024:285:8,4 1280:285:8,4 "
-        "1300:39:16,1,8 1344:285:8,4 1408:285:8,4 2048:285:8,4 2560:285:8,4 2600:231:8,2 2624:231:8,2 3840:231:8,2 "
-        "3904:231:8,3 4096:231:8,3 5000:231:8,3 5120:231:8,3 5184:231:8,4 6000:231:8,4 6400:231:8,4 6464:231:8,5 "
-        "7680:231:8,5 8192:231:8,6 10240:231:8,7 10304:231:8,8 12000:231:8,9 12288:231:8,9 15360:231:8,11 "
-        "15424:231:8,12 16142:27:2,1,66 16384:231:8,12 20480:231:8,12 24576:231:8,12 28672:231:8,12 32000:231:8,12 "
-        "32768:231:8,14 128x136 1328:325:8,5 128x256 1024:285:8,8 4096:231:8,6 8192:231:8,12 16384:231:8,12 "
-        "32768:262:8,14 128x512 1024:279:2,64 4096:231:8,12 8192:231:8,12 16384:262:8,12 32768:256:2,64 128x1024 "
-        "1024:144:8,11 4096:262:8,12 8192:262:8,12 16384:256:2,64 32768:82:2,64 128x4096 1024:255:2,64 "
-        "4096:255:2,64 8192:82:2,64 16384:82:2,64 32768:66:2,64 129x129 16:11:20,2 64:11:20,2 100:11:20,2 "
-        "256:11:20,2 1000:11:20,2,8 1024:11:20,2,8 2048:11:20,2,8 4096:9:20,2,16 5000:9:20,2,21 8192:3:4,1,64 "
-        "16384:3:4,1,64 32768:3:4,1,64 136x16 2456:322:8,1 136x31 1000:9:5,1,14 136x65 2112:11:20,1,17 136x232 "
-        "5992:224:8,12 136x1208 1904:233:8,15 136x1405 584:9:40,6 144x15 2072:9:5,1,24 144x1056 7560:245:4,30 147x5 "
-        "2613:11:5,1,16 152x7 6352:9:5,1,26 152x16 3248:282:4,10 156x41 263:11:10,1 160x160 6000:229:4,24 160x6000 "
-        "1536:87:8,12 163x464 2728:168:4,24 165x11 838:11:6,1,8 168x27 3904:9:6,1,21 168x896 1504:221:8,14 171x19 "
-        "418:11:6,1 176x16 8768:209:4,18 176x32 2016:323:4,3 176x8192 8568:92:2,64 183x8 3040:229:4,4 183x159 "
-        "1889:9:24,2,16 184x1160 9088:188:2,66 184x2024 968:260:4,24 185x3 2642:11:6,1,16 189x77 880:9:24,1,7 "
-        "192x25 2008:11:6,1,16 192x192 16384:227:2,63 192x1520 7128:337:4,24 193x369 5088:3:8,1,43 200x48 "
-        "552:325:8,4 200x51 4424:11:14,1,18 200x200 28672:176:4,30 200x520 11663:3:8,2,26 200x536 25569:3:8,2,26 "
-        "201x147 478:9:28,2,3 205x704 696:223:8,15 207x267 1415:11:56,2,8 207x551 5059:3:8,2,26 208x3 "
-        "2336:11:7,1,16 208x5 8664:9:7,1,37 208x21 1680:11:7,1,15 208x248 21724:26:2,1,56 208x464 27030:26:4,1,33 "
-        "208x632 8742:26:4,2,26 208x736 9205:3:16,1,22 215x72 3056:326:8,12 216x64 11224:209:4,28 216x280 "
-        "22474:26:4,1,44 216x336 8672:265:8,15 216x360 17897:3:8,1,44 216x400 12766:26:4,1,33 216x408 "
-        "18287:3:8,1,33 216x728 11774:26:8,1,22 216x896 17303:3:16,1,18 217x327 2011:3:8,1,16 224x408 "
-        "13205:3:8,1,33 224x424 1216:208:4,28 224x496 12123:3:8,1,33 224x720 19471:3:16,1,22 232x16 576:322:8,1 "
-        "232x296 8862:26:4,1,43 237x587 1079:3:8,2,13 240x232 11018:26:2,1,66 240x656 24930:26:8,1,22 240x8192 "
-        "1368:61:2,64 247x344 7112:163:2,66 248x456 19145:3:8,1,33 251x1281 719:9:64,6 253x24 3312:326:8,4 256x128 "
-        "1024:285:8,8 4096:231:8,6 8192:231:8,12 16384:231:8,12 32768:259:8,14 256x256 16:279:2,64 64:279:2,64 "
-        "100:39:64,1 256:279:2,64 1000:221:8,6 1024:279:2,64 1280:279:2,64 1300:27:8,1,15 1344:279:2,64 "
-        "1408:279:2,64 2048:221:8,6 2560:221:8,6 2600:231:8,8 2624:231:8,8 3840:231:8,8 3904:231:8,12 4096:231:8,12 "
-        "5000:231:8,12 5120:231:8,12 5184:231:8,12 6000:231:8,12 6400:231:8,12 6464:231:8,12 7680:231:8,12 "
-        "8192:231:8,12 10240:262:8,12 10304:262:8,12 12288:262:8,12 15360:262:8,12 15424:262:8,12 16384:262:8,12 "
-        "20000:256:2,64 20480:256:2,64 24576:256:2,64 25428:26:2,1,65 32000:256:2,64 32768:256:2,64 256x384 "
-        "8192:259:8,12 16384:259:8,12 32768:334:2,64 256x536 9506:26:4,2,26 20997:3:8,2,26 256x2048 1024:255:2,64 "
-        "4096:255:2,64 8192:82:2,64 16384:66:2,64 32768:66:2,64 256x12288 24000:121:2,64 257x15 3674:9:9,1,29 "
-        "264x59 865:9:18,1,7 264x256 11326:29:3,1,43 264x296 18728:274:2,63 264x344 2080:211:8,15 264x784 "
-        "8306:29:12,1,11 265x1 1559:51:67,1 269x27 882:9:9,1,14 269x520 8736:265:8,15 271x687 4101:3:24,1,14 272x64 "
-        "2152:325:8,6 272x344 13850:24:12,1,29 272x688 20976:203:2,66 272x928 10472:205:2,64 279x24 2616:326:8,6 "
-        "280x8 10272:319:4,16 280x11 7184:9:9,1,29 280x208 536:211:8,10 280x280 8879:3:12,1,29 280x520 "
-        "22920:203:2,63 281x5 461:11:9,1 283x29 3373:9:9,1,29 283x32 8144:209:4,25 287x99 1824:5:10,1,26 287x581 "
-        "3360:3:12,2,17 288x256 13610:29:3,1,44 288x664 12288:291:1,132 288x672 16821:3:24,1,29 295x1120 "
-        "256:189:8,15 296x64 8248:209:4,25 296x472 25972:29:6,1,22 296x571 3944:3:12,2,17 296x1224 2689:3:24,2,8 "
-        "299x3 1288:11:10,1,8 301x185 1836:5:20,1,21 304x165 5000:3:6,1,42 304x448 21001:3:12,1,22 304x608 "
-        "16733:3:12,2,17 304x792 26495:3:24,1,25 304x880 20689:3:24,1,25 304x1640 5928:313:8,15 305x255 "
-        "3494:3:6,1,44 311x77 5349:3:3,1,42 312x56 848:325:8,6 312x120 608:285:8,10 312x256 9980:29:3,1,44 312x392 "
-        "11945:3:12,1,22 312x664 21674:29:12,1,14 312x712 8129:3:24,1,14 317x3 3233:9:10,1,26 320x288 "
-        "29112:332:1,120 320x320 3000:229:4,30 320x640 16384:86:4,30 320x8192 4704:72:2,64 328x712 6712:194:4,27 "
-        "329x1760 1352:276:8,14 331x1416 6552:206:8,12 336x8 512:281:4,11 336x40 640:325:8,6 336x136 1472:325:8,15 "
-        "336x424 26346:29:6,1,22 336x464 17052:29:6,1,22 336x552 10119:3:12,2,17 344x264 19799:3:12,1,29 344x464 "
-        "1376:230:8,12 344x528 16343:3:12,2,17 347x375 3600:3:12,1,29 352x1 584:323:4,11 352x216 25559:3:6,1,44 "
-        "353x1119 1108:3:24,2,9 360x47 2472:11:24,1,11 360x2352 3224:197:4,30 361x48 4152:209:4,18 363x45 "
-        "4410:5:6,1,43 368x232 9054:29:3,1,44 368x312 19555:3:12,1,29 368x592 10992:82:2,60 375x1456 1208:313:8,15 "
-        "376x8 1888:281:4,12 376x464 13639:3:12,1,22 376x472 28430:29:6,1,22 376x536 9625:3:12,2,17 376x928 "
-        "12344:330:2,60 384x63 5624:5:6,1,44 384x128 1024:285:8,12 4096:231:8,9 8192:231:8,12 16384:257:4,24 "
-        "32768:256:2,66 384x312 22058:24:12,1,29 384x336 9069:3:12,1,29 384x384 16:221:8,12 64:221:8,12 100:41:96,2 "
-        "256:221:8,12 1000:221:8,12 1024:221:8,12 2048:221:8,12 4096:257:4,27 5000:257:4,27 8192:257:4,27 "
-        "16384:338:8,15 32768:82:2,63 384x512 8192:262:8,12 16384:84:8,15 32768:216:2,64 384x904 10866:29:12,1,11 "
-        "389x5 990:11:13,1,8 391x147 3792:3:8,1,32 392x8 1016:281:4,13 392x488 20283:3:16,1,16 392x848 "
-        "19533:3:32,1,9 397x40 896:281:4,13 399x56 2664:324:4,28 400x496 14143:3:16,1,16 400x728 17771:3:32,1,11 "
-        "408x24 7432:319:4,30 408x216 18673:3:8,1,33 408x2488 4920:202:4,30 413x3 1124:11:13,1,8 421x179 "
-        "3519:3:8,1,32 424x480 9111:3:16,1,16 427x19 814:11:14,1,8 432x232 11085:3:8,1,33 432x328 20277:3:16,1,22 "
-        "432x536 1308:27:28,2,3 432x864 4544:258:8,14 432x888 14954:26:16,1,9 435x119 3766:3:4,1,32 437x48 "
-        "2408:281:4,14 437x137 1065:11:56,2,12 440x5 3464:9:14,1,18 440x24 2992:326:8,8 440x48 9960:167:8,14 "
-        "440x680 13711:3:32,1,11 448x288 9109:3:16,1,22 448x832 27281:3:32,1,9 456x16 2072:322:8,2 456x552 "
-        "16606:26:8,2,13 456x672 26351:4:16,1,11 456x840 28673:3:32,1,9 464x104 1368:322:8,14 464x128 4608:231:8,12 "
-        "464x424 25079:3:16,1,33 464x448 3013:3:16,1,16 464x800 25401:3:32,1,9 464x1645 8888:3:32,2,5 467x232 "
-        "1432:144:8,12 467x401 3679:3:16,1,16 472x280 15222:26:8,1,22 480x15 864:11:15,1,8 480x320 10086:26:8,1,22 "
-        "480x584 19276:26:8,2,13 481x3 3446:11:16,1,16 488x8 2072:281:4,16 488x31 1680:11:16,1,15 488x280 "
-        "14620:26:8,1,22 488x288 8113:3:16,1,22 489x192 7472:254:4,24 496x240 23141:3:8,1,33 496x280 "
-        "22365:3:16,1,22 496x584 14158:26:8,2,13 496x624 18377:3:16,2,13 496x8192 3616:145:2,64 500x500 "
-        "12000:26:8,1,16 501x187 1307:5:32,1,15 504x1 6200:288:4,8 10456:288:4,16 504x24 3456:326:8,8 504x240 "
-        "10489:3:8,1,33 504x696 18081:3:32,1,11 504x808 9119:3:32,1,9 507x167 6113:3:8,1,32 511x35 469:9:32,1,4 "
-        "511x257 2000:3:16,1,21 512x1 616:323:4,16 512x8 9984:319:4,14 512x128 1024:279:2,64 4096:231:8,12 "
-        "8192:231:8,12 16384:259:8,12 32768:256:2,64 512x200 11752:172:8,15 512x512 16:243:8,12 64:226:2,64 "
-        "100:41:128,2 256:243:8,12 1000:243:8,12 1024:243:8,12 2048:243:8,12 4096:256:2,64 5000:256:2,64 "
-        "6000:256:2,64 8192:256:2,64 12000:82:2,64 12865:3:16,1,16 16384:82:2,64 28672:82:2,64 32768:66:2,64 "
-        "512x640 8192:83:4,30 16384:305:2,64 32768:305:2,64 512x792 9328:294:2,66 512x1024 8192:82:2,64 "
-        "16384:66:2,64 32768:66:2,64 513x801 528:9:136,4 517x7 5918:9:17,1,15 520x3 2312:9:17,1,15 520x8 "
-        "832:281:4,17 528x1 3080:288:4,6 528x320 24816:193:1,125 528x328 1701:3:20,1,17 528x581 1072:3:20,2,10 "
-        "528x712 9291:3:40,1,17 529x112 528:320:2,63 529x1184 5968:293:8,15 535x13 918:9:17,1,7 536x384 "
-        "12277:3:20,1,17 536x808 12669:3:40,1,15 536x944 9215:3:40,1,13 537x1259 3311:3:40,2,5 541x561 568:9:136,3 "
-        "541x991 575:10:136,4 543x433 3381:3:20,1,13 544x1 2080:323:4,17 544x408 28842:29:10,1,13 547x41 "
-        "1200:11:36,1,7 547x360 1160:177:8,15 552x264 11760:312:2,60 552x328 11729:3:20,1,17 552x400 8640:308:4,30 "
-        "552x447 8040:3:20,1,13 552x8192 2136:125:2,66 560x472 20027:3:20,1,13 565x232 3360:144:8,15 568x1 "
-        "664:323:4,18 568x64 4304:219:4,18 569x37 6979:5:9,1,29 576x784 26429:3:40,1,15 584x1 2480:323:4,19 584x200 "
-        "17348:29:5,1,26 584x320 13490:26:12,1,14 584x512 544:246:8,14 592x71 3344:3:5,1,25 592x400 "
-        "16118:29:10,1,13 592x2352 3288:329:2,65 592x8192 1024:77:2,64 595x77 3600:3:5,1,25 599x1592 4432:196:2,65 "
-        "600x1 912:323:4,19 600x576 29911:3:20,2,21 600x992 17072:70:2,64 600x1440 1024:197:4,30 608x368 "
-        "11968:338:8,15 608x504 17199:3:20,1,13 608x520 1192:189:8,15 613x131 4528:3:10,1,26 616x40 1328:325:8,10 "
-        "616x237 552:9:160,1 616x728 12393:4:20,1,8 617x7 443:11:20,1 617x9 5074:9:20,1,13 624x1 1088:323:4,20 "
-        "2784:288:4,6 3120:288:4,6 624x216 2407:3:10,1,26 632x864 12801:3:40,1,15 640x1 5504:288:4,12 640x8 "
-        "2080:281:4,20 640x640 1024:261:8,15 4096:261:8,15 8192:261:8,15 16384:86:4,30 32768:63:1,125 647x3 "
-        "449:11:21,1 647x595 6668:3:24,2,8 648x240 14457:3:12,1,22 648x392 25919:4:12,1,11 651x33 920:11:42,1,9 "
-        "651x248 1656:169:8,12 655x921 5449:3:48,1,11 656x720 17974:26:24,1,7 664x8 856:281:4,21 664x32 "
-        "4496:219:4,21 665x1080 592:195:8,15 667x603 1853:3:24,2,8 669x177 1104:3:12,1,11 672x1 2336:323:4,21 "
-        "5384:288:4,12 6016:288:4,12 672x80 520:322:8,15 673x469 641:9:176,2 679x995 1076:3:48,1,5 680x16 "
-        "1456:322:8,3 680x200 21089:3:12,1,22 680x208 28900:29:6,1,22 680x488 2507:3:24,1,11 688x8 4552:319:4,9 "
-        "688x256 25068:26:6,1,22 688x264 14213:3:24,1,14 688x296 22770:26:12,1,14 688x520 8638:26:12,2,8 688x835 "
-        "584:11:176,4 707x45 445:9:46,1 712x1 528:323:4,23 5008:288:4,9 13336:288:4,24 712x40 11200:176:4,24 "
-        "712x728 400:273:8,15 720x312 1201:3:24,1,14 720x520 17125:3:24,2,17 720x8192 1496:74:2,66 721x735 "
-        "448:11:184,3 728x1 2440:323:4,23 728x296 8240:190:4,30 728x304 10002:26:12,1,14 16135:3:24,1,29 728x440 "
-        "18542:26:12,1,11 729x656 2760:252:2,66 731x1149 1305:4:24,2,4 736x1 1216:323:4,23 744x1 992:323:4,24 "
-        "744x11 584:9:24,1,5 744x16 920:322:8,3 744x448 14693:3:24,1,11 744x552 14296:303:2,63 752x1 4440:288:4,9 "
-        "752x208 16542:29:6,1,22 752x920 13063:3:48,1,11 752x8192 1256:74:2,66 760x968 26428:26:24,1,11 768x16 "
-        "3032:113:4,6 768x768 1024:298:2,66 4096:336:8,12 8192:336:8,12 16384:55:2,63 32768:55:2,63 768x1024 "
-        "20000:75:2,64 776x1 672:323:4,25 776x8 1504:281:4,25 776x24 5992:114:4,28 784x1 864:323:4,25 784x32 "
-        "1112:325:8,7 784x448 3472:261:8,14 791x3 6561:9:25,1,10 792x56 728:325:8,14 792x280 11559:3:28,1,25 "
-        "800x248 9917:3:14,1,18 800x321 3750:3:28,1,12 800x808 1072:267:2,65 808x920 8536:335:2,65 813x1081 "
-        "5085:3:56,2,8 816x16 1896:322:8,4 816x480 17544:305:2,63 816x2376 544:68:8,15 823x264 6384:312:2,63 824x1 "
-        "20728:278:1,130 832x440 13140:29:14,1,9 832x8192 2584:147:2,66 840x1 2264:323:4,27 840x664 18049:4:28,1,6 "
-        "845x877 441:10:216,4 848x72 1800:144:8,7 848x352 11362:26:16,1,11 848x584 18850:26:16,2,13 848x680 "
-        "10930:29:28,1,6 856x1 4352:288:4,12 856x88 544:119:8,14 856x440 11483:3:28,1,9 872x256 17987:4:7,1,18 "
-        "872x648 11509:3:56,1,6 872x688 10150:29:28,1,6 872x864 19579:3:56,1,16 872x1193 2536:3:56,2,7 879x64 "
-        "912:325:8,14 880x200 11104:54:4,28 888x280 18683:3:28,1,25 888x336 23762:26:16,1,11 888x640 "
-        "27638:26:16,2,13 896x1 14392:288:4,28 896x21 2944:9:28,1,8 896x477 1999:3:28,1,9 896x896 32768:71:2,63 "
-        "896x1736 4808:53:2,63 904x1 7680:288:4,20 904x8 2376:318:4,4 904x224 14675:3:16,1,16 904x488 "
-        "11660:26:16,1,8 904x576 848:270:8,15 904x1712 1152:129:2,63 912x61 4432:5:15,1,17 920x2152 4952:67:2,63 "
-        "928x1 6752:288:4,20 928x8 856:318:4,4 1072:318:4,4 936x24 6216:116:8,12 936x40 1864:323:4,30 936x8192 "
-        "2152:123:2,66 944x5 1080:11:30,1,8 944x16 952:322:8,4 944x232 13746:29:8,1,16 944x472 11310:26:16,1,8 "
-        "944x808 24427:3:64,1,14 944x1744 11544:56:2,64 944x1784 1736:62:8,14 944x8192 3408:123:2,66 951x167 "
-        "2206:3:16,1,8 952x680 2672:267:2,66 960x440 18221:4:16,1,8 968x1 8248:288:4,24 968x208 11032:59:2,64 "
-        "968x352 1584:258:8,12 968x384 12431:3:32,1,11 968x424 11200:57:2,64 969x37 6005:5:16,1,16 976x1 "
-        "15320:288:4,24 976x272 10177:3:32,1,11 984x1 872:320:2,62 984x16 1256:322:8,4 992x1 2920:288:4,8 992x992 "
-        "10337:3:64,1,4 1000x1 256:320:2,63 1544:320:2,63 4096:288:4,12 16384:288:4,24 32768:284:2,64 1000x100 "
-        "1024:39:128,1 4096:24:8,1,16 8192:26:4,1,32 16384:26:4,1,32 32768:26:4,1,32 1000x1000 16:153:8,14 "
-        "64:173:8,14 100:27:128,1 256:199:2,64 1000:297:8,14 1024:199:2,64 2048:199:2,64 4096:81:2,64 5000:297:8,14 "
-        "8192:81:2,64 16384:64:2,64 32768:76:2,64 1008x8 3528:319:4,8 1015x571 6768:3:32,2,13 1016x1 1824:320:2,64 "
-        "1016x904 7520:101:8,12 1017x88 872:115:8,12 1021x101 2986:3:8,1,32 1023x1025 3500:3:64,2,7 1024x16 "
-        "4824:113:4,12 1024x56 592:320:2,64 1024x88 672:115:8,12 1024x128 1024:221:8,11 4096:259:8,12 8192:259:8,12 "
-        "16384:256:2,64 32768:200:2,64 1024x768 28672:122:2,64 1024x1008 1536:81:2,64 1024x1024 16:81:2,64 "
-        "64:81:2,64 100:27:128,1 256:81:2,64 1000:81:2,64 1024:81:2,64 2048:81:2,64 4096:81:2,64 5000:81:2,64 "
-        "8192:81:2,64 8644:26:32,1,4 11235:3:64,1,4 12000:66:2,64 16384:66:2,64 32768:146:2,64 1024x1280 "
-        "8192:304:2,64 16384:304:2,64 32768:160:2,64 1024x2048 8192:65:2,64 16384:65:2,64 32768:146:2,64 1024x8192 "
-        "1024:145:2,66 4096:145:2,66 8192:145:2,66 16384:145:2,66 32768:145:2,66 1025x8 1024:279:2,65 1031x419 "
-        "3837:3:36,1,7 1040x559 8658:3:36,2,5 1048x1 18888:288:4,30 1048x152 3128:187:4,30 1056x1 10752:288:4,30 "
-        "1056x968 2048:97:2,63 1064x11 3808:9:34,1,7 1065x245 4641:3:18,1,14 1072x192 816:228:4,27 1080x1 "
-        "1984:117:4,17 1080x8 624:318:4,5 1080x64 1896:119:8,9 1095x968 7824:311:2,66 1104x512 6757:3:36,1,7 "
-        "1104x8192 9160:124:2,66 1109x3 1749:9:35,1,7 1112x16 8456:113:4,25 1112x80 1824:115:8,15 1119x5 "
-        "1465:11:35,1,11 1120x1 528:117:4,18 8104:288:4,25 1128x1 2904:288:4,10 1128x24 8168:139:4,25 1136x96 "
-        "5120:165:4,30 1139x992 5448:204:2,64 1144x1 3312:288:4,10 7584:288:4,25 1144x24 504:325:8,9 1145x184 "
-        "7872:263:4,24 1146x155 5639:3:18,1,14 1160x8 5240:319:4,20 1168x1 16720:91:4,30 1176x56 10936:187:4,25 "
-        "1177x989 4455:3:80,1,3 1184x48 1544:208:4,19 1195x861 2096:4:40,1,3 1200x160 1960:166:8,15 1203x3 "
-        "3148:11:38,1,16 1216x1 1784:117:4,19 1216x85 5992:3:10,1,26 1224x64 2680:219:4,26 1225x40 1536:322:8,15 "
-        "1232x120 920:140:8,15 1240x1112 391:3:80,2 1248x1 7736:288:4,25 16136:288:4,25 1255x984 1480:302:2,65 "
-        "1264x1 3072:288:4,10 5296:288:4,20 20552:91:4,30 1264x8192 5448:150:2,66 1280x1280 8192:58:8,15 "
-        "16384:58:8,15 32768:161:8,15 1293x800 5312:201:2,65 1296x88 2728:181:8,12 1303x200 3144:175:4,30 1312x8 "
-        "6416:319:4,30 1320x1720 2144:133:2,63 1320x1792 4816:69:2,63 1335x1497 2040:3:88,2,2 1336x1 776:117:4,21 "
-        "1341x59 1333:5:21,1,12 1344x31 7496:9:42,1,6 1344x8192 5256:120:2,66 1352x24 2152:325:8,11 1371x855 "
-        "1323:4:44,1,3 1383x151 4725:3:22,1,12 1383x192 8352:334:2,66 1384x40 816:320:2,66 1392x8 808:318:4,6 "
-        "1400x1 4192:288:4,18 1408x1 2312:117:4,22 1408x151 3208:3:22,1,12 1416x1 1320:117:4,23 1432x1360 "
-        "1488:61:2,66 1433x37 2851:5:23,1,11 1448x1 2824:288:4,12 1456x1 4024:288:4,18 1473x1696 896:102:2,66 "
-        "1480x1 2440:117:4,24 1488x8 912:318:4,6 1496x40 608:208:4,24 1500x1500 1536:29:96,1,3 1512x1 1056:117:4,24 "
-        "1512x40 2848:141:8,12 1536x1 3064:288:4,12 1536x1024 8192:327:2,66 1536x1536 1024:95:2,66 4096:95:2,66 "
-        "8192:95:2,66 16384:95:2,66 32768:126:2,64 1568x840 10648:107:1,130 1576x1 2648:288:4,14 1584x1 "
-        "4120:288:4,21 1584x879 4648:3:104,1,5 1600x25 1192:11:50,1,7 1600x80 2016:144:8,13 1616x1 2928:288:4,14 "
-        "1624x1 2600:288:4,14 1624x64 704:208:4,26 1632x64 544:208:4,26 1667x1776 600:74:2,63 1672x1 656:117:4,27 "
-        "1680x1 7160:288:4,28 1680x8 6336:319:4,28 1696x64 5144:254:4,28 1696x184 2072:183:8,14 1703x1768 "
-        "6744:74:2,63 1720x752 4768:85:2,66 1744x1096 4264:130:2,66 1752x1 1584:117:4,28 1760x48 1664:119:8,14 "
-        "1768x1 14248:91:4,28 1776x2432 5352:124:2,65 1792x9 5776:10:56,1,7 1792x840 912:327:2,63 1808x8 "
-        "2800:319:4,16 1815x8 1232:218:4,19 1823x8 4416:319:4,24 1824x1 3872:288:4,24 1840x8192 1408:128:2,66 "
-        "1880x32 2200:325:8,15 1880x240 2232:307:4,24 1904x200 560:299:4,24 1912x8 6008:319:4,24 1936x1 896:287:4,8 "
-        "1936x64 9200:269:4,28 1936x2456 2992:127:2,65 1945x64 5096:235:4,26 1967x8 2744:319:4,16 1968x32 "
-        "6992:165:4,24 1968x728 4552:329:2,64 2000x72 808:138:4,24 2008x64 4912:235:4,26 2047x63 14000:3:16,1,16 "
-        "2048x256 1024:255:2,64 4096:255:2,64 8192:82:2,64 16384:66:2,64 32768:66:2,64 2048x1024 12000:65:2,64 "
-        "2048x2048 16:145:2,64 64:145:2,64 100:25:64,2 256:145:2,64 1000:145:2,64 1024:145:2,64 2048:145:2,64 "
-        "4096:145:2,64 5000:145:2,64 6000:145:2,64 8192:145:2,64 16384:145:2,64 32768:145:2,64 2048x8192 "
-        "3000:145:2,66 2056x1 1344:287:4,9 2064x32 8568:165:4,27 2072x1 1520:142:4,22 2080x1 21376:132:4,27 2128x1 "
-        "2944:288:4,18 2160x8 5536:319:4,27 2168x1 5512:288:4,27 2208x64 984:218:4,23 2272x512 1368:87:8,15 2352x48 "
-        "712:140:8,10 2360x72 720:138:4,30 2368x1 7760:288:4,30 2416x8 832:318:4,10 2416x56 1120:218:4,26 2424x1264 "
-        "7776:74:2,65 2456x1 19680:91:4,25 2488x1 2672:288:4,20 2520x8192 3488:150:2,66 2528x1 3248:288:4,20 "
-        "11648:91:4,25 2528x16 616:322:8,10 2536x1 5008:288:4,30 2592x1 648:287:4,11 10760:284:2,63 2600x32 "
-        "1352:115:8,11 2648x1 2216:287:4,11 2656x1 11792:132:4,28 2664x1 12744:132:4,28 2736x1 4752:284:2,66 2784x1 "
-        "4416:288:4,22 2800x1 11592:284:2,66 2824x8 4464:319:4,24 2832x1 912:287:4,12 2848x56 7512:187:4,24 2864x1 "
-        "12040:91:4,24 2880x48 1248:140:8,12 2904x1 13768:91:4,24 3000x1 3632:288:4,24 6000:288:4,24 3000x3000 "
-        "6000:125:2,66 3008x1 3896:288:4,24 3008x24 1808:115:8,12 3016x72 3720:300:4,24 3024x1 11280:288:4,24 "
-        "3056x1 2016:287:4,12 3080x64 2040:166:8,13 3088x24 1048:115:8,13 3096x8192 11680:128:2,66 3112x1 "
-        "1240:287:4,13 3192x56 6104:187:4,26 3208x1 14800:132:4,30 3240x1 18104:132:4,30 3280x1 5456:288:4,26 "
-        "3328x1 5024:288:4,26 3432x1 768:287:4,14 3480x56 5912:187:4,28 3496x8192 1144:149:2,66 3536x32 "
-        "7936:165:4,28 3552x1 592:287:4,14 1888:287:4,14 3616x1 6056:284:2,66:4 3624x1 4728:288:4,30 8928:132:4,25 "
-        "3632x1 504:287:4,15 3664x48 6160:180:4,30 3704x1 1256:287:4,15 3728x1 2352:287:4,15 3744x8 1912:318:4,15 "
-        "3792x8192 8136:150:2,66 3808x56 3280:187:4,30 3816x1 3672:288:4,30 3824x48 664:140:8,15 3856x8 "
-        "1848:318:4,16 3912x1 8832:91:4,24 4000x1 10120:91:4,24 4000x320 28672:160:2,64 4016x16 1432:320:2,63 "
-        "4040x1 11888:91:4,24 4048x1 1144:287:4,16 4096x1 256:287:4,16 4096:91:4,24 16384:156:4,24 32768:89:2,64 "
-        "4096x33 1024:9:256,1 4096:9:256,1,2 8192:9:256,1,2 16384:9:256,1,2 32768:9:256,1,2 4096x128 1024:255:2,64 "
-        "4096:255:2,64 8192:200:2,64 16384:200:2,64 32768:64:2,64 4096x4096 16:145:2,66 64:145:2,66 100:25:128,4 "
-        "256:145:2,66 1000:145:2,66 1024:145:2,66 2048:145:2,66 3000:145:2,66 4096:145:2,66 5000:145:2,66 "
-        "8192:145:2,66 16384:145:2,66 20000:145:2,66 32768:145:2,66 4096x8192 3000:145:2,66 20000:145:2,66 4160x1 "
-        "3432:284:2,66 4160x56 4000:186:2,66 4240x80 1528:307:4,17 4264x1 808:287:4,17 4304x8192 4904:128:2,66 "
-        "4320x1 3360:287:4,17 4336x56 5680:185:4,27 4360x8192 1032:128:2,66 4384x1 800:287:4,18 4424x1 "
-        "18696:284:2,66:7 4456x1 7400:91:4,27 4528x56 6104:241:4,24 4536x72 2808:299:4,18 4560x1 12920:132:4,24 "
-        "4656x1 1392:287:4,19 4664x72 6528:295:4,30 4696x1 7136:132:4,28 4736x1 776:287:4,19 4880x40 2504:175:4,20 "
-        "4920x64 5296:248:4,22 4936x1 1048:287:4,20 4944x1 14232:156:4,25 4992x1 824:287:4,20 5040x1 2264:287:4,20 "
-        "5136x1 8056:89:2,63 5152x1 21576:132:4,30:8 5336x1 888:287:4,21 5496x1 2304:287:4,22 5504x1 10088:89:2,66 "
-        "5536x1 6664:287:4,22 5576x48 5928:179:4,22 5608x24 1504:138:4,22 5648x40 5136:175:4,23 5720x1 "
-        "10888:91:4,24 5760x8192 6424:124:2,66 5984x64 760:253:4,24 6000x160 12000:104:2,64 6000x6000 333:3:376,6 "
-        "6136x24 1536:138:4,24 6216x1 6168:287:4,25 6248x8192 7888:150:2,66 6296x1 5256:287:4,25 6304x1 "
-        "984:287:4,25 6376x16 4960:112:4,25 6448x1 17776:171:4,30 6512x1 3520:287:4,26 6552x48 6664:179:4,26 6704x1 "
-        "640:287:4,27 1904:287:4,27 6056:287:4,27 6744x1 16928:89:2,66:7 6800x16 5984:112:4,27 7008x40 "
-        "8666:31:28,1,4 7056x8192 3184:148:2,66 7104x24 1200:138:4,28 7120x32 2880:164:4,28 7136x72 2096:299:4,28 "
-        "7168x24 2864:138:4,28 7200x8192 1664:151:2,66 7304x16 576:112:4,29 7360x8192 2984:125:2,66 7488x1 "
-        "6120:278:1,132:2 7768x56 2112:268:4,25 7880x16 712:110:2,62 7912x1 13336:89:2,62 7920x96 11336:328:2,62 "
-        "7976x56 6936:268:4,25 8192x1 256:283:2,64 4096:283:2,64 12000:156:4,24 16384:89:2,64 32768:155:2,64 8192x7 "
-        "1024:9:256,1 4096:9:256,1,2 8192:9:256,1,2 16384:9:256,1,2 32768:9:256,1,2 8192x8 1776:317:2,64 "
-        "2536:317:2,64 2680:317:2,64 4680:317:2,64 6656:314:4,24 8192x16 6656:110:2,64 7792:110:2,64 8192x17 "
-        "4000:9:256,1,2 8192x24 4424:137:2,64 8192x32 9376:162:2,64 8192x40 4312:174:2,64 5256:174:2,64 "
-        "5392:174:2,64 6016:174:2,64 8192x48 1016:178:2,64 6000:178:2,64 8192x56 9296:184:2,64 11448:184:2,64 "
-        "8192x64 1024:268:4,26 4096:268:4,26 8192:268:4,26 16384:198:2,64 32768:225:2,64 8192x80 2064:306:2,64 "
-        "8192x96 4192:333:2,64 20000:331:2,66 8192x112 8232:55:2,64 8192x128 2960:199:2,64 8192x136 6664:296:2,64 "
-        "8192x168 2464:310:2,64 2680:310:2,64 8192x216 1472:56:2,64 8192x248 9016:65:2,64 8192x256 3840:65:2,64 "
-        "8192x264 8408:93:2,64 8192x288 3040:95:2,64 8192x320 16000:108:2,64 8192x384 1312:121:2,64 8192x472 "
-        "3944:103:2,66 8192x584 11912:100:2,64 8192x720 3008:121:2,66 8192x1024 1024:145:2,66 4096:145:2,66 "
-        "8192:145:2,66 16384:145:2,66 32768:145:2,66 8192x1072 8856:157:2,66 8192x1232 3456:134:2,66 8192x1328 "
-        "7208:135:2,66 8192x1336 5664:135:2,66 8192x1944 6928:136:2,66 8192x2048 24000:145:2,66 8192x2128 "
-        "11784:157:2,66 8192x2648 5840:94:2,66 8192x2920 7936:100:2,66 8192x2928 1080:158:2,66 8192x3888 "
-        "9472:96:2,66 8192x4096 7000:145:2,66 12000:145:2,66 8192x4216 10728:100:2,66 8192x4480 10880:159:2,66 "
-        "8192x4816 4064:158:2,66 8192x5792 2168:105:2,66 8192x6536 2960:105:2,66 8192x7448 7160:99:2,66 8192x7672 "
-        "2576:106:2,66 8192x8192 16:145:2,66 64:145:2,66 100:25:256,8 256:145:2,66 1000:159:2,66 1024:159:2,66 "
-        "1536:159:2,66 2048:159:2,66 4096:159:2,66 5000:159:2,66 6000:159:2,66 8192:159:2,66 11000:159:2,66 "
-        "16384:159:2,66 28672:159:2,66 32768:159:2,66 12288x256 2048:74:2,64 "
+        "615:51:1,1 838:51:1,1 1023:42:31,1,3 4189:42:31,1,3 1x5 518:51:2,1 584:51:2,1 1x13 2561:42:31,1,13 1x16 "
+        "7120:533:1,5 1x21 669:51:6,1 1x24 1840:532:1,1 1x40 6048:593:4,8 1x41 2489:42:31,1,41 1x64 256:592:4,2 "
+        "4096:533:1,3 16384:533:1,12 32768:533:1,25 1x71 2478:51:18,1 1x72 752:538:2,1 1x80 2384:538:2,1 1x89 "
+        "405:51:23,1 1x107 4597:51:27,1 1x139 1216:51:35,1 1x301 462:51:76,1 1x500 96:50:125,1 1x512 688:592:4,16 "
+        "1x520 13176:545:4,30 1x528 704:592:4,17 4784:545:4,9 1x536 1912:592:4,17 3680:545:4,6 4680:545:4,9 1x544 "
+        "600:592:4,17 5888:545:4,12 1x552 14112:539:2,55 1x560 4280:545:4,9 1x568 2072:592:4,18 16944:539:2,55 "
+        "1x584 12312:545:4,27 22496:545:4,30 1x600 1120:592:4,19 22376:545:4,30 1x608 5416:545:4,12 9224:545:4,21 "
+        "1x624 784:592:4,20 20232:545:4,30 1x635 4810:51:159,1 1x648 10312:545:4,24 1x672 504:592:4,21 "
+        "23816:545:4,27 1x675 562:51:169,1 1x687 6920:51:172,1 1x688 8768:545:4,18 1x696 12128:545:4,27 1x707 "
+        "3070:51:177,1 1x720 3504:545:4,6 1x728 2640:545:4,6 16144:545:4,24 1x736 16720:545:4,24 1x744 664:592:4,24 "
+        "1x760 1880:592:4,24 4984:545:4,9 1x768 1536:592:4,24 2560:592:4,24 3072:545:4,6 1x776 1928:592:4,25 1x784 "
+        "584:592:4,25 1x800 3312:545:4,8 1x816 9920:545:4,28 1x824 1512:592:4,26 2880:545:4,8 1x840 2088:592:4,27 "
+        "5072:545:4,12 1x856 12168:545:4,28 1x872 632:592:4,28 1x880 784:592:4,28 6200:545:4,16 18656:545:4,28 "
+        "1x888 10960:545:4,28 1x896 8184:545:4,24 1x904 2912:545:4,8 1x912 1088:592:4,29 1240:592:4,29 1x928 "
+        "1192:592:4,29 2448:592:4,29 1x976 2120:589:2,61 1x992 904:589:2,62 952:589:2,62 1x1000 256:589:2,63 "
+        "4096:545:4,12 9272:545:4,24 16384:545:4,24 32768:539:2,64 1x1008 5728:545:4,16 1x1024 2560:589:2,64 "
+        "12288:545:4,24 1x1032 2240:589:2,65 21008:539:2,66:13 1x1048 2856:545:4,10 1x1056 14352:545:4,30 1x1080 "
+        "1288:234:4,17 1576:234:4,17 3192:545:4,10 13232:545:4,30 1x1096 21736:194:2,55 1x1120 1488:234:4,18 "
+        "9296:545:4,25 1x1123 4147:51:281,1 1x1128 544:234:4,18 1x1136 6272:545:4,20 1x1144 13584:545:4,25 1x1152 "
+        "2968:545:4,10 1x1160 632:234:4,19 1x1168 992:234:4,19 1472:234:4,19 1x1200 1640:234:4,19 1x1208 "
+        "840:234:4,19 1x1240 600:234:4,20 1x1264 6168:545:4,20 1x1288 1792:234:4,21 1x1328 21992:196:4,27 1x1360 "
+        "8648:545:4,24 1x1368 5776:545:4,24 1x1376 6696:545:4,24 1x1384 1344:234:4,22 1x1400 808:234:4,22 "
+        "9624:545:4,24 1x1403 959:51:351,1 1x1416 6904:545:4,24 1x1424 552:234:4,23 1x1432 1624:234:4,23 1x1440 "
+        "3400:545:4,12 1x1456 13456:545:4,24 1x1504 1448:234:4,24 3384:545:4,12 1x1536 1024:234:4,24 5120:545:4,18 "
+        "7168:545:4,24 11096:545:4,24 28672:282:4,24 1x1544 9640:545:4,28 1x1568 4288:545:4,21 1x1584 6176:545:4,28 "
+        "1x1600 22896:539:2,65 23056:539:2,65 1x1624 3944:545:4,21 21576:539:2,65 1x1656 1712:234:4,26 1x1680 "
+        "7464:545:4,28 1x1704 6800:545:4,28 1x1736 5072:545:4,21 15080:196:4,28 1x1776 4936:545:4,21 1x1816 "
+        "8200:545:4,24 1x1856 10800:533:1,132:8 1x1872 2424:299:4,20 1x1880 12320:545:4,24 1x1888 14440:196:4,24 "
+        "1x1968 9888:545:4,24 1x1976 1312:544:4,8 2168:299:4,21 1x1984 6488:545:4,24 1x1992 6232:545:4,24 1x2032 "
+        "1216:544:4,8 1x2040 2416:299:4,22 1x2048 768:544:4,8 2048:544:4,8 5120:545:4,24 6144:545:4,24 "
+        "7168:545:4,24 12288:545:4,24 14336:196:4,24 16384:196:4,24 1x2056 616:299:4,22 1x2064 1800:299:4,22 1x2136 "
+        "1728:544:4,9 1x2144 6584:545:4,27 1x2240 17048:282:4,24 1x2248 1672:299:4,24 1x2264 3896:545:4,27 1x2280 "
+        "1816:299:4,24 8640:545:4,27 1x2288 1888:544:4,9 22424:338:2,55 1x2304 11784:196:4,25 1x2312 1264:544:4,10 "
+        "6296:545:4,30 1x2320 11128:545:4,30 1x2368 784:544:4,10 5520:545:4,30 1x2496 9360:196:4,25 1x2536 "
+        "584:544:4,10 1x2560 3072:545:4,20 4096:545:4,30 7168:196:4,25 11008:196:4,25 1x2592 1936:544:4,11 1x2600 "
+        "18504:282:4,28 1x2640 6624:539:2,63 1x2688 5264:539:2,63 1x2696 2096:544:4,11 1x2712 1080:544:4,11 1x2720 "
+        "808:544:4,11 4040:539:2,66 1x2768 11016:539:2,66 1x2808 1080:544:4,11 1x2840 1072:544:4,12 1x2896 "
+        "912:544:4,12 1x2984 17424:282:4,24 1x3000 3000:545:4,24 1x3008 3048:545:4,24 1x3056 1032:544:4,12 1x3072 "
+        "4096:545:4,24 7168:545:4,24 8192:545:4,24 1x3080 23288:194:2,65 1x3088 13216:196:4,28 1x3104 544:544:4,13 "
+        "1x3216 736:544:4,13 1x3240 632:544:4,13 1x3304 4296:545:4,26 1x3328 11728:194:2,65 1x3344 14849:48:418,1,8 "
+        "1x3360 2616:545:4,28 1x3392 840:544:4,14 1x3416 6560:545:4,28 1x3480 6264:545:4,28 1x3496 6272:545:4,28 "
+        "1x3544 536:544:4,14 1144:544:4,14 1x3560 2584:545:4,28 1x3568 4752:545:4,28 1x3592 544:544:4,15 1x3600 "
+        "19528:192:1,132:8 1x3720 592:544:4,15 1x3736 7712:282:4,25 1x3816 15920:282:4,25 1x3848 20072:194:2,64 "
+        "1x3856 15608:194:2,64 1x3864 4472:196:4,24 1x3880 2040:544:4,16 4784:196:4,24 1x3952 1608:544:4,16 1x3968 "
+        "968:544:4,16 1x3992 512:544:4,16 1x4040 21112:194:2,64 1x4048 14352:339:4,24 1x4080 1232:544:4,16 1x4096 "
+        "256:544:4,16 2560:544:4,16 4096:196:4,24 6144:196:4,24 16384:339:4,24 32768:194:2,64 1x4128 2576:539:2,66 "
+        "1x4280 4008:196:4,27 1x4304 3000:544:4,17 1x4384 1376:544:4,18 1x4440 568:544:4,18 1x4496 2544:544:4,18 "
+        "1x4520 904:544:4,18 1x4536 18704:363:4,24 1x4648 1928:544:4,19 1x4664 1240:544:4,19 1x4880 8104:539:2,66:3 "
+        "1x4896 2816:544:4,20 1x5008 720:544:4,20 1x5080 5000:539:2,66:3 1x5120 2048:544:4,20 3072:544:4,20 "
+        "4096:196:4,30 5120:196:4,30 1x5208 1032:544:4,21 1x5336 2096:544:4,21 1x5360 23808:194:2,63 1x5424 "
+        "4296:544:4,22 1x5544 9232:194:2,66 1x5648 15392:194:2,66:5 1x5672 2184:544:4,23 1x5728 208:544:4,23 1x5816 "
+        "20280:337:1,132:10 1x5888 704:544:4,23 1x5992 16024:339:4,24 1x6000 12000:282:4,24 1x6008 19984:281:2,64 "
+        "1x6104 5184:544:4,24 1x6136 1024:544:4,24 1x6144 1536:544:4,24 1601:48:768,1 5120:544:4,24 6144:544:4,24 "
+        "11008:196:4,24 12288:282:4,24 1x6248 3464:544:4,25 1x6264 7659:48:783,1 1x6456 568:544:4,26 1x6472 "
+        "5128:544:4,26 1x6504 1872:544:4,26 1x6512 16200:282:4,27 1x6560 6240:544:4,26 1x6616 1447:48:827,1 1x6624 "
+        "6432:544:4,26 1x6680 15752:282:4,27 1x6768 2880:544:4,27 1x6792 5544:544:4,27 1x6856 2232:544:4,27 1x6888 "
+        "22616:362:2,66:13 1x6920 1040:544:4,28 1x7064 10648:544:4,28 1x7168 7168:544:4,28 8192:544:4,28 "
+        "12288:544:4,28 1x7680 12976:363:4,25 1x8192 256:538:2,64 2560:538:2,64 4096:538:2,64 5120:538:2,64 "
+        "13824:194:2,64 16384:194:2,64 20000:194:2,64 32768:338:2,64 1x11008 768:195:4,22 2560:195:4,22 "
+        "3072:195:4,22 4096:195:4,22 1x12288 768:195:4,24 1024:195:4,24 1536:195:4,24 4096:195:4,24 8192:195:4,24 "
+        "1x13824 5120:195:4,27 6144:195:4,27 13824:339:4,30:4 14336:339:4,30:4 1x14336 1024:195:4,28 6144:195:4,28 "
+        "12288:195:4,28 1x16384 2560:193:2,64 3072:193:2,64 5120:193:2,64 2x768 2048:592:4,24 3072:545:4,6 "
+        "8192:545:4,18 12288:545:4,24 13824:545:4,24 2x1024 2560:589:2,64 6144:545:4,16 12288:545:4,24 "
+        "13824:545:4,24 2x1536 768:234:4,24 2560:234:4,24 3072:545:4,12 5120:545:4,18 7168:545:4,24 8192:545:4,24 "
+        "14336:545:4,24 2x2048 1024:544:4,8 4096:545:4,24 14336:196:4,24 2x2560 1536:544:4,10 4096:545:4,30 "
+        "6144:545:4,30 7168:196:4,25 11008:196:4,25 12288:196:4,25 2x3072 768:544:4,12 1024:544:4,12 1536:544:4,12 "
+        "5120:545:4,24 7168:545:4,24 14336:196:4,24 2x4096 1024:544:4,16 7168:196:4,24 11008:196:4,24 2x5120 "
+        "1536:544:4,20 2560:544:4,20 5120:196:4,30 6144:196:4,30 8192:339:4,25 14336:339:4,25 2x6144 768:544:4,24 "
+        "1536:544:4,24 14336:339:4,24 2x7168 1024:544:4,28 2560:544:4,28 14336:196:4,28 16384:196:4,28 2x8192 "
+        "4096:538:2,64 7168:538:2,64 11008:339:4,24 16384:194:2,64 2x11008 1536:195:4,22 6144:195:4,22 "
+        "12288:338:2,66 2x12288 1536:195:4,24 2560:195:4,24 7168:195:4,24 12288:363:4,24 2x13824 768:195:4,27 "
+        "1536:195:4,27 2560:195:4,27 7168:195:4,27 12288:339:4,30:4 13824:339:4,30:4 16384:363:4,27 2x14336 "
+        "1024:195:4,28 2048:195:4,28 5120:195:4,28 8192:195:4,28 2x16384 2560:193:2,64 3072:193:2,64 5120:193:2,64 "
+        "7168:193:2,64 13824:193:2,64 16384:193:2,64 3x1 1234:42:31,1,3 2543:42:31,1,3 3x3 333:9:1,1 621:8:1,1 "
+        "834:7:1,1 1098:7:1,1 6435:7:1,1,4 3x5 2277:7:1,1 2348:7:1,1 3812:7:1,1 3x7 510:8:1,1 1070:7:1,1 1897:7:1,1 "
+        "3x8 2552:532:1,1 4824:533:1,3 5192:533:1,4 3x9 692:7:1,1 1341:7:1,1 1548:7:1,1 6488:7:1,1,4 3x11 "
+        "1585:7:1,1 3257:7:1,1 3x16 1376:532:1,1 1792:532:1,1 3x21 2962:7:2,1 3x23 419:9:1,1 5522:7:2,1,4 3x24 "
+        "632:532:1,1 3x29 1231:7:2,1 3x35 2862:7:4,1 3x40 7816:593:4,12 3x41 1659:7:4,1 1882:7:4,1 2601:7:4,1 3x43 "
+        "2457:7:4,1 3x45 577:8:4,1 3x47 3028:7:4,1 3x55 1191:7:4,1 3x56 1928:532:1,1 3x65 1901:7:4,2 3x72 "
+        "2720:539:2,2 3x80 1608:538:2,1 6696:539:2,5 3x81 1618:7:8,1 4211:7:8,1 3x107 423:9:4,1 3x112 576:538:2,1 "
+        "3x143 4894:8:8,2,44 3x152 1464:544:4,1 3x193 996:7:8,2 3x199 4718:8:8,2,43 3x207 1905:7:8,2 3x229 "
+        "1931:7:8,2 3x240 7920:545:4,6 3x253 847:7:8,2 3x255 470:8:8,2 3x339 1395:7:8,3 3x357 4230:11:8,2,16 3x373 "
+        "585:8:8,3 3x401 658:7:8,4 3x409 2759:8:8,4,16 3x421 865:7:8,4 3x427 1521:7:8,4 3x448 1048:592:4,14 3x464 "
+        "1480:592:4,15 3x512 1232:592:4,16 3x515 2346:8:8,5,16 3x616 4752:545:4,9 3x696 3296:545:4,6 3x768 "
+        "1536:592:4,24 5120:545:4,9 11008:545:4,24 12288:545:4,24 16384:545:4,24 3x821 1968:8:8,7,16 3x913 "
+        "2458:8:8,8,16 3x944 2592:545:4,8 3x976 1088:589:2,61 3x1024 2560:589:2,64 7168:545:4,20 14336:545:4,24 "
+        "3x1137 989:45:143,1 3x1189 6417:6:8,10,26 3x1193 1250:8:8,10,16 3x1269 2023:8:8,10,16 3x1536 1536:234:4,24 "
+        "3x1672 888:234:4,27 3x2048 3072:545:4,16 5120:545:4,24 3x2560 768:544:4,10 1536:544:4,10 3072:545:4,20 "
+        "4096:545:4,30 5120:545:4,30 7168:196:4,25 8192:196:4,25 16384:196:4,25 3x3072 2560:544:4,12 5120:545:4,24 "
+        "6144:545:4,24 7168:545:4,24 11008:545:4,24 14336:196:4,24 3x4096 2560:544:4,16 3072:539:2,64 "
+        "11008:196:4,24 3x5120 2048:544:4,20 3072:544:4,20 6144:196:4,30 3x6144 5120:544:4,24 12288:282:4,24 3x7168 "
+        "2560:544:4,28 6144:544:4,28 3x8192 14336:194:2,64 3x11008 14336:338:2,66 3x12288 768:195:4,24 "
+        "2048:195:4,24 3072:195:4,24 11008:339:4,24 12288:363:4,24 14336:385:4,24 3x13824 768:195:4,27 "
+        "1536:195:4,27 2560:195:4,27 3x14336 1536:195:4,28 11008:194:2,66:2 16384:339:4,28 3x16384 768:193:2,64 "
+        "2048:193:2,64 2560:193:2,64 5120:193:2,64 12288:193:2,64 13824:193:2,64 4x768 4096:545:4,9 5120:545:4,9 "
+        "6144:545:4,12 14336:545:4,24 4x1536 2560:234:4,24 4096:545:4,18 4x2048 1536:544:4,8 3072:545:4,16 "
+        "13824:196:4,24 4x2560 768:544:4,10 14336:196:4,25 4x3072 3072:545:4,24 8192:545:4,24 11008:545:4,24 4x4096 "
+        "4096:196:4,24 11008:196:4,24 14336:194:2,64 4x5120 16384:339:4,25 4x6144 2048:544:4,24 7168:544:4,24 "
+        "13824:339:4,24 4x8192 2048:538:2,64 4096:538:2,64 6144:538:2,64 7168:538:2,64 4x11008 2048:195:4,22 "
+        "4096:195:4,22 6144:195:4,22 13824:338:2,66 16384:338:2,66 4x12288 6144:195:4,24 7168:195:4,24 "
+        "14336:385:4,24 16384:385:4,24 4x13824 4096:195:4,27 4x14336 2048:195:4,28 7168:195:4,28 8192:195:4,28 "
+        "13824:338:2,66:4 4x16384 11008:193:2,64 5x3 1249:7:1,1 3678:7:1,1 5x5 1139:7:1,1 6710:7:1,1,4 5x8 "
+        "3464:533:1,2 3632:533:1,2 5x9 4750:7:1,1,4 5x13 4328:7:1,1 5x25 439:8:2,1 530:8:2,1 5x29 1277:7:2,1 5x31 "
+        "2463:7:2,1 5x48 1408:532:1,1 5x63 476:8:4,1 5x113 2531:7:8,1 5x117 2157:7:8,1 5x128 3232:539:2,2 5x299 "
+        "4756:8:8,3,43 5x336 1176:592:4,11 5x368 856:592:4,12 5x488 2184:592:4,16 5x767 4266:8:8,6,16 5x793 "
+        "1263:8:8,7,16 5x912 3120:545:4,8 5x1024 1536:589:2,64 6144:545:4,16 13824:545:4,24 16384:545:4,24 5x1536 "
+        "768:234:4,24 5x1560 928:234:4,25 5x1904 2760:545:4,16 5x2048 3072:545:4,16 5120:545:4,24 6144:545:4,24 "
+        "12288:545:4,24 5x2560 4096:545:4,30 11008:196:4,25 5x3072 6144:545:4,24 7168:545:4,24 11008:545:4,24 "
+        "5x4096 16384:339:4,24 5x5120 4096:196:4,30 8192:339:4,25 5x6144 2048:544:4,24 4096:544:4,24 8192:544:4,24 "
+        "5x7168 768:544:4,28 3072:544:4,28 5x8192 5120:538:2,64 11008:339:4,24 14336:194:2,64 5x11008 2048:195:4,22 "
+        "7168:195:4,22 5x12288 2048:195:4,24 11008:339:4,24 14336:385:4,24 5x13824 5120:195:4,27 5x14336 "
+        "6144:195:4,28 8192:195:4,28 14336:339:4,28 5x16384 7168:193:2,64 6x768 13824:545:4,24 6x1024 "
+        "11008:545:4,24 6x1536 5120:545:4,18 6x2048 8192:545:4,24 6x2560 2048:544:4,10 6x4096 2048:544:4,16 "
+        "3072:539:2,64 6x5120 3072:544:4,20 6x6144 8192:544:4,24 6x7168 12288:544:4,28 14336:196:4,28 6x8192 "
+        "3072:538:2,64 6x11008 768:195:4,22 6x12288 3072:195:4,24 6x13824 2560:195:4,27 6x16384 1536:193:2,64 "
+        "14336:193:2,64 7x3 5313:7:1,1,4 7x5 1184:7:1,1 7x7 16:11:1,1 64:11:1,1 100:11:1,1 256:9:1,1 1000:7:1,1 "
+        "1024:7:1,1 2048:7:1,1 4096:7:1,1 5000:7:1,1,4 8192:7:1,1,4 16384:9:1,1,64 32768:9:1,1,103 7x15 "
+        "5497:7:1,1,4 7x17 1383:7:2,1 7x21 750:7:2,1 7x23 438:8:2,1 7x25 1006:7:2,1 7x29 1232:7:2,1 7x35 496:8:4,1 "
+        "7x71 4285:9:4,1,32 7x120 2504:538:2,1 7x128 992:538:2,1 7x200 7072:545:4,5 7x335 5440:8:8,3,43 7x595 "
+        "573:47:75,1 7x605 1351:8:8,5,16 7x680 1496:592:4,22 7x768 768:592:4,24 3072:545:4,6 4096:545:4,9 "
+        "5120:545:4,9 7x1024 6144:545:4,16 7x1469 1316:11:8,6,8 7x1536 6144:545:4,24 14336:545:4,24 7x1936 "
+        "2096:299:4,21 7x2048 1536:544:4,8 7x2560 2048:544:4,10 3072:545:4,20 7x3072 8192:545:4,24 7x4096 "
+        "3072:539:2,64 8192:196:4,24 7x5120 14336:339:4,25 7x6144 1024:544:4,24 7x7168 1024:544:4,28 7x8192 "
+        "1024:538:2,64 3072:538:2,64 4096:538:2,64 5120:538:2,64 8192:339:4,24 16384:194:2,64 32768:338:2,64 "
+        "7x11008 6144:195:4,22 16384:338:2,66 7x12288 3072:195:4,24 6144:195:4,24 7x13824 13824:339:4,30:4 7x14336 "
+        "2560:195:4,28 11008:194:2,66:2 13824:338:2,66:4 8x1 672:532:1,1 8x3 896:7:1,1 7328:7:1,1,4 8x5 1592:7:1,1 "
+        "8x7 640:7:1,1 2416:7:1,1 8x8 824:583:1,1 3648:584:1,2 4704:533:1,3 6808:584:1,5 8x9 592:8:1,1 8x15 "
+        "512:8:1,1 1280:7:1,1 3304:7:1,1 8x16 3056:533:1,2 8x19 1696:7:2,1 8x24 11720:593:4,9 8x29 568:8:2,1 8x31 "
+        "984:7:2,1 8x32 1560:532:1,1 3280:533:1,2 8x37 3424:7:4,1 8x45 1672:7:4,1 8x56 504:532:1,1 8x64 "
+        "6640:533:1,5 8x72 5824:593:4,12 8x80 4000:539:2,3 8x105 7800:9:4,1,33 8x112 2816:539:2,2 6904:539:2,5 "
+        "8688:539:2,6 11856:539:2,9 8x120 2424:592:4,4 8x144 1256:592:4,5 2824:545:4,2 8x176 8504:545:4,6 8x192 "
+        "784:592:4,6 3384:545:4,2 8x208 552:592:4,7 5184:545:4,4 8x211 656:7:8,2 8x219 3984:9:8,1,32 8x240 "
+        "5568:545:4,4 8x320 864:592:4,10 8x368 8728:545:4,12 8x384 10304:545:4,16 8x440 1296:592:4,14 8x459 "
+        "7984:6:8,4,26 8x464 1008:592:4,15 8x472 4968:545:4,6 8x488 1360:592:4,16 8x544 2840:545:4,6 8x576 "
+        "680:592:4,18 8x592 832:592:4,19 8x616 2576:545:4,6 8x632 816:592:4,20 8x656 9248:545:4,21 8x672 "
+        "8304:545:4,18 8x712 3280:545:4,6 8x720 1712:592:4,23 8x768 13824:545:4,24 8x872 7344:545:4,20 8x912 "
+        "800:544:4,4 8x1024 8192:545:4,24 8x1048 1768:544:4,5 8x1072 1312:234:4,17 8x1096 1016:234:4,18 8x1104 "
+        "576:544:4,5 8656:545:4,25 8x1128 9528:545:4,25 8x1192 1032:234:4,19 8x1240 1424:234:4,20 8x1264 "
+        "520:544:4,5 8x1312 1520:234:4,21 8x1320 1568:544:4,6 8x1445 4176:8:8,12,16 8x1448 2448:234:4,23 8x1528 "
+        "9608:545:4,24 8x1536 1024:544:4,6 5120:545:4,18 6144:545:4,24 8x1600 8520:545:4,28 8x1616 2008:544:4,7 "
+        "8x1656 3264:545:4,14 8x1680 1208:544:4,7 8x1696 10360:545:4,28 8x1968 744:544:4,8 8x2048 7168:545:4,24 "
+        "8x2064 5008:545:4,27 8x2240 560:544:4,9 8x2256 6568:545:4,27 8x2560 2560:544:4,10 4096:545:4,30 "
+        "7168:196:4,25 8x3072 5120:545:4,24 11008:545:4,24 12288:545:4,24 8x3256 1504:544:4,13 8x3672 1408:544:4,15 "
+        "8x4064 848:544:4,16 8x4096 4096:196:4,24 6144:196:4,24 16384:339:4,24 8x4136 8224:196:4,27 8x4328 "
+        "4840:196:4,27 8x5096 648:544:4,20 8x5120 6144:196:4,30 13824:339:4,25 8x5576 4104:544:4,22 8x5776 "
+        "8952:544:4,23 8x6032 3184:544:4,24 8x6120 2080:544:4,24 8x6144 14336:339:4,24 8x7152 5656:544:4,28 8x7168 "
+        "4096:544:4,28 16384:196:4,28 8x8192 1560:538:2,64 1864:538:2,64 3888:538:2,64 4320:538:2,64 6688:339:4,24 "
+        "7144:339:4,24 8x11008 768:195:4,22 8x12288 2048:195:4,24 8x14336 2048:195:4,28 2560:195:4,28 "
+        "16384:339:4,28 8x16384 768:193:2,64 6144:193:2,64 9x1 738:51:3,1 9x3 1619:10:1,1 9x5 1009:10:1,1 9x7 "
+        "690:7:1,1 9x8 5448:535:2,4 9x9 520:8:1,1 9x11 577:8:1,1 9x13 1221:10:1,1 1286:10:1,1 9x19 787:7:2,1 "
+        "5669:10:1,1 9x24 3872:535:2,3 9x48 2288:534:2,1 9x55 5704:9:2,1,55 9x139 483:8:8,2 9x217 890:7:8,2 9x293 "
+        "4122:9:8,2,24 9x328 1064:592:4,11 9x543 812:9:8,3,8 9x768 2560:592:4,24 9x809 2928:11:8,4,16 9x1024 "
+        "1536:546:8,4 9x1137 6107:11:8,5,16 9x1255 422:43:157,1 9x1475 4901:11:8,6,16 9x2048 3072:535:2,64 "
+        "7168:439:4,24 9x3072 16384:109:4,24 9x4096 1024:534:2,64 9x5120 3072:438:4,20 13824:325:4,25 9x6144 "
+        "12288:255:4,24 9x8192 2048:434:2,64 7168:434:2,64 9x11008 1024:108:4,22 7168:108:4,22 8192:324:2,66 "
+        "16384:324:2,66 9x12288 768:108:4,24 13824:254:2,64 9x14336 4096:108:4,28 10x1024 6144:547:8,12 "
+        "13824:439:4,24 10x1536 2048:546:8,6 10x2048 13824:109:4,24 10x3072 11008:439:4,24 10x5120 4096:438:4,20 "
+        "6144:109:4,30 12288:325:4,25 10x6144 11008:109:4,24 10x7168 768:438:4,28 10x8192 13824:107:2,64 "
+        "14336:107:2,64 10x11008 4096:108:4,22 10x12288 768:108:4,24 13824:254:2,64 10x14336 3072:108:4,28 "
+        "4096:108:4,28 10x16384 11008:106:2,64 11x1 458:51:3,1 2457:42:31,1,11 11x27 610:8:2,1 11x32 720:534:2,1 "
+        "11x37 5510:9:2,1,53 11x48 6048:535:2,4 11x72 3896:541:4,3 11x87 782:7:8,1 11x91 647:7:8,1 11x119 "
+        "4389:9:4,1,24 11x137 473:8:8,2 11x389 873:9:8,2,8 11x768 16384:439:4,24 11x1152 5248:547:8,15 11x3072 "
+        "16384:109:4,24 11x4096 11008:109:4,24 11x5120 6144:109:4,30 11x6144 1536:438:4,24 2048:438:4,24 11x11008 "
+        "14336:324:2,66 11x12288 2560:108:4,24 11x13824 5120:108:4,27 12288:325:4,28 11x14336 2048:108:4,28 12x768 "
+        "7168:547:8,12 12x1024 13824:439:4,24 12x1536 13824:439:4,24 12x2048 1024:546:8,8 11008:439:4,24 12x3072 "
+        "14336:109:4,24 12x4096 2048:534:2,64 8192:109:4,24 12x5120 4096:438:4,20 7168:109:4,30 16384:325:4,25 "
+        "12x6144 6144:438:4,24 7168:438:4,24 12x7168 12288:438:4,28 12x8192 12288:325:4,24 12x13824 2048:108:4,27 "
+        "11008:108:4,27 12x14336 3072:108:4,28 13x1 628:51:4,1 651:51:4,1 13x11 1141:10:1,1 13x21 1646:10:1,1 13x47 "
+        "1752:10:2,1 13x48 1128:534:2,1 13x97 770:7:8,1 13x391 2310:11:8,2,16 13x739 4049:11:8,3,16 13x979 "
+        "4136:9:8,4,16 13x1024 5120:547:8,12 13x1536 14336:439:4,24 13x1640 560:546:8,7 13x2048 13824:109:4,24 "
+        "13x3072 8192:439:4,24 13x4096 3072:435:2,64 13x5120 3072:438:4,20 8192:109:4,30 13x6144 2560:438:4,24 "
+        "6144:438:4,24 13x7168 12288:438:4,28 13x8192 5120:434:2,64 13x11008 1536:108:4,22 13x14336 1536:108:4,28 "
+        "6144:108:4,28 13x16384 12288:106:2,64 14336:106:2,64 14x768 1536:592:4,24 14x1024 8192:439:4,24 14x1536 "
+        "7168:439:4,24 16384:439:4,24 14x2048 2560:546:8,8 14x2560 6144:439:4,30 14x3072 7168:439:4,24 14x4096 "
+        "16384:107:2,64 14x6144 12288:255:4,24 14x7168 3072:438:4,28 5120:438:4,28 16384:109:4,28 14x8192 "
+        "2560:434:2,64 14x11008 11008:324:2,66 13824:324:2,66 14x12288 12288:254:2,64 14x13824 7168:108:4,27 "
+        "14x14336 7168:108:4,28 16384:325:4,28 15x24 5064:535:2,3 15x57 735:7:4,1 15x64 1528:534:2,1 15x107 "
+        "3642:9:4,1,24 15x217 495:8:8,2 15x295 1106:11:8,2,16 15x547 707:9:8,3,8 15x1024 8192:439:4,24 15x1536 "
+        "11008:439:4,24 15x2048 5120:439:4,24 12288:439:4,24 15x3072 14336:109:4,24 15x4096 5120:109:4,24 15x5120 "
+        "6144:109:4,30 15x11008 1024:108:4,22 15x12288 1024:108:4,24 1536:108:4,24 5120:108:4,24 15x13824 "
+        "1024:108:4,27 15x16384 768:106:2,64 16x1 2424:532:1,1 16x3 592:8:1,1 1776:10:1,1 16x5 4280:10:1,1 16x8 "
+        "6648:584:1,5 10232:584:1,7 16x16 16:534:2,1 64:534:2,1 100:38:1,1 256:534:2,1 1000:589:2,1 1024:534:2,1 "
+        "1160:589:2,1 2048:534:2,1 4096:431:1,3 5000:225:1,3 5168:431:1,4 8192:431:1,6 16384:431:1,12 "
+        "32768:431:1,25 16x24 1928:534:2,1 16x40 512:534:2,1 2240:534:2,1 16x56 1408:534:2,1 16x64 7152:431:1,5 "
+        "16x88 1192:540:4,1 16x96 632:540:4,1 16x109 776:7:8,1 16x193 7488:9:8,1,24 16x232 624:546:8,1 16x237 "
+        "4432:9:8,1,16 16x249 848:9:8,1,8 16x304 1272:546:8,2 16x424 704:546:8,2 16x488 8608:439:4,12 16x504 "
+        "1848:546:8,2 16x568 10664:439:4,24 16x648 1192:546:8,3 16x688 1768:546:8,3 16x712 10760:439:4,24 16x776 "
+        "1640:546:8,4 16x784 872:546:8,4 16x864 7248:439:4,20 16x899 5792:9:8,4,16 16x992 736:546:8,4 16x1005 "
+        "4448:9:8,4,16 16x1024 1536:546:8,4 16x1040 1664:546:8,5 16x1104 9912:439:4,25 16x1536 5120:439:4,18 "
+        "16x1568 536:546:8,7 16x1608 3352:439:4,14 16x1656 2944:439:4,14 16x1800 984:546:8,8 16x1952 2016:546:8,8 "
+        "16x2072 7152:439:4,27 16x2272 3896:439:4,27 16x2560 1024:546:8,10 16x2952 2696:439:4,24 16x3416 "
+        "808:546:8,14 16x3688 808:546:8,15 16x3704 2680:439:4,30 16x4424 9752:109:4,27 16x5184 1648:438:4,21 "
+        "16x6144 14336:325:4,24 16x6736 9872:438:4,27 16x6880 3072:438:4,27 16x6888 1376:438:4,27 16x7040 "
+        "856:438:4,28 16x8192 1032:434:2,64 2944:434:2,64 3288:434:2,64 4560:434:2,64 11112:325:4,24 16x12288 "
+        "768:108:4,24 1024:108:4,24 16x14336 1024:108:4,28 17x8 5400:537:4,4 17x17 1536:11:1,1,8 17x35 516:11:2,1,8 "
+        "17x56 1480:536:4,1 17x149 2154:9:4,2,16 17x200 3000:543:8,4 17x481 3596:11:8,2,16 17x573 2024:11:8,3,14 "
+        "17x631 714:9:8,3,6 17x768 8192:455:4,18 17x1536 8192:455:4,24 17x1664 4608:455:4,21 17x2560 13824:143:4,25 "
+        "14336:143:4,25 17x5120 16384:326:4,25 17x6144 6144:454:4,24 17x7168 2560:454:4,28 17x8192 4096:452:2,64 "
+        "8000:452:2,64 17x12288 4096:142:4,24 17x13824 5120:142:4,27 17x14336 768:142:4,28 18x1536 12288:455:4,24 "
+        "16384:455:4,24 18x2048 2560:544:4,24 18x3072 3072:455:4,24 18x5120 1536:454:4,20 8192:143:4,30 18x6144 "
+        "11008:143:4,24 13824:264:2,64 18x11008 1024:142:4,22 18x13824 2048:142:4,27 19x5 1454:11:1,1,8 "
+        "1823:11:1,1,16 19x9 1688:11:1,1,16 19x15 1647:11:1,1,16 19x19 881:11:1,1,8 19x24 4872:537:4,3 19x57 "
+        "552:11:2,1,69 19x256 3112:543:8,4 19x673 1868:11:8,3,12 19x777 2132:9:8,4,21 19x1664 824:542:8,13 19x2560 "
+        "7168:455:4,30 19x3072 14336:143:4,24 19x5120 2048:454:4,20 7168:143:4,30 19x7168 2560:454:4,28 19x8192 "
+        "4096:452:2,64 19x11008 5120:142:4,22 19x12288 4096:142:4,24 19x13824 11008:142:4,27 19x14336 2560:142:4,28 "
+        "19x16384 6144:140:2,64 20x1024 16384:455:4,24 20x1536 1536:542:8,12 20x2048 1024:544:4,24 20x2560 "
+        "2560:544:4,30 20x5120 1536:454:4,20 5120:454:4,20 20x7168 2560:454:4,28 20x8192 1536:452:2,64 "
+        "13824:141:2,64 20x12288 2048:142:4,24 20x16384 12288:140:2,64 21x1 684:51:6,1 21x41 5776:9:2,1,66 21x51 "
+        "1073:11:2,1,68 21x123 3388:9:4,1,31 21x248 3776:543:8,4 21x625 532:11:8,3,4 21x768 5120:545:4,27 21x1024 "
+        "5120:441:8,12 21x1536 16384:455:4,24 21x1664 968:542:8,13 21x5120 1536:454:4,20 21x13824 2560:142:4,27 "
+        "11008:142:4,27 21x14336 6144:142:4,28 21x16384 2560:140:2,64 22x768 12288:455:4,24 22x2560 11008:143:4,25 "
+        "22x3072 14336:143:4,24 22x6144 4096:454:4,24 7168:454:4,24 22x8192 6144:452:2,64 22x12288 16384:264:2,64 "
+        "22x14336 7168:142:4,28 22x16384 4096:140:2,64 23x15 1292:11:1,1,8 23x33 6943:9:2,1,62 23x64 5184:537:4,4 "
+        "23x768 4096:545:4,27 5120:545:4,27 16384:455:4,24 23x1175 1686:11:8,5,7 23x1536 2048:542:8,12 "
+        "3072:542:8,12 23x5120 6144:454:4,20 24x1 7984:533:1,6 24x3 1504:11:1,1,8 24x13 592:11:1,1,8 24x16 "
+        "7632:537:4,5 11488:537:4,8 24x19 6584:9:1,1,32 24x21 3256:11:1,1,16 24x24 2600:593:4,2 24x32 2056:536:4,1 "
+        "24x48 3224:537:4,2 24x64 7608:537:4,5 8400:537:4,6 24x99 816:11:4,1 24x168 9192:537:4,21 24x200 "
+        "2832:543:8,4 24x288 6712:543:8,15 24x432 3672:543:8,8 24x456 2584:543:8,8 24x584 5312:543:8,15 24x656 "
+        "3704:543:8,12 24x680 1408:542:8,6 24x728 4504:545:4,27 24x1024 11008:455:4,24 24x1120 1608:542:8,9 24x1192 "
+        "7200:455:4,25 24x1216 968:542:8,10 24x1400 2424:542:8,11 24x1512 8664:455:4,24 24x1721 2336:9:8,7,9 "
+        "24x1872 760:542:8,15 24x1912 848:542:8,15 24x1960 4040:455:4,24 24x2048 6144:455:4,24 24x2536 "
+        "5128:455:4,30 24x2576 1296:538:2,63 24x2784 624:538:2,66 24x3072 4096:455:4,24 16384:143:4,24 24x3232 "
+        "3136:455:4,26 24x7168 13824:143:4,28 24x8192 1448:452:2,64 1944:452:2,64 2152:452:2,64 3680:452:2,64 "
+        "4872:452:2,64 5400:452:2,64 10056:326:4,24 25x7 729:11:1,1,8 25x8 3136:537:4,2 25x59 3621:9:2,1,51 25x1024 "
+        "4096:441:8,12 16384:468:4,24 25x3072 1024:440:8,12 25x5120 2560:467:4,20 25x6144 3072:467:4,24 25x7168 "
+        "12288:467:4,28 25x11008 1536:154:4,22 16384:327:2,66 25x16384 12288:153:2,64 26x768 13824:468:4,24 27x3 "
+        "490:11:1,1 27x13 416:11:1,1 27x119 2883:9:4,1,31 27x376 1600:542:8,3 27x768 12288:468:4,24 27x952 "
+        "648:542:8,8 27x1024 768:542:8,8 27x1409 2285:9:8,6,11 27x1536 6144:468:4,24 27x3072 6144:468:4,24 27x5120 "
+        "1024:467:4,20 27x11008 14336:327:2,66 27x16384 1024:153:2,64 28x768 2048:592:4,24 28x2048 7168:468:4,24 "
+        "28x5120 1536:467:4,20 12288:155:4,30 28x7168 11008:467:4,28 28x8192 1536:463:2,64 28x14336 7168:154:4,28 "
+        "29x32 1448:536:4,1 29x48 2584:537:4,2 29x91 656:11:4,1 29x144 2248:536:4,3 29x153 2065:9:4,2,16 29x1024 "
+        "1024:542:8,8 29x1536 14336:468:4,24 29x2048 1024:440:8,8 12288:468:4,24 29x5120 768:467:4,20 29x6144 "
+        "13824:265:2,64 29x11008 2048:154:4,22 29x12288 3072:154:4,24 29x16384 1536:153:2,64 30x13824 3072:154:4,27 "
+        "6144:154:4,27 30x14336 768:154:4,28 31x3 1104:11:1,1,8 31x15 4379:11:1,1,183 31x31 16:11:1,1 64:11:1,1 "
+        "100:11:1,1 256:11:1,1 1000:11:1,1,8 1024:11:1,1,8 2048:11:1,1,16 4096:9:1,1,64 5000:9:1,1,70 8192:9:1,1,32 "
+        "16384:9:1,1,128 32768:9:1,1,128 31x96 8672:543:8,6 31x643 569:11:8,3,4 31x1536 8192:468:4,24 31x2048 "
+        "1024:440:8,8 31x2560 14336:155:4,25 31x5120 16384:155:4,30 31x7168 8192:467:4,28 31x11008 13824:327:2,66 "
+        "31x14336 6144:154:4,28 31x16384 11008:153:2,64 32x7 2464:11:1,1,16 32x16 1240:589:2,1 1288:589:2,1 "
+        "1592:589:2,1 32x64 1360:536:4,1 32x96 5248:357:4,4 32x104 2208:542:8,1 32x129 4288:11:4,2,34 32x184 "
+        "2720:593:4,12 3128:593:4,12 8376:235:4,18 32x271 1704:11:8,2,24 32x408 4936:235:4,21 32x616 2384:542:8,5 "
+        "32x795 2440:9:8,4,21 32x1056 3096:357:4,18 32x1224 504:542:8,10 32x1287 1112:11:8,6,8 32x1296 "
+        "1288:542:8,11 32x1312 4656:468:4,18 32x1344 9040:464:2,66 32x1352 736:542:8,11 32x1400 3008:357:4,22 "
+        "32x1419 7888:9:8,6,11 32x1432 768:542:8,12 32x1672 6016:468:4,28 32x2360 5920:468:4,30 32x3400 "
+        "3072:468:4,28 32x4136 8968:155:4,27 32x5120 3072:467:4,20 32x6144 11008:155:4,24 32x6456 6976:467:4,26 "
+        "32x8192 5120:463:2,64 32x12288 5120:154:4,24 32x14336 5120:154:4,28 12288:154:4,28 33x8 736:536:4,2 "
+        "3872:537:4,6 33x33 16:11:4,1 64:11:4,1 100:11:4,1 256:11:4,1 1000:11:4,1,8 1024:11:4,1,8 2048:9:4,1,32 "
+        "4096:9:4,1,32 5000:9:4,1,33 8192:9:4,1,32 16384:11:4,1,64 32768:9:4,1,64 33x871 877:11:16,4,4 33x2048 "
+        "1536:438:4,24 11008:477:4,24 33x2560 16384:477:4,30 33x4096 1024:449:2,64 4096:475:2,64 8192:159:4,24 "
+        "16384:157:2,64 32768:157:2,64 33x12288 2048:158:4,24 33x16384 4096:156:2,64 34x1536 6144:477:4,24 34x3072 "
+        "3072:477:4,24 34x5120 768:476:4,20 5120:476:4,20 35x1 3721:42:31,1,35 35x56 3384:537:4,4 35x1536 "
+        "16384:477:4,24 35x5120 11008:159:4,30 35x7168 4096:476:4,28 35x12288 5120:158:4,24 35x14336 1024:158:4,28 "
+        "36x1536 6144:477:4,24 36x2560 7168:477:4,30 36x5120 8192:159:4,30 36x6144 6144:476:4,24 36x8192 "
+        "1024:474:2,64 1536:474:2,64 36x11008 768:158:4,22 1536:158:4,22 36x12288 1024:158:4,24 2048:158:4,24 "
+        "13824:266:2,64 36x14336 7168:158:4,28 37x1 4760:42:31,1,37 37x8 1408:536:4,2 37x9 515:11:2,1,8 37x15 "
+        "1461:11:2,1,8 37x19 1387:11:2,1,8 37x517 535:9:16,3 37x1432 3816:457:8,12 37x5120 16384:159:4,30 37x7168 "
+        "8192:476:4,28 37x8192 3072:474:2,64 37x11008 14336:328:2,66 37x13824 16384:360:4,27 37x14336 "
+        "12288:158:4,28 38x5120 2560:476:4,20 38x8192 6144:474:2,64 38x11008 13824:328:2,66 38x12288 4096:158:4,24 "
+        "38x14336 14336:330:4,28 39x5 1403:11:2,1,8 3369:11:2,1,16 39x768 8192:477:4,18 39x1267 1862:5:8,3,12 "
+        "39x1293 490:9:16,6 39x1536 6144:477:4,24 39x2048 11008:477:4,24 39x4096 6144:475:2,64 39x11008 "
+        "1024:158:4,22 40x8 5432:537:4,8 40x16 640:589:2,1 1864:589:2,1 40x80 2040:592:4,3 40x152 7816:535:2,54 "
+        "40x296 1200:542:8,6 40x640 1840:542:8,10 40x856 10240:477:4,28 40x1112 1512:546:8,15 40x1224 1024:546:8,15 "
+        "40x1400 1352:234:4,22 40x1656 9064:475:2,65 40x1665 3120:5:8,4,19 40x1928 640:438:4,24 40x2184 "
+        "9648:477:4,27 40x2584 4488:475:2,63 40x3064 5008:477:4,24 40x5440 1250:28:8,6,3 40x6504 10600:159:4,26 "
+        "40x8192 1760:474:2,64 11328:157:2,64 40x13824 6144:158:4,27 41x1 1298:42:31,1,41 41x8 1736:536:4,2 41x136 "
+        "2208:536:4,6 41x1024 2560:546:8,12 13824:486:4,24 41x2560 1536:456:8,10 41x4096 6144:483:2,64 41x6144 "
+        "1536:485:4,24 41x12288 2048:163:4,24 4096:163:4,24 42x6144 4096:485:4,24 42x8192 12288:162:2,64 42x11008 "
+        "768:163:4,22 42x12288 768:163:4,24 42x14336 11008:163:4,28 43x112 528:542:8,2 43x3072 768:456:8,12 43x4096 "
+        "8192:164:4,24 43x5120 14336:164:4,30 43x7168 6144:485:4,28 16384:164:4,28 43x8192 6144:482:2,64 44x2048 "
+        "1536:438:4,24 44x3072 11008:486:4,24 45x23 3500:9:2,1,49 45x301 5381:9:16,2,26 46x1536 1536:234:4,24 "
+        "46x2048 16384:483:2,64 46x3072 1024:456:8,12 11008:486:4,24 46x4096 14336:162:2,64 46x8192 12288:162:2,64 "
+        "46x11008 1024:163:4,22 46x16384 1024:161:2,64 14336:161:2,64 47x107 1888:9:8,1,16 47x120 4424:543:8,6 "
+        "47x209 2525:11:16,1,17 47x768 6144:457:8,12 47x1024 5120:457:8,12 47x1536 16384:486:4,24 47x5120 "
+        "4096:485:4,20 47x8192 7168:482:2,64 48x5 1464:11:2,1,8 48x8 688:583:1,1 968:583:1,1 48x27 1416:11:2,1,8 "
+        "48x31 504:11:2,1,8 48x32 2072:592:4,1 48x48 2056:592:4,2 12000:235:4,9 48x168 4704:593:4,18 48x176 "
+        "600:536:4,6 48x200 7520:437:8,10 48x416 3996:39:16,2,16 48x672 1136:542:8,12 48x768 3072:437:8,12 "
+        "6144:439:4,27 12288:486:4,24 48x1136 1312:234:4,18 48x1920 1736:436:8,15 48x2344 10560:486:4,30 48x2408 "
+        "2968:486:4,20 48x2864 680:456:8,12 48x3048 5232:486:4,24 48x5880 3440:485:4,23 48x5904 1792:485:4,24 "
+        "48x6144 5120:485:4,24 48x7168 1024:485:4,28 48x8192 2336:482:2,64 3000:482:2,64 9480:162:2,64 48x16384 "
+        "4096:161:2,64 49x3 472:11:2,1 49x187 468:11:16,1,4 49x1024 8192:493:4,24 49x1536 11008:493:4,24 49x6144 "
+        "5120:492:4,24 50x768 1024:592:4,24 50x1024 768:534:2,64 50x2048 2048:299:4,22 8192:493:4,24 50x2560 "
+        "13824:493:4,30 50x5120 5120:492:4,20 51x7 5573:11:2,1,117 51x129 4353:11:8,2,26 51x159 3073:11:8,2,17 "
+        "51x288 824:542:8,6 51x405 908:9:16,2,5 51x3072 11008:493:4,24 51x14336 16384:331:4,28 52x2048 "
+        "11008:493:4,24 52x2560 4096:493:4,30 52x4096 768:373:4,26 53x21 5743:9:2,1,32 53x48 888:536:4,2 53x400 "
+        "2728:537:4,28 53x768 2048:592:4,24 7168:357:4,24 53x1024 5120:357:4,24 13824:493:4,24 53x1504 688:234:4,24 "
+        "53x2560 768:299:4,27 8192:493:4,30 55x112 1496:542:8,2 55x13824 12288:331:4,28 56x3 1488:11:2,1,8 56x7 "
+        "1360:11:2,1,8 56x8 1712:583:1,1 56x16 4184:537:4,6 56x23 832:11:2,1,7 56x48 3760:537:4,4 56x72 "
+        "3552:543:8,4 56x151 5152:11:8,2,26 56x336 8688:230:2,66 56x568 736:542:8,10 10672:470:8,15 56x624 "
+        "736:542:8,10 56x960 848:536:4,30 56x1416 6824:493:4,24 56x1424 1432:436:8,12 56x1528 1208:436:8,12 56x1592 "
+        "4288:470:8,14 56x1784 7256:493:4,28 56x1904 4552:493:4,24 56x2488 4456:493:4,30 56x2560 2560:469:8,10 "
+        "56x3072 4096:493:4,24 56x5120 1024:392:4,23 1536:392:4,23 56x6096 2056:492:4,24 56x8192 1224:566:4,29 "
+        "2360:566:4,29 56x11008 3072:609:4,29 57x1 551:51:15,1 57x641 1637:11:16,3,15 57x768 768:592:4,24 57x13824 "
+        "5120:171:4,27 58x3072 3072:356:4,24 58x11008 3072:609:4,29 59x3 975:11:2,1,8 59x5 3779:11:2,1,119 59x9 "
+        "3146:11:2,1,16 59x101 2367:9:8,1,16 59x5120 7168:610:4,28 61x3 1455:11:2,1,8 61x96 5136:543:8,8 61x768 "
+        "16384:357:4,24 61x1536 6144:357:4,24 61x7168 6144:504:4,28 61x12288 1536:61:4,28 62x5120 13824:172:4,30 "
+        "63x1 6273:42:31,1,63 63x1024 5120:357:4,24 63x2047 14000:5:8,4,16 63x2560 3072:356:4,20 63x5120 "
+        "13824:172:4,30 63x6144 2560:504:4,24 7168:504:4,24 64x1 256:592:4,2 4096:533:1,3 16384:533:1,12 "
+        "32768:533:1,25 64x3 7376:11:2,1,132 64x8 2760:584:1,2 64x16 4984:225:1,3 9384:225:1,7 64x24 1192:592:4,1 "
+        "1704:592:4,1 64x25 672:11:2,1,8 64x37 5016:9:4,1,33 64x57 2136:11:4,1,23 64x64 16:536:4,2 64:536:4,2 "
+        "100:40:4,1 256:536:4,2 1000:536:4,2 1024:536:4,2 1280:536:4,2 1300:39:4,1,19 1344:536:4,2 1408:536:4,2 "
+        "1536:536:4,2 2048:536:4,2 2560:536:4,2 2600:460:2,2 2624:460:2,2 3000:460:2,2 3840:460:2,2 3904:460:2,3 "
+        "4096:460:2,3 5000:460:2,3 5120:460:2,3 5184:460:2,4 6000:460:2,4 6400:460:2,4 6464:460:2,5 7680:460:2,5 "
+        "8192:460:2,6 10240:460:2,7 10304:460:2,8 12000:460:2,9 12288:460:2,9 15360:460:2,11 15424:460:2,12 "
+        "16384:460:2,12 20000:460:2,15 20480:460:2,15 24576:460:2,19 25364:39:4,1,65 28672:460:2,22 32000:460:2,24 "
+        "32768:460:2,25 64x757 3128:5:8,2,31 64x760 2344:542:8,12 64x953 2384:9:16,4,8 64x1160 2616:300:4,26 "
+        "64x1344 2688:470:8,12 64x1536 7168:505:4,24 64x1712 5728:382:4,27 64x2512 1784:469:8,10 64x2864 "
+        "1456:469:8,12 64x3072 6144:505:4,24 64x3744 9800:62:4,27 64x6600 2048:566:4,23 64x6752 7342:30:8,4,4 "
+        "64x8192 1024:566:4,29 4096:575:4,26 8192:575:4,26 16384:211:4,30 32768:333:2,64 64x12288 1024:61:4,28 "
+        "64x16384 2560:210:4,29 65x56 824:536:4,3 65x65 16:11:12,1 64:11:12,1 100:11:12,1 256:11:12,1 "
+        "1000:9:12,1,14 1024:9:12,1,8 2048:9:12,1,11 4096:11:12,1,22 5000:11:12,1,29 8192:11:12,1,26 "
+        "16384:3:1,1,128 32768:3:1,1,128 65x2048 16384:511:2,64 65x5120 11008:177:4,30 65x12288 5120:176:4,24 "
+        "66x3072 4096:515:4,24 8192:515:4,24 67x2560 4096:515:4,30 67x7168 14336:177:4,28 67x8192 1024:510:2,64 "
+        "68x2048 5120:515:4,24 8192:515:4,24 68x5120 2560:514:4,20 68x8192 12288:175:2,64 69x5 6868:9:3,1,43 69x835 "
+        "1869:11:24,4,8 69x1240 2504:440:8,15 69x2560 1024:454:4,30 69x14336 2560:176:4,28 71x1 628:51:18,1 71x3 "
+        "1671:11:3,1,15 71x120 896:542:8,3 71x1536 2560:453:8,12 71x5120 1536:514:4,20 71x11008 5120:176:4,22 "
+        "14336:334:2,66 72x3 1568:11:3,1,8 7448:11:3,1,85 72x8 10440:537:4,24 72x16 920:590:4,1 72x24 1512:594:8,1 "
+        "72x80 3712:543:8,6 72x99 5584:11:12,1,22 72x329 952:11:24,2,8 72x416 3432:433:4,28 72x512 10352:479:8,12 "
+        "72x808 9104:515:4,28 72x984 1984:440:8,12 3528:455:4,24 72x1376 520:453:8,11 72x2368 792:454:4,30 72x3144 "
+        "1944:478:8,13 72x3568 6376:515:4,28 72x6144 3072:514:4,24 72x8192 5400:510:2,64 73x121 1935:11:12,1,22 "
+        "73x704 2792:439:4,30 73x768 12288:479:8,12 73x1536 5120:479:8,12 73x2560 12288:524:4,30 73x3072 "
+        "1024:478:8,12 73x6144 16384:277:2,64 73x7168 12288:523:4,28 73x16384 2048:182:2,64 13824:182:2,64 74x1024 "
+        "12288:472:2,64 74x1536 1024:438:4,30 74x5120 2048:523:4,20 75x81 4813:11:12,1,29 75x995 6998:3:8,1,33 "
+        "75x3072 14336:185:4,30 75x6144 1024:523:4,24 16384:277:2,64 76x2048 16384:521:2,64 76x3072 1024:478:8,12 "
+        "76x12288 12288:277:2,64 77x9 6993:9:3,1,44 77x96 1024:542:8,3 77x201 3354:11:24,1,17 77x256 5848:441:8,12 "
+        "77x4096 16384:183:2,64 77x7168 768:523:4,28 77x16384 6144:182:2,64 78x16384 14336:182:2,64 79x7 "
+        "1215:11:3,1,8 79x9 552:11:3,1,8 79x15 705:11:3,1,8 79x4096 8192:521:2,64 79x13824 14336:184:4,27 80x16 "
+        "2936:433:4,4 80x136 560:536:4,9 80x339 1936:9:24,2,16 80x808 12419:3:8,1,37 80x1624 6584:524:4,28 80x2080 "
+        "3176:467:4,27 80x2536 6320:524:4,30 80x2984 560:478:8,12 80x4424 3424:523:4,18 80x8192 4984:520:2,64 "
+        "80x11008 16384:335:2,66 81x32 3784:537:4,6 81x6144 1024:529:4,24 1536:529:4,24 83x11 4020:9:3,1,32 83x168 "
+        "1032:536:4,9 83x191 463:11:24,1,4 83x14336 6144:189:4,28 84x3072 4096:487:8,12 84x4096 11008:528:2,64 "
+        "84x14336 2048:189:4,28 85x1 4730:51:22,1 85x1019 892:9:24,4 85x3072 4096:487:8,12 5120:487:8,12 85x16384 "
+        "12288:188:2,64 86x768 7168:488:8,12 86x1024 3072:468:4,24 86x2048 12288:528:2,64 86x8192 1536:527:2,64 "
+        "87x41 2637:9:6,1,22 87x3072 16384:190:4,30 87x11008 12288:336:2,66 88x8 1760:536:4,3 88x24 624:594:8,1 "
+        "88x72 6400:595:8,12 88x79 784:9:12,1,11 88x136 736:536:4,9 88x584 4120:466:8,15 88x1261 2408:3:8,2,26 "
+        "88x6312 4327:3:8,7,5 88x6704 7288:529:4,27 89x147 877:9:12,2,8 89x768 2048:236:8,12 89x1024 8192:488:8,12 "
+        "90x1024 5120:488:8,12 90x3072 2048:487:8,12 90x7168 5120:550:4,28 90x11008 12288:342:2,66 91x1 "
+        "1090:51:23,1 91x56 2944:537:4,6 91x2048 7168:480:2,64 92x2560 7168:551:4,30 92x6144 14336:268:2,64 "
+        "92x12288 13824:284:2,64 93x23 5611:9:3,1,44 93x79 1774:9:12,1,14 93x1640 1160:453:8,13 93x2048 "
+        "768:467:4,24 94x1024 11008:488:8,12 95x97 7000:11:12,1,22 95x760 5864:488:8,12 95x6144 13824:268:2,64 "
+        "96x16 608:590:4,1 5832:227:2,4 96x64 4744:462:4,3 96x96 20000:466:8,15 96x136 1152:594:8,5 96x553 "
+        "744:11:24,3,4 96x768 768:436:8,12 96x881 4720:3:8,1,37 96x1677 2672:3:8,2,18 96x1744 7640:551:4,28 96x8192 "
+        "1536:160:2,64 3432:549:2,64 97x109 2051:11:16,1,16 97x12288 4096:269:2,64 97x14336 1024:67:4,28 98x5120 "
+        "7168:68:4,30 98x8192 8192:396:2,64 98x13824 768:67:4,27 99x8192 1024:396:2,64 100x100 16:40:16,1 "
+        "64:40:16,1 100:40:16,1 256:39:16,1 1000:40:16,1,8 1024:40:16,1,8 2048:40:16,1,16 4096:32:4,1,32 "
+        "5000:32:4,1,33 8192:32:4,1,32 16384:27:2,1,64 32768:27:2,1,64 100x1000 1024:301:8,11 4096:495:8,12 "
+        "8192:495:8,12 16384:400:4,28 32768:397:2,64 100x4096 2560:489:2,64 101x184 4976:595:8,12 101x1301 "
+        "6533:3:8,2,24 101x4096 11008:397:2,64 102x2048 3072:490:2,64 103x24 3200:537:4,8 103x249 4059:9:32,1,16 "
+        "103x257 929:9:32,2,3 103x3072 2560:494:8,12 104x3 8856:9:4,1,33 104x8 6120:586:2,4 104x19 968:11:4,1,8 "
+        "104x48 800:594:8,2 5968:537:4,16 104x159 4424:11:16,2,17 104x336 20297:3:4,1,88 104x5120 1024:399:4,20 "
+        "104x8192 2288:396:2,64 105x3 937:11:4,1,8 1452:11:4,1,8 105x16 1104:536:4,4 105x13824 14336:72:4,27 "
+        "108x6144 13824:270:2,64 108x14336 4096:72:4,28 109x1024 1024:301:8,11 2560:301:8,11 109x2048 7168:490:2,64 "
+        "109x3072 11008:270:2,64 109x7168 6144:403:4,28 110x768 7168:495:8,12 110x11008 11008:271:8,15 111x144 "
+        "2408:536:4,12 111x3072 6144:494:8,12 111x6144 1536:403:4,24 112x8 2160:536:4,4 112x48 664:594:8,2 112x448 "
+        "25737:3:4,1,66 112x504 7480:394:8,15 112x1368 4800:567:8,15 112x8192 3656:402:2,64 112x13824 5120:72:4,27 "
+        "112x16384 4096:71:2,64 16384:71:2,64 115x7 5528:9:4,1,32 115x45 513:9:8,1,8 115x11008 7168:600:4,29 "
+        "116x6144 12288:604:2,64 117x23 1505:9:4,1,21 117x6144 2560:604:2,64 118x3072 8192:605:2,64 118x12288 "
+        "2560:598:2,64 119x139 778:9:16,2,6 119x4096 8192:408:2,64 119x11008 12288:600:4,29 120x16 3728:537:4,8 "
+        "120x57 8536:11:8,1,33 120x423 8024:3:4,1,63 120x1391 1552:3:8,2,22 120x8192 7424:166:2,64 120x14336 "
+        "8192:76:4,28 121x3 415:11:4,1 121x1536 13824:605:2,64 121x3072 11008:605:2,64 121x8192 4096:166:2,64 "
+        "123x1051 4093:3:8,2,29 123x7168 11008:413:4,28 123x14336 1536:57:2,64 124x768 6144:359:8,12 124x8192 "
+        "2560:166:2,64 124x11008 6144:600:4,29 124x12288 5120:598:2,64 125x9 2805:9:4,1,32 125x72 3760:595:8,6 "
+        "125x8192 5120:166:2,64 127x255 9000:3:2,1,63 128x16 10408:227:2,8 128x128 16:542:8,4 64:542:8,4 "
+        "100:40:16,1 256:542:8,4 1000:542:8,4 1024:542:8,4 1280:542:8,4 1300:39:16,1,8 1344:542:8,4 1408:542:8,4 "
+        "2048:542:8,4 2560:542:8,4 2600:466:8,2 2624:466:8,2 3840:466:8,2 3904:466:8,3 4096:466:8,3 5000:466:8,3 "
+        "5120:466:8,3 5184:466:8,4 6000:466:8,4 6400:466:8,4 6464:466:8,5 7680:466:8,5 8192:466:8,6 10240:466:8,7 "
+        "10304:466:8,8 12000:466:8,9 12288:466:8,9 15360:466:8,11 15424:466:8,12 16142:27:2,1,66 16384:466:8,12 "
+        "20480:466:8,12 24576:466:8,12 28672:466:8,12 32000:466:8,12 32768:466:8,14 128x136 1328:594:8,5 128x256 "
+        "1024:542:8,8 4096:466:8,6 8192:466:8,12 16384:466:8,12 32768:507:8,14 128x512 1024:534:2,64 4096:466:8,12 "
+        "8192:466:8,12 16384:507:8,12 32768:500:2,64 128x1024 1024:301:8,11 4096:507:8,12 8192:507:8,12 "
+        "16384:500:2,64 32768:167:2,64 128x4096 1024:499:2,64 4096:499:2,64 8192:167:2,64 16384:167:2,64 "
+        "32768:82:2,64 129x129 16:11:20,2 64:11:20,2 100:11:20,2 256:11:20,2 1000:11:20,2,8 1024:11:20,2,8 "
+        "2048:11:20,2,8 4096:9:20,2,16 5000:9:20,2,21 8192:3:4,1,64 16384:3:4,1,64 32768:3:4,1,64 129x6144 "
+        "13824:273:2,64 129x16384 4096:87:2,64 130x1536 6144:516:8,12 132x8192 7168:415:2,64 132x12288 "
+        "11008:272:2,64 132x16384 5120:87:2,64 133x12288 12288:272:2,64 135x12288 4096:272:2,64 136x8 10864:588:4,8 "
+        "136x16 2456:591:8,1 136x31 1000:9:5,1,14 136x65 2112:11:20,1,17 136x80 2608:543:8,10 136x232 5992:457:8,12 "
+        "136x1208 1904:469:8,15 136x1405 584:9:40,6 136x1536 16384:417:4,30 136x4096 5120:510:2,64 137x11 "
+        "2675:9:5,1,24 137x5120 4096:163:4,30 137x11008 8192:274:8,15 141x768 1536:299:4,24 141x1024 1536:456:8,12 "
+        "142x1024 2048:456:8,12 143x61 827:9:10,1,13 143x507 2538:9:40,2,6 143x768 3072:453:8,12 143x921 "
+        "916:11:40,4,4 143x13824 768:93:4,27 144x15 2072:9:5,1,24 144x352 712:542:8,15 144x457 1800:5:24,1,21 "
+        "144x1056 7560:486:4,30 144x1384 4224:483:2,66 144x8192 1280:174:2,64 1616:174:2,64 145x2560 2048:492:4,30 "
+        "145x6144 11008:276:2,64 146x11008 13824:319:2,66 147x5 2613:11:5,1,16 147x5120 1024:267:8,14 147x7168 "
+        "11008:426:4,28 148x3072 3072:525:8,12 148x11008 12288:319:2,66 149x1144 904:469:8,15 149x1536 "
+        "8192:526:8,12 149x4096 2560:520:2,64 149x16384 13824:95:2,64 151x11008 768:278:8,15 152x7 6352:9:5,1,26 "
+        "152x16 3248:537:4,10 152x371 7960:3:8,1,44 152x2048 2048:471:2,64 153x768 2048:299:4,24 153x7168 "
+        "3072:186:8,14 156x41 263:11:10,1 157x8192 2560:179:2,64 157x12288 1024:275:2,64 158x5120 2560:165:4,30 "
+        "158x7168 1024:186:8,14 159x155 3284:9:20,2,16 160x8 9272:588:4,7 160x16 4464:229:4,3 160x48 7328:235:4,15 "
+        "160x65 3568:11:20,1,17 160x160 6000:462:4,24 160x6000 1536:186:8,12 160x8192 3368:179:2,64 3720:179:2,64 "
+        "161x1024 7168:493:4,24 163x464 2728:357:4,24 163x4096 2048:527:2,64 163x12288 8192:279:2,64 164x4096 "
+        "13824:428:2,64 164x14336 13824:104:4,28 165x11 838:11:6,1,8 166x12288 12288:279:2,64 167x768 2560:299:4,24 "
+        "167x1197 2194:3:16,2,13 168x3 5688:9:6,1,22 168x27 3904:9:6,1,21 168x896 1504:453:8,14 168x2048 "
+        "11008:428:2,64 12288:428:2,64 169x2048 7168:528:2,64 169x7168 16384:191:8,14 170x1536 7168:531:8,12 171x19 "
+        "418:11:6,1 171x6144 14336:280:2,64 173x4096 12288:187:2,64 173x12288 8192:279:2,64 175x768 1536:299:4,24 "
+        "175x3072 768:530:8,12 175x13824 2560:111:4,27 176x16 8768:433:4,18 176x32 2016:592:4,3 176x80 1224:592:4,9 "
+        "176x5120 768:171:4,30 176x8192 3064:197:2,64 8568:197:2,64 177x1253 661:9:48,5 177x7168 16384:116:4,28 "
+        "179x1536 5120:484:8,12 179x6144 2048:209:2,66 181x8 6168:462:4,8 182x16384 11008:113:2,64 183x3 "
+        "2710:11:6,1,16 183x8 3040:462:4,4 183x159 1889:9:24,2,16 183x8192 13824:197:2,64 184x768 16384:553:8,15 "
+        "184x912 920:356:4,24 184x1160 9088:391:2,66 184x2024 968:504:4,24 185x3 2642:11:6,1,16 185x2560 "
+        "4096:504:4,30 186x7168 3072:224:2,66 188x7168 2560:224:2,66 189x77 880:9:24,1,7 190x8192 4096:197:2,64 "
+        "190x11008 11008:286:8,15 191x16384 3072:340:2,64 192x25 2008:11:6,1,16 192x56 1096:536:4,6 192x104 "
+        "5888:235:4,24 192x192 16384:460:2,63 192x1520 7128:610:4,24 192x2048 1024:504:4,24 193x369 5088:3:8,1,43 "
+        "193x5120 16384:123:4,30 195x7168 4096:69:8,14 197x1024 1536:478:8,12 197x5120 2560:176:4,30 197x13824 "
+        "6144:122:4,27 12288:122:4,27 198x14336 13824:122:4,28 199x13824 2560:122:4,27 200x32 2688:537:4,14 200x48 "
+        "552:594:8,4 200x51 4424:11:14,1,18 200x152 592:594:8,10 200x200 28672:370:4,30 200x280 12614:26:4,1,44 "
+        "200x520 11663:3:8,2,26 200x536 25569:3:8,2,26 200x768 18370:26:8,1,22 200x840 13824:398:4,28 201x147 "
+        "478:9:28,2,3 201x5120 11008:176:4,30 202x4096 2560:396:2,64 203x768 7168:515:4,27 203x8192 11008:64:2,64 "
+        "205x17 6641:9:7,1,37 205x704 696:456:8,15 205x2048 6144:397:2,64 207x267 1415:11:56,2,8 207x551 "
+        "5059:3:8,2,26 207x11008 3072:242:8,15 208x3 2336:11:7,1,16 208x5 8664:9:7,1,37 208x7 7352:9:7,1,37 208x8 "
+        "1944:536:4,7 208x21 1680:11:7,1,15 208x248 21724:26:2,1,56 208x464 27030:26:4,1,33 208x616 15302:26:4,2,26 "
+        "208x632 8742:26:4,2,26 208x640 19430:26:4,2,26 208x736 9205:3:16,1,22 208x8192 4096:445:2,64 7168:445:2,64 "
+        "210x2560 14336:177:4,30 210x7168 6144:73:8,14 210x13824 7168:129:4,27 211x7168 4096:73:8,14 211x16384 "
+        "1024:128:2,64 213x664 1096:456:8,15 215x3 2220:11:7,1,16 215x27 1134:9:7,1,18 215x72 3056:595:8,12 "
+        "215x2560 14336:177:4,30 16384:177:4,30 215x7168 1024:73:8,14 216x16 10160:433:4,28 216x45 5016:11:14,1,18 "
+        "216x64 11224:433:4,28 216x280 22474:26:4,1,44 216x336 8672:513:8,15 216x360 17897:3:8,1,44 216x400 "
+        "12766:26:4,1,33 216x408 18287:3:8,1,33 216x440 13036:26:4,1,33 216x552 18132:26:4,2,26 216x728 "
+        "11774:26:8,1,22 216x896 17303:3:16,1,18 216x1152 7464:515:4,30 217x29 403:11:7,1,6 217x327 2011:3:8,1,16 "
+        "217x1264 7912:406:8,15 217x11008 6144:244:8,15 221x768 16384:406:8,15 221x12288 3072:243:2,64 222x4096 "
+        "7168:402:2,64 224x88 6584:302:8,10 224x408 13205:3:8,1,33 224x424 1216:432:4,28 224x496 12123:3:8,1,33 "
+        "224x720 19471:3:16,1,22 224x760 11322:26:8,1,22 224x1536 12288:185:4,27 224x5120 5120:184:4,30 226x3072 "
+        "2560:604:2,64 232x16 576:591:8,1 232x248 22756:26:2,1,65 232x296 8862:26:4,1,43 232x512 10536:524:4,24 "
+        "232x888 22003:3:16,1,18 233x12288 768:245:2,64 236x8192 5120:74:2,64 237x31 941:9:8,1,15 237x587 "
+        "1079:3:8,2,13 237x6144 1024:598:2,64 237x16384 13824:306:2,64 239x1408 1920:485:4,30 240x11 6464:9:8,1,26 "
+        "240x24 9000:595:8,14 240x224 12632:488:8,15 240x232 11018:26:2,1,66 240x256 13285:3:4,1,64 240x656 "
+        "24930:26:8,1,22 240x8192 1368:74:2,64 240x14336 11008:136:4,28 243x293 521:9:64,2 245x2560 16384:571:2,64 "
+        "245x7168 5120:57:2,64 245x13824 1536:139:4,27 246x6144 5120:598:2,64 247x103 1065:11:32,1,12 247x344 "
+        "7112:351:2,66 248x288 10715:3:8,1,44 248x456 19145:3:8,1,33 248x552 9821:3:8,2,26 248x768 1024:465:8,12 "
+        "249x191 6425:3:4,1,62 251x96 1512:542:8,8 251x1281 719:9:64,6 252x2048 13824:599:2,66 253x24 3312:595:8,4 "
+        "253x16384 7168:308:2,64 255x5120 14336:570:2,64 256x128 1024:542:8,8 4096:466:8,6 8192:466:8,12 "
+        "16384:466:8,12 32768:503:8,14 256x256 16:534:2,64 64:534:2,64 100:39:64,1 256:534:2,64 1000:453:8,6 "
+        "1024:534:2,64 1280:534:2,64 1300:27:8,1,15 1344:534:2,64 1408:534:2,64 2048:453:8,6 2560:453:8,6 "
+        "2600:466:8,8 2624:466:8,8 3840:466:8,8 3904:466:8,12 4096:466:8,12 5000:466:8,12 5120:466:8,12 "
+        "5184:466:8,12 6000:466:8,12 6400:466:8,12 6464:466:8,12 7680:466:8,12 8192:466:8,12 10240:507:8,12 "
+        "10304:507:8,12 12288:507:8,12 15360:507:8,12 15424:507:8,12 16384:507:8,12 20000:500:2,64 20480:500:2,64 "
+        "24576:500:2,64 25428:26:2,1,65 32000:500:2,64 32768:500:2,64 256x384 8192:503:8,12 16384:503:8,12 "
+        "32768:605:2,64 256x536 9506:26:4,2,26 20997:3:8,2,26 256x2048 1024:499:2,64 4096:499:2,64 8192:167:2,64 "
+        "16384:82:2,64 32768:82:2,64 256x7168 2560:57:2,64 256x12288 24000:245:2,64 257x15 3674:9:9,1,29 258x5120 "
+        "12288:189:4,30 264x59 865:9:18,1,7 264x127 2176:5:10,1,17 264x208 21084:29:3,1,44 264x256 11326:29:3,1,43 "
+        "264x296 18728:528:2,63 264x344 2080:436:8,15 264x784 8306:29:12,1,11 265x1 1559:51:67,1 266x8192 "
+        "12288:85:2,64 267x16384 1024:311:2,64 6144:311:2,64 268x2560 8192:550:4,30 269x27 882:9:9,1,14 269x35 "
+        "4515:9:18,1,14 269x520 8736:513:8,15 269x13824 8192:313:8,14 270x1536 7168:492:4,30 270x8192 6144:85:2,64 "
+        "270x13824 3072:313:8,14 271x687 4101:3:24,1,14 271x768 14336:419:8,15 271x8192 14336:85:2,64 271x13824 "
+        "12288:313:8,14 272x32 11232:433:4,30 272x64 2152:594:8,6 272x344 13850:24:12,1,29 272x688 20976:420:2,66 "
+        "272x928 10472:422:2,64 272x1104 1784:393:8,15 272x1888 1312:512:8,15 272x16384 768:314:2,64 273x8192 "
+        "3072:91:2,64 275x13824 5120:316:8,14 276x12288 5120:249:2,64 278x4096 2048:421:2,64 278x13824 "
+        "5120:316:8,14 279x24 2616:595:8,6 280x8 10272:588:4,16 280x11 7184:9:9,1,29 280x208 536:436:8,10 280x264 "
+        "8366:29:6,1,22 280x280 8879:3:12,1,29 280x520 22920:420:2,63 281x5 461:11:9,1 282x7168 2048:94:8,14 283x29 "
+        "3373:9:9,1,29 283x32 8144:433:4,25 283x8192 2048:91:2,64 286x6144 13824:250:2,64 287x99 1824:5:10,1,26 "
+        "287x581 3360:3:12,2,17 287x11008 7168:341:2,66 288x1 3704:545:4,4 288x256 13610:29:3,1,44 288x280 "
+        "29299:3:12,1,29 288x664 12288:548:1,132 288x672 16821:3:24,1,29 288x920 9213:3:24,1,11 288x1024 "
+        "13824:201:4,30 288x6144 4096:285:4,24 289x1024 4096:521:2,64 289x2560 14336:99:8,15 291x1 1742:51:73,1 "
+        "291x16384 16384:317:2,64 294x4096 768:424:2,64 295x1120 256:393:8,15 295x2560 1536:399:4,30 296x64 "
+        "8248:433:4,25 296x272 28049:3:12,1,29 296x472 25972:29:6,1,22 296x571 3944:3:12,2,17 296x1224 "
+        "2689:3:24,2,8 297x768 2048:374:8,15 297x1024 768:393:8,15 297x11008 1536:303:2,66 297x13824 5120:320:8,14 "
+        "298x4096 16384:96:2,64 299x3 1288:11:10,1,8 301x185 1836:5:20,1,21 301x7168 2560:98:8,14 302x1536 "
+        "2560:525:8,12 304x165 5000:3:6,1,42 304x448 21001:3:12,1,22 304x608 16733:3:12,2,17 304x792 "
+        "26495:3:24,1,25 304x880 20689:3:24,1,25 304x1216 3344:506:8,15 304x1536 2048:525:8,12 304x1640 "
+        "5928:581:8,15 304x2072 9008:276:2,66 304x4096 5120:179:2,64 304x8192 8848:101:2,64 305x255 3494:3:6,1,44 "
+        "306x6144 14336:252:2,64 307x41 3270:11:20,1,13 308x11008 5120:303:2,66 310x1024 2048:393:8,15 311x77 "
+        "5349:3:3,1,42 311x12288 2560:251:2,64 312x39 544:9:20,1,6 312x56 848:594:8,6 312x120 608:542:8,10 312x216 "
+        "28757:3:6,1,44 312x256 9980:29:3,1,44 312x272 23830:24:12,1,29 312x376 19453:3:12,1,29 312x392 "
+        "11945:3:12,1,22 312x664 21674:29:12,1,14 312x712 8129:3:24,1,14 312x800 24863:3:24,1,25 314x2048 "
+        "12288:180:2,64 316x16384 5120:321:2,64 317x3 3233:9:10,1,26 317x13824 7168:323:8,14 320x200 "
+        "20338:29:3,1,44 320x264 23834:29:6,1,22 320x288 29112:603:1,120 320x320 3000:462:4,30 320x560 "
+        "9783:3:12,2,17 320x640 16384:181:4,30 320x8192 4704:101:2,64 321x2560 2560:403:4,30 324x6144 8192:279:2,64 "
+        "324x12288 4096:256:2,64 325x821 685:9:88,4 327x12288 768:256:2,64 328x440 23177:3:12,1,22 328x712 "
+        "6712:404:4,27 329x1760 1352:530:8,14 331x1416 6552:430:8,12 331x16384 11008:103:2,66 334x768 "
+        "14336:404:4,27 335x6144 3072:279:2,64 335x12288 1024:256:2,64 336x8 512:536:4,11 336x37 1072:11:22,1,12 "
+        "336x40 640:594:8,6 336x136 1472:594:8,15 336x424 26346:29:6,1,22 336x464 17052:29:6,1,22 336x496 "
+        "22597:3:12,1,22 336x552 10119:3:12,2,17 336x584 26796:29:12,1,14 339x5120 8192:76:4,30 340x2560 "
+        "768:409:4,30 343x8 7504:462:4,15 343x37 2139:11:22,1,12 344x96 3656:437:8,12 344x264 19799:3:12,1,29 "
+        "344x464 1376:465:8,12 344x528 16343:3:12,2,17 345x12288 1024:256:2,64 347x375 3600:3:12,1,29 348x7168 "
+        "6144:112:8,14 348x16384 11008:110:2,66 349x29 1799:11:11,1,15 349x3072 1024:176:4,30 350x5120 3072:76:4,30 "
+        "351x141 5378:3:6,1,22 352x1 584:592:4,11 352x8 584:536:4,11 352x24 4680:595:8,9 352x216 25559:3:6,1,44 "
+        "352x320 9794:26:8,1,22 352x392 22965:3:12,1,22 352x728 12640:54:2,63 352x13824 12288:348:2,66 353x1024 "
+        "11008:177:4,30 353x1119 1108:3:24,2,9 354x16384 768:113:2,66 355x80 696:594:8,9 355x2048 768:549:2,64 "
+        "359x4096 12288:442:2,64 359x12288 6144:258:2,64 360x47 2472:11:24,1,11 360x512 22657:3:12,1,22 360x2352 "
+        "3224:409:4,30 360x6144 2048:206:2,66 361x48 4152:433:4,18 362x1024 13824:443:2,64 363x45 4410:5:6,1,43 "
+        "366x13824 13824:348:2,66 366x16384 2048:113:2,66 367x13824 6144:348:2,66 368x16 2272:591:8,2 368x232 "
+        "9054:29:3,1,44 368x248 17266:29:3,1,44 368x312 19555:3:12,1,29 368x592 10992:167:2,60 368x3072 "
+        "1536:208:2,66 370x5120 5120:83:4,30 374x2560 16384:84:4,30 374x3072 768:208:2,66 375x1456 1208:581:8,15 "
+        "375x11008 1024:310:2,66 376x8 1888:536:4,12 376x128 5864:466:8,12 376x464 13639:3:12,1,22 376x472 "
+        "28430:29:6,1,22 376x536 9625:3:12,2,17 376x928 12344:599:2,60 377x5120 12288:83:4,30 377x7168 "
+        "7168:222:2,66 377x11008 11008:310:2,66 378x2560 768:413:4,30 381x1024 2048:506:8,12 381x7168 2048:222:2,66 "
+        "382x2560 13824:84:4,30 382x5120 1536:83:4,30 382x11008 4096:310:2,66 7168:310:2,66 384x63 5624:5:6,1,44 "
+        "384x128 1024:542:8,12 4096:466:8,9 8192:466:8,12 16384:501:4,24 32768:500:2,66 384x312 22058:24:12,1,29 "
+        "384x336 9069:3:12,1,29 384x384 16:453:8,12 64:453:8,12 100:41:96,2 256:453:8,12 1000:453:8,12 "
+        "1024:453:8,12 2048:453:8,12 4096:501:4,27 5000:501:4,27 8192:501:4,27 16384:611:8,15 32768:167:2,63 "
+        "384x512 8192:507:8,12 16384:173:8,15 32768:444:2,64 384x904 10866:29:12,1,11 384x13824 4096:348:2,66 "
+        "386x5120 1024:88:4,30 389x5 990:11:13,1,8 389x14336 8192:121:2,66 390x12288 14336:261:2,64 391x147 "
+        "3792:3:8,1,32 392x8 1016:536:4,13 392x31 3488:9:13,1,20 392x208 11612:29:4,1,33 392x488 20283:3:16,1,16 "
+        "392x848 19533:3:32,1,9 392x1024 1024:492:4,28 392x8192 2768:121:2,64 394x2048 7168:396:2,64 394x6144 "
+        "16384:240:2,64 395x64 6048:433:4,28 397x40 896:536:4,13 398x7168 16384:124:8,14 399x56 2664:593:4,28 "
+        "400x288 18840:603:1,126 400x496 14143:3:16,1,16 400x728 17771:3:32,1,11 400x768 13380:26:16,1,11 400x880 "
+        "21544:90:1,126 403x14336 1024:125:2,66 405x4096 3072:64:2,64 405x13824 1024:127:8,15 406x4096 1024:64:2,64 "
+        "406x13824 16384:127:8,15 407x7 1674:11:13,1,15 408x24 7432:588:4,30 408x152 560:236:8,12 408x216 "
+        "18673:3:8,1,33 408x720 12329:3:32,1,11 408x944 9665:3:32,1,8 408x2488 4920:416:4,30 409x14336 "
+        "2048:125:2,66 411x3072 13824:241:2,64 413x3 1124:11:13,1,8 413x11008 1024:315:2,66 415x768 13824:66:8,15 "
+        "416x656 24007:4:16,1,11 418x768 13824:170:2,63 419x17 3871:9:14,1,18 419x24 520:536:4,14 420x6144 "
+        "768:243:2,64 421x179 3519:3:8,1,32 423x520 1696:371:8,14 423x12288 12288:243:2,66 424x200 21186:29:4,1,33 "
+        "424x248 11325:3:8,1,33 424x440 10855:3:16,1,16 424x480 9111:3:16,1,16 426x16384 14336:128:2,66 427x19 "
+        "814:11:14,1,8 430x7168 16384:130:8,14 431x16384 1536:128:2,66 432x3 2344:11:14,1,16 432x232 11085:3:8,1,33 "
+        "432x264 29171:3:16,1,22 432x328 20277:3:16,1,22 432x456 14071:3:16,1,16 432x536 1308:27:28,2,3 432x864 "
+        "4544:502:8,14 432x888 14954:26:16,1,9 432x1024 5120:504:4,28 435x119 3766:3:4,1,32 435x5120 8192:97:4,30 "
+        "437x48 2408:536:4,14 437x137 1065:11:56,2,12 439x1536 8192:529:4,30 440x5 3464:9:14,1,18 440x24 "
+        "2992:595:8,8 440x48 9960:355:8,14 440x208 29130:29:4,1,33 440x424 14947:3:16,1,16 440x672 10999:3:32,1,11 "
+        "440x680 13711:3:32,1,11 440x16384 16384:131:2,66 441x61 2990:5:7,1,34 444x4096 8192:70:2,64 447x4096 "
+        "2560:70:2,64 447x16384 12288:131:2,66 448x288 9109:3:16,1,22 448x832 27281:3:32,1,9 448x1728 2520:607:2,63 "
+        "448x16384 2560:101:2,66 450x3072 4096:200:4,30 450x7168 12288:134:8,14 451x11008 2048:318:2,66 452x12288 "
+        "12288:341:2,66 455x5120 2560:97:4,30 455x6144 16384:343:4,30 456x16 2072:591:8,2 456x536 10768:425:2,60 "
+        "456x552 16606:26:8,2,13 456x672 26351:4:16,1,11 456x840 28673:3:32,1,9 456x2048 7168:407:2,64 457x11008 "
+        "5120:322:2,66 460x1024 8192:408:2,64 463x101 2800:3:4,1,27 463x2560 5120:186:8,15 464x104 1368:591:8,14 "
+        "464x128 4608:466:8,12 464x424 25079:3:16,1,33 464x448 3013:3:16,1,16 464x800 25401:3:32,1,9 464x1536 "
+        "13824:201:4,30 464x1645 8888:3:32,2,5 465x13824 2048:137:8,15 467x232 1432:301:8,12 467x401 3679:3:16,1,16 "
+        "468x2048 6144:407:2,64 469x11008 2048:322:2,66 470x8192 768:135:2,64 471x4096 14336:74:2,64 471x16384 "
+        "8192:253:2,66 472x280 15222:26:8,1,22 472x504 18027:3:16,1,16 472x624 15720:180:2,60 472x768 "
+        "22201:3:32,1,11 472x5120 3072:102:4,30 472x8192 6168:253:2,66 476x5120 14336:102:4,30 477x1536 "
+        "16384:201:4,30 478x1024 6144:525:8,12 480x15 864:11:15,1,8 480x320 10086:26:8,1,22 480x584 19276:26:8,2,13 "
+        "480x12288 6144:245:2,66 481x3 3446:11:16,1,16 488x8 2072:536:4,16 488x31 1680:11:16,1,15 488x249 "
+        "4944:3:8,1,33 488x280 14620:26:8,1,22 488x288 8113:3:16,1,22 489x192 7472:498:4,24 492x11008 8192:103:2,66 "
+        "493x12288 768:245:2,66 495x14336 12288:138:2,66 496x240 23141:3:8,1,33 496x280 22365:3:16,1,22 496x416 "
+        "27467:3:16,1,16 496x584 14158:26:8,2,13 496x624 18377:3:16,2,13 496x8192 3616:308:2,64 497x8192 "
+        "5120:144:2,64 499x7168 5120:146:8,14 500x500 12000:26:8,1,16 501x187 1307:5:32,1,15 504x1 536:592:4,16 "
+        "6200:545:4,8 10456:545:4,16 22384:545:4,24 504x24 3456:595:8,8 504x240 10489:3:8,1,33 504x696 "
+        "18081:3:32,1,11 504x808 9119:3:32,1,9 507x167 6113:3:8,1,32 509x1536 1024:604:2,64 509x3072 13824:598:2,64 "
+        "511x35 469:9:32,1,4 511x257 2000:3:16,1,21 512x1 616:592:4,16 512x8 9984:588:4,14 512x128 1024:534:2,64 "
+        "4096:466:8,12 8192:466:8,12 16384:503:8,12 32768:500:2,64 512x200 11752:365:8,15 512x432 21423:3:16,1,16 "
+        "512x440 10272:580:4,30 512x512 16:484:8,12 64:459:2,64 100:41:128,2 256:484:8,12 1000:484:8,12 "
+        "1024:484:8,12 2048:484:8,12 4096:500:2,64 5000:500:2,64 6000:500:2,64 8192:500:2,64 12000:167:2,64 "
+        "12865:3:16,1,16 16384:167:2,64 28672:167:2,64 32768:82:2,64 512x640 8192:168:4,30 16384:571:2,64 "
+        "32768:571:2,64 512x792 9328:555:2,66 512x1024 8192:167:2,64 16384:82:2,64 32768:82:2,64 513x801 "
+        "528:9:136,4 515x14336 12288:257:2,66 516x1024 11008:68:4,30 517x7 5918:9:17,1,15 517x9 813:9:17,1,7 "
+        "517x159 4039:3:10,1,26 517x6144 1024:304:4,30 520x3 2312:9:17,1,15 520x8 832:536:4,17 520x216 "
+        "12007:3:10,1,26 26537:3:10,1,26 526x2048 16384:86:2,64 526x12288 11008:249:2,66 528x1 3080:545:4,6 528x248 "
+        "24597:3:10,1,26 528x320 24816:401:1,125 528x328 1701:3:20,1,17 528x581 1072:3:20,2,10 528x712 "
+        "9291:3:40,1,17 528x3072 14336:72:4,30 529x112 528:589:2,63 529x1184 5968:552:8,15 529x6144 13824:249:2,64 "
+        "529x8192 2560:147:2,64 531x7168 768:149:8,14 533x7168 1536:149:8,14 535x13 918:9:17,1,7 536x240 "
+        "12263:3:10,1,26 536x384 12277:3:20,1,17 16482:26:12,1,14 536x808 12669:3:40,1,15 536x944 9215:3:40,1,13 "
+        "537x1259 3311:3:40,2,5 540x14336 6144:147:2,66 541x561 568:9:136,3 541x991 575:10:136,4 542x6144 "
+        "3072:249:2,64 543x433 3381:3:20,1,13 544x1 2080:592:4,17 544x408 28842:29:10,1,13 544x832 26440:198:2,63 "
+        "547x41 1200:11:36,1,7 547x360 1160:374:8,15 552x1 736:592:4,18 552x264 11760:578:2,60 552x328 "
+        "11729:3:20,1,17 552x400 8640:574:4,30 552x447 8040:3:20,1,13 552x8192 2136:259:2,66 554x4096 7168:91:2,64 "
+        "555x13 1413:11:18,1,12 560x1 512:592:4,18 560x56 920:594:8,10 560x472 20027:3:20,1,13 565x232 "
+        "3360:301:8,15 565x5120 6144:119:4,30 566x11008 2560:117:2,66 567x16384 768:259:2,66 568x1 664:592:4,18 "
+        "568x48 1280:594:8,10 568x64 4304:451:4,18 568x528 24326:29:20,1,17 569x37 6979:5:9,1,29 570x1024 "
+        "1024:508:2,64 570x8192 5120:259:2,66 572x7168 4096:151:8,14 573x6144 14336:249:2,64 576x16 1568:591:8,3 "
+        "576x784 26429:3:40,1,15 578x3072 11008:76:4,30 584x1 2480:592:4,19 15368:545:4,30 584x200 17348:29:5,1,26 "
+        "584x320 13490:26:12,1,14 584x440 18778:29:10,1,13 584x512 544:487:8,14 584x2560 2560:69:8,15 592x1 "
+        "1992:592:4,19 17344:545:4,30 592x71 3344:3:5,1,25 592x400 16118:29:10,1,13 592x464 10144:606:4,30 592x768 "
+        "14336:601:4,30 592x2352 3288:598:2,65 592x8192 1024:152:2,64 594x13824 16384:361:2,66 595x77 3600:3:5,1,25 "
+        "595x344 1800:374:8,15 596x12288 5120:251:2,66 599x1592 4432:407:2,65 600x1 912:592:4,19 600x576 "
+        "29911:3:20,2,21 600x992 17072:96:2,64 600x1440 1024:409:4,30 601x14336 1536:317:2,66 603x11008 "
+        "6144:125:2,66 605x55 1099:11:38,1,6 605x12288 12288:251:2,66 607x14336 8192:317:2,66 608x1 3984:545:4,9 "
+        "21744:545:4,30 608x368 11968:611:8,15 608x504 17199:3:20,1,13 608x520 1192:393:8,15 608x14336 "
+        "6144:247:2,66 613x131 4528:3:10,1,26 615x5120 3072:126:4,30 616x40 1328:594:8,10 616x237 552:9:160,1 "
+        "616x728 12393:4:20,1,8 616x800 10219:3:40,1,15 617x7 443:11:20,1 617x9 5074:9:20,1,13 620x3072 "
+        "13824:275:2,64 620x6144 1024:251:2,64 622x12288 12288:251:2,66 624x1 1088:592:4,20 2784:545:4,6 "
+        "3120:545:4,6 624x216 2407:3:10,1,26 624x472 12734:29:10,1,13 625x1377 2094:4:40,1,4 625x2048 3072:570:2,65 "
+        "625x6144 5120:251:2,64 625x16384 1024:321:2,66 626x768 3072:506:8,15 626x12288 13824:251:2,66 632x1 "
+        "792:592:4,20 2680:545:4,6 632x9 696:9:20,1,6 632x167 2432:3:10,1,19 632x296 9425:3:20,1,17 632x864 "
+        "12801:3:40,1,15 633x6144 4096:251:2,64 633x13824 7168:237:1,132 638x13824 3072:237:1,132 640x1 "
+        "640:592:4,20 5504:545:4,12 640x8 2080:536:4,20 640x440 12745:3:20,1,13 640x640 1024:506:8,15 4096:506:8,15 "
+        "8192:506:8,15 16384:181:4,30 32768:78:1,125 642x11008 7168:128:2,66 644x2560 13824:73:8,15 646x1536 "
+        "2048:169:2,66 647x3 449:11:21,1 647x595 6668:3:24,2,8 648x8 824:536:4,21 648x240 14457:3:12,1,22 648x392 "
+        "25919:4:12,1,11 648x592 11056:429:8,15 648x688 18666:26:24,1,7 651x33 920:11:42,1,9 651x248 1656:358:8,12 "
+        "652x14336 768:341:2,66 655x921 5449:3:48,1,11 656x1 7016:545:4,15 656x32 896:594:8,6 656x720 "
+        "17974:26:24,1,7 659x59 2826:5:11,1,24 659x13824 1024:364:2,66 660x7168 8192:103:2,66 660x13824 "
+        "768:364:2,66 661x768 5120:499:2,66 12288:199:2,63 661x2048 3072:427:2,64 662x768 13824:199:2,63 664x8 "
+        "856:536:4,21 664x32 4496:451:4,21 664x64 2200:536:4,21 664x216 9813:3:12,1,22 664x608 10004:26:12,2,8 "
+        "665x1080 592:405:8,15 667x603 1853:3:24,2,8 668x3072 2048:88:4,30 669x177 1104:3:12,1,11 672x1 "
+        "2336:592:4,21 5384:545:4,12 6016:545:4,12 672x80 520:591:8,15 672x88 576:436:8,11 672x640 25602:26:12,2,8 "
+        "673x469 641:9:176,2 673x3072 6144:88:4,30 673x11008 5120:132:2,66 679x995 1076:3:48,1,5 679x3072 "
+        "3072:88:4,30 680x16 1456:591:8,3 680x200 21089:3:12,1,22 680x208 28900:29:6,1,22 680x488 2507:3:24,1,11 "
+        "680x576 24407:3:24,2,26 681x1536 13824:169:2,66 682x2560 14336:77:8,15 682x16384 6144:132:2,66 685x8192 "
+        "4096:110:2,66 688x8 4552:588:4,9 688x16 10600:229:4,24 688x72 9304:372:8,12 688x256 25068:26:6,1,22 "
+        "688x264 14213:3:24,1,14 688x296 22770:26:12,1,14 688x520 8638:26:12,2,8 688x835 584:11:176,4 688x5120 "
+        "768:136:4,30 691x6144 4096:256:2,64 693x5 3086:9:22,1,12 693x768 16384:170:2,66 695x5120 5120:133:4,30 "
+        "696x336 16389:3:24,1,14 696x576 29973:3:24,2,17 702x12288 12288:256:2,66 704x3 1168:11:22,1,12 706x768 "
+        "3072:525:8,15 707x45 445:9:46,1 707x1536 11008:178:8,15 712x1 528:592:4,23 1216:592:4,23 5008:545:4,9 "
+        "13336:545:4,24 712x40 1592:594:8,12 11200:370:4,24 712x336 12521:3:24,1,14 712x728 400:525:8,15 713x768 "
+        "14336:423:4,30 714x768 4096:525:8,15 714x5120 1024:136:4,30 715x2048 12288:114:2,64 720x312 1201:3:24,1,14 "
+        "720x520 17125:3:24,2,17 720x656 22040:597:2,63 720x968 27541:3:48,1,11 720x8192 1496:117:2,66 721x735 "
+        "448:11:184,3 722x5120 6144:139:4,30 723x12288 12288:258:2,66 725x2048 11008:442:2,64 726x6144 "
+        "13824:258:2,64 727x1536 2560:208:2,66 728x1 2440:592:4,23 728x224 8178:29:6,1,22 728x288 16179:3:24,1,29 "
+        "728x296 8240:395:4,30 728x304 10002:26:12,1,14 16135:3:24,1,29 728x440 18542:26:12,1,11 728x736 "
+        "7544:65:2,63 729x656 2760:496:2,66 731x1149 1305:4:24,2,4 733x8 6232:588:4,12 735x8192 5120:113:2,66 736x1 "
+        "1216:592:4,23 736x288 29300:26:12,1,14 736x664 27094:26:24,1,7 737x1024 768:549:2,64 737x1536 "
+        "1024:208:2,66 738x14336 5120:221:2,66 740x1024 13824:198:2,64 744x1 992:592:4,24 6848:545:4,15 744x11 "
+        "584:9:24,1,5 744x16 920:591:8,3 744x64 5000:451:4,24 744x448 14693:3:24,1,11 744x552 14296:569:2,63 "
+        "744x736 992:608:8,12 744x824 16231:3:48,1,6 744x8192 7208:117:2,66 745x8192 7168:117:2,66 746x768 "
+        "4096:552:8,12 752x1 4440:545:4,9 752x96 1904:236:8,12 752x208 16542:29:6,1,22 752x920 13063:3:48,1,11 "
+        "752x8192 1256:117:2,66 756x1024 7168:549:2,64 760x200 14603:3:12,1,22 760x232 25701:4:6,1,22 760x672 "
+        "15141:3:48,1,7 760x792 10058:26:24,1,6 760x808 1040:376:8,15 760x968 26428:26:24,1,11 765x8 3304:462:4,12 "
+        "768x1 6720:545:4,15 768x16 3032:229:4,6 768x376 8199:3:24,1,14 768x768 1024:561:2,66 4096:608:8,12 "
+        "8192:608:8,12 16384:56:2,63 32768:56:2,63 768x1024 20000:118:2,64 770x1024 3072:403:4,28 776x1 "
+        "672:592:4,25 776x8 1504:536:4,25 776x24 5992:231:4,28 776x712 600:564:2,65 778x13824 13824:305:2,66 "
+        "782x5120 2560:148:4,30 783x16384 768:121:2,66 784x1 864:592:4,25 1520:592:4,25 784x32 1112:594:8,7 784x448 "
+        "3472:506:8,14 787x13824 14336:253:2,66 788x11008 7168:147:2,66 791x3 6561:9:25,1,10 791x13824 "
+        "2560:253:2,66 792x1 5496:545:4,16 792x56 728:594:8,14 792x280 11559:3:28,1,25 792x736 14553:3:56,1,6 "
+        "792x8192 11152:121:2,66 799x1024 3072:418:8,12 800x1 8816:545:4,24 800x88 672:236:8,14 800x248 "
+        "9917:3:14,1,18 800x321 3750:3:28,1,12 800x808 1072:517:2,65 801x5120 5120:148:4,30 807x2560 11008:89:8,15 "
+        "808x504 10063:3:28,1,9 808x920 8536:607:2,65 809x2048 16384:64:2,64 810x2560 11008:89:8,15 811x1536 "
+        "16384:262:2,64 813x1081 5085:3:56,2,8 815x16384 12288:147:2,66 816x16 1896:591:8,4 816x208 22498:29:7,1,18 "
+        "816x480 17544:571:2,63 816x2376 544:89:8,15 820x7168 768:125:2,66 821x1024 3072:396:2,64 823x264 "
+        "6384:578:2,63 823x16384 3072:125:2,66 824x1 20728:533:1,130 824x224 18276:29:7,1,18 826x6144 2560:261:2,64 "
+        "827x14336 6144:307:2,66 832x25 1464:11:26,1,15 832x440 13140:29:14,1,9 832x8192 2584:310:2,66 836x14336 "
+        "4096:307:2,66 837x1024 2048:409:4,28 840x1 2264:592:4,27 20552:539:2,63 840x8 984:536:4,27 840x56 "
+        "2064:594:8,14 840x664 18049:4:28,1,6 842x2048 2560:446:2,64 842x3072 11008:243:2,64 842x8192 768:128:2,66 "
+        "845x877 441:10:216,4 848x72 1800:301:8,7 848x352 11362:26:16,1,11 848x584 18850:26:16,2,13 848x680 "
+        "10930:29:28,1,6 856x1 4352:545:4,12 10392:545:4,28 856x88 544:236:8,14 856x440 11483:3:28,1,9 856x2560 "
+        "6144:94:8,15 858x6144 3072:384:2,66 862x12288 13824:128:2,66 872x8 848:536:4,28 872x240 13993:3:14,1,18 "
+        "872x256 17987:4:7,1,18 872x648 11509:3:56,1,6 872x688 10150:29:28,1,6 872x864 19579:3:56,1,16 872x1193 "
+        "2536:3:56,2,7 876x8192 6144:131:2,66 878x5120 12288:320:8,15 879x64 912:594:8,14 880x200 11104:55:4,28 "
+        "880x512 7712:183:2,66 881x16 568:536:4,28 882x8192 7168:131:2,66 887x12288 11008:131:2,66 888x1 "
+        "3464:545:4,8 888x280 18683:3:28,1,25 888x336 23762:26:16,1,11 888x640 27638:26:16,2,13 896x1 "
+        "14392:545:4,28 896x21 2944:9:28,1,8 896x477 1999:3:28,1,9 896x896 32768:100:2,63 896x1736 4808:53:2,63 "
+        "900x1024 12288:448:2,64 904x1 1616:592:4,29 7680:545:4,20 9936:545:4,24 904x8 2376:587:4,4 904x48 "
+        "6528:473:4,24 904x224 14675:3:16,1,16 904x488 11660:26:16,1,8 904x576 848:522:8,15 904x1712 1152:272:2,63 "
+        "904x13824 5120:312:2,66 905x4096 1024:132:2,64 906x6144 12288:113:2,66 911x4096 11008:132:2,64 912x61 "
+        "4432:5:15,1,17 914x11008 6144:321:2,66 915x3072 8192:115:4,30 920x2152 4952:87:2,63 921x3 888:11:29,1,8 "
+        "922x16384 13824:132:2,66 928x1 6752:545:4,20 928x8 856:587:4,4 1072:587:4,4 928x1048 8960:204:4,30 "
+        "934x2048 768:74:2,64 936x1 1488:592:4,30 936x24 6216:233:8,12 936x40 1864:592:4,30 936x424 20544:560:2,60 "
+        "936x8192 2152:251:2,66 937x12288 8192:251:2,66 944x1 10368:545:4,24 944x5 1080:11:30,1,8 944x16 "
+        "952:591:8,4 944x232 13746:29:8,1,16 944x472 11310:26:16,1,8 944x808 24427:3:64,1,14 944x1744 11544:57:2,64 "
+        "944x1784 1736:75:8,14 944x8192 3408:251:2,66 944x16384 1024:321:2,66 951x167 2206:3:16,1,8 952x1 "
+        "768:592:4,30 952x680 2672:517:2,66 953x16384 3072:321:2,66 955x6144 14336:117:2,66 960x440 18221:4:16,1,8 "
+        "960x568 15731:3:32,2,13 961x11008 1536:305:2,66 964x1024 1536:411:2,64 968x1 8248:545:4,24 968x208 "
+        "11032:60:2,64 968x352 1584:502:8,12 968x384 12431:3:32,1,11 968x416 15840:58:2,64 968x424 11200:58:2,64 "
+        "969x37 6005:5:16,1,16 971x2560 14336:105:8,15 973x3072 14336:245:2,64 974x16384 2048:138:2,66 975x4096 "
+        "4096:138:2,64 976x1 15320:545:4,24 976x272 10177:3:32,1,11 978x11008 2560:305:2,66 984x1 872:589:2,62 "
+        "984x16 1256:591:8,4 990x1024 768:411:2,64 991x5120 5120:346:2,64 992x1 2920:545:4,8 992x992 10337:3:64,1,4 "
+        "995x1024 6144:166:2,64 998x2048 2048:79:2,64 1000x1 256:589:2,63 1544:589:2,63 4096:545:4,12 "
+        "16384:545:4,24 32768:539:2,64 1000x100 1024:39:128,1 4096:24:8,1,16 8192:26:4,1,32 16384:26:4,1,32 "
+        "32768:26:4,1,32 1000x1000 16:329:8,14 64:366:8,14 100:27:128,1 256:411:2,64 1000:558:8,14 1024:411:2,64 "
+        "2048:411:2,64 4096:166:2,64 5000:558:8,14 8192:166:2,64 16384:80:2,64 32768:145:2,64 1008x1 1520:589:2,63 "
+        "1008x8 3528:588:4,8 1014x4096 16384:144:2,64 1015x571 6768:3:32,2,13 1016x1 1824:589:2,64 4600:545:4,12 "
+        "1016x904 7520:214:8,12 1017x88 872:232:8,12 1021x101 2986:3:8,1,32 1023x1025 3500:3:64,2,7 1023x7168 "
+        "8192:144:2,66 1024x16 4824:229:4,12 1024x56 592:589:2,64 1024x88 672:232:8,12 1024x128 1024:453:8,11 "
+        "4096:503:8,12 8192:503:8,12 16384:500:2,64 32768:412:2,64 1024x768 28672:246:2,64 1024x1008 1536:166:2,64 "
+        "1024x1024 16:166:2,64 64:166:2,64 100:27:128,1 256:166:2,64 1000:166:2,64 1024:166:2,64 2048:166:2,64 "
+        "4096:166:2,64 5000:166:2,64 8192:166:2,64 8644:26:32,1,4 11235:3:64,1,4 12000:82:2,64 16384:82:2,64 "
+        "32768:309:2,64 1024x1280 8192:570:2,64 16384:570:2,64 32768:347:2,64 1024x2048 8192:81:2,64 16384:81:2,64 "
+        "32768:309:2,64 1024x8192 1024:308:2,66 4096:308:2,66 8192:308:2,66 16384:308:2,66 32768:308:2,66 1025x8 "
+        "1024:534:2,65 1027x16384 1536:256:2,66 1029x8 992:534:2,65 1029x136 7816:565:8,15 1031x419 3837:3:36,1,7 "
+        "1040x40 600:591:8,15 1040x559 8658:3:36,2,5 1045x16 1344:534:2,66 1048x1 18888:545:4,30 1048x152 "
+        "3128:390:4,30 1056x1 10752:545:4,30 1056x968 2048:208:2,63 1060x2048 13824:85:2,64 1062x1024 7168:415:2,64 "
+        "1064x1 7088:545:4,25 1064x11 3808:9:34,1,7 1065x245 4641:3:18,1,14 1072x1 1520:234:4,17 1072x56 "
+        "608:432:4,17 1072x192 816:461:4,27 1080x1 1984:234:4,17 1080x8 624:587:4,5 3808:588:4,10 1080x64 "
+        "1896:236:8,9 1087x7168 13824:101:2,66 1089x2048 1024:91:2,64 1089x11008 13824:113:2,66 1094x16384 "
+        "1024:131:2,66 1095x968 7824:577:2,66 1095x11008 1536:113:2,66 1097x15 659:11:35,1,8 1097x1536 4096:73:8,15 "
+        "1104x1 5296:545:4,20 1104x512 6757:3:36,1,7 1104x8192 9160:258:2,66 1104x14336 768:322:2,66 1108x2048 "
+        "2048:91:2,64 1109x3 1749:9:35,1,7 1112x16 8456:229:4,25 1112x80 1824:232:8,15 1112x136 11352:565:8,15 "
+        "1119x5 1465:11:35,1,11 1120x1 528:234:4,18 8104:545:4,25 1122x3072 13824:249:2,64 1128x1 2904:545:4,10 "
+        "1128x24 8168:295:4,25 1131x12288 2048:258:2,66 1134x7168 8192:310:2,66 1136x16 1688:591:8,5 1136x96 "
+        "5120:353:4,30 1136x976 4360:208:2,63 1136x6144 14336:249:2,66 1139x992 5448:421:2,64 1141x768 "
+        "12288:65:2,66 1144x1 3312:545:4,10 7584:545:4,25 1144x24 504:594:8,9 10568:295:4,25 1144x48 3528:229:4,30 "
+        "1144x2048 13824:92:2,64 1145x184 7872:509:4,24 1146x155 5639:3:18,1,14 1148x1536 4096:57:2,63 1154x12288 "
+        "768:317:2,66 1155x11008 7168:121:2,66 1160x8 5240:588:4,20 1162x2560 4096:124:8,15 1168x1 16720:196:4,30 "
+        "1176x56 10936:390:4,25 1177x989 4455:3:80,1,3 1184x40 1824:591:8,15 1184x48 1544:432:4,19 1195x861 "
+        "2096:4:40,1,3 1196x2048 2560:95:2,64 1198x16384 1536:317:2,66 7168:317:2,66 1200x160 1960:354:8,15 1203x3 "
+        "3148:11:38,1,16 1207x16384 2560:317:2,66 1216x1 1784:234:4,19 1216x85 5992:3:10,1,26 1221x4096 "
+        "12288:261:2,66 1224x64 2680:451:4,26 1225x40 1536:591:8,15 1232x24 1328:594:8,10 1232x120 920:297:8,15 "
+        "1235x16384 1536:261:2,66 1239x16384 12288:261:2,66 1240x1112 391:3:80,2 1243x13 3635:10:39,1,10 1247x2048 "
+        "6144:101:2,64 1248x1 2112:234:4,20 2184:234:4,20 4232:545:4,15 7736:545:4,25 16136:545:4,25 1255x984 "
+        "1480:568:2,65 1256x1 904:234:4,20 1264x1 3072:545:4,10 5296:545:4,20 20552:196:4,30 1264x8192 "
+        "5448:321:2,66 1265x14336 11008:315:2,66 1272x3 5456:10:40,1,13 1273x16384 11008:321:2,66 1280x1280 "
+        "8192:59:8,15 16384:59:8,15 32768:349:8,15 1281x2560 3072:130:8,15 1288x1 7384:545:4,30 1293x800 "
+        "5312:414:2,65 1296x88 2728:381:8,12 1296x976 736:223:2,66 1301x1169 466:3:88,2 1303x200 3144:369:4,30 "
+        "1304x13824 1024:259:2,66 1307x8192 2560:131:2,66 1308x13824 12288:259:2,66 1312x8 6416:588:4,30 1320x1288 "
+        "1272:559:2,63 1320x1720 2144:283:2,63 1320x1792 4816:95:2,63 1321x408 568:552:8,14 1331x16384 "
+        "16384:147:2,66 1334x13824 8192:259:2,66 1335x1497 2040:3:88,2,2 1336x1 776:234:4,21 1337x768 4096:166:2,66 "
+        "1341x59 1333:5:21,1,12 1343x16384 14336:147:2,66 1344x31 7496:9:42,1,6 1344x8192 5256:238:2,66 1352x24 "
+        "2152:594:8,11 1352x72 1272:301:8,11 1363x1024 4096:598:2,66 1364x3072 14336:310:2,66 1371x855 "
+        "1323:4:44,1,3 1376x16 2872:229:4,12 1377x768 8192:411:2,66 1380x3072 16384:310:2,66 1383x151 "
+        "4725:3:22,1,12 1383x192 8352:605:2,66 1384x40 816:589:2,66 1385x3072 7168:310:2,66 1385x6144 6144:310:2,66 "
+        "1391x11008 8192:132:2,66 1392x8 808:587:4,6 1398x13824 1536:263:2,66 1400x1 4192:545:4,18 1403x159 "
+        "1033:3:22,1,6 1408x1 2312:234:4,22 1408x151 3208:3:22,1,12 1412x13824 5120:263:2,66 1416x1 1320:234:4,23 "
+        "1416x8192 5648:253:2,66 1428x1536 8192:94:8,15 1429x3072 8192:312:2,66 1432x1360 1488:74:2,66 1433x37 "
+        "2851:5:23,1,11 1437x6144 1536:312:2,66 1442x768 2560:554:2,66 1445x16384 8192:138:2,66 1448x1 "
+        "2824:545:4,12 1448x8 1896:432:4,23 1456x1 4024:545:4,18 1463x11008 768:138:2,66 1473x1696 896:215:2,66 "
+        "1477x3 3825:10:47,1,11 1480x1 2440:234:4,24 8128:545:4,24 1480x14336 1536:128:2,66 1488x8 912:587:4,6 "
+        "1489x16384 7168:317:2,66 1496x40 608:432:4,24 1500x1500 1536:29:96,1,3 1504x24 1416:594:8,12 1512x1 "
+        "1056:234:4,24 1512x40 2848:298:8,12 1514x6144 1024:258:2,66 1517x7168 13824:131:2,66 1518x3072 "
+        "8192:258:2,64 1518x5120 11008:307:2,66 1519x8 936:432:4,24 1523x13824 768:346:2,66 1536x1 3064:545:4,12 "
+        "1536x1024 8192:596:2,66 1536x1536 1024:205:2,66 4096:205:2,66 8192:205:2,66 16384:205:2,66 32768:260:2,64 "
+        "1551x16384 768:321:2,66 1560x1 1224:234:4,25 1560x7168 1024:131:2,66 1561x6144 6144:315:2,66 1568x840 "
+        "10648:220:1,130 1569x8192 4096:257:2,66 1573x16384 12288:321:2,66 1576x1 2648:545:4,14 1579x16384 "
+        "2560:321:2,66 1584x1 4120:545:4,21 1584x879 4648:3:104,1,5 1592x1 17512:539:2,65 1600x1 21808:539:2,65 "
+        "1600x24 2176:594:8,13 1600x25 1192:11:50,1,7 1600x80 2016:301:8,13 1607x4096 1024:125:2,66 1613x11008 "
+        "8192:147:2,66 1616x1 2928:545:4,14 8416:539:2,65 1616x14336 7168:135:2,66 1624x1 512:234:4,26 "
+        "2600:545:4,14 1624x64 704:432:4,26 1630x8192 1536:147:2,66 1630x12288 14336:261:2,66 1632x64 544:432:4,26 "
+        "1642x1536 8192:95:2,66 1644x7168 7168:135:2,66 1645x768 16384:241:2,64 1645x2560 3072:310:2,65 1648x40 "
+        "4520:370:4,21 1648x272 1648:388:2,65 1650x2048 7168:125:2,64 1656x48 4280:379:4,21 1663x2048 "
+        "16384:125:2,64 1665x4096 8192:128:2,66 1667x1776 600:117:2,63 1668x5120 12288:312:2,66 1672x1 656:234:4,27 "
+        "1984:234:4,27 1678x13824 7168:259:2,66 1680x1 7160:545:4,28 1680x8 6336:588:4,28 1688x2296 4968:253:2,66 "
+        "1689x1536 11008:101:2,66 1689x5120 11008:312:2,66 1690x768 6144:179:2,66 1693x8 704:432:4,27 1696x64 "
+        "5144:498:4,28 1696x184 2072:383:8,14 1696x14336 3072:322:2,66 1699x3072 768:322:2,66 1703x1768 "
+        "6744:117:2,63 1704x1 16992:545:4,28 1709x5120 1536:312:2,66 1712x1 2056:234:4,27 1716x7168 768:138:2,66 "
+        "1717x4096 768:128:2,66 1720x752 4768:179:2,66 1721x5120 768:312:2,66 1727x2048 3072:128:2,64 1731x768 "
+        "8192:179:2,66 1736x1 2552:234:4,28 1736x9 3648:10:55,1,7 1744x1096 4264:275:2,66 1748x12288 3072:322:2,66 "
+        "1752x1 1584:234:4,28 1752x8192 9280:317:2,66 1760x48 1664:236:8,14 1764x2560 4096:312:2,65 1768x1 "
+        "2000:234:4,28 12280:196:4,28 14248:196:4,28 15376:196:4,28 1776x2432 5352:258:2,65 1792x9 5776:10:56,1,7 "
+        "1792x840 912:596:2,63 1808x8 2800:588:4,16 1815x8 1232:450:4,19 1816x2048 12288:132:2,64 1818x4096 "
+        "4096:132:2,66 1820x1024 768:447:2,64 1823x8 4416:588:4,24 1824x1 3872:545:4,24 1827x16384 2048:263:2,66 "
+        "1834x7168 2048:147:2,66 1835x7168 2048:147:2,66 1840x8192 1408:263:2,66 1843x768 2560:427:2,66 1843x2048 "
+        "3072:132:2,64 1852x4096 6144:132:2,66 1858x11008 3072:263:2,66 1870x1024 12288:83:4,30 1870x8192 "
+        "2560:263:2,66 1872x5 1512:11:59,1,6 1880x32 2200:594:8,15 1880x240 2232:573:4,24 1880x5120 1024:318:2,66 "
+        "1881x3072 13824:117:2,66 1885x4096 6144:135:2,66 1888x1 2968:545:4,16 1890x1536 11008:120:8,15 1904x200 "
+        "560:562:4,24 1912x8 6008:588:4,24 1913x1024 11008:74:2,64 1914x1536 7168:110:2,66 1916x3072 13824:110:2,66 "
+        "1921x3072 6144:110:2,66 1921x5120 1536:318:2,66 1922x14336 4096:150:2,66 1936x1 896:544:4,8 1936x64 "
+        "9200:519:4,28 1936x2456 2992:261:2,65 1937x2560 6144:318:2,65 1939x5120 1024:318:2,66 1945x64 "
+        "5096:473:4,26 1952x8192 6568:308:2,66 1962x1024 768:79:2,64 1963x1024 1024:79:2,64 1964x2560 1024:318:2,65 "
+        "1967x8 2744:588:4,16 1968x32 6992:353:4,24 1968x728 4552:598:2,64 1976x1 640:544:4,8 1981x768 "
+        "2560:598:2,64 1984x8 9176:588:4,24 1984x464 1192:63:2,64 1994x11008 7168:131:2,66 2000x72 808:294:4,24 "
+        "2003x13824 6144:150:2,66 2008x64 4912:473:4,26 2025x7168 13824:317:2,66 2026x12288 2560:261:2,66 2032x32 "
+        "1960:589:2,64 2034x12288 1536:261:2,66 2047x63 14000:3:16,1,16 2048x256 1024:499:2,64 4096:499:2,64 "
+        "8192:167:2,64 16384:82:2,64 32768:82:2,64 2048x1024 12000:81:2,64 2048x2048 16:308:2,64 64:308:2,64 "
+        "100:25:64,2 256:308:2,64 1000:308:2,64 1024:308:2,64 2048:308:2,64 4096:308:2,64 5000:308:2,64 "
+        "6000:308:2,64 8192:308:2,64 16384:308:2,64 32768:308:2,64 2048x8192 3000:308:2,66 2056x1 1344:544:4,9 "
+        "2061x5120 1536:322:2,66 2064x32 8568:353:4,27 2070x5120 1536:322:2,66 2072x1 1520:299:4,22 2080x1 "
+        "1848:299:4,22 21376:282:4,27 2082x12288 2048:256:2,66 2087x16384 5120:317:2,66 2095x16384 4096:317:2,66 "
+        "2101x2048 3072:256:2,66 2104x1024 5120:332:2,66 2108x4096 11008:256:2,66 2112x1 1400:299:4,22 2118x2048 "
+        "11008:147:2,64 2128x1 2944:545:4,18 2160x8 5536:588:4,27 2160x16 7488:229:4,27 2161x5120 2048:251:2,66 "
+        "2168x1 1088:544:4,9 5512:545:4,27 2174x11008 4096:138:2,66 2184x6144 768:121:2,66 2186x12288 "
+        "14336:251:2,66 2196x14336 768:321:2,66 2208x64 984:450:4,23 2233x14336 8192:321:2,66 2236x13824 "
+        "768:263:2,66 2240x8192 2304:259:2,66 2250x6144 2048:258:2,66 2261x16384 1024:258:2,66 2264x56 696:450:4,24 "
+        "2269x1536 2560:125:2,66 2272x512 1368:186:8,15 2280x1 5264:545:4,27 2285x2048 16384:258:2,66 2308x13824 "
+        "7168:312:2,66 2312x8 9776:588:4,30 2315x12288 3072:317:2,66 2320x1 576:544:4,10 2328x6144 16384:128:2,66 "
+        "2352x48 712:297:8,10 2354x13824 3072:128:2,66 2358x3072 1024:128:2,66 2360x72 720:294:4,30 2365x11008 "
+        "11008:322:2,66 2368x1 7760:545:4,30 2371x13824 6144:128:2,66 2371x16384 5120:317:2,66 2384x8192 "
+        "1536:253:2,66 2393x4096 2560:317:2,66 2401x8192 768:317:2,66 2406x8192 2048:317:2,66 2416x8 832:587:4,10 "
+        "2416x56 1120:450:4,26 2423x6144 1024:317:2,66 2424x1264 7776:117:2,65 2432x1 9488:196:4,25 2445x7168 "
+        "5120:147:2,66 2456x1 19680:196:4,25 2467x3072 16384:132:2,66 2470x14336 12288:261:2,66 2480x1 "
+        "13808:196:4,25 2484x1024 1024:101:2,64 2487x6144 768:261:2,66 2488x1 2672:545:4,20 2494x3072 4096:132:2,66 "
+        "2520x8192 3488:321:2,66 2528x1 3248:545:4,20 11648:196:4,25 2528x16 616:591:8,10 2528x12288 1024:321:2,66 "
+        "2533x6144 4096:321:2,66 2536x1 5008:545:4,30 2554x2048 6144:321:2,64 2557x11008 12288:150:2,66 2560x1 "
+        "840:544:4,10 2560x32 4072:353:4,30 2561x4096 12288:128:2,66 2566x11008 14336:150:2,66 2582x13824 "
+        "1536:318:2,66 2592x1 648:544:4,11 688:544:4,11 10760:539:2,63 2600x32 1352:232:8,11 2606x768 4096:74:2,66 "
+        "2621x11008 16384:317:2,66 2622x13824 11008:135:2,66 2637x16384 14336:257:2,66 2648x1 2216:544:4,11 "
+        "2649x16384 2048:317:2,66 2656x1 11792:282:4,28 12072:282:4,28 2657x2048 14336:103:2,66 2662x5120 "
+        "2048:258:2,66 2664x1 12744:282:4,28 2665x2048 1536:103:2,66 2672x40 1128:297:8,11 2688x1 13712:282:4,28 "
+        "2700x3072 768:138:2,66 2712x1 528:544:4,11 1896:544:4,11 2722x11008 12288:317:2,66 2736x1 4752:539:2,66 "
+        "2736x8 568:587:4,11 2743x12288 7168:144:2,66 2744x1 2840:545:4,22 2745x2048 3072:110:2,66 2752x1 "
+        "1056:544:4,11 22752:539:2,66 2754x12288 1536:144:2,66 2784x1 4416:545:4,22 2786x7168 5120:321:2,66 "
+        "2798x1536 4096:144:2,66 2800x1 11592:539:2,66 2810x12288 8192:144:2,66 2824x8 4464:588:4,24 2824x88 "
+        "2784:380:8,12 2832x1 912:544:4,12 2842x8192 16384:259:2,66 2848x56 7512:390:4,24 2850x6144 2048:311:2,66 "
+        "2861x12288 12288:261:2,66 2862x4096 2048:135:2,66 2864x1 12040:196:4,24 2880x48 1248:297:8,12 2883x14336 "
+        "8192:261:2,66 2904x1 13768:196:4,24 2911x12288 16384:261:2,66 2936x64 3392:354:8,12 2950x2560 "
+        "3072:132:2,66 2960x13824 2048:147:2,66 2968x1536 2048:311:2,66 2970x768 1024:85:2,66 2995x11008 "
+        "4096:315:2,66 2996x13824 8192:322:2,66 3000x1 3632:545:4,24 6000:545:4,24 3000x3000 6000:259:2,66 "
+        "3003x6144 2048:258:2,66 3008x1 3896:545:4,24 3008x24 1808:232:8,12 3009x6144 8192:258:2,66 3014x1536 "
+        "1536:258:2,64 3016x72 3720:563:4,24 3017x14336 2560:315:2,66 3024x1 11280:545:4,24 3032x1 848:544:4,12 "
+        "3036x4096 8192:144:2,66 3056x1 2016:544:4,12 3064x1536 3072:259:2,64 3065x2048 6144:117:2,66 3080x64 "
+        "2040:354:8,13 3080x6144 2560:314:2,66 3087x1536 11008:150:2,66 3087x7168 5120:131:2,66 3088x24 "
+        "1048:232:8,13 3088x1536 1536:314:2,66 3096x8192 11680:263:2,66 3097x16384 11008:263:2,66 3100x5120 "
+        "2560:135:2,66 3100x14336 14336:263:2,66 3112x1 1240:544:4,13 3113x6144 4096:150:2,66 3120x80 3368:574:4,26 "
+        "3134x13824 12288:150:2,66 3146x768 3072:91:2,66 3165x4096 2560:256:2,66 3184x1 2120:544:4,13 3192x56 "
+        "6104:390:4,26 3193x12288 2560:251:2,66 3200x80 832:371:8,13 3208x1 14800:282:4,30 3211x7168 1536:132:2,66 "
+        "3235x7168 1536:132:2,66 3238x13824 8192:317:2,66 3240x1 18104:282:4,30 3252x16384 2048:147:2,66 3253x5120 "
+        "5120:144:2,66 3256x24 680:232:8,13 3277x7168 14336:315:2,66 3280x1 5456:545:4,26 3280x1536 5120:263:2,64 "
+        "3315x8192 11008:135:2,66 3328x1 5024:545:4,26 3353x6144 3072:321:2,66 3424x16384 1024:259:2,66 3432x1 "
+        "768:544:4,14 3432x7168 16384:318:2,66 3468x7168 5120:138:2,66 3472x12288 6144:321:2,66 3477x4096 "
+        "768:317:2,66 3480x56 5912:390:4,28 3492x3072 8192:321:2,66 3493x16384 768:321:2,66 3496x8192 1144:317:2,66 "
+        "3497x1024 7168:131:2,64 3503x3072 1536:321:2,66 3504x80 5688:574:4,28 3536x32 7936:353:4,28 3538x1536 "
+        "1536:243:2,66 3548x1536 8192:243:2,66 3550x2048 7168:131:2,66 3552x1 592:544:4,14 1888:544:4,14 3588x12288 "
+        "768:135:2,66 3601x2560 13824:150:2,66 3616x1 6056:539:2,66:4 3624x1 4728:545:4,30 8928:282:4,25 3626x6144 "
+        "5120:312:2,66 3632x1 504:544:4,15 3646x14336 7168:259:2,66 3653x3072 2048:132:2,66 3664x48 6160:379:4,30 "
+        "3668x4096 2048:261:2,66 3671x12288 7168:261:2,66 3677x1536 11008:103:2,66 3697x768 2560:248:8,15 3704x1 "
+        "1256:544:4,15 3704x12288 1024:263:2,66 3728x1 2352:544:4,15 3737x11008 1536:261:2,66 3744x8 1912:587:4,15 "
+        "3758x2560 2048:317:2,66 3774x2048 8192:135:2,66 3792x8192 8136:321:2,66 3797x14336 768:147:2,66 3806x1536 "
+        "5120:117:2,66 3808x56 3280:390:4,30 3816x1 3672:545:4,30 3824x48 664:297:8,15 3835x13824 2048:258:2,66 "
+        "3856x8 1848:587:4,16 3884x2048 14336:307:2,66 3904x1 920:544:4,16 2216:544:4,16 3912x1 8832:196:4,24 "
+        "3927x2048 13824:307:2,66 3936x40 8864:368:2,62 3936x12288 2560:364:2,66 3946x768 1536:117:2,63 3962x8192 "
+        "11008:259:2,66 3969x4096 3072:144:2,66 3984x1 21200:281:2,66 3992x1 2304:544:4,16 4000x1 2056:544:4,16 "
+        "10120:196:4,24 4000x320 28672:347:2,64 4005x11008 1536:147:2,66 4006x4096 11008:144:2,66 4016x16 "
+        "1432:589:2,63 4019x6144 13824:261:2,66 4040x1 11888:196:4,24 4040x40 2312:296:2,64 4048x1 1144:544:4,16 "
+        "4076x5120 11008:321:2,66 4092x6144 768:318:2,66 4096x1 256:544:4,16 4096:196:4,24 5096:196:4,24 "
+        "16384:339:4,24 32768:194:2,64 4096x33 1024:9:256,1 4096:9:256,1,2 8192:9:256,1,2 16384:9:256,1,2 "
+        "32768:9:256,1,2 4096x128 1024:499:2,64 4096:499:2,64 8192:412:2,64 16384:412:2,64 32768:80:2,64 4096x4096 "
+        "16:308:2,66 64:308:2,66 100:25:128,4 256:308:2,66 1000:308:2,66 1024:308:2,66 2048:308:2,66 3000:308:2,66 "
+        "4096:308:2,66 5000:308:2,66 8192:308:2,66 16384:308:2,66 20000:308:2,66 32768:308:2,66 4096x8192 "
+        "3000:308:2,66 20000:308:2,66 4108x13824 1024:261:2,66 4150x7168 11008:317:2,66 4160x1 3432:539:2,66 "
+        "4160x56 4000:389:2,66 4184x1024 1536:310:2,66 4203x1536 8192:117:2,66 4224x1 552:544:4,17 4240x80 "
+        "1528:573:4,17 4250x13824 6144:317:2,66 4252x8192 768:317:2,66 4264x1 808:544:4,17 4288x14336 "
+        "13824:346:2,66 4297x14336 14336:150:2,66 4304x8192 4904:263:2,66 4320x1 3360:544:4,17 4325x11008 "
+        "13824:257:2,66 4330x1536 5120:121:2,66 4334x12288 14336:147:2,66 4336x56 5680:387:4,27 4360x8192 "
+        "1032:263:2,66 4384x1 800:544:4,18 3544:544:4,18 4414x768 11008:249:2,64 4424x1 18696:539:2,66:7 4428x5120 "
+        "4096:312:2,66 4456x1 7400:196:4,27 4469x12288 1536:317:2,66 4505x16384 5120:256:2,66 4513x13824 "
+        "8192:261:2,66 4528x56 6104:481:4,24 4530x5120 13824:258:2,66 4535x2048 8192:258:2,66 4536x1 1624:544:4,18 "
+        "4536x72 2808:562:4,18 4539x4096 2048:258:2,66 4544x13824 12288:346:2,66 4547x12288 6144:317:2,66 4560x1 "
+        "12920:282:4,24 4612x1024 14336:315:2,66 4619x1024 12288:315:2,66 4634x2560 1536:138:2,66 4656x1 "
+        "1392:544:4,19 4664x72 6528:556:4,30 4688x13824 1536:257:2,66 4692x4096 12288:315:2,66 4696x1 7136:282:4,28 "
+        "4703x768 2560:128:2,66 4736x1 776:544:4,19 4784x1 2096:544:4,19 4784x1536 5120:131:2,66 4788x7168 "
+        "4096:317:2,66 4797x16384 7168:321:2,66 4798x3072 12288:317:2,66 4817x4096 768:317:2,66 4823x16384 "
+        "6144:317:2,66 4880x40 2504:369:4,20 4886x13824 2048:150:2,66 4920x64 5296:491:4,22 4936x1 1048:544:4,20 "
+        "4944x1 14232:339:4,25 4952x8 776:587:4,20 4966x13824 8192:317:2,66 4992x1 824:544:4,20 5026x1536 "
+        "11008:132:2,66 5040x1 2264:544:4,20 5041x5120 4096:321:2,66 5090x8192 2560:321:2,66 5110x3072 "
+        "13824:321:2,66 5115x1536 2560:251:2,66 5136x1 8056:194:2,63 5152x1 21576:282:4,30:8 5166x7168 "
+        "14336:322:2,66 5176x1 7920:194:2,63 5192x1 968:544:4,21 5208x16 4504:228:4,21 5281x14336 3072:318:2,66 "
+        "5291x2048 4096:131:2,66 5325x16384 12288:261:2,66 5331x2048 2560:131:2,66 5336x1 888:544:4,21 5344x1 "
+        "1256:544:4,21 5344x1536 5120:308:2,66 5373x13824 4096:321:2,66 5398x4096 14336:147:2,66 5409x6144 "
+        "13824:138:2,66 5448x7168 6144:257:2,66 5460x12288 7168:150:2,66 5496x1 2304:544:4,22 5504x1 10088:194:2,66 "
+        "5536x1 6664:544:4,22 5558x6144 5120:144:2,66 5576x48 5928:378:4,22 5589x7168 6144:263:2,66 5608x24 "
+        "1504:294:4,22 5613x12288 2560:144:2,66 5648x40 5136:369:4,23 5655x768 5120:257:2,66 5662x1536 "
+        "7168:257:2,66 5688x16 1240:228:4,23 5720x1 10888:196:4,24 5760x8192 6424:258:2,66 5800x1 7968:544:4,23 "
+        "5834x4096 8192:315:2,66 5893x768 3072:147:2,66 5920x32 880:352:4,24 5984x64 760:497:4,24 5997x768 "
+        "14336:258:2,64 6000x160 12000:217:2,64 6000x6000 333:3:376,6 6015x1536 2048:258:2,66 6032x768 "
+        "2048:259:2,64 6048x1 1632:544:4,24 6063x5120 16384:321:2,66 6065x8192 5120:317:2,66 6111x2048 "
+        "5120:144:2,66 6134x4096 3072:318:2,66 6136x24 1536:294:4,24 6184x1 8000:544:4,25 6190x13824 2048:322:2,66 "
+        "6201x4096 13824:318:2,66 6216x1 6168:544:4,25 6223x2048 14336:256:2,66 6248x8192 7888:321:2,66 6261x4096 "
+        "1536:321:2,66 6296x1 5256:544:4,25 6304x1 984:544:4,25 6315x1536 16384:259:2,66 6376x16 4960:228:4,25 "
+        "6408x1536 4096:317:2,66 6434x5120 2048:258:2,66 6448x1 17776:363:4,30 6472x64 792:497:4,26 6512x1 "
+        "3520:544:4,26 6516x3072 2048:317:2,66 6541x13824 16384:322:2,66 6552x48 6664:378:4,26 6569x1536 "
+        "14336:317:2,66 6577x11008 8192:150:2,66 6593x13824 1024:317:2,66 6625x16384 768:261:2,66 6673x768 "
+        "1024:317:2,66 6704x1 640:544:4,27 1904:544:4,27 6056:544:4,27 6719x7168 6144:321:2,66 6727x768 "
+        "13824:263:2,66 6744x1 16928:194:2,66:7 6787x4096 6144:258:2,66 6800x16 5984:228:4,27 6800x24 1824:294:4,27 "
+        "6808x3072 6144:263:2,66 6823x8192 8192:318:2,66 6870x13824 7168:321:2,66 6880x1 1120:544:4,27 6894x12288 "
+        "2560:321:2,66 6916x1536 768:321:2,66 6936x1 20216:385:4,28 6942x1024 5120:128:2,66 6962x768 11008:321:2,66 "
+        "7000x88 2552:579:4,28 7008x40 8666:31:28,1,4 7042x11008 1536:261:2,66 7055x2560 11008:147:2,66 7056x8192 "
+        "3184:315:2,66 7096x32 768:352:4,28 7104x24 1200:294:4,28 7120x32 2880:352:4,28 7121x3072 4096:257:2,66 "
+        "7125x13824 5120:144:2,66 7131x3072 2048:257:2,66 7136x72 2096:562:4,28 7162x2560 8192:131:2,66 7168x24 "
+        "2864:294:4,28 7175x2560 4096:150:2,66 7185x3072 14336:257:2,66 7200x8192 1664:322:2,66 7281x12288 "
+        "1536:321:2,66 7304x16 576:228:4,29 7360x8192 2984:259:2,66 7373x13824 8192:256:2,66 7408x1024 "
+        "1024:135:2,66 7408x8192 3872:261:2,66 7488x1 6120:533:1,132:2 7495x1536 14336:132:2,66 7524x16384 "
+        "6144:315:2,66 7553x2560 3072:132:2,66 7612x8192 12288:321:2,66 7768x56 2112:518:4,25 7791x2048 "
+        "2560:322:2,66 7880x16 712:226:2,62 7912x1 13336:194:2,62 7920x96 11336:597:2,62 7944x2560 2560:321:2,66 "
+        "7945x3072 11008:317:2,66 7976x56 6936:518:4,25 8028x4096 14336:258:2,66 8061x1536 5120:138:2,66 8082x11008 "
+        "8192:321:2,66 8119x7168 11008:322:2,66 8192x1 256:538:2,64 4096:538:2,64 12000:339:4,24 16384:194:2,64 "
+        "32768:338:2,64 8192x7 1024:9:256,1 4096:9:256,1,2 8192:9:256,1,2 16384:9:256,1,2 32768:9:256,1,2 8192x8 "
+        "1776:585:2,64 2536:585:2,64 2680:585:2,64 3016:585:2,64 4680:585:2,64 5248:585:2,64 6656:582:4,24 "
+        "9120:582:4,24 8192x16 2056:226:2,64 6656:226:2,64 7792:226:2,64 8192x17 4000:9:256,1,2 8192x24 "
+        "4104:293:2,64 4424:293:2,64 9456:292:2,64 8192x32 9376:350:2,64 8192x40 4312:367:2,64 4440:367:2,64 "
+        "5256:367:2,64 5392:367:2,64 6016:367:2,64 8192x48 1016:377:2,64 1136:377:2,64 1808:377:2,64 6000:377:2,64 "
+        "8968:375:2,64 8192x56 1912:388:2,64 9296:386:2,64 11448:386:2,64 8192x64 1024:518:4,26 4096:518:4,26 "
+        "8192:518:4,26 16384:410:2,64 32768:458:2,64 8192x72 7680:561:2,64 8344:555:2,64 8192x80 2064:572:2,64 "
+        "8192x96 4192:604:2,64 8192:604:2,64 20000:602:2,66 8192x112 8232:56:2,64 8192x128 2960:411:2,64 8192x136 "
+        "6664:557:2,64 8192x168 2464:576:2,64 2680:576:2,64 5576:576:2,64 11848:576:2,64 8192x176 10288:239:2,64 "
+        "8192x184 2120:598:2,64 8192x216 1472:57:2,64 8192x248 9016:81:2,64 8192x256 3840:81:2,64 8192x264 "
+        "8408:202:2,64 8192x288 3040:205:2,64 8192x320 16000:221:2,64 8192x368 11592:245:2,64 8192x384 "
+        "1312:245:2,64 8192x400 4344:287:2,64 8192x472 3944:216:2,66 8192x584 11912:213:2,64 8192x656 2912:221:2,66 "
+        "8192x720 3008:245:2,66 8192x864 1056:289:2,66 8192x1024 1024:308:2,66 4096:308:2,66 8192:308:2,66 "
+        "16384:308:2,66 32768:308:2,66 8192x1072 8856:344:2,66 8192x1232 3456:288:2,66 8192x1328 7208:289:2,66 "
+        "8192x1336 5664:289:2,66 8192x1912 1376:219:2,66 8192x1944 6928:291:2,66 8192x2048 24000:308:2,66 8192x2128 "
+        "11784:344:2,66 8192x2352 1288:345:2,66 8192x2496 8840:346:2,66 8192x2648 5840:203:2,66 8192x2760 "
+        "1360:290:2,66 8192x2920 7936:213:2,66 8192x2928 1080:345:2,66 8192x3144 1112:219:2,66 8192x3408 "
+        "4128:258:2,66 8192x3776 4136:346:2,66 8192x3888 9472:207:2,66 8192x4096 7000:308:2,66 12000:308:2,66 "
+        "8192x4216 10728:213:2,66 8192x4480 10880:346:2,66 8192x4784 1176:288:2,66 8192x4816 4064:345:2,66 "
+        "8192x5792 2168:218:2,66 8192x5856 6088:218:2,66 8192x6536 2960:218:2,66 8192x7280 6592:345:2,66 8192x7448 "
+        "7160:212:2,66 8192x7512 8032:219:2,66 8192x7672 2576:219:2,66 8192x8192 16:308:2,66 64:308:2,66 "
+        "100:25:256,8 256:308:2,66 1000:346:2,66 1024:346:2,66 1536:346:2,66 2048:346:2,66 4096:346:2,66 "
+        "5000:346:2,66 6000:346:2,66 8192:346:2,66 11000:346:2,66 16384:346:2,66 28672:346:2,66 32768:346:2,66 "
+        "12288x256 2048:117:2,64 "
     ),
     'torch-scaled-mm': (
-        "1x16 16:706:2,1 64:702:1,1 112:706:2,1 256:702:1,1 624:706:2,1 848:706:2,1 1008:706:2,1 1024:702:1,1 "
-        "2048:702:1,1 4096:702:1,1 4192:702:1,1 5008:706:2,1 6208:703:1,2 7120:707:2,2 8192:703:1,3 16384:703:1,6 "
-        "32768:703:1,12 1x32 672:702:1,1 1x48 2496:702:1,1 6048:703:1,2 1x64 256:772:4,2 4096:702:1,1 16384:703:1,6 "
-        "32768:703:1,12 1x80 2384:714:2,1 2480:714:2,1 1x112 4608:714:2,1 1x144 1216:772:4,5 1x304 464:772:4,10 "
-        "1x512 96:772:4,16 1x528 4784:772:4,17 13184:725:4,15 1x544 608:772:4,17 1920:772:4,17 3680:772:4,17 "
-        "5888:725:4,6 1x560 14112:725:4,15 1x576 2080:772:4,18 16944:725:4,18 1x592 22496:725:4,24 1x608 "
-        "1120:772:4,19 5424:725:4,6 1x624 784:772:4,20 20240:725:4,21 1x656 10320:725:4,12 1x672 512:772:4,21 "
-        "23824:725:4,24 1x688 576:772:4,22 6928:725:4,6 1x704 12128:725:4,12 1x736 2640:772:4,23 16144:725:4,18 "
-        "16720:725:4,18 1x768 4992:772:4,24 1x784 592:772:4,25 1x816 9920:725:4,12 1x832 1520:772:4,26 "
-        "2880:772:4,26 1x848 2096:772:4,27 5072:772:4,27 1x864 12176:725:4,16 1x880 640:772:4,28 6208:725:4,8 "
-        "18656:725:4,28 1x896 8192:725:4,12 1x912 1088:772:4,29 1248:772:4,29 2912:772:4,29 1x928 1200:772:4,29 "
-        "2448:772:4,29 1x976 2128:766:2,61 1x992 912:766:2,62 1x1008 256:766:2,63 4096:766:2,63 9280:725:4,12 "
-        "16384:725:4,24 32768:715:2,64 1x1040 2240:766:2,65 21008:725:4,30 1x1056 2864:766:2,66 14352:725:4,25 "
-        "1x1088 1296:420:4,17 1584:420:4,17 1x1104 21744:725:4,25 1x1136 544:420:4,18 4160:420:4,18 1x1152 "
-        "2976:420:4,18 1x1168 992:420:4,19 1472:420:4,19 1x1248 608:420:4,20 1x1296 1792:420:4,21 1x1328 "
-        "22000:715:2,66 1x1360 8656:725:4,18 1x1376 5776:725:4,12 1x1392 1344:420:4,22 1x1408 960:420:4,22 1x1424 "
-        "560:420:4,23 1x1504 1456:420:4,24 3392:420:4,24 1x1536 28672:725:4,30 1x1552 9648:725:4,21 1x1584 "
-        "6176:725:4,14 1x1600 22896:725:4,28 23056:725:4,28 1x1680 7472:725:4,14 1x1712 6800:725:4,14 1x1824 "
-        "8208:725:4,24 1x1984 2176:724:4,8 6496:725:4,16 1x2032 1216:724:4,8 1x2144 6592:725:4,18 1x2240 "
-        "17056:390:4,25 1x2256 1680:724:4,9 1x2272 3904:724:4,9 1x2288 8640:725:4,27 22432:390:4,25 1x2320 "
-        "1264:724:4,10 6304:725:4,20 11136:725:4,30 1x2368 784:724:4,10 5520:725:4,20 1x2496 9360:725:4,30 1x2544 "
-        "592:724:4,10 1x2592 1936:724:4,11 1x2608 18512:715:2,63 1x2640 6624:725:4,22 1x2688 5264:725:4,22 1x2704 "
-        "2096:724:4,11 1x2720 4048:724:4,11 1x2768 11024:725:4,22 1x2816 1088:724:4,11 1x2896 912:724:4,12 1x3008 "
-        "3008:724:4,12 1x3088 13216:725:4,26 23296:390:4,28 1x3104 544:724:4,13 1x3216 736:724:4,13 1x3248 "
-        "640:724:4,13 1x3312 4304:724:4,13 1x3344 14864:725:4,30:4 1x3392 848:724:4,14 1x3424 6560:725:4,28 1x3488 "
-        "6272:725:4,28 1x3504 6272:725:4,28 1x3552 544:724:4,14 1x3568 2592:724:4,14 4752:724:4,14 1x3600 "
-        "544:724:4,15 19536:725:4,30 1x3856 15616:715:2,62 20080:715:2,62 1x4080 1232:724:4,16 1x4096 256:724:4,16 "
-        "4096:724:4,16 16384:715:2,64 32768:386:2,64 1x4128 2576:724:4,17 1x4288 4016:724:4,17 1x4384 1376:724:4,18 "
-        "1x4448 576:724:4,18 1x4544 18704:725:4,30:3 1x4656 1936:724:4,19 1x4672 1248:724:4,19 1x4880 8112:725:4,30 "
-        "1x4896 2816:724:4,20 1x5216 1040:724:4,21 1x5424 4304:724:4,22 1x5552 9232:724:4,22 1x5648 15392:724:4,23 "
-        "1x5680 2192:724:4,23 1x5728 208:724:4,23 1x5888 704:724:4,23 1x6000 12000:724:4,24 16032:724:4,24 1x6016 "
-        "19984:390:4,30:5 1x6144 1024:724:4,24 1616:724:4,24 1x6256 3472:724:4,25 1x6272 7664:724:4,25 1x6464 "
-        "576:724:4,26 1x6480 5136:724:4,26 1x6560 6240:724:4,26 1x6624 1456:724:4,26 6432:724:4,26 1x6688 "
-        "15760:725:4,30:2 1x6800 5552:724:4,27 1x6896 22624:725:4,30:2 1x7072 10656:715:2,66:2 1x7680 "
-        "12976:724:4,30 1x8192 256:714:2,64 4096:714:2,64 16384:714:2,64 20000:386:2,64 32768:386:2,64 1x12288 "
-        "4096:389:4,24 3x16 336:706:2,1 512:702:1,1 704:702:1,1 1072:706:2,1 1104:706:2,1 1248:702:1,1 1552:706:2,1 "
-        "1792:702:1,1 2288:706:2,1 2352:706:2,1 3264:702:1,1 3824:706:2,1 4832:702:1,1 3x32 640:702:1,1 "
-        "1232:706:2,1 3x48 592:772:4,2 1888:702:1,1 2608:706:2,1 2864:706:2,1 3040:702:1,1 3x80 1616:714:2,1 "
-        "2720:714:2,1 6704:715:2,2 3x96 4224:714:2,1 3x112 432:772:4,4 3x144 4896:724:4,1 3x208 1920:772:4,7 3x240 "
-        "1936:772:4,8 3x256 848:772:4,8 3x352 1408:772:4,11 3x384 592:772:4,12 3x416 672:772:4,13 2768:772:4,13 "
-        "3x432 1536:772:4,14 3x448 1056:772:4,14 3x464 1488:772:4,15 3x528 2352:772:4,17 3x624 4752:772:4,20 3x704 "
-        "3296:772:4,22 3x832 1968:772:4,26 3x928 2464:772:4,29 3x944 2592:772:4,30 3x976 1088:766:2,61 3x1152 "
-        "992:420:4,18 3x1200 1264:420:4,19 6432:725:4,10 3x1280 2032:420:4,20 3x1680 896:724:4,7 5x16 3472:706:2,1 "
-        "3632:706:2,1 4336:706:2,1 4752:706:2,1 5x32 448:702:1,1 1280:702:1,1 2464:702:1,1 5x128 2544:772:4,4 5x336 "
-        "1184:772:4,11 5x368 864:772:4,12 5x496 2192:772:4,16 5x800 1264:772:4,25 7x16 16:706:2,1 64:702:1,1 "
-        "112:706:2,1 256:702:1,1 1008:706:2,1 1024:702:1,1 2048:702:1,1 4096:702:1,1 5008:706:2,1 8192:703:1,3 "
-        "16384:703:1,6 32768:703:1,12 7x32 448:702:1,1 752:706:2,1 1008:706:2,1 1392:706:2,1 7x48 496:772:4,2 7x80 "
-        "4288:714:2,1 7x128 992:772:4,4 7x208 7072:725:4,2 7x336 5440:725:4,4 7x608 576:772:4,19 1360:772:4,19 "
-        "7x688 1504:772:4,22 7x1472 1328:420:4,23 7x8192 1024:714:2,64 4096:714:2,64 8192:714:2,64 16384:714:2,64 "
-        "32768:386:2,64 8x16 512:766:2,1 672:766:2,1 896:766:2,1 1280:766:2,1 1600:766:2,1 2416:766:2,1 "
-        "3056:766:2,1 3648:766:2,1 4704:766:2,1 8x32 1568:702:1,1 3280:772:4,1 11728:715:2,4 8x48 1680:714:2,1 8x64 "
-        "6640:715:2,2 8x80 4000:772:4,3 8x112 6912:715:2,2 8688:715:2,3 8x144 2832:772:4,5 8x176 8512:725:4,3 8x192 "
-        "784:772:4,6 8x208 560:772:4,7 5184:725:4,2 8x224 656:772:4,7 3984:772:4,7 8x320 864:772:4,10 8x368 "
-        "8736:725:4,6 8x448 1296:772:4,14 8x464 1008:772:4,15 8x480 4976:772:4,15 8x496 1360:772:4,16 8x544 "
-        "2848:772:4,17 8x576 688:772:4,18 8x624 2576:772:4,20 8x656 9248:725:4,9 8x720 3280:772:4,23 8x1104 "
-        "576:724:4,5 8656:725:4,15 8x1312 1520:724:4,6 8x1616 2016:724:4,7 8x1664 3264:724:4,7 8x1680 1216:724:4,7 "
-        "8x1696 10368:725:4,21 8x1968 752:724:4,8 8x2064 5008:724:4,9 8x2256 6576:725:4,18 8x3680 1408:724:4,15 "
-        "8x4064 848:724:4,16 8x4144 8224:715:2,66 8x4336 4848:724:4,17 8x5104 656:724:4,20 8x5584 4112:724:4,22 "
-        "8x6032 3184:724:4,24 8x6128 2080:724:4,24 8x8192 1568:714:2,64 1872:714:2,64 4320:714:2,64 6688:714:2,64 "
-        "7152:714:2,64 9x16 528:706:2,1 592:706:2,1 752:706:2,1 1296:706:2,1 5456:707:2,2 9x32 3872:706:2,1 9x48 "
-        "2288:706:2,1 9x64 5712:707:2,2 9x144 496:772:4,5 9x304 4128:772:4,10 9x336 1072:772:4,11 9x544 "
-        "816:772:4,17 9x1152 6112:729:8,10 9x1264 432:728:8,5 9x1488 4912:728:8,6 11x32 720:706:2,1 11x48 "
-        "5520:707:2,2 11x96 656:718:4,1 784:718:4,1 11x1152 5248:729:8,10 13x16 656:706:2,1 1152:706:2,1 13x32 "
-        "1648:706:2,1 13x1648 560:728:8,7 15x32 5072:706:2,1 15x64 1536:706:2,1 15x112 3648:718:4,1 15x224 "
-        "496:772:4,7 15x560 720:772:4,18 16x16 16:706:2,1 64:706:2,1 112:706:2,1 256:706:2,1 1008:706:2,1 "
-        "1024:706:2,1 1168:706:2,1 1776:706:2,1 2048:706:2,1 2432:706:2,1 4096:706:2,1 5008:706:2,1 5168:559:2,2 "
-        "6656:549:1,2 8192:549:1,3 16384:549:1,6 32768:549:1,12 16x32 1936:706:2,1 16x48 512:706:2,1 2240:706:2,1 "
-        "16x64 1408:706:2,1 16x208 7488:421:4,8 16x240 624:728:8,1 4432:728:8,1 16x432 704:728:8,2 16x576 "
-        "10672:567:4,12 16x656 1200:728:8,3 16x720 10768:567:4,12 16x784 1648:728:8,4 16x912 5792:567:4,8 16x1040 "
-        "1664:728:8,5 16x1104 9920:567:4,15 16x1664 2944:728:8,7 16x1808 992:728:8,8 16x2080 7152:567:4,18 16x2272 "
-        "3904:728:8,9 16x2960 2704:728:8,12 16x3712 2688:728:8,15 16x4432 9760:567:4,30:3 16x5184 1648:566:4,21 "
-        "16x6736 9872:566:4,27 16x6896 1376:566:4,27 16x7040 864:566:4,28 16x8192 1040:558:2,64 3296:558:2,64 "
-        "11120:558:2,64 17x16 5408:711:4,2 17x32 1536:710:4,1 17x64 1488:710:4,1 17x160 2160:710:4,3 17x208 "
-        "3008:720:8,2 17x576 2032:772:4,18 17x640 720:772:4,20 17x1664 4608:720:8,13 17x8192 8000:582:2,64 19x16 "
-        "1456:710:4,1 1648:710:4,1 1696:710:4,1 19x32 896:710:4,1 4880:710:4,1 19x64 560:710:4,1 19x784 "
-        "2144:772:4,25 21x16 688:710:4,1 21x1664 976:720:8,13 23x16 1296:710:4,1 23x48 6944:711:4,2 23x64 "
-        "5184:711:4,2 23x1184 1696:720:8,10 24x16 592:766:2,1 11488:711:4,4 24x32 2064:710:4,1 2608:710:4,1 "
-        "3264:710:4,1 6592:711:4,2 24x288 6720:721:8,6 24x432 3680:720:8,4 24x592 5312:721:8,10 24x656 3712:720:8,6 "
-        "24x688 1408:720:8,6 24x736 4512:720:8,6 24x1120 1616:720:8,9 24x1200 7200:571:8,10 24x1216 976:720:8,10 "
-        "24x1408 2432:720:8,11 24x1520 8672:588:4,18 24x1728 2336:720:8,14 24x1872 768:720:8,15 24x1920 "
-        "848:720:8,15 24x3232 3136:570:8,13 24x8192 1456:582:2,64 1952:582:2,64 2160:582:2,64 4880:582:2,64 "
-        "5408:582:2,64 25x16 736:710:4,1 25x64 3632:710:4,1 27x16 416:710:4,1 496:710:4,1 27x128 2896:720:8,1 "
-        "27x960 656:720:8,8 27x1424 2288:720:8,12 29x32 1456:710:4,1 29x48 2592:710:4,1 29x96 656:720:8,1 29x144 "
-        "2256:710:4,3 31x16 4384:710:4,1 31x32 16:710:4,1 64:710:4,1 112:710:4,1 256:710:4,1 1008:710:4,1 "
-        "1024:710:4,1 2048:710:4,1 4096:710:4,1 5008:710:4,1 8192:711:4,3 16384:711:4,6 32768:711:4,12 31x656 "
-        "576:772:4,21 32x16 1296:766:2,1 32x96 5248:482:4,2 32x192 2720:710:4,3 3136:710:4,3 8384:482:4,6 32x416 "
-        "4944:720:8,4 32x624 2384:720:8,5 32x800 2448:720:8,7 32x1056 3104:720:8,9 32x1296 1120:720:8,11 "
-        "1296:720:8,11 32x1360 736:720:8,11 32x1424 7888:608:4,18 32x1440 768:720:8,12 32x1680 6016:608:4,14 "
-        "32x2368 5920:608:4,20 32x3408 3072:570:8,14 32x4144 8976:552:2,65 33x16 736:710:4,2 33x48 16:710:4,2 "
-        "64:710:4,2 112:710:4,2 256:710:4,2 1008:710:4,2 1024:710:4,2 2048:710:4,2 4096:710:4,2 5008:710:4,2 "
-        "8192:711:4,6 16384:711:4,12 32768:711:4,24 33x4096 1024:576:2,64 4096:576:2,64 8192:576:2,64 "
-        "16384:576:2,64 32768:576:2,64 35x16 3728:710:4,2 35x64 3392:710:4,2 37x16 528:710:4,2 1472:710:4,2 "
-        "4768:710:4,2 37x32 1392:710:4,2 37x1440 3824:420:4,23 39x16 1408:710:4,2 3376:710:4,2 39x1280 "
-        "1872:420:4,20 40x16 640:766:2,1 40x160 7824:711:4,18 40x640 1840:720:8,10 40x864 10240:592:8,12 40x1120 "
-        "1520:728:8,15 40x1680 3120:562:8,14 40x1936 640:566:4,24 40x2592 4496:591:8,11 40x5440 1264:625:4,22 "
-        "40x8192 1760:619:2,64 11328:619:2,64 41x16 1312:710:4,2 1744:710:4,2 45x304 5392:721:8,12 47x112 "
-        "1888:720:8,2 47x224 2528:720:8,4 48x16 688:766:2,1 976:766:2,1 1472:766:2,1 48x32 1424:772:4,1 "
-        "2080:772:4,1 48x48 2064:710:4,2 12000:555:4,4 48x176 608:710:4,6 4704:710:4,6 48x416 4000:720:8,8 48x2352 "
-        "10560:646:4,20 48x2864 688:591:8,12 48x3056 5232:591:8,12 48x5888 3440:645:4,23 48x8192 2336:639:2,64 "
-        "3008:639:2,64 49x16 480:710:4,2 51x16 5584:711:4,4 51x160 3088:710:4,6 51x288 832:720:8,6 53x32 "
-        "5744:711:4,4 53x400 2736:720:8,8 53x1504 688:420:4,24 56x16 1488:766:2,1 56x32 832:772:4,1 56x160 "
-        "5152:711:4,12 56x576 736:720:8,10 10672:612:8,12 56x624 736:720:8,10 56x960 848:710:4,30 56x1424 "
-        "6832:612:8,12 56x1600 4288:562:8,13 56x1792 7264:612:8,14 56x6096 2064:661:4,24 56x8192 2368:655:2,64 "
-        "57x656 1648:772:4,21 59x112 2368:720:8,2 61x96 5136:721:8,4 63x2048 14000:594:2,64 64x16 256:766:2,1 "
-        "2768:766:2,1 4096:766:2,1 7376:409:2,2 9392:409:2,3 16384:405:1,6 32768:405:1,12 64x64 16:710:4,2 "
-        "64:710:4,2 112:710:4,2 256:710:4,2 1008:710:4,2 1024:710:4,2 1280:710:4,2 1312:710:4,2 1344:710:4,2 "
-        "1408:710:4,2 1536:710:4,2 2048:710:4,2 2144:710:4,2 2560:710:4,2 2608:710:4,2 2624:710:4,2 3008:710:4,2 "
-        "3840:710:4,2 3904:710:4,2 4096:710:4,2 5008:710:4,2 5120:710:4,2 5184:594:2,2 6000:594:2,2 6400:594:2,2 "
-        "6464:594:2,2 7680:594:2,2 8192:594:2,3 10240:594:2,3 10304:594:2,4 12000:594:2,4 12288:594:2,4 "
-        "15360:594:2,5 15424:594:2,6 16384:594:2,6 20000:594:2,7 20480:594:2,7 24576:594:2,9 25376:594:2,9 "
-        "28672:594:2,11 32000:594:2,12 32768:594:2,12 64x768 2352:720:8,12 3136:720:8,12 64x1168 2624:562:8,10 "
-        "64x1712 5728:612:8,14 64x3744 9808:495:4,24 64x6608 2048:743:4,23 64x6752 7344:671:4,27 64x8192 "
-        "1024:743:4,29 4096:743:4,29 8192:743:4,29 16384:743:4,29 32768:743:4,29 65x64 832:710:4,3 65x80 16:720:8,3 "
-        "64:720:8,3 112:720:8,3 256:720:8,3 1008:720:8,3 1024:720:8,3 2048:720:8,3 4096:720:8,3 5008:720:8,3 "
-        "8192:721:8,9 16384:721:8,15 32768:415:4,27 69x848 1872:424:8,14 69x1248 2512:570:8,15 71x16 1680:710:4,3 "
-        "72x16 928:768:4,1 1568:768:4,1 7456:711:4,6 72x32 1520:774:8,1 72x80 3712:720:8,3 72x112 5584:721:8,6 "
-        "72x336 960:720:8,9 72x512 10352:588:4,24 72x992 1984:570:8,12 3536:570:8,12 72x1376 528:585:8,11 72x3152 "
-        "1952:629:8,13 72x3568 6384:629:8,14 72x8192 5408:679:2,64 75x96 4816:720:8,3 75x1008 7008:608:4,24 77x16 "
-        "7008:711:4,6 77x256 5856:721:8,12 79x16 720:710:4,3 1216:710:4,3 80x16 2944:768:4,1 80x144 560:710:4,9 "
-        "80x352 1936:720:8,9 80x816 12432:650:8,12 80x2544 6320:629:8,10 80x4432 3424:693:4,18 81x32 3792:710:4,3 "
-        "83x16 4032:710:4,3 83x176 1040:710:4,9 83x192 464:774:8,6 85x16 4736:710:4,3 88x32 624:774:8,1 88x144 "
-        "736:710:4,9 88x592 4128:424:8,10 88x1264 2416:585:8,10 88x6320 4336:699:4,25 88x6704 7296:699:4,27 89x160 "
-        "880:710:4,9 91x16 1104:710:4,3 91x64 2944:710:4,3 93x32 5616:711:4,6 93x80 1776:720:8,3 93x1648 "
-        "1168:605:8,13 95x112 7008:721:8,6 95x768 5872:586:8,12 96x64 4752:710:4,3 96x96 20000:606:8,7 96x144 "
-        "1152:710:4,9 96x560 752:720:8,15 96x896 4720:562:8,14 96x1744 7648:605:8,14 97x112 2064:720:8,4 100x112 "
-        "16:720:8,4 64:720:8,4 112:720:8,4 256:720:8,4 1008:720:8,4 1024:720:8,4 2048:720:8,4 4096:720:8,4 "
-        "5008:720:8,4 8192:721:8,12 16384:425:8,12 32768:425:8,14 100x1008 1024:452:8,11 4096:452:8,11 "
-        "8192:476:2,64 16384:476:2,64 32768:476:2,64 101x1312 6544:485:8,11 103x272 944:774:8,9 104x32 976:774:8,1 "
-        "104x48 5968:711:4,8 104x336 20304:515:8,14 105x16 944:710:4,4 1456:710:4,4 111x144 2416:710:4,12 112x16 "
-        "2160:768:4,1 112x48 672:774:8,2 112x448 25744:598:4,28 115x16 5536:711:4,8 117x32 1520:710:4,4 119x144 "
-        "784:710:4,12 120x16 3728:768:4,1 120x1392 1552:605:8,11 120x8192 7424:533:2,64 123x1056 4096:452:8,11 "
-        "125x16 2816:710:4,4 125x80 3760:720:8,4 127x256 9008:563:8,12 128x16 10416:409:2,4 128x128 16:720:8,4 "
-        "64:720:8,4 112:720:8,4 256:720:8,4 1008:720:8,4 1024:720:8,4 1280:720:8,4 1312:720:8,4 1344:720:8,4 "
-        "1408:720:8,4 2048:720:8,4 2560:720:8,4 2608:720:8,4 2624:720:8,4 3840:720:8,4 3904:720:8,4 4096:720:8,4 "
-        "5008:720:8,4 5120:720:8,4 5184:606:8,2 6000:606:8,2 6400:606:8,2 6464:606:8,2 7680:606:8,2 8192:606:8,3 "
-        "10240:606:8,3 10304:606:8,4 12000:606:8,4 12288:606:8,4 15360:606:8,5 15424:606:8,6 16144:606:8,6 "
-        "16384:606:8,6 20480:606:8,7 24576:606:8,9 28672:606:8,11 32000:606:8,11 32768:606:8,11 128x144 "
-        "1328:774:8,5 128x256 1024:720:8,8 4096:720:8,8 8192:606:8,6 16384:606:8,12 32768:606:8,12 128x512 "
-        "1024:706:2,64 4096:452:8,6 8192:606:8,12 16384:606:8,12 32768:606:8,12 128x1024 1024:452:8,11 "
-        "4096:452:8,11 8192:452:8,11 16384:452:8,11 32768:452:8,11 128x4096 1024:745:8,15 4096:745:8,15 "
-        "8192:745:8,15 16384:745:8,15 32768:745:8,15 129x144 16:772:4,15 64:710:4,15 112:772:4,15 256:710:4,15 "
-        "1008:710:4,15 1024:710:4,15 2048:710:4,15 4096:710:4,15 5008:710:4,15 8192:421:4,27 16384:579:4,30 "
-        "32768:511:4,30 136x16 2464:770:8,1 136x32 1008:772:4,3 136x80 2112:720:8,5 136x240 6000:563:8,12 136x1216 "
-        "1904:591:8,15 136x1408 592:621:8,11 144x16 2080:770:8,1 144x1056 7568:591:8,15 147x16 2624:710:4,5 152x16 "
-        "3248:770:8,1 6352:711:4,10 156x48 272:710:4,5 160x160 6000:598:4,12 160x6000 1536:384:8,12 163x464 "
-        "2736:420:4,24 165x16 848:710:4,6 168x32 3904:772:4,3 168x896 1504:585:8,14 171x32 432:710:4,6 176x16 "
-        "8768:555:4,9 176x32 2016:772:4,3 176x8192 8576:573:2,64 183x16 3040:710:4,6 183x160 1904:710:4,18 184x1168 "
-        "9088:495:4,24 184x2032 976:671:4,24 185x16 2656:710:4,6 189x80 880:720:8,6 192x32 2016:772:4,3 192x192 "
-        "16384:598:4,30 192x1520 7136:641:8,12 193x384 5088:562:8,12 200x48 560:774:8,4 200x64 4432:774:8,4 200x208 "
-        "28672:630:8,15 200x528 11664:626:4,30 200x544 25584:626:4,30 201x160 480:774:8,10 205x704 704:591:8,15 "
-        "207x272 1424:424:8,10 207x560 5072:585:8,15 208x16 2336:770:8,1 8672:555:4,12 208x32 1680:774:8,2 208x256 "
-        "21728:608:4,28 208x464 27040:608:4,28 208x640 8752:585:8,15 208x736 9216:605:8,12 215x80 3056:720:8,7 "
-        "216x64 11232:711:4,28 216x288 22480:658:8,12 216x336 8672:515:8,12 216x368 17904:600:2,63 216x400 "
-        "12768:598:4,28 216x416 18288:598:4,28 216x736 11776:605:8,12 216x896 17312:605:8,14 217x336 2016:424:8,12 "
-        "224x416 13216:598:4,28 224x432 1216:554:4,28 224x496 12128:608:4,28 224x720 19472:605:8,12 232x16 "
-        "576:770:8,1 232x304 8864:616:4,30 237x592 1088:452:8,14 240x240 11024:650:8,12 240x656 24944:485:8,12 "
-        "240x8192 1376:439:2,66 247x352 7120:486:8,12 248x464 19152:515:8,12 251x1296 720:489:2,66 253x32 "
-        "3312:710:4,8 256x128 1024:720:8,8 4096:720:8,8 8192:606:8,6 16384:606:8,12 32768:606:8,12 256x256 "
-        "16:706:2,64 64:706:2,64 112:706:2,64 256:706:2,64 1008:706:2,64 1024:706:2,64 1280:706:2,64 1312:706:2,64 "
-        "1344:706:2,64 1408:706:2,64 2048:706:2,64 2560:585:8,6 2608:585:8,6 2624:585:8,6 3840:585:8,6 3904:585:8,6 "
-        "4096:585:8,6 5008:585:8,6 5120:585:8,6 5184:606:8,8 6000:606:8,8 6400:606:8,8 6464:606:8,8 7680:606:8,8 "
-        "8192:606:8,12 10240:606:8,12 10304:606:8,12 12288:606:8,12 15360:606:8,12 15424:606:8,12 16384:606:8,12 "
-        "20000:606:8,12 20480:606:8,12 24576:606:8,12 25440:606:8,12 32000:606:8,12 32768:606:8,12 256x384 "
-        "8192:606:8,12 16384:606:8,12 32768:606:8,12 256x544 9520:452:8,12 21008:452:8,12 256x2048 1024:741:8,15 "
-        "4096:741:8,15 8192:741:8,15 16384:741:8,15 32768:741:8,15 256x12288 24000:778:2,66 257x16 3680:710:4,9 "
-        "264x64 880:774:8,6 264x256 11328:622:8,12 264x304 18736:636:4,30 264x352 2080:562:8,15 264x784 "
-        "8320:621:8,14 265x16 1568:710:4,9 269x32 896:710:4,9 269x528 8736:485:8,15 271x688 4112:497:8,15 272x64 "
-        "2160:710:4,9 272x352 13856:602:4,30 272x688 20976:611:8,15 272x928 10480:649:8,12 279x32 2624:710:4,9 "
-        "280x16 7184:711:4,18 10272:413:4,8 280x208 544:562:8,10 280x288 8880:636:4,30 280x528 22928:605:8,15 "
-        "281x16 464:710:4,9 283x32 3376:710:4,9 8144:711:4,27 287x112 1824:774:8,12 287x592 3360:605:8,15 288x256 "
-        "13616:612:8,15 288x672 12288:611:8,15 16832:611:8,15 295x1120 256:673:8,15 296x64 8256:555:4,15 296x480 "
-        "25984:452:8,15 296x576 3952:605:8,15 296x1232 2704:745:8,15 299x16 1296:710:4,10 301x192 1840:772:4,30 "
-        "304x176 5008:710:4,30 304x448 21008:578:4,28 304x608 16736:485:8,15 304x800 26496:497:8,15 304x880 "
-        "20704:514:8,15 304x1648 5936:743:4,30 305x256 3504:424:8,12 311x80 5360:425:8,12 312x64 848:774:8,6 "
-        "312x128 608:720:8,10 312x256 9984:622:8,12 312x400 11952:511:4,30 312x672 21680:621:8,12 312x720 "
-        "8144:497:8,15 317x16 3248:710:4,10 320x288 29120:482:4,30 320x320 3008:562:8,15 320x640 16384:605:8,15 "
-        "320x8192 4704:370:2,64 328x720 6720:641:8,12 329x1760 1360:376:8,14 331x1424 6560:700:8,12 336x16 "
-        "512:770:8,2 336x48 640:710:4,11 336x144 1472:774:8,15 336x432 26352:578:4,28 336x464 17056:605:8,12 "
-        "336x560 10128:605:8,15 344x272 19808:598:4,30 344x464 1376:605:8,12 344x528 16352:605:8,15 347x384 "
-        "3600:585:8,12 352x16 592:770:8,2 352x224 25568:470:2,63 353x1120 1120:683:8,15 360x48 2480:774:8,6 "
-        "360x2352 3232:535:4,30 361x48 4160:710:4,12 363x48 4416:710:4,12 368x240 9056:606:8,12 368x320 "
-        "19568:642:8,12 368x592 10992:497:8,12 375x1456 1216:734:8,12 376x16 1888:770:8,2 376x464 13648:485:8,12 "
-        "376x480 28432:485:8,12 376x544 9632:485:8,15 376x928 12352:525:8,15 384x64 5632:480:8,4 384x128 "
-        "1024:720:8,12 4096:720:8,12 8192:606:8,9 16384:606:8,15 32768:606:8,15 384x320 22064:598:4,30 384x336 "
-        "9072:452:8,12 384x384 16:585:8,12 64:585:8,12 112:585:8,12 256:585:8,12 1008:585:8,12 1024:585:8,12 "
-        "2048:585:8,12 4096:585:8,12 5008:585:8,12 8192:585:8,12 16384:585:8,12 32768:585:8,12 384x512 "
-        "8192:605:8,12 16384:605:8,12 32768:605:8,12 384x912 10880:514:8,15 389x16 992:710:4,13 391x160 "
-        "3792:424:8,12 392x16 1024:770:8,2 392x496 20288:621:8,12 392x848 19536:657:8,14 397x48 896:710:4,13 399x64 "
-        "2672:710:4,13 400x496 14144:621:8,12 400x736 17776:629:8,15 408x32 7440:711:4,26 408x224 18688:482:4,28 "
-        "408x2496 4928:543:4,30 413x16 1136:710:4,13 421x192 3520:424:8,12 424x480 9120:497:8,12 427x32 "
-        "816:710:4,14 432x240 11088:642:8,12 432x336 20288:450:4,28 432x544 1312:493:8,14 432x864 4544:669:8,14 "
-        "432x896 14960:683:8,12 435x128 3776:772:4,28 437x48 2416:710:4,14 437x144 1072:766:2,63 440x16 "
-        "3472:770:8,2 440x32 2992:774:8,4 440x48 9968:425:8,12 440x688 13712:657:8,12 448x288 9120:466:1,126 "
-        "448x832 27296:669:8,14 456x16 2080:770:8,2 456x560 16608:641:8,15 456x672 26352:525:8,12 456x848 "
-        "28688:741:8,12 464x112 1376:720:8,15 464x128 4608:720:8,15 464x432 25088:621:8,12 464x448 3024:621:8,12 "
-        "464x800 25408:633:2,65 464x1648 8896:732:2,65 467x240 1440:452:8,12 467x416 3680:497:8,12 472x288 "
-        "15232:452:8,12 480x16 864:770:8,2 480x320 10096:585:8,15 480x592 19280:641:8,15 481x16 3456:710:4,16 "
-        "488x16 2080:770:8,2 488x32 1680:774:8,4 488x288 8128:452:8,12 14624:452:8,12 489x192 7472:480:8,12 496x240 "
-        "23152:509:8,12 496x288 22368:452:8,12 496x592 14160:525:8,12 496x624 18384:508:8,14 496x8192 3616:357:2,66 "
-        "500x512 12000:514:8,12 501x192 1312:424:8,12 504x16 6208:707:2,64 10464:413:4,8 504x32 3456:774:8,4 "
-        "504x240 10496:509:8,12 504x704 18096:663:8,15 504x816 9120:681:8,14 507x176 6128:424:8,12 511x48 "
-        "480:710:4,16 511x272 2000:452:8,12 512x16 624:770:8,2 9984:413:4,6 512x128 1024:706:2,64 4096:585:8,6 "
-        "8192:606:8,12 16384:606:8,12 32768:606:8,12 512x208 11760:474:4,28 512x512 16:641:8,12 64:641:8,12 "
-        "112:641:8,12 256:641:8,12 1008:641:8,12 1024:641:8,12 2048:641:8,12 4096:641:8,12 5008:641:8,12 "
-        "6000:641:8,12 8192:641:8,12 12000:641:8,12 12880:641:8,12 16384:641:8,12 28672:641:8,12 32768:641:8,12 "
-        "512x640 8192:525:8,12 16384:525:8,12 32768:525:8,12 512x800 9328:519:4,30 512x1024 8192:667:2,64 "
-        "16384:667:2,64 32768:667:2,64 513x816 528:691:8,14 517x16 5920:555:4,18 520x16 832:770:8,3 2320:770:8,3 "
-        "528x16 3088:770:8,3 528x320 24816:605:8,15 528x336 1712:485:8,15 528x592 1072:525:8,15 528x720 "
-        "9296:741:8,15 529x112 528:766:2,63 529x1184 5968:734:8,15 535x16 928:710:4,17 536x384 12288:605:8,15 "
-        "536x816 12672:691:8,14 536x944 9216:677:4,30 537x1264 3312:734:8,15 541x576 576:657:8,15 541x992 "
-        "576:739:2,63 543x448 3392:615:4,28 544x16 2080:770:8,3 544x416 28848:629:8,14 547x48 1200:710:4,18 547x368 "
-        "1168:497:8,15 552x272 11760:485:8,15 552x336 11744:485:8,15 552x400 8640:497:8,15 552x448 8048:629:8,14 "
-        "552x8192 2144:362:2,66 560x480 20032:514:8,15 565x240 3360:452:8,15 568x16 672:770:8,3 568x64 "
-        "4304:774:8,10 569x48 6992:555:4,18 576x784 26432:745:8,15 584x16 2480:770:8,3 584x208 17360:503:4,30 "
-        "584x320 13504:605:8,15 584x512 544:657:8,12 592x80 3344:774:8,15 592x400 16128:497:8,15 592x2352 "
-        "3296:778:2,65 592x8192 1024:370:2,66 595x80 3600:774:8,15 599x1600 4432:533:2,65 600x16 912:770:8,3 "
-        "600x576 29920:657:8,15 600x992 17072:528:8,12 600x1440 1024:535:4,30 608x368 11968:605:8,15 608x512 "
-        "17200:657:8,12 608x528 1200:525:8,15 613x144 4528:424:8,15 616x48 1328:774:8,10 616x240 560:452:8,15 "
-        "616x736 12400:673:8,15 617x16 448:710:4,20 5088:710:4,20 624x16 1088:770:8,3 2784:770:8,3 3120:770:8,3 "
-        "624x224 2416:452:8,15 632x864 12816:745:8,15 640x16 2080:770:8,3 5504:413:4,6 640x640 1024:673:8,15 "
-        "4096:673:8,15 8192:673:8,15 16384:673:8,15 32768:673:8,15 647x16 464:710:4,21 647x608 6672:681:8,15 "
-        "648x240 14464:605:8,12 648x400 25920:649:8,14 651x48 928:710:4,21 651x256 1664:485:8,12 655x928 "
-        "5456:695:4,30 656x720 17984:760:8,15 664x16 864:770:8,3 664x32 4496:774:8,6 665x1088 592:531:8,15 667x608 "
-        "1856:657:8,15 669x192 1104:452:8,12 672x16 2336:770:8,3 5392:413:4,6 6016:413:4,6 672x80 528:770:8,15 "
-        "673x480 656:491:2,66 679x1008 1088:697:2,64 680x16 1456:770:8,3 680x208 21104:448:8,15 28912:448:8,15 "
-        "680x496 2512:521:8,15 688x16 4560:770:8,3 688x256 25072:605:8,12 688x272 14224:479:8,15 688x304 "
-        "22784:497:8,12 688x528 8640:506:2,66 688x848 592:782:8,15 707x48 448:774:8,12 712x16 528:770:8,3 "
-        "5008:770:8,3 13344:413:4,15 712x48 11200:598:4,24 712x736 400:683:8,15 720x320 1216:621:8,15 720x528 "
-        "17136:683:8,15 720x8192 1504:439:2,66 721x736 448:465:8,12 728x16 2448:770:8,3 728x304 8240:497:8,12 "
-        "10016:621:8,15 16144:497:8,12 728x448 18544:663:8,14 729x656 2768:741:8,15 731x1152 1312:529:2,63 736x16 "
-        "1216:770:8,3 744x16 592:770:8,3 928:770:8,3 992:770:8,3 744x448 14704:525:8,12 744x560 14304:521:8,15 "
-        "752x16 4448:770:8,3 752x208 16544:485:8,12 752x928 13072:782:8,15 752x8192 1264:357:2,66 760x976 "
-        "26432:348:8,15 768x16 3040:770:8,3 768x768 1024:782:8,12 4096:760:8,15 8192:760:8,15 16384:760:8,15 "
-        "32768:760:8,15 768x1024 20000:732:2,64 776x16 672:770:8,4 1504:770:8,4 776x32 6000:555:4,26 784x16 "
-        "864:770:8,4 784x32 1120:774:8,7 784x448 3472:663:8,14 791x16 6576:579:4,18 792x64 736:710:4,25 792x288 "
-        "11568:621:8,15 800x256 9920:605:8,14 800x336 3760:514:8,14 800x816 1072:685:2,65 808x928 8544:527:4,30 "
-        "813x1088 5088:533:2,63 816x16 1904:770:8,4 816x480 17552:745:8,14 816x2384 544:444:2,65 823x272 "
-        "6384:497:8,14 824x16 20736:413:4,28 832x448 13152:673:8,14 832x8192 2592:342:2,66 840x16 2272:770:8,4 "
-        "840x672 18064:784:8,14 845x880 448:732:2,63 848x80 1808:424:8,14 848x352 11376:525:8,14 848x592 "
-        "18864:681:8,15 848x688 10944:675:2,66 856x16 4352:770:8,4 856x96 544:424:8,14 856x448 11488:673:8,14 "
-        "872x256 18000:621:8,12 872x656 11520:784:8,14 872x688 10160:689:2,66 872x864 19584:780:2,63 872x1200 "
-        "2544:753:4,28 879x64 912:774:8,14 880x208 11104:485:8,14 888x288 18688:514:8,14 888x336 23776:514:8,14 "
-        "888x640 27648:762:8,14 896x16 14400:413:4,20 896x32 2944:774:8,7 896x480 2000:760:8,12 896x896 "
-        "32768:350:8,14 896x1744 4816:344:4,28 904x16 2384:770:8,4 7680:413:4,8 904x224 14688:621:8,12 904x496 "
-        "11664:671:4,30 904x576 848:675:2,63 904x1712 1152:351:2,63 912x64 4432:710:4,29 920x2160 4960:359:2,63 "
-        "928x16 864:770:8,4 1072:770:8,4 6752:413:4,8 936x32 6224:579:4,20 936x48 1872:772:4,30 936x8192 "
-        "2160:370:2,66 944x16 960:770:8,4 1088:770:8,4 944x240 13760:493:8,12 944x480 11312:760:8,12 944x816 "
-        "24432:340:4,30 944x1744 11552:353:2,63 944x1792 1744:353:2,63 944x8192 3408:370:2,66 951x176 2208:479:8,12 "
-        "952x688 2672:764:4,30 960x448 18224:523:4,30 968x16 8256:413:4,12 968x208 11040:493:8,12 968x352 "
-        "1584:741:8,12 968x384 12432:669:8,12 968x432 11200:741:8,12 969x48 6016:413:4,24 976x16 15328:413:4,20 "
-        "976x272 10192:508:8,12 984x16 880:770:8,4 1264:770:8,4 992x16 2928:770:8,4 992x992 10352:378:2,64 1000x16 "
-        "256:770:8,4 1552:770:8,4 4096:770:8,4 16384:413:4,24 32768:409:2,64 1000x112 1024:448:8,12 4096:585:8,11 "
-        "8192:622:8,14 16384:622:8,14 32768:622:8,14 1000x1008 16:460:8,14 64:460:8,14 112:460:8,14 256:378:2,64 "
-        "1008:378:2,64 1024:378:2,64 2048:378:2,64 4096:378:2,64 5008:380:8,14 8192:378:2,64 16384:378:2,64 "
-        "32768:378:2,64 1008x16 3536:770:8,4 1015x576 6768:685:2,63 1016x16 1824:770:8,4 1016x912 7520:537:4,30 "
-        "1017x96 880:418:8,12 1021x112 2992:448:8,12 1023x1040 3504:751:8,14 1024x16 4832:770:8,4 1024x64 "
-        "592:766:2,64 1024x96 672:418:8,12 1024x128 1024:585:8,11 4096:585:8,11 8192:585:8,11 16384:585:8,11 "
-        "32768:585:8,11 1024x768 28672:780:2,64 1024x1008 1536:378:2,64 1024x1024 16:378:2,64 64:378:2,64 "
-        "112:378:2,64 256:378:2,64 1008:378:2,64 1024:378:2,64 2048:378:2,64 4096:378:2,64 5008:378:2,64 "
-        "8192:378:2,64 8656:378:2,64 11248:378:2,64 12000:378:2,64 16384:378:2,64 32768:378:2,64 1024x1280 "
-        "8192:749:2,64 16384:749:2,64 32768:749:2,64 1024x2048 8192:357:2,64 16384:357:2,64 32768:357:2,64 "
-        "1024x8192 1024:357:2,66 4096:357:2,66 8192:357:2,66 16384:357:2,66 32768:357:2,66 1025x16 1024:706:2,65 "
-        "1031x432 3840:741:8,15 1040x560 8672:689:2,65 1048x16 18896:413:4,30 1048x160 3136:479:8,15 1056x16 "
-        "10752:413:4,20 1056x976 2048:399:2,63 1064x16 3808:770:8,5 1065x256 4656:508:8,15 1072x192 816:597:4,27 "
-        "1080x16 624:770:8,5 1984:770:8,5 1080x64 1904:424:8,9 1095x976 7824:749:2,63 1104x512 6768:376:8,12 "
-        "1104x8192 9168:362:2,66 1109x16 1760:554:4,18 1112x16 8464:413:4,15 1112x80 1824:418:8,15 1119x16 "
-        "1472:554:4,18 1120x16 528:770:8,5 8112:413:4,15 1128x16 2912:770:8,5 1128x32 8176:474:4,15 1136x96 "
-        "5120:452:8,9 1139x992 5456:545:2,64 1144x16 3312:770:8,5 7584:413:4,10 1144x32 512:774:8,9 1145x192 "
-        "7872:493:8,15 1146x160 5648:479:8,15 1160x16 5248:413:4,10 1168x16 16720:413:4,30 1176x64 10944:616:4,24 "
-        "1177x992 4464:547:2,64 1184x48 1552:554:4,19 1195x864 2096:541:2,63 1200x160 1968:479:8,15 1203x16 "
-        "3152:554:4,19 1216x16 1792:770:8,5 1216x96 6000:474:4,30 1224x64 2688:424:8,10 1225x48 1536:770:8,15 "
-        "1232x128 928:605:8,10 1240x1120 400:393:2,63 1248x16 7744:413:4,15 16144:413:4,25 1255x992 1488:747:2,65 "
-        "1264x16 3072:770:8,5 5296:413:4,10 20560:413:4,25 1264x8192 5456:370:2,66 1280x1280 8192:346:8,15 "
-        "16384:346:8,15 32768:346:8,15 1293x800 5312:545:2,63 1296x96 2736:452:8,11 1303x208 3152:521:8,12 1312x16 "
-        "6416:413:4,12 1320x1728 2144:441:2,63 1320x1792 4816:364:2,63 1335x1504 2048:361:8,15 1336x16 784:770:8,6 "
-        "1341x64 1344:424:8,11 1344x32 7504:598:4,22 1344x8192 5264:396:2,66 1352x32 2160:774:8,11 1371x864 "
-        "1328:749:2,66 1383x160 4736:497:8,11 1383x192 8352:514:8,11 1384x48 816:554:4,22 1392x16 816:770:8,6 "
-        "1400x16 4192:770:8,6 1408x16 2320:770:8,6 1408x160 3216:497:8,11 1416x16 1328:770:8,6 1432x1360 "
-        "1488:355:2,66 1433x48 2864:424:8,12 1448x16 2832:770:8,6 1456x16 4032:770:8,6 1473x1696 896:401:2,66 "
-        "1480x16 2448:770:8,6 1488x16 912:770:8,6 1496x48 608:424:8,12 1500x1504 1536:366:8,15 1512x16 1056:770:8,6 "
-        "1512x48 2848:424:8,12 1536x16 3072:770:8,6 1536x1024 8192:776:2,66 1536x1536 1024:395:2,66 4096:395:2,66 "
-        "8192:395:2,66 16384:395:2,66 32768:395:2,66 1568x848 10656:778:2,65 1576x16 2656:770:8,7 1584x16 "
-        "4128:770:8,7 1584x880 4656:393:2,63 1600x32 1200:774:8,13 1600x80 2016:452:8,13 1616x16 2928:770:8,7 "
-        "1624x16 2608:770:8,7 1624x64 704:554:4,26 1632x64 544:554:4,26 1667x1776 608:393:2,66 1672x16 656:770:8,7 "
-        "1680x16 6336:413:4,14 7168:413:4,14 1696x64 5152:598:4,28 1696x192 2080:653:4,24 1703x1776 6752:393:2,66 "
-        "1720x752 4768:382:2,66 1744x1104 4272:438:2,66 1752x16 1584:770:8,7 1760x48 1664:424:8,14 1768x16 "
-        "14256:413:4,21 1776x2432 5360:396:2,66 1792x16 5776:413:4,14 1792x848 912:776:2,63 1808x16 2800:770:8,8 "
-        "1815x16 1232:770:8,8 1823x16 4416:770:8,8 1824x16 3872:770:8,8 1840x8192 1408:370:2,66 1880x32 "
-        "2208:774:8,15 1880x240 2240:758:4,24 1904x208 560:737:4,24 1912x16 6016:413:4,16 1936x16 896:770:8,8 "
-        "1936x64 9200:636:4,22 1936x2464 2992:401:2,66 1945x64 5104:578:4,21 1967x16 2752:770:8,8 1968x32 "
-        "6992:474:4,16 1968x736 4560:393:2,66 2000x80 816:473:4,24 2008x64 4912:578:4,21 2047x64 14000:636:4,22 "
-        "2048x256 1024:667:2,64 4096:667:2,64 8192:667:2,64 16384:667:2,64 32768:667:2,64 2048x1024 12000:357:2,64 "
-        "2048x2048 16:357:2,66 64:357:2,66 112:357:2,66 256:357:2,66 1008:357:2,66 1024:357:2,66 2048:357:2,66 "
-        "4096:357:2,66 5008:357:2,66 6000:357:2,66 8192:357:2,66 16384:357:2,66 32768:357:2,66 2048x8192 "
-        "3008:395:2,66 2056x16 1344:770:8,9 2064x32 8576:474:4,27 2072x16 1520:770:8,9 2080x16 21376:413:4,27 "
-        "2128x16 2944:770:8,9 2160x16 5536:413:4,18 2168x16 5520:413:4,18 2208x64 992:578:4,23 2272x512 "
-        "1376:384:8,15 2352x48 720:448:8,10 2360x80 720:493:8,10 2368x16 7760:413:4,30 2416x16 832:770:8,10 2416x64 "
-        "1120:578:4,26 2424x1264 7776:393:2,66 2456x16 19680:413:4,30 2488x16 2672:770:8,10 2520x8192 3488:370:2,66 "
-        "2528x16 624:770:8,10 3248:770:8,10 11648:413:4,30 2536x16 5008:770:8,10 2592x16 656:770:8,11 "
-        "10768:409:2,63 2600x32 1360:418:8,11 2648x16 2224:770:8,11 2656x16 11792:409:2,63 2664x16 12752:409:2,63 "
-        "2736x16 4752:770:8,11 2784x16 4416:770:8,11 2800x16 11600:413:4,22 2824x16 4464:770:8,12 2832x16 "
-        "912:770:8,12 2848x64 7520:479:8,12 2864x16 12048:413:4,24 2880x48 1248:448:8,12 2904x16 13776:413:4,24 "
-        "3000x16 3632:770:8,12 6000:413:4,24 3000x3008 6000:395:2,66 3008x16 3904:770:8,12 3008x32 1808:418:8,12 "
-        "3016x80 3728:493:8,12 3024x16 11280:413:4,24 3056x16 2016:770:8,12 3080x64 2048:479:8,13 3088x32 "
-        "1056:418:8,13 3096x8192 11680:370:2,66 3112x16 1248:770:8,13 3192x64 6112:479:8,13 3208x16 14800:413:4,26 "
-        "3240x16 18112:413:4,26 3280x16 5456:413:4,26 3328x16 5024:770:8,13 3432x16 768:770:8,14 3480x64 "
-        "5920:615:4,22 3496x8192 1152:370:2,66 3536x32 7936:474:4,28 3552x16 592:770:8,14 1888:770:8,14 3616x16 "
-        "6064:413:4,30 3624x16 4736:770:8,15 8928:413:4,30 3632x16 512:770:8,15 3664x48 6160:448:8,15 3704x16 "
-        "1264:770:8,15 3728x16 2352:770:8,15 3744x16 1920:770:8,15 3792x8192 8144:370:2,66 3808x64 3280:615:4,24 "
-        "3816x16 3680:770:8,15 3824x48 672:448:8,15 3856x16 1856:766:2,61 3912x16 8832:409:2,62 4000x16 "
-        "10128:409:2,64 4000x320 28672:749:2,64 4016x16 1440:766:2,63 4040x16 11888:409:2,64 4048x16 1152:766:2,64 "
-        "4096x16 256:766:2,64 4096:766:2,64 16384:766:2,64 32768:766:2,64 4096x48 1024:446:2,64 4096:446:2,64 "
-        "8192:446:2,64 16384:446:2,64 32768:446:2,64 4096x128 1024:667:2,64 4096:667:2,64 8192:667:2,64 "
-        "16384:667:2,64 32768:667:2,64 4096x4096 16:357:2,66 64:357:2,66 112:357:2,66 256:357:2,66 1008:357:2,66 "
-        "1024:357:2,66 2048:357:2,66 3008:357:2,66 4096:357:2,66 5008:357:2,66 8192:357:2,66 16384:357:2,66 "
-        "20000:357:2,66 32768:357:2,66 4096x8192 3008:395:2,66 20000:395:2,66 4160x16 3440:766:2,65 4160x64 "
-        "4000:635:4,22 4240x80 1536:758:4,17 4264x16 816:412:4,17 4304x8192 4912:362:2,66 4320x16 3360:412:4,17 "
-        "4336x64 5680:635:4,23 4360x8192 1040:353:2,66 4384x16 800:412:4,18 4424x16 18704:412:4,18 4456x16 "
-        "7408:412:4,18 4528x64 6112:635:4,24 4536x80 2816:758:4,18 4560x16 12928:412:4,18 4656x16 1392:412:4,19 "
-        "4664x80 6528:758:4,19 4696x16 7136:412:4,19 4736x16 784:412:4,19 4880x48 2512:502:4,20 4920x64 "
-        "5296:653:4,22 4936x16 1056:412:4,20 4944x16 14240:412:4,20 4992x16 832:412:4,20 5040x16 2272:412:4,20 "
-        "5136x16 8064:412:4,21 5152x16 21584:412:4,21 5336x16 896:412:4,21 5496x16 2304:412:4,22 5504x16 "
-        "10096:412:4,22 5536x16 6672:412:4,22 5576x48 5936:502:4,22 5608x32 1504:473:4,22 5648x48 5136:502:4,23 "
-        "5720x16 10896:412:4,23 5760x8192 6432:370:2,66 5984x64 768:665:4,24 6000x160 12000:751:8,12 6000x6000 "
-        "336:396:2,66 6136x32 1536:473:4,24 6216x16 6176:412:4,25 6248x8192 7888:357:2,66 6296x16 5264:412:4,25 "
-        "6304x16 992:412:4,25 6376x16 4960:412:4,25 6448x16 17776:412:4,26 6512x16 3520:412:4,26 6552x48 "
-        "6672:502:4,26 6704x16 640:412:4,27 1904:412:4,27 6064:412:4,27 6744x16 16928:412:4,27 6800x16 "
-        "5984:412:4,27 7008x48 8672:502:4,28 7056x8192 3184:362:2,66 7104x32 1200:473:4,28 7120x32 2880:473:4,28 "
-        "7136x80 2096:758:4,28 7168x32 2864:473:4,28 7200x8192 1664:370:2,66 7304x16 576:412:4,29 7360x8192 "
-        "2992:370:2,66 7488x16 6128:412:4,30 7768x64 2112:687:4,25 7880x16 720:408:2,62 7912x16 13344:408:2,62 "
-        "7920x96 11344:780:2,62 7976x64 6944:687:4,25 8192x16 256:408:2,64 1024:408:2,64 1776:408:2,64 "
-        "2544:408:2,64 2688:408:2,64 4096:408:2,64 4688:408:2,64 6656:408:2,64 7792:408:2,64 8192:408:2,64 "
-        "12000:408:2,64 16384:408:2,64 32768:408:2,64 8192x32 4000:469:2,64 4432:469:2,64 9376:469:2,64 8192x48 "
-        "1024:500:2,64 4320:500:2,64 5264:500:2,64 5392:500:2,64 6000:500:2,64 6016:500:2,64 8192x64 1024:687:4,26 "
-        "4096:687:4,26 8192:687:4,26 9296:687:4,26 11456:687:4,26 16384:687:4,26 32768:687:4,26 8192x80 "
-        "2064:756:2,64 8192x96 4192:780:2,64 20000:780:2,64 8192x112 8240:347:2,64 8192x128 2960:539:2,64 8192x144 "
-        "6672:399:2,64 8192x176 2464:429:2,64 2688:429:2,64 8192x224 1472:342:2,64 8192x256 3840:357:2,64 "
-        "9024:357:2,64 8192x272 8416:395:2,64 8192x288 3040:395:2,64 8192x320 16000:749:2,66 8192x384 1312:778:2,66 "
-        "8192x480 3952:357:2,66 8192x592 11920:401:2,66 8192x720 3008:754:2,66 8192x1024 1024:357:2,66 "
-        "4096:357:2,66 8192:357:2,66 16384:357:2,66 32768:357:2,66 8192x1072 8864:395:2,66 8192x1232 3456:401:2,66 "
-        "8192x1328 7216:342:2,66 8192x1344 5664:342:2,66 8192x1952 6928:395:2,66 8192x2048 24000:357:2,66 8192x2128 "
-        "11792:367:2,66 8192x2656 5840:370:2,66 8192x2928 1088:368:4,30 7936:368:4,30 8192x3888 9472:396:2,66 "
-        "8192x4096 7008:370:2,66 12000:370:2,66 8192x4224 10736:367:2,66 8192x4480 10880:367:2,66 8192x4816 "
-        "4064:370:2,66 8192x5792 2176:401:2,66 8192x6544 2960:401:2,66 8192x7456 7168:401:2,66 8192x7680 "
-        "2576:370:2,66 8192x8192 16:395:2,66 64:395:2,66 112:395:2,66 256:395:2,66 1008:395:2,66 1024:395:2,66 "
-        "1536:395:2,66 2048:395:2,66 4096:395:2,66 5008:395:2,66 6000:395:2,66 8192:395:2,66 11008:395:2,66 "
-        "16384:395:2,66 28672:395:2,66 32768:395:2,66 12288x256 2048:574:2,66 "
+        "1x16 16:1272:2,1 64:1268:1,1 112:1272:2,1 256:1268:1,1 528:1272:2,1 592:1272:2,1 624:1272:2,1 848:1272:2,1 "
+        "1008:1272:2,1 1024:1268:1,1 2048:1268:1,1 2576:1272:2,1 4096:1268:1,1 4192:1268:1,1 5008:1272:2,1 "
+        "6208:1269:1,2 7120:1273:2,2 8192:1269:1,3 16384:1269:1,6 32768:1269:1,12 1x32 672:1268:1,1 1840:1272:2,1 "
+        "1x48 2496:1268:1,1 6048:1269:1,2 1x64 256:1345:4,2 4096:1268:1,1 16384:1269:1,6 32768:1269:1,12 1x80 "
+        "752:1345:4,3 2384:1280:2,1 2480:1280:2,1 1x96 416:1345:4,3 1x112 4608:1280:2,1 1x144 1216:1345:4,5 1x304 "
+        "464:1345:4,10 1x512 96:1345:4,16 688:1345:4,16 1x528 704:1345:4,17 4784:1345:4,17 13184:1291:4,15 1x544 "
+        "608:1345:4,17 1920:1345:4,17 3680:1345:4,17 4688:1345:4,17 5888:1291:4,6 1x560 4288:1345:4,18 "
+        "14112:1291:4,15 1x576 2080:1345:4,18 16944:1291:4,18 1x592 12320:1291:4,12 22496:1291:4,24 1x608 "
+        "1120:1345:4,19 5424:1291:4,6 9232:1291:4,9 22384:1291:4,24 1x624 784:1345:4,20 20240:1291:4,21 1x640 "
+        "4816:1345:4,20 1x656 10320:1291:4,12 1x672 512:1345:4,21 23824:1291:4,24 1x688 576:1345:4,22 6928:1291:4,6 "
+        "8768:1291:4,9 1x704 12128:1291:4,12 1x720 3072:1345:4,23 3504:1345:4,23 1x736 2640:1345:4,23 "
+        "16144:1291:4,18 16720:1291:4,18 1x752 672:1345:4,24 1x768 1536:1345:4,24 1888:1345:4,24 2560:1345:4,24 "
+        "3072:1345:4,24 4992:1345:4,24 1x784 592:1345:4,25 1936:1345:4,25 1x800 3312:1345:4,25 1x816 9920:1291:4,12 "
+        "1x832 1520:1345:4,26 2880:1345:4,26 1x848 2096:1345:4,27 5072:1345:4,27 1x864 12176:1291:4,16 1x880 "
+        "640:1345:4,28 784:1345:4,28 6208:1291:4,8 18656:1291:4,28 1x896 8192:1291:4,12 10960:1291:4,16 1x912 "
+        "1088:1345:4,29 1248:1345:4,29 2912:1345:4,29 1x928 1200:1345:4,29 2448:1345:4,29 1x976 2128:1339:2,61 "
+        "1x992 912:1339:2,62 960:1339:2,62 1x1008 256:1339:2,63 4096:1339:2,63 5728:1291:4,8 9280:1291:4,12 "
+        "16384:1291:4,24 32768:1281:2,64 1x1024 2560:1339:2,64 12288:1291:4,16 1x1040 2240:1339:2,65 "
+        "21008:1291:4,30 1x1056 2864:1339:2,66 14352:1291:4,25 1x1088 1296:856:4,17 1584:856:4,17 3200:856:4,17 "
+        "13232:1291:4,25 1x1104 21744:1291:4,25 1x1120 1488:856:4,18 9296:1291:4,15 1x1136 544:856:4,18 "
+        "4160:856:4,18 6272:1291:4,10 1x1152 2976:856:4,18 13584:1291:4,25 1x1168 640:856:4,19 992:856:4,19 "
+        "1472:856:4,19 1x1200 1648:856:4,19 1x1216 848:856:4,19 1x1248 608:856:4,20 1x1264 6176:1291:4,10 1x1296 "
+        "1792:856:4,21 1x1328 22000:1281:2,66 1x1360 8656:1291:4,18 1x1376 5776:1291:4,12 6704:1291:4,12 1x1392 "
+        "1344:856:4,22 1x1408 816:856:4,22 960:856:4,22 9632:1291:4,18 1x1424 560:856:4,23 6912:1291:4,12 1x1440 "
+        "1632:856:4,23 3408:856:4,23 1x1456 13456:1291:4,24 1x1504 1456:856:4,24 3392:856:4,24 1x1536 1024:856:4,24 "
+        "5120:856:4,24 7168:1291:4,12 11104:1291:4,24 28672:1291:4,30 1x1552 9648:1291:4,21 1x1568 4288:856:4,25 "
+        "1x1584 6176:1291:4,14 1x1600 22896:1291:4,28 23056:1291:4,28 1x1632 3952:856:4,26 21584:806:4,28 1x1664 "
+        "1712:856:4,26 1x1680 7472:1291:4,14 1x1712 6800:1291:4,14 1x1744 5072:856:4,28 15088:1291:4,21 1x1776 "
+        "4944:925:4,19 1x1824 8208:1291:4,24 1x1856 10800:1291:4,24 1x1872 2432:1290:4,8 1x1888 12320:1291:4,24 "
+        "14448:1291:4,24 1x1968 9888:1291:4,24 1x1984 1312:1290:4,8 2176:1290:4,8 6496:1291:4,16 1x2000 "
+        "6240:1291:4,16 1x2032 1216:1290:4,8 1x2048 768:1290:4,8 2048:1290:4,8 2416:925:4,22 5120:1290:4,8 "
+        "6144:1291:4,16 7168:1291:4,16 12288:1281:2,64 14336:1281:2,64 16384:1281:2,64 1x2064 624:1290:4,9 "
+        "1808:925:4,22 1x2144 1728:1290:4,9 6592:1291:4,18 1x2240 17056:806:4,25 1x2256 1680:1290:4,9 1x2272 "
+        "3904:1290:4,9 1x2288 1824:1290:4,9 1888:1290:4,9 8640:1291:4,27 22432:806:4,25 1x2304 11792:1291:4,27 "
+        "1x2320 1264:1290:4,10 6304:1291:4,20 11136:1291:4,30 1x2368 784:1290:4,10 5520:1291:4,20 1x2496 "
+        "9360:1291:4,30 1x2544 592:1290:4,10 1x2560 3072:1290:4,10 4096:1290:4,10 7168:1291:4,20 11008:1291:4,30 "
+        "1x2592 1936:1290:4,11 1x2608 18512:1281:2,63 1x2640 6624:1291:4,22 1x2688 5264:1291:4,22 1x2704 "
+        "2096:1290:4,11 1x2720 816:1290:4,11 1088:1290:4,11 4048:1290:4,11 1x2768 11024:1291:4,22 1x2816 "
+        "1088:1290:4,11 1x2848 1072:1290:4,12 1x2896 912:1290:4,12 1x2992 17424:1291:4,30:5 1x3008 3008:1290:4,12 "
+        "3056:1290:4,12 1x3056 1040:1290:4,12 1x3072 4096:1290:4,12 7168:1291:4,24 8192:1291:4,24 1x3088 "
+        "13216:1291:4,26 23296:806:4,28 1x3104 544:1290:4,13 1x3216 736:1290:4,13 1x3248 640:1290:4,13 1x3312 "
+        "4304:1290:4,13 1x3328 11728:1291:4,30:4 1x3344 14864:1291:4,30:4 1x3360 2624:1290:4,14 1x3392 "
+        "848:1290:4,14 1x3424 6560:1291:4,28 1x3488 6272:1291:4,28 1x3504 6272:1291:4,28 1x3552 544:1290:4,14 "
+        "1152:1290:4,14 1x3568 2592:1290:4,14 4752:1290:4,14 1x3600 544:1290:4,15 19536:1291:4,30 1x3728 "
+        "592:1290:4,15 1x3744 7712:1291:4,30 1x3824 15920:806:4,24 1x3856 15616:1281:2,62 20080:1281:2,62 1x3872 "
+        "4480:1290:4,16 1x3888 2048:1290:4,16 4784:1290:4,16 1x3952 1616:1290:4,16 1x3968 976:1290:4,16 1x4000 "
+        "512:1290:4,16 1x4048 14352:1281:2,64 21120:1281:2,64 1x4080 1232:1290:4,16 1x4096 256:1290:4,16 "
+        "2560:1290:4,16 4096:1290:4,16 6144:1281:2,64 16384:1281:2,64 32768:800:2,64 1x4128 2576:1290:4,17 1x4288 "
+        "4016:1290:4,17 1x4304 3008:1290:4,17 1x4384 1376:1290:4,18 1x4448 576:1290:4,18 1x4496 2544:1290:4,18 "
+        "1x4528 912:1290:4,18 1x4544 18704:1291:4,30:3 1x4656 1936:1290:4,19 1x4672 1248:1290:4,19 1x4880 "
+        "8112:1291:4,30 1x4896 2816:1290:4,20 1x5008 720:1290:4,20 1x5088 5008:1290:4,20 1x5120 2048:1290:4,20 "
+        "3072:1290:4,20 4096:1290:4,20 5120:1290:4,20 1x5216 1040:1290:4,21 1x5344 2096:1290:4,21 1x5360 "
+        "23808:800:2,63 1x5424 4304:1290:4,22 1x5552 9232:1290:4,22 1x5648 15392:1290:4,23 1x5680 2192:1290:4,23 "
+        "1x5728 208:1290:4,23 1x5824 20288:806:4,24 1x5888 704:1290:4,23 1x6000 12000:1290:4,24 16032:1290:4,24 "
+        "1x6016 19984:806:4,30:5 1x6112 5184:1290:4,24 1x6144 1024:1290:4,24 1536:1290:4,24 1616:1290:4,24 "
+        "5120:1290:4,24 6144:1290:4,24 11008:1290:4,24 12288:1290:4,24 1x6256 3472:1290:4,25 1x6272 7664:1290:4,25 "
+        "1x6464 576:1290:4,26 1x6480 5136:1290:4,26 1x6512 1872:1290:4,26 16208:1290:4,26 1x6560 6240:1290:4,26 "
+        "1x6624 1456:1290:4,26 6432:1290:4,26 1x6688 15760:1291:4,30:2 1x6768 2880:1290:4,27 1x6800 5552:1290:4,27 "
+        "1x6864 2240:1290:4,27 1x6896 22624:1291:4,30:2 1x6928 1040:1290:4,28 1x7072 10656:1281:2,66:2 1x7168 "
+        "7168:1281:2,66:2 8192:1281:2,66:2 12288:1281:2,66:2 1x7680 12976:1290:4,30 1x8192 256:1280:2,64 "
+        "2560:1280:2,64 4096:1280:2,64 5120:1280:2,64 13824:1280:2,64 16384:1280:2,64 20000:800:2,64 32768:800:2,64 "
+        "1x11008 768:805:4,22 2560:805:4,22 3072:805:4,22 4096:805:4,22 1x12288 768:805:4,24 1024:805:4,24 "
+        "1536:805:4,24 4096:805:4,24 8192:805:4,24 1x13824 5120:1290:4,30 6144:1290:4,30 13824:1290:4,30 "
+        "14336:1290:4,30 1x14336 1024:1280:2,66 6144:1280:2,66 12288:1280:2,66 1x16384 2560:799:2,64 3072:799:2,64 "
+        "5120:799:2,64 2x768 2048:1345:4,24 3072:1345:4,24 8192:1291:4,9 12288:1291:4,12 13824:1291:4,15 2x1024 "
+        "2560:1339:2,64 6144:1291:4,8 12288:1291:4,16 13824:1291:4,20 2x1536 768:856:4,24 2560:856:4,24 "
+        "3072:856:4,24 5120:856:4,24 7168:1291:4,12 8192:1291:4,18 14336:1291:4,30 2x2048 1024:1290:4,8 "
+        "4096:1290:4,8 14336:1281:2,64 2x2560 1536:1290:4,10 4096:1290:4,10 6144:1291:4,20 7168:1291:4,20 "
+        "11008:1291:4,30 12288:1291:4,30 2x3072 768:1290:4,12 1024:1290:4,12 1536:1290:4,12 5120:1290:4,12 "
+        "7168:1291:4,24 14336:1291:4,24 2x4096 1024:1290:4,16 7168:1281:2,64 11008:1281:2,64 2x5120 1536:1290:4,20 "
+        "2560:1290:4,20 5120:1290:4,20 6144:1290:4,20 8192:806:4,30 14336:806:4,30 2x6144 768:1290:4,24 "
+        "1536:1290:4,24 14336:1290:4,24 2x7168 1024:1290:4,28 2560:1290:4,28 14336:1281:2,66:2 16384:1281:2,66:2 "
+        "2x8192 4096:1280:2,64 7168:1280:2,64 11008:1280:2,64 16384:1280:2,64 2x11008 1536:805:4,22 6144:805:4,22 "
+        "12288:805:4,22 2x12288 1536:805:4,24 2560:805:4,24 7168:805:4,24 12288:805:4,24 2x13824 768:1290:4,30 "
+        "1536:1290:4,30 2560:1290:4,30 7168:1290:4,30 12288:1290:4,30 13824:1290:4,30 16384:806:4,30:2 2x14336 "
+        "1024:1280:2,66 2048:1280:2,66 5120:1280:2,66 8192:1280:2,66 2x16384 2560:799:2,64 3072:799:2,64 "
+        "5120:799:2,64 7168:799:2,64 13824:799:2,64 16384:799:2,64 3x16 336:1272:2,1 512:1268:1,1 624:1272:2,1 "
+        "704:1268:1,1 848:1272:2,1 1072:1272:2,1 1104:1272:2,1 1248:1268:1,1 1344:1268:1,1 1376:1268:1,1 "
+        "1552:1272:2,1 1600:1268:1,1 1792:1268:1,1 1904:1272:2,1 2288:1272:2,1 2352:1272:2,1 2544:1272:2,1 "
+        "2560:1268:1,1 3264:1268:1,1 3824:1272:2,1 4832:1268:1,1 5200:1273:2,2 6448:1273:2,2 6496:1269:1,2 3x32 "
+        "432:1272:2,1 640:1268:1,1 1232:1272:2,1 2976:1268:1,1 5536:1269:1,2 3x48 592:1345:4,2 1664:1268:1,1 "
+        "1888:1268:1,1 2464:1268:1,1 2608:1272:2,1 2864:1272:2,1 3040:1268:1,1 7824:1273:2,3 3x64 1200:1345:4,2 "
+        "1936:1272:2,1 3x80 1616:1280:2,1 1904:1280:2,1 2720:1280:2,1 6704:1281:2,2 3x96 1632:1280:2,1 "
+        "4224:1280:2,1 3x112 432:1345:4,4 576:1345:4,4 3x144 4896:1290:4,1 3x160 1472:1345:4,5 3x208 1008:1345:4,7 "
+        "1920:1345:4,7 4720:1345:4,7 3x240 1936:1345:4,8 7920:1291:4,3 3x256 480:1345:4,8 848:1345:4,8 3x352 "
+        "1408:1345:4,11 3x368 4240:1345:4,12 3x384 592:1345:4,12 3x416 672:1345:4,13 2768:1345:4,13 3x432 "
+        "880:1345:4,14 1536:1345:4,14 3x448 1056:1345:4,14 3x464 1488:1345:4,15 3x512 1232:1345:4,16 3x528 "
+        "2352:1345:4,17 3x624 4752:1345:4,20 3x704 3296:1345:4,22 3x768 1536:1345:4,24 5120:1345:4,24 "
+        "11008:1291:4,12 12288:1291:4,12 16384:1291:4,18 3x832 1968:1345:4,26 3x928 2464:1345:4,29 3x944 "
+        "2592:1345:4,30 3x976 1088:1339:2,61 3x1024 2560:1339:2,64 7168:1291:4,8 14336:1291:4,20 3x1152 "
+        "992:856:4,18 3x1200 1264:856:4,19 6432:1291:4,10 3x1280 2032:856:4,20 3x1536 1536:856:4,24 3x1680 "
+        "896:1290:4,7 3x2048 3072:1290:4,8 5120:1290:4,8 3x2560 768:1290:4,10 1536:1290:4,10 3072:1290:4,10 "
+        "4096:1290:4,10 5120:1290:4,10 7168:1291:4,20 8192:1291:4,30 16384:1291:4,30 3x3072 2560:1290:4,12 "
+        "5120:1290:4,12 6144:1291:4,24 7168:1291:4,24 11008:1291:4,24 14336:1291:4,24 3x4096 2560:1290:4,16 "
+        "3072:1290:4,16 11008:1281:2,64 3x5120 2048:1290:4,20 3072:1290:4,20 6144:1290:4,20 3x6144 5120:1290:4,24 "
+        "12288:1290:4,24 3x7168 2560:1290:4,28 6144:1290:4,28 3x8192 14336:1280:2,64 3x11008 14336:805:4,22 3x12288 "
+        "768:805:4,24 2048:805:4,24 3072:805:4,24 11008:805:4,24 12288:805:4,24 14336:805:4,24 3x13824 "
+        "768:1290:4,30 1536:1290:4,30 2560:1290:4,30 3x14336 1536:1280:2,66 11008:1280:2,66 16384:1280:2,66 3x16384 "
+        "768:799:2,64 2048:799:2,64 2560:799:2,64 5120:799:2,64 12288:799:2,64 13824:799:2,64 4x768 4096:1345:4,24 "
+        "5120:1345:4,24 6144:1291:4,6 14336:1291:4,15 4x1536 2560:856:4,24 4096:856:4,24 4x2048 1536:1290:4,8 "
+        "3072:1290:4,8 13824:1281:2,64 4x2560 768:1290:4,10 14336:1291:4,30 4x3072 3072:1290:4,12 8192:1291:4,24 "
+        "11008:1291:4,24 4x4096 4096:1290:4,16 11008:1281:2,64 14336:1281:2,64 4x5120 16384:806:4,30 4x6144 "
+        "2048:1290:4,24 7168:1290:4,24 13824:1290:4,24 4x8192 2048:1280:2,64 4096:1280:2,64 6144:1280:2,64 "
+        "7168:1280:2,64 4x11008 2048:805:4,22 4096:805:4,22 6144:805:4,22 13824:805:4,22 16384:805:4,22 4x12288 "
+        "6144:805:4,24 7168:805:4,24 14336:805:4,24 16384:805:4,24 4x13824 4096:1290:4,30 4x14336 2048:1280:2,66 "
+        "7168:1280:2,66 8192:1280:2,66 13824:1280:2,66 4x16384 11008:799:2,64 5x16 1152:1268:1,1 1264:1272:2,1 "
+        "3472:1272:2,1 3632:1272:2,1 3680:1268:1,1 4336:1272:2,1 4752:1272:2,1 6720:1269:1,2 5x32 448:1268:1,1 "
+        "544:1268:1,1 1280:1268:1,1 2464:1268:1,1 5x48 1408:1268:1,1 5x64 480:1345:4,2 5x128 2160:1345:4,4 "
+        "2544:1345:4,4 3232:1280:2,1 5x304 4768:1345:4,10 5x336 1184:1345:4,11 5x368 864:1345:4,12 5x496 "
+        "2192:1345:4,16 5x768 4272:1345:4,24 5x800 1264:1345:4,25 5x912 3120:1345:4,29 5x1024 1536:1339:2,64 "
+        "6144:1291:4,8 13824:1291:4,20 16384:1291:4,24 5x1536 768:856:4,24 5x1568 928:856:4,25 5x1904 2768:925:4,20 "
+        "5x2048 3072:1290:4,8 5120:1290:4,8 6144:1291:4,16 12288:1281:2,64 5x2560 4096:1290:4,10 11008:1291:4,30 "
+        "5x3072 6144:1291:4,24 7168:1291:4,24 11008:1291:4,24 5x4096 16384:1281:2,64 5x5120 4096:1290:4,20 "
+        "8192:806:4,30 5x6144 2048:1290:4,24 4096:1290:4,24 8192:1290:4,24 5x7168 768:1290:4,28 3072:1290:4,28 "
+        "5x8192 5120:1280:2,64 11008:1280:2,64 14336:1280:2,64 5x11008 2048:805:4,22 7168:805:4,22 5x12288 "
+        "2048:805:4,24 11008:805:4,24 14336:805:4,24 5x13824 5120:1290:4,30 5x14336 6144:1280:2,66 8192:1280:2,66 "
+        "14336:1280:2,66 5x16384 7168:799:2,64 6x768 13824:1291:4,15 6x1024 11008:1291:4,16 6x1536 5120:856:4,24 "
+        "6x2048 8192:1291:4,24 6x2560 2048:1290:4,10 6x4096 2048:1290:4,16 3072:1290:4,16 6x5120 3072:1290:4,20 "
+        "6x6144 8192:1290:4,24 6x7168 12288:1281:2,66:2 14336:1281:2,66:2 6x8192 3072:1280:2,64 6x11008 "
+        "768:805:4,22 6x12288 3072:805:4,24 6x13824 2560:1290:4,30 6x16384 1536:799:2,64 14336:799:2,64 7x16 "
+        "16:1272:2,1 64:1268:1,1 112:1272:2,1 256:1268:1,1 1008:1272:2,1 1024:1268:1,1 1184:1268:1,1 2048:1268:1,1 "
+        "4096:1268:1,1 5008:1272:2,1 5328:1273:2,2 5504:1269:1,2 8192:1269:1,3 16384:1269:1,6 32768:1269:1,12 7x32 "
+        "448:1268:1,1 752:1272:2,1 1008:1272:2,1 1232:1272:2,1 1392:1272:2,1 7x48 496:1345:4,2 7x80 4288:1280:2,1 "
+        "7x128 992:1345:4,4 2512:1345:4,4 7x208 7072:1291:4,2 7x336 5440:1291:4,4 7x608 576:1345:4,19 "
+        "1360:1345:4,19 7x688 1504:1345:4,22 7x768 768:1345:4,24 3072:1345:4,24 4096:1345:4,24 5120:1345:4,24 "
+        "7x1024 6144:1291:4,8 7x1472 1328:856:4,23 7x1536 6144:1291:4,12 14336:1291:4,30 7x1936 2096:925:4,21 "
+        "7x2048 1536:1290:4,8 7x2560 2048:1290:4,10 3072:1290:4,10 7x3072 8192:1291:4,24 7x4096 3072:1290:4,16 "
+        "8192:1281:2,64 7x5120 14336:806:4,30 7x6144 1024:1290:4,24 7x7168 1024:1290:4,28 7x8192 1024:1280:2,64 "
+        "3072:1280:2,64 4096:1280:2,64 5120:1280:2,64 8192:1280:2,64 16384:1280:2,64 32768:800:2,64 7x11008 "
+        "6144:805:4,22 16384:805:4,22 7x12288 3072:805:4,24 6144:805:4,24 7x13824 13824:1290:4,30 7x14336 "
+        "2560:1280:2,66 11008:1280:2,66 13824:1280:2,66 8x16 512:1339:2,1 592:1339:2,1 640:1339:2,1 672:1339:2,1 "
+        "832:1339:2,1 896:1339:2,1 1280:1339:2,1 1600:1339:2,1 2416:1339:2,1 3056:1339:2,1 3312:1339:2,1 "
+        "3648:1339:2,1 4704:1339:2,1 6816:1269:1,2 7328:1269:1,2 8x32 576:1268:1,1 992:1268:1,1 1568:1268:1,1 "
+        "1696:1268:1,1 3280:1345:4,1 11728:1281:2,4 8x48 1680:1280:2,1 3424:1268:1,1 8x64 512:1268:1,1 "
+        "6640:1281:2,2 8x80 4000:1345:4,3 5824:1281:2,2 8x112 2816:1345:4,4 6912:1281:2,2 7808:1281:2,3 "
+        "8688:1281:2,3 11856:1281:2,4 8x128 2432:1345:4,4 8x144 1264:1345:4,5 2832:1345:4,5 8x176 8512:1291:4,3 "
+        "8x192 784:1345:4,6 3392:1345:4,6 8x208 560:1345:4,7 5184:1291:4,2 8x224 656:1345:4,7 3984:1345:4,7 8x240 "
+        "5568:1291:4,2 8x320 864:1345:4,10 8x368 8736:1291:4,6 8x384 10304:1291:4,8 8x448 1296:1345:4,14 8x464 "
+        "1008:1345:4,15 7984:1291:4,6 8x480 4976:1345:4,15 8x496 1360:1345:4,16 8x544 2848:1345:4,17 8x576 "
+        "688:1345:4,18 8x592 832:1345:4,19 8x624 2576:1345:4,20 8x640 816:1345:4,20 8x656 9248:1291:4,9 8x672 "
+        "8304:1291:4,9 8x720 1712:1345:4,23 3280:1345:4,23 8x768 13824:1291:4,15 8x880 7344:1291:4,8 8x912 "
+        "800:1290:4,4 8x1024 8192:1291:4,12 8x1056 1776:1290:4,5 8x1072 1312:1290:4,5 8x1104 576:1290:4,5 "
+        "1024:1290:4,5 8656:1291:4,15 8x1136 9536:1291:4,15 8x1200 1040:1290:4,5 8x1248 1424:1290:4,5 8x1264 "
+        "528:1290:4,5 8x1312 1520:1290:4,6 8x1328 1568:1290:4,6 8x1456 2448:1290:4,6 4176:856:4,23 8x1536 "
+        "1024:1290:4,6 5120:1290:4,6 6144:1291:4,12 9616:1291:4,18 8x1600 8528:1291:4,21 8x1616 2016:1290:4,7 "
+        "8x1664 3264:1290:4,7 8x1680 1216:1290:4,7 8x1696 10368:1291:4,21 8x1968 752:1290:4,8 8x2048 7168:1291:4,16 "
+        "8x2064 5008:1290:4,9 8x2240 560:1290:4,9 8x2256 6576:1291:4,18 8x2560 2560:1290:4,10 4096:1290:4,10 "
+        "7168:1291:4,20 8x3072 5120:1290:4,12 11008:1291:4,24 12288:1291:4,24 8x3264 1504:1290:4,13 8x3680 "
+        "1408:1290:4,15 8x4064 848:1290:4,16 8x4096 4096:1290:4,16 6144:1281:2,64 16384:1281:2,64 8x4144 "
+        "8224:1281:2,66 8x4336 4848:1290:4,17 8x5104 656:1290:4,20 8x5120 6144:1290:4,20 13824:806:4,30 8x5584 "
+        "4112:1290:4,22 8x5776 8960:1290:4,23 8x6032 3184:1290:4,24 8x6128 2080:1290:4,24 8x6144 14336:1290:4,24 "
+        "8x7152 5664:1290:4,28 8x7168 4096:1290:4,28 16384:800:2,66:4 8x8192 1568:1280:2,64 1872:1280:2,64 "
+        "3888:1280:2,64 4320:1280:2,64 6688:1280:2,64 7152:1280:2,64 8x11008 768:805:4,22 8x12288 2048:805:4,24 "
+        "8x14336 2048:1280:2,66 2560:1280:2,66 16384:800:2,66:2 8x16384 768:799:2,64 6144:799:2,64 9x16 "
+        "528:1272:2,1 592:1272:2,1 704:1272:2,1 752:1272:2,1 1024:1272:2,1 1232:1272:2,1 1296:1272:2,1 "
+        "1632:1272:2,1 5456:1273:2,2 9x32 800:1272:2,1 3872:1272:2,1 5680:1273:2,2 9x48 2288:1272:2,1 9x64 "
+        "5712:1273:2,2 9x144 496:1345:4,5 9x224 896:1345:4,7 9x304 4128:1345:4,10 9x336 1072:1345:4,11 9x544 "
+        "816:1345:4,17 9x768 2560:1345:4,24 9x816 2928:1345:4,26 9x1024 1536:1294:8,4 9x1152 6112:1295:8,10 9x1264 "
+        "432:1294:8,5 9x1488 4912:1294:8,6 9x2048 3072:1294:8,8 7168:1273:2,64 9x3072 16384:1100:4,24 9x4096 "
+        "1024:1272:2,64 9x5120 3072:1099:4,20 13824:705:4,30 9x6144 12288:1099:4,24 9x8192 2048:1091:2,64 "
+        "7168:1091:2,64 9x11008 1024:704:4,22 7168:704:4,22 8192:704:4,22 16384:704:4,22 9x12288 768:704:4,24 "
+        "13824:704:4,24 9x14336 4096:704:4,28 10x1024 6144:1295:8,8 13824:1100:4,20 10x1536 2048:1294:8,6 10x2048 "
+        "13824:1092:2,64 10x3072 11008:1100:4,24 10x5120 4096:1099:4,20 6144:1099:4,20 12288:705:4,30 10x6144 "
+        "11008:1099:4,24 10x7168 768:1099:4,28 10x8192 13824:1091:2,64 14336:1091:2,64 10x11008 4096:704:4,22 "
+        "10x12288 768:704:4,24 13824:704:4,24 10x14336 3072:1091:2,66 4096:704:4,28 10x16384 11008:702:2,64 11x16 "
+        "464:1272:2,1 2464:1272:2,1 11x32 624:1272:2,1 720:1272:2,1 11x48 5520:1273:2,2 6048:1273:2,2 11x80 "
+        "3904:1284:4,1 11x96 656:1284:4,1 784:1284:4,1 11x128 4400:1284:4,1 11x144 480:1345:4,5 11x400 "
+        "880:1345:4,13 11x768 16384:1295:8,15 11x1152 5248:1295:8,10 11x3072 16384:1100:4,24 11x4096 "
+        "11008:1092:2,64 11x5120 6144:1099:4,20 11x6144 1536:1099:4,24 2048:1099:4,24 11x11008 14336:704:4,22 "
+        "11x12288 2560:704:4,24 11x13824 5120:1099:4,30 12288:1099:4,30 11x14336 2048:1091:2,66 12x768 "
+        "7168:1295:8,6 12x1024 13824:1100:4,20 12x1536 13824:1100:4,30 12x2048 1024:1294:8,8 11008:1100:4,24 "
+        "12x3072 14336:1100:4,24 12x4096 2048:1272:2,64 8192:1092:2,64 12x5120 4096:1099:4,20 7168:1099:4,20 "
+        "16384:705:4,30 12x6144 6144:1099:4,24 7168:1099:4,24 12x7168 12288:1099:4,28 12x8192 12288:1091:2,64 "
+        "12x13824 2048:1099:4,30 11008:1099:4,30 12x14336 3072:1091:2,66 13x16 640:1272:2,1 656:1272:2,1 "
+        "1152:1272:2,1 13x32 1648:1272:2,1 13x48 1136:1272:2,1 1760:1272:2,1 13x112 784:1345:4,4 13x400 "
+        "2320:1345:4,13 13x752 4064:1345:4,24 13x992 4144:1294:8,4 13x1024 5120:1294:8,4 13x1536 14336:1100:4,30 "
+        "13x1648 560:1294:8,7 13x2048 13824:1092:2,64 13x3072 8192:1100:4,24 13x4096 3072:1272:2,64 13x5120 "
+        "3072:1099:4,20 8192:1099:4,20 13x6144 2560:1099:4,24 6144:1099:4,24 13x7168 12288:1099:4,28 13x8192 "
+        "5120:1091:2,64 13x11008 1536:704:4,22 13x14336 1536:1091:2,66 6144:704:4,28 13x16384 12288:702:2,64 "
+        "14336:702:2,64 14x768 1536:1345:4,24 14x1024 8192:1295:8,12 14x1536 7168:1295:8,12 16384:1100:4,30 14x2048 "
+        "2560:1294:8,8 14x2560 6144:1100:4,20 14x3072 7168:1100:4,24 14x4096 16384:1092:2,64 14x6144 "
+        "12288:1099:4,24 14x7168 3072:1099:4,28 5120:1099:4,28 16384:1099:4,28 14x8192 2560:1091:2,64 14x11008 "
+        "11008:704:4,22 13824:704:4,22 14x12288 12288:704:4,24 14x13824 7168:1099:4,30 14x14336 7168:704:4,28 "
+        "16384:704:4,28 15x32 5072:1272:2,1 15x64 736:1345:4,2 1536:1272:2,1 15x112 3648:1284:4,1 15x224 "
+        "496:1345:4,7 15x304 1120:1345:4,10 15x560 720:1345:4,18 15x1024 8192:1295:8,12 15x1536 11008:1100:4,24 "
+        "15x2048 5120:1294:8,8 12288:1092:2,64 15x3072 14336:1100:4,24 15x4096 5120:1272:2,64 15x5120 "
+        "6144:1099:4,20 15x11008 1024:704:4,22 15x12288 1024:704:4,24 1536:704:4,24 5120:704:4,24 15x13824 "
+        "1024:1099:4,30 15x16384 768:702:2,64 16x16 16:1272:2,1 64:1272:2,1 112:1272:2,1 256:1272:2,1 592:1272:2,1 "
+        "1008:1272:2,1 1024:1272:2,1 1168:1272:2,1 1776:1272:2,1 2048:1272:2,1 2432:1272:2,1 4096:1272:2,1 "
+        "4288:1272:2,1 5008:1272:2,1 5168:1092:2,2 6656:1080:1,2 8192:1080:1,3 10240:1080:1,3 16384:1080:1,6 "
+        "32768:1080:1,12 16x32 1936:1272:2,1 16x48 512:1272:2,1 2240:1272:2,1 16x64 1408:1272:2,1 7152:1092:2,2 "
+        "16x96 640:1284:4,1 1200:1284:4,1 16x112 784:1284:4,1 16x208 7488:857:4,8 16x240 624:1294:8,1 4432:1294:8,1 "
+        "16x256 848:1294:8,1 16x304 1280:1294:8,2 16x432 704:1294:8,2 16x496 8608:857:4,24 16x512 1856:1294:8,2 "
+        "16x576 10672:1100:4,12 16x656 1200:1294:8,3 16x688 1776:1294:8,3 16x720 10768:1100:4,12 16x784 "
+        "880:1294:8,4 1648:1294:8,4 16x864 7248:1100:4,8 16x912 5792:1100:4,8 16x992 736:1294:8,4 16x1008 "
+        "4448:1294:8,4 16x1024 1536:1294:8,4 16x1040 1664:1294:8,5 16x1104 9920:1100:4,15 16x1536 5120:1294:8,6 "
+        "16x1568 544:1294:8,7 16x1616 3360:1294:8,7 16x1664 2944:1294:8,7 16x1808 992:1294:8,8 16x1952 "
+        "2016:1294:8,8 16x2080 7152:1100:4,18 16x2272 3904:1294:8,9 16x2560 1024:1294:8,10 16x2960 2704:1294:8,12 "
+        "16x3424 816:1294:8,14 16x3696 816:1294:8,15 16x3712 2688:1294:8,15 16x4432 9760:1100:4,30:3 16x5184 "
+        "1648:1099:4,21 16x6144 14336:1099:4,24 16x6736 9872:1099:4,27 16x6880 3072:1099:4,27 16x6896 "
+        "1376:1099:4,27 16x7040 864:1099:4,28 16x8192 1040:1091:2,64 2944:1091:2,64 3296:1091:2,64 4560:1091:2,64 "
+        "11120:1091:2,64 16x12288 768:704:4,24 1024:704:4,24 16x14336 1024:704:4,28 17x16 5408:1277:4,2 17x32 "
+        "1536:1276:4,1 17x48 528:1276:4,1 17x64 1488:1276:4,1 17x160 2160:1276:4,3 17x208 3008:1286:8,2 17x496 "
+        "3600:1345:4,16 17x576 2032:1345:4,18 17x640 720:1345:4,20 17x768 8192:1104:8,9 17x1536 8192:1134:4,18 "
+        "17x1664 4608:1286:8,13 17x2560 13824:1134:4,30 14336:1134:4,30 17x5120 16384:738:4,30 17x6144 "
+        "6144:1133:4,24 17x7168 2560:1133:4,28 17x8192 4096:1125:2,64 8000:1125:2,64 17x12288 4096:737:4,24 "
+        "17x13824 5120:1133:4,30 17x14336 768:1125:2,66 18x1536 12288:1134:4,24 16384:1134:4,30 18x2048 "
+        "2560:1290:4,24 18x3072 3072:803:8,12 18x5120 1536:1133:4,20 8192:1133:4,20 18x6144 11008:1133:4,24 "
+        "13824:1133:4,24 18x11008 1024:737:4,22 18x13824 2048:1133:4,30 19x16 1456:1276:4,1 1648:1276:4,1 "
+        "1696:1276:4,1 1824:1276:4,1 19x32 896:1276:4,1 4880:1276:4,1 19x64 560:1276:4,1 19x256 3120:1286:8,2 "
+        "19x688 1872:1345:4,22 19x784 2144:1345:4,25 19x1664 832:1286:8,13 19x2560 7168:1134:4,20 19x3072 "
+        "14336:1134:4,24 19x5120 2048:1133:4,20 7168:1133:4,20 19x7168 2560:1133:4,28 19x8192 4096:1125:2,64 "
+        "19x11008 5120:737:4,22 19x12288 4096:737:4,24 19x13824 11008:1133:4,30 19x14336 2560:737:4,28 19x16384 "
+        "6144:735:2,64 20x1024 16384:1134:4,24 20x1536 1536:1286:8,12 20x2048 1024:1290:4,24 20x2560 2560:1290:4,30 "
+        "20x5120 1536:1133:4,20 5120:1133:4,20 20x7168 2560:1133:4,28 20x8192 1536:1125:2,64 13824:1125:2,64 "
+        "20x12288 2048:737:4,24 20x16384 12288:735:2,64 21x16 688:1276:4,1 21x48 5776:1277:4,2 21x64 1088:1276:4,1 "
+        "21x128 3392:1286:8,1 21x256 3776:1286:8,2 21x640 544:1345:4,20 21x768 5120:1345:4,24 21x1024 5120:1286:8,8 "
+        "21x1536 16384:1134:4,30 21x1664 976:1286:8,13 21x5120 1536:1133:4,20 21x13824 2560:1133:4,30 "
+        "11008:1133:4,30 21x14336 6144:737:4,28 21x16384 2560:735:2,64 22x768 12288:1104:8,12 22x2560 "
+        "11008:1134:4,30 22x3072 14336:1134:4,24 22x6144 4096:1133:4,24 7168:1133:4,24 22x8192 6144:1125:2,64 "
+        "22x12288 16384:737:4,24 22x14336 7168:737:4,28 22x16384 4096:735:2,64 23x16 1296:1276:4,1 23x48 "
+        "6944:1277:4,2 23x64 5184:1277:4,2 23x768 4096:1345:4,24 5120:1345:4,24 16384:1134:4,18 23x1184 "
+        "1696:1286:8,10 23x1536 2048:1286:8,12 3072:1286:8,12 23x5120 6144:1133:4,20 24x16 592:1339:2,1 "
+        "1504:1339:2,1 7632:1277:4,2 7984:1277:4,3 11488:1277:4,4 24x32 2064:1276:4,1 2608:1276:4,1 3264:1276:4,1 "
+        "6592:1277:4,2 24x48 3232:1276:4,1 24x64 7616:1277:4,2 8400:1277:4,3 24x112 816:1286:8,1 24x176 "
+        "9200:1277:4,9 24x208 2832:1286:8,2 24x288 6720:1287:8,6 24x432 3680:1286:8,4 24x464 2592:1286:8,4 24x592 "
+        "5312:1287:8,10 24x656 3712:1286:8,6 24x688 1408:1286:8,6 24x736 4512:1286:8,6 24x1024 11008:1104:8,12 "
+        "24x1120 1616:1286:8,9 24x1200 7200:1104:8,10 24x1216 976:1286:8,10 24x1408 2432:1286:8,11 24x1520 "
+        "8672:1134:4,18 24x1728 2336:1286:8,14 24x1872 768:1286:8,15 24x1920 848:1286:8,15 24x1968 4048:1290:4,24 "
+        "24x2048 6144:1134:4,16 24x2544 5136:1134:4,20 24x2576 1296:1280:2,63 24x2784 624:1280:2,66 24x3072 "
+        "4096:1133:4,12 16384:1134:4,24 24x3232 3136:1103:8,13 24x7168 13824:1133:4,28 24x8192 1456:1125:2,64 "
+        "1952:1125:2,64 2160:1125:2,64 3680:1125:2,64 4880:1125:2,64 5408:1125:2,64 10064:1125:2,64 25x16 "
+        "736:1276:4,1 3136:1276:4,1 25x64 3632:1276:4,1 25x1024 4096:1286:8,8 16384:1158:4,24 25x3072 "
+        "1024:1103:8,12 25x5120 2560:1157:4,20 25x6144 3072:1157:4,24 25x7168 12288:1157:4,28 25x11008 "
+        "1536:754:4,22 16384:754:4,22 25x16384 12288:752:2,64 26x768 13824:1104:8,15 27x16 416:1276:4,1 "
+        "496:1276:4,1 27x128 2896:1286:8,1 27x384 1600:1345:4,12 27x768 12288:1104:8,12 27x960 656:1286:8,8 27x1024 "
+        "768:1286:8,8 27x1424 2288:1286:8,12 27x1536 6144:1104:8,12 27x3072 6144:1158:4,24 27x5120 1024:1157:4,20 "
+        "27x11008 14336:754:4,22 27x16384 1024:752:2,64 28x768 2048:1345:4,24 28x2048 7168:1084:2,64 28x5120 "
+        "1536:1157:4,20 12288:1157:4,20 28x7168 11008:1157:4,28 28x8192 1536:1147:2,64 28x14336 7168:754:4,28 29x32 "
+        "1456:1276:4,1 29x48 2592:1276:4,1 29x96 656:1286:8,1 29x144 2256:1276:4,3 29x160 2080:1276:4,3 29x1024 "
+        "1024:1286:8,8 29x1536 14336:1158:4,30 29x2048 1024:1103:8,8 12288:1148:2,64 29x5120 768:1157:4,20 29x6144 "
+        "13824:1157:4,24 29x11008 2048:754:4,22 29x12288 3072:754:4,24 29x16384 1536:752:2,64 30x13824 "
+        "3072:1157:4,30 6144:754:4,27 30x14336 768:1147:2,66 31x16 1104:1276:4,1 4384:1276:4,1 31x32 16:1276:4,1 "
+        "64:1276:4,1 112:1276:4,1 256:1276:4,1 1008:1276:4,1 1024:1276:4,1 2048:1276:4,1 4096:1276:4,1 "
+        "5008:1276:4,1 8192:1277:4,3 16384:1277:4,6 32768:1277:4,12 31x96 8672:1287:8,3 31x656 576:1345:4,21 "
+        "31x1536 8192:1104:8,12 31x2048 1024:1103:8,8 31x2560 14336:1158:4,30 31x5120 16384:1157:4,20 31x7168 "
+        "8192:1157:4,28 31x11008 13824:754:4,22 31x14336 6144:754:4,28 31x16384 11008:752:2,64 32x16 1248:1339:2,1 "
+        "1296:1339:2,1 1600:1339:2,1 2464:1339:2,1 32x64 1360:1276:4,1 32x96 5248:986:4,2 32x112 2208:1286:8,1 "
+        "32x144 4288:1276:4,3 32x192 2720:1276:4,3 3136:1276:4,3 8384:986:4,6 32x272 1712:1286:8,3 32x416 "
+        "4944:1286:8,4 32x624 2384:1286:8,5 32x800 2448:1286:8,7 32x1056 3104:1286:8,9 32x1232 512:1286:8,10 "
+        "32x1296 1120:1286:8,11 1296:1286:8,11 32x1312 4656:1286:8,11 32x1344 9040:1158:4,18 32x1360 736:1286:8,11 "
+        "32x1408 3008:1286:8,11 32x1424 7888:1158:4,18 32x1440 768:1286:8,12 32x1680 6016:1158:4,14 32x2368 "
+        "5920:1158:4,20 32x3408 3072:1103:8,14 32x4144 8976:1083:2,65 32x5120 3072:1157:4,20 32x6144 "
+        "11008:1157:4,24 32x6464 6976:1157:4,26 32x8192 5120:1147:2,64 32x12288 5120:754:4,24 32x14336 "
+        "5120:754:4,28 12288:754:4,28 33x16 736:1276:4,2 3872:1276:4,2 33x48 16:1276:4,2 64:1276:4,2 112:1276:4,2 "
+        "256:1276:4,2 1008:1276:4,2 1024:1276:4,2 2048:1276:4,2 4096:1276:4,2 5008:1276:4,2 8192:1277:4,6 "
+        "16384:1277:4,12 32768:1277:4,24 33x880 880:1286:8,14 33x2048 1536:1099:4,24 11008:1180:4,24 33x2560 "
+        "16384:1180:4,30 33x4096 1024:1117:2,64 4096:1117:2,64 8192:1117:2,64 16384:1117:2,64 32768:1117:2,64 "
+        "33x12288 2048:758:4,24 33x16384 4096:756:2,64 34x1536 6144:986:4,24 34x3072 3072:1137:8,12 34x5120 "
+        "768:1179:4,20 5120:1179:4,20 35x16 3728:1276:4,2 35x64 3392:1276:4,2 35x1536 16384:1180:4,24 35x5120 "
+        "11008:1179:4,20 35x7168 4096:1179:4,28 35x12288 5120:758:4,24 35x14336 1024:758:4,28 36x1536 6144:986:4,24 "
+        "36x2560 7168:1180:4,20 36x5120 8192:1179:4,20 36x6144 6144:1179:4,24 36x8192 1024:1173:2,64 1536:1173:2,64 "
+        "36x11008 768:758:4,22 1536:758:4,22 36x12288 1024:758:4,24 2048:758:4,24 13824:758:4,24 36x14336 "
+        "7168:758:4,28 37x16 528:1276:4,2 1408:1276:4,2 1472:1276:4,2 4768:1276:4,2 37x32 1392:1276:4,2 37x528 "
+        "544:1345:4,17 37x1440 3824:856:4,23 37x5120 16384:1179:4,20 37x7168 8192:1179:4,28 37x8192 3072:1173:2,64 "
+        "37x11008 14336:758:4,22 37x13824 16384:758:4,27 37x14336 12288:758:4,28 38x5120 2560:1179:4,20 38x8192 "
+        "6144:1173:2,64 38x11008 13824:758:4,22 38x12288 4096:758:4,24 38x14336 14336:758:4,28 39x16 1408:1276:4,2 "
+        "3376:1276:4,2 39x768 8192:986:4,18 39x1280 1872:856:4,20 39x1296 496:1272:2,63 39x1536 6144:986:4,24 "
+        "39x2048 11008:1180:4,24 39x4096 6144:1117:2,64 39x11008 1024:758:4,22 40x16 640:1339:2,1 1872:1339:2,1 "
+        "5440:1277:4,4 40x80 2048:1286:8,2 40x160 7824:1277:4,18 40x304 1200:1286:8,6 40x640 1840:1286:8,10 40x864 "
+        "10240:1138:8,12 40x1120 1520:1294:8,15 40x1232 1024:1294:8,15 40x1408 1360:856:4,22 40x1664 9072:1180:4,21 "
+        "40x1680 3120:1095:8,14 40x1936 640:1099:4,24 40x2192 9648:1180:4,18 40x2592 4496:1137:8,11 40x3072 "
+        "5008:1137:8,12 40x5440 1264:1179:4,22 40x6512 10608:1179:4,26 40x8192 1760:1173:2,64 11328:1173:2,64 "
+        "40x13824 6144:758:4,27 41x16 1312:1276:4,2 1744:1276:4,2 41x144 2208:1276:4,6 41x1024 2560:1294:8,12 "
+        "13824:1118:2,64 41x2560 1536:1137:8,10 41x4096 6144:1117:2,64 41x6144 1536:1199:4,24 41x12288 "
+        "2048:766:4,24 4096:766:4,24 42x6144 4096:1199:4,24 42x8192 12288:1193:2,64 42x11008 768:766:4,22 42x12288 "
+        "768:766:4,24 42x14336 11008:766:4,28 43x112 528:1286:8,2 43x3072 768:1137:8,12 43x4096 8192:1117:2,64 "
+        "43x5120 14336:1199:4,20 43x7168 6144:1199:4,28 16384:1199:4,28 43x8192 6144:1193:2,64 44x2048 "
+        "1536:1099:4,24 44x3072 11008:1137:8,12 45x32 3504:1276:4,2 45x304 5392:1287:8,12 46x1536 1536:1095:8,12 "
+        "46x2048 16384:1118:2,64 46x3072 1024:1137:8,12 11008:1137:8,12 46x4096 14336:1117:2,64 46x8192 "
+        "12288:1193:2,64 46x11008 1024:766:4,22 46x16384 1024:762:2,64 14336:762:2,64 47x112 1888:1286:8,2 47x128 "
+        "4432:1286:8,2 47x224 2528:1286:8,4 47x768 6144:1096:8,12 47x1024 5120:1294:8,12 47x1536 16384:1138:8,12 "
+        "47x5120 4096:1199:4,20 47x8192 7168:1193:2,64 48x16 688:1339:2,1 976:1339:2,1 1472:1339:2,1 48x32 "
+        "512:1345:4,1 1424:1345:4,1 2080:1345:4,1 48x48 2064:1276:4,2 12000:1088:4,4 48x176 608:1276:4,6 "
+        "4704:1276:4,6 48x208 7520:1096:8,4 48x416 4000:1286:8,8 48x672 1136:1286:8,12 48x768 3072:1286:8,12 "
+        "6144:1096:8,12 12288:1100:4,27 48x1136 1312:856:4,18 48x1920 1744:1095:8,15 48x2352 10560:1200:4,20 "
+        "48x2416 2976:1137:8,10 48x2864 688:1137:8,12 48x3056 5232:1137:8,12 48x5888 3440:1199:4,23 48x5904 "
+        "1792:1199:4,24 48x6144 5120:1199:4,24 48x7168 1024:1199:4,28 48x8192 2336:1193:2,64 3008:1193:2,64 "
+        "9488:1193:2,64 48x16384 4096:762:2,64 49x16 480:1276:4,2 49x192 480:1276:4,6 49x1024 8192:986:4,24 49x1536 "
+        "11008:986:4,24 49x6144 5120:1217:4,24 50x768 1024:1286:8,12 50x1024 768:1339:2,64 50x2048 2048:925:4,22 "
+        "8192:1140:2,64 50x2560 13824:1218:4,20 50x5120 5120:1034:4,23 51x16 5584:1277:4,4 51x144 4368:1276:4,6 "
+        "51x160 3088:1276:4,6 51x288 832:1286:8,6 51x416 912:1286:8,8 51x3072 11008:985:4,24 51x14336 "
+        "16384:770:4,28 52x2048 11008:1140:2,64 52x2560 4096:985:4,20 52x4096 768:1019:4,22 53x32 5744:1277:4,4 "
+        "53x48 896:1276:4,2 53x400 2736:1286:8,8 53x768 2048:1345:4,24 7168:1286:8,12 53x1024 5120:1339:2,64 "
+        "13824:1140:2,64 53x1504 688:856:4,24 53x2560 768:985:4,20 8192:985:4,20 55x112 1504:1286:8,2 55x13824 "
+        "12288:770:4,27 56x16 1360:1339:2,1 1488:1339:2,1 1712:1339:2,1 4192:1339:2,1 56x32 832:1345:4,1 56x48 "
+        "3760:1345:4,2 56x80 3552:1345:4,3 56x160 5152:1277:4,12 56x336 8688:1096:8,9 56x576 736:1286:8,10 "
+        "10672:1162:8,12 56x624 736:1286:8,10 56x960 848:1276:4,30 56x1424 1440:1095:8,12 6832:1162:8,12 56x1536 "
+        "1216:1095:8,12 56x1600 4288:1095:8,13 56x1792 7264:1162:8,14 56x1904 4560:925:4,20 56x2496 4464:1161:8,10 "
+        "56x2560 2560:1161:8,10 56x3072 4096:1161:8,12 56x5120 1024:1217:4,20 1536:1217:4,20 56x6096 2064:1217:4,24 "
+        "56x8192 1232:1211:2,64 2368:1211:2,64 56x11008 3072:770:4,22 57x16 560:1276:4,2 57x656 1648:1345:4,21 "
+        "57x768 768:1345:4,24 57x13824 5120:626:2,62 58x3072 3072:985:4,24 58x11008 3072:1365:4,29 59x16 "
+        "976:1276:4,2 3152:1276:4,2 3792:1276:4,2 59x112 2368:1286:8,2 59x5120 7168:1034:4,23 61x16 1456:1276:4,2 "
+        "61x96 5136:1287:8,4 61x768 16384:986:4,30 61x1536 6144:986:4,24 61x7168 6144:1314:4,25 61x12288 "
+        "1536:1361:2,64 62x5120 13824:1034:4,23 63x16 6288:1277:4,4 63x1024 5120:1339:2,64 63x2048 14000:1140:2,64 "
+        "63x2560 3072:985:4,20 63x5120 13824:1034:4,23 63x6144 2560:1230:4,24 7168:1230:4,24 64x16 256:1339:2,1 "
+        "2768:1339:2,1 4096:1339:2,1 4992:1339:2,1 7376:845:2,2 9392:845:2,3 16384:841:1,6 32768:841:1,12 64x32 "
+        "672:1345:4,1 1200:1345:4,1 1712:1345:4,1 64x48 5024:1345:4,2 64x64 16:1276:4,2 64:1276:4,2 112:1276:4,2 "
+        "256:1276:4,2 1008:1276:4,2 1024:1276:4,2 1280:1276:4,2 1312:1276:4,2 1344:1276:4,2 1408:1276:4,2 "
+        "1536:1276:4,2 2048:1276:4,2 2144:1276:4,2 2560:1276:4,2 2608:1276:4,2 2624:1276:4,2 3008:1276:4,2 "
+        "3840:1276:4,2 3904:1276:4,2 4096:1276:4,2 5008:1276:4,2 5120:1276:4,2 5184:1140:2,2 6000:1140:2,2 "
+        "6400:1140:2,2 6464:1140:2,2 7680:1140:2,2 8192:1140:2,3 10240:1140:2,3 10304:1140:2,4 12000:1140:2,4 "
+        "12288:1140:2,4 15360:1140:2,5 15424:1140:2,6 16384:1140:2,6 20000:1140:2,7 20480:1140:2,7 24576:1140:2,9 "
+        "25376:1140:2,9 28672:1140:2,11 32000:1140:2,12 32768:1140:2,12 64x768 2352:1286:8,12 3136:1286:8,12 64x960 "
+        "2384:1276:4,30 64x1168 2624:1095:8,10 64x1344 2688:1095:8,11 64x1536 7168:1162:8,12 64x1712 5728:1162:8,14 "
+        "64x2512 1792:1161:8,10 64x2864 1456:1161:8,12 64x3072 6144:1161:8,12 64x3744 9808:1000:4,24 64x6608 "
+        "2048:1314:4,23 64x6752 7344:1230:4,27 64x8192 1024:1314:4,29 4096:1314:4,29 8192:1314:4,29 16384:1314:4,29 "
+        "32768:1314:4,29 64x12288 1024:775:4,24 64x16384 2560:828:4,29 65x64 832:1276:4,3 65x80 16:1286:8,3 "
+        "64:1286:8,3 112:1286:8,3 256:1286:8,3 1008:1286:8,3 1024:1286:8,3 2048:1286:8,3 4096:1286:8,3 "
+        "5008:1286:8,3 8192:1287:8,9 16384:1287:8,15 32768:851:4,27 65x2048 16384:1133:4,24 65x5120 11008:1242:4,20 "
+        "65x12288 5120:779:4,24 66x3072 4096:1183:8,12 8192:1183:8,12 67x2560 4096:1133:4,30 67x7168 "
+        "14336:1242:4,28 67x8192 1024:1238:2,64 68x2048 5120:1133:4,24 8192:1133:4,24 68x5120 2560:1242:4,20 "
+        "68x8192 12288:1238:2,64 69x16 6880:1277:4,6 69x848 1872:860:8,14 69x1248 2512:1103:8,15 69x2560 "
+        "1024:1133:4,30 69x14336 2560:779:4,28 71x16 640:1276:4,3 1680:1276:4,3 71x128 896:1286:8,3 71x1536 "
+        "2560:1129:8,12 71x5120 1536:1242:4,20 71x11008 5120:779:4,22 14336:779:4,22 72x16 928:1341:4,1 "
+        "1568:1341:4,1 7456:1277:4,6 10448:1277:4,12 72x32 1520:1347:8,1 72x80 3712:1286:8,3 72x112 5584:1287:8,6 "
+        "72x336 960:1286:8,9 72x416 3440:1286:8,12 72x512 10352:1134:4,24 72x816 9104:1126:2,63 72x992 "
+        "1984:1103:8,12 3536:1103:8,12 72x1376 528:1129:8,11 72x2368 800:1133:4,30 72x3152 1952:1183:8,13 72x3568 "
+        "6384:1183:8,14 72x6144 3072:1242:4,24 72x8192 5408:1238:2,64 73x128 1936:1286:8,3 73x704 2800:860:8,11 "
+        "73x768 12288:1184:8,12 73x1536 5120:1099:4,30 73x2560 12288:1183:8,10 73x3072 1024:1183:8,12 73x6144 "
+        "16384:1254:4,24 73x7168 12288:1254:4,28 73x16384 2048:785:2,64 13824:785:2,64 74x1024 12288:1184:8,12 "
+        "74x1536 1024:1099:4,30 74x5120 2048:1254:4,20 75x96 4816:1286:8,3 75x1008 7008:1158:4,24 75x3072 "
+        "14336:1183:8,12 75x6144 1024:1254:4,24 16384:1254:4,24 76x2048 16384:1157:4,24 76x3072 1024:1183:8,12 "
+        "76x12288 12288:787:4,24 77x16 7008:1277:4,6 77x96 1024:1286:8,3 77x208 3360:1286:8,6 77x256 5856:1287:8,12 "
+        "77x4096 16384:1165:2,64 77x7168 768:1254:4,28 77x16384 6144:785:2,64 78x16384 14336:785:2,64 79x16 "
+        "560:1276:4,3 720:1276:4,3 1216:1276:4,3 79x4096 8192:1165:2,64 79x13824 14336:787:4,27 80x16 2944:1341:4,1 "
+        "80x144 560:1276:4,9 80x352 1936:1286:8,9 80x816 12432:1204:8,12 80x1632 6592:1204:8,14 80x2080 "
+        "3184:1183:8,9 80x2544 6320:1183:8,10 80x2992 560:1183:8,12 80x4432 3424:1254:4,18 80x8192 4992:1250:2,64 "
+        "80x11008 16384:888:8,15 81x32 3792:1276:4,3 81x6144 1024:1264:4,24 1536:1264:4,24 83x16 4032:1276:4,3 "
+        "83x176 1040:1276:4,9 83x192 464:1347:8,6 83x14336 6144:795:4,28 84x3072 4096:1203:8,12 84x4096 "
+        "11008:1187:2,64 84x14336 2048:795:4,28 85x16 4736:1276:4,3 85x1024 896:1103:8,12 85x3072 4096:1203:8,12 "
+        "5120:1203:8,12 85x16384 12288:793:2,64 86x768 7168:1154:8,12 86x1024 3072:1103:8,12 86x2048 "
+        "12288:1157:4,24 86x8192 1536:1260:2,64 87x48 2640:1276:4,3 87x3072 16384:1203:8,12 87x11008 12288:892:8,15 "
+        "88x16 1760:1341:4,1 88x32 624:1347:8,1 88x80 784:1286:8,3 6400:1287:8,6 88x144 736:1276:4,9 88x592 "
+        "4128:860:8,10 88x1264 2416:1129:8,10 88x6320 4336:1264:4,25 88x6704 7296:1264:4,27 89x160 880:1276:4,9 "
+        "89x768 2048:1095:8,12 89x1024 8192:1158:4,24 90x1024 5120:1103:8,12 90x3072 2048:1203:8,12 90x7168 "
+        "5120:1301:4,28 90x11008 12288:892:8,15 91x16 1104:1276:4,3 91x64 2944:1276:4,3 91x2048 7168:1157:4,24 "
+        "92x2560 7168:1203:8,10 92x6144 14336:1301:4,24 92x12288 13824:890:2,64 93x32 5616:1277:4,6 93x80 "
+        "1776:1286:8,3 93x1648 1168:1153:8,13 93x2048 768:1157:4,24 94x1024 11008:1158:4,24 95x112 7008:1287:8,6 "
+        "95x768 5872:1130:8,12 95x6144 13824:1301:4,24 96x16 608:1341:4,1 5840:845:2,2 96x64 4752:1276:4,3 96x96 "
+        "20000:1154:8,7 96x144 1152:1276:4,9 96x560 752:1286:8,15 96x768 768:1095:8,12 96x896 4720:1095:8,14 "
+        "96x1680 2672:1153:8,14 96x1744 7648:1153:8,14 96x8192 1536:760:2,64 3440:760:2,64 97x112 2064:1286:8,4 "
+        "97x12288 4096:894:2,64 97x14336 1024:639:4,28 98x5120 7168:1042:4,20 98x8192 8192:1040:2,64 98x13824 "
+        "768:1042:4,30 99x8192 1024:1040:2,64 100x112 16:1286:8,4 64:1286:8,4 112:1286:8,4 256:1286:8,4 "
+        "1008:1286:8,4 1024:1286:8,4 2048:1286:8,4 4096:1286:8,4 5008:1286:8,4 8192:1287:8,12 16384:861:8,12 "
+        "32768:861:8,14 100x1008 1024:927:8,11 4096:927:8,11 8192:978:2,64 16384:978:2,64 32768:978:2,64 100x4096 "
+        "2560:1207:2,64 101x192 4976:1276:4,12 101x1312 6544:989:8,11 101x4096 11008:1207:2,64 102x2048 "
+        "3072:1179:4,24 103x32 3200:1276:4,4 103x256 4064:1347:8,8 103x272 944:1347:8,9 103x3072 2560:1221:8,12 "
+        "104x16 6128:1277:4,8 8864:1277:4,12 104x32 976:1347:8,1 104x48 800:1347:8,2 5968:1277:4,8 104x160 "
+        "4432:1347:8,5 104x336 20304:1024:8,14 104x5120 1024:1042:4,20 104x8192 2288:1040:2,64 105x16 944:1276:4,4 "
+        "1104:1276:4,4 1456:1276:4,4 105x13824 14336:647:4,27 108x6144 13824:1047:4,24 108x14336 4096:647:4,28 "
+        "109x1024 1024:927:8,11 2560:927:8,11 109x2048 7168:1179:4,24 109x3072 11008:1221:8,12 109x7168 "
+        "6144:1047:4,28 110x768 7168:990:8,12 110x11008 11008:896:8,15 111x144 2416:1276:4,12 111x3072 "
+        "6144:1221:8,12 111x6144 1536:1047:4,24 112x16 2160:1341:4,1 112x48 672:1347:8,2 112x448 25744:1144:4,28 "
+        "112x512 7488:1100:4,28 112x1376 4800:989:8,11 112x8192 3664:768:2,64 112x13824 5120:647:4,27 112x16384 "
+        "4096:645:2,64 16384:645:2,64 115x16 5536:1277:4,8 115x48 528:1276:4,4 115x11008 7168:1353:4,29 116x6144 "
+        "12288:1357:2,64 117x32 1520:1276:4,4 117x6144 2560:1357:2,64 118x3072 8192:1232:8,12 118x12288 "
+        "2560:1351:2,64 119x144 784:1276:4,12 119x4096 8192:1316:8,15 119x11008 12288:1353:4,29 120x16 "
+        "3728:1341:4,1 120x64 8544:1277:4,12 120x432 8032:1154:8,12 120x1392 1552:1153:8,11 120x8192 7424:1051:2,64 "
+        "120x14336 8192:654:4,28 121x16 416:1276:4,4 121x1536 13824:989:8,12 121x3072 11008:1232:8,12 121x8192 "
+        "4096:772:2,64 123x1056 4096:927:8,11 123x7168 11008:624:2,64 123x14336 1536:618:2,64 124x768 6144:990:8,12 "
+        "124x8192 2560:772:2,64 124x11008 6144:1353:4,29 124x12288 5120:1351:2,64 125x16 2816:1276:4,4 125x80 "
+        "3760:1286:8,4 125x8192 5120:772:2,64 127x256 9008:1096:8,12 128x16 10416:845:2,4 128x128 16:1286:8,4 "
+        "64:1286:8,4 112:1286:8,4 256:1286:8,4 1008:1286:8,4 1024:1286:8,4 1280:1286:8,4 1312:1286:8,4 "
+        "1344:1286:8,4 1408:1286:8,4 2048:1286:8,4 2560:1286:8,4 2608:1286:8,4 2624:1286:8,4 3840:1286:8,4 "
+        "3904:1286:8,4 4096:1286:8,4 5008:1286:8,4 5120:1286:8,4 5184:1154:8,2 6000:1154:8,2 6400:1154:8,2 "
+        "6464:1154:8,2 7680:1154:8,2 8192:1154:8,3 10240:1154:8,3 10304:1154:8,4 12000:1154:8,4 12288:1154:8,4 "
+        "15360:1154:8,5 15424:1154:8,6 16144:1154:8,6 16384:1154:8,6 20480:1154:8,7 24576:1154:8,9 28672:1154:8,11 "
+        "32000:1154:8,11 32768:1154:8,11 128x144 1328:1347:8,5 128x256 1024:1286:8,8 4096:1286:8,8 8192:1154:8,6 "
+        "16384:1154:8,12 32768:1154:8,12 128x512 1024:1272:2,64 4096:927:8,6 8192:1154:8,12 16384:1154:8,12 "
+        "32768:1154:8,12 128x1024 1024:927:8,11 4096:927:8,11 8192:927:8,11 16384:927:8,11 32768:927:8,11 128x4096 "
+        "1024:1316:8,15 4096:1316:8,15 8192:1316:8,15 16384:1316:8,15 32768:1316:8,15 129x144 16:1345:4,15 "
+        "64:1276:4,15 112:1345:4,15 256:1276:4,15 1008:1276:4,15 1024:1276:4,15 2048:1276:4,15 4096:1276:4,15 "
+        "5008:1276:4,15 8192:857:4,27 16384:1122:4,30 32768:1020:4,30 129x6144 13824:1065:4,24 129x16384 "
+        "4096:667:2,64 130x1536 6144:1175:8,12 132x8192 7168:1063:2,64 132x12288 11008:670:4,24 132x16384 "
+        "5120:667:2,64 133x12288 12288:670:4,24 135x12288 4096:670:4,24 136x16 2464:1343:8,1 10864:1277:4,20 136x32 "
+        "1008:1345:4,3 136x80 2112:1286:8,5 2608:1286:8,5 136x240 6000:1096:8,12 136x1216 1904:1137:8,15 136x1408 "
+        "592:1175:8,11 136x1536 16384:1175:8,12 136x4096 5120:1238:2,64 137x16 2688:1276:4,5 137x5120 4096:766:4,30 "
+        "137x11008 8192:904:8,15 141x768 1536:1129:8,12 141x1024 1536:1137:8,12 142x1024 2048:1137:8,12 143x64 "
+        "832:1276:4,5 143x512 2544:856:4,24 143x768 3072:1129:8,12 143x928 928:1121:4,30 143x13824 768:1071:4,30 "
+        "144x16 2080:1343:8,1 144x352 720:1286:8,15 144x464 1808:1095:8,12 144x1056 7568:1137:8,15 144x1392 "
+        "4224:1175:8,11 144x8192 1280:777:2,64 1616:777:2,64 145x2560 2048:1217:4,30 145x6144 11008:1075:4,24 "
+        "146x11008 13824:904:8,15 147x16 2624:1276:4,5 147x5120 1024:770:4,30 147x7168 11008:1075:4,28 148x3072 "
+        "3072:1256:8,12 148x11008 12288:904:8,15 149x1152 912:1161:8,15 149x1536 8192:1175:8,12 149x4096 "
+        "2560:1250:2,64 149x16384 13824:685:2,64 151x11008 768:904:8,15 152x16 3248:1343:8,1 6352:1277:4,10 152x384 "
+        "7968:1158:4,30 152x2048 2048:1165:2,64 153x768 2048:925:4,24 153x7168 3072:789:8,14 156x48 272:1276:4,5 "
+        "157x8192 2560:783:2,64 157x12288 1024:901:2,64 158x5120 2560:770:4,30 158x7168 1024:789:8,14 159x160 "
+        "3296:1276:4,15 160x16 4464:1343:8,1 9280:849:4,3 160x48 7328:857:4,6 160x80 3568:1286:8,5 160x160 "
+        "6000:1144:4,12 160x6000 1536:789:8,12 160x8192 3376:783:2,64 3728:783:2,64 161x1024 7168:985:4,24 163x464 "
+        "2736:856:4,24 163x4096 2048:1260:2,64 163x12288 8192:908:2,64 164x4096 13824:1260:2,64 164x14336 "
+        "13824:1079:4,30 165x16 848:1276:4,6 166x12288 12288:908:2,64 167x768 2560:1129:8,12 167x1200 "
+        "2208:1000:4,24 168x16 5696:1277:4,12 168x32 3904:1345:4,3 168x896 1504:1129:8,14 168x2048 11008:1217:4,24 "
+        "12288:1217:4,24 169x2048 7168:1230:4,24 169x7168 16384:797:8,14 170x1536 7168:1019:4,24 171x32 "
+        "432:1276:4,6 171x6144 14336:797:8,12 173x4096 12288:1260:2,64 173x12288 8192:908:2,64 175x768 "
+        "1536:925:4,24 175x3072 768:1266:8,12 175x13824 2560:797:8,15 176x16 8768:1088:4,9 176x32 2016:1345:4,3 "
+        "176x80 1232:1345:4,9 176x5120 768:775:4,30 176x8192 3072:1106:2,64 8576:1106:2,64 177x1264 672:985:4,30 "
+        "177x7168 16384:813:8,14 179x1536 5120:1019:4,24 179x6144 2048:826:2,66 181x16 6176:1277:4,12 182x16384 "
+        "11008:809:2,66 183x16 2720:1276:4,6 3040:1276:4,6 183x160 1904:1276:4,18 183x8192 13824:809:2,64 184x768 "
+        "16384:1129:8,12 184x912 928:985:4,24 184x1168 9088:1000:4,24 184x2032 976:1230:4,24 185x16 2656:1276:4,6 "
+        "185x2560 4096:1230:4,30 186x7168 3072:813:8,14 188x7168 2560:813:8,14 189x80 880:1286:8,6 190x8192 "
+        "4096:809:2,64 190x11008 11008:913:8,15 191x16384 3072:809:2,66 192x32 2016:1345:4,3 192x64 1104:1345:4,6 "
+        "192x112 5888:857:4,12 192x192 16384:1144:4,30 192x1520 7136:1195:8,12 192x2048 1024:1230:4,24 193x384 "
+        "5088:1095:8,12 193x5120 16384:779:4,30 195x7168 4096:641:8,14 197x1024 1536:1183:8,12 197x5120 "
+        "2560:779:4,30 197x13824 6144:641:8,15 12288:641:8,15 198x14336 13824:634:2,66 199x13824 2560:641:8,15 "
+        "200x32 2688:1347:8,2 200x48 560:1347:8,4 200x64 4432:1347:8,4 200x160 592:1276:4,21 200x208 "
+        "28672:1184:8,15 200x288 12624:1166:2,60 200x528 11664:1180:4,30 200x544 25584:1180:4,30 200x768 "
+        "18384:1153:8,12 200x848 13824:1153:8,14 201x160 480:1347:8,10 201x5120 11008:779:4,30 202x4096 "
+        "2560:1040:2,64 203x768 7168:1153:8,12 203x8192 11008:634:2,64 205x32 6656:1277:4,14 205x704 704:1137:8,15 "
+        "205x2048 6144:1242:4,24 207x272 1424:860:8,10 207x560 5072:1129:8,15 207x11008 3072:953:2,66 208x16 "
+        "1952:1343:8,1 2336:1343:8,1 7360:1088:4,8 8672:1088:4,12 208x32 1680:1347:8,2 208x256 21728:1158:4,28 "
+        "208x464 27040:1158:4,28 208x624 15312:1129:8,15 208x640 8752:1129:8,15 19440:1129:8,15 208x736 "
+        "9216:1153:8,12 208x8192 4096:1111:2,64 7168:1111:2,64 210x2560 14336:1242:4,30 210x7168 6144:649:8,14 "
+        "210x13824 7168:649:8,15 211x7168 4096:649:8,14 211x16384 1024:643:2,66 213x672 1104:1137:8,15 215x16 "
+        "2224:1276:4,7 215x32 1136:1276:4,7 215x80 3056:1286:8,7 215x2560 14336:1242:4,30 16384:1242:4,30 215x7168 "
+        "1024:649:8,14 216x16 10160:1277:4,21 216x48 5024:1276:4,7 216x64 11232:1277:4,28 216x288 22480:1214:8,12 "
+        "216x336 8672:1024:8,12 216x368 17904:1148:2,63 216x400 12768:1144:4,28 216x416 18288:1144:4,28 216x448 "
+        "13040:1144:4,28 216x560 18144:1200:4,30 216x736 11776:1153:8,12 216x896 17312:1153:8,14 216x1152 "
+        "7472:1213:8,9 217x32 416:1276:4,7 217x336 2016:860:8,12 217x1264 7920:1032:8,12 217x11008 6144:954:2,66 "
+        "221x768 16384:1153:8,12 221x12288 3072:894:2,66 222x4096 7168:1045:2,64 224x96 6592:1154:8,4 224x416 "
+        "13216:1144:4,28 224x432 1216:1087:4,28 224x496 12128:1158:4,28 224x720 19472:1153:8,12 224x768 "
+        "11328:1153:8,12 224x1536 12288:1213:8,12 224x5120 5120:787:4,30 226x3072 2560:1055:8,12 232x16 "
+        "576:1343:8,1 232x256 22768:1184:8,12 232x304 8864:1170:4,30 232x512 10544:1184:8,12 232x896 "
+        "22016:1175:8,14 233x12288 768:1351:2,66 236x8192 5120:651:2,64 237x32 944:1276:4,8 237x592 1088:927:8,14 "
+        "237x6144 1024:1351:2,64 237x16384 13824:651:2,66 239x1408 1920:1165:2,66 240x16 6464:1088:4,8 240x32 "
+        "9008:1088:4,12 240x224 12640:990:8,12 240x240 11024:1204:8,12 240x256 13296:1204:8,12 240x656 "
+        "24944:989:8,12 240x8192 1376:902:2,66 240x14336 11008:618:2,66 243x304 528:860:8,10 245x2560 "
+        "16384:1264:4,30 245x7168 5120:616:2,64 245x13824 1536:616:2,66 246x6144 5120:1351:2,64 247x112 "
+        "1072:1286:8,8 247x352 7120:990:8,12 248x288 10720:982:8,15 248x464 19152:1024:8,12 248x560 9824:927:8,12 "
+        "248x768 1024:989:8,12 249x192 6432:1088:4,24 251x96 1520:1286:8,8 251x1296 720:994:2,66 252x2048 "
+        "13824:1312:8,15 253x32 3312:1276:4,8 253x16384 7168:658:2,66 255x5120 14336:1320:2,64 256x128 "
+        "1024:1286:8,8 4096:1286:8,8 8192:1154:8,6 16384:1154:8,12 32768:1154:8,12 256x256 16:1272:2,64 "
+        "64:1272:2,64 112:1272:2,64 256:1272:2,64 1008:1272:2,64 1024:1272:2,64 1280:1272:2,64 1312:1272:2,64 "
+        "1344:1272:2,64 1408:1272:2,64 2048:1272:2,64 2560:1129:8,6 2608:1129:8,6 2624:1129:8,6 3840:1129:8,6 "
+        "3904:1129:8,6 4096:1129:8,6 5008:1129:8,6 5120:1129:8,6 5184:1154:8,8 6000:1154:8,8 6400:1154:8,8 "
+        "6464:1154:8,8 7680:1154:8,8 8192:1154:8,12 10240:1154:8,12 10304:1154:8,12 12288:1154:8,12 15360:1154:8,12 "
+        "15424:1154:8,12 16384:1154:8,12 20000:1154:8,12 20480:1154:8,12 24576:1154:8,12 25440:1154:8,12 "
+        "32000:1154:8,12 32768:1154:8,12 256x384 8192:1154:8,12 16384:1154:8,12 32768:1154:8,12 256x544 "
+        "9520:927:8,12 21008:927:8,12 256x2048 1024:1312:8,15 4096:1312:8,15 8192:1312:8,15 16384:1312:8,15 "
+        "32768:1312:8,15 256x7168 2560:618:2,64 256x12288 24000:1351:2,66 257x16 3680:1276:4,9 258x5120 "
+        "12288:795:4,30 264x64 880:1347:8,6 264x128 2176:1286:8,9 264x208 21088:1222:8,12 264x256 11328:1176:8,12 "
+        "264x304 18736:1190:4,30 264x352 2080:1095:8,15 264x784 8320:1175:8,14 265x16 1568:1276:4,9 266x8192 "
+        "12288:665:2,64 267x16384 1024:665:2,66 6144:665:2,66 268x2560 8192:1301:4,30 269x32 896:1276:4,9 269x48 "
+        "4528:1276:4,9 269x528 8736:989:8,15 269x13824 8192:672:8,15 270x1536 7168:1217:4,30 270x8192 6144:665:2,64 "
+        "270x13824 3072:672:8,15 271x688 4112:1002:8,15 271x768 14336:1175:8,12 271x8192 14336:665:2,64 271x13824 "
+        "12288:672:8,15 272x32 11232:1088:4,20 272x64 2160:1276:4,9 272x352 13856:1150:4,30 272x688 20976:1161:8,15 "
+        "272x928 10480:1203:8,12 272x1104 1792:1173:2,63 272x1888 1312:1240:8,15 272x16384 768:676:2,66 273x8192 "
+        "3072:674:2,64 275x13824 5120:681:8,15 276x12288 5120:1069:2,66 278x4096 2048:1069:2,64 278x13824 "
+        "5120:681:8,15 279x32 2624:1276:4,9 280x16 7184:1277:4,18 10272:849:4,8 280x208 544:1095:8,10 280x272 "
+        "8368:1190:4,30 280x288 8880:1190:4,30 280x528 22928:1153:8,15 281x16 464:1276:4,9 282x7168 2048:911:4,30 "
+        "283x32 3376:1276:4,9 8144:1277:4,27 283x8192 2048:674:2,64 286x6144 13824:901:2,64 287x112 1824:1347:8,12 "
+        "287x592 3360:1153:8,15 287x11008 7168:810:2,66 288x16 3712:1343:8,2 288x256 13616:1162:8,15 288x288 "
+        "29312:1144:4,30 288x672 12288:1161:8,15 16832:1161:8,15 288x928 9216:1203:8,12 288x1024 13824:1203:8,12 "
+        "288x6144 4096:911:4,24 289x1024 4096:996:2,65 289x2560 14336:1042:4,30 291x16 1744:1276:4,10 291x16384 "
+        "16384:683:2,66 294x4096 768:1073:2,64 295x1120 256:1232:8,15 295x2560 1536:1042:4,30 296x64 8256:1088:4,15 "
+        "296x272 28064:1020:4,30 296x480 25984:927:8,15 296x576 3952:1153:8,15 296x1232 2704:1316:8,15 297x768 "
+        "2048:985:4,30 297x1024 768:996:2,65 297x11008 1536:635:2,66 297x13824 5120:690:8,15 298x4096 "
+        "16384:1073:2,64 299x16 1296:1276:4,10 301x192 1840:1345:4,30 301x7168 2560:690:8,14 302x1536 "
+        "2560:1230:4,30 304x176 5008:1276:4,30 304x448 21008:1121:4,28 304x608 16736:989:8,15 304x800 "
+        "26496:1002:8,15 304x880 20704:1023:8,15 304x1216 3344:1232:8,15 304x1536 2048:1230:4,30 304x1648 "
+        "5936:1314:4,30 304x2080 9008:1330:2,65 304x4096 5120:1073:2,64 304x8192 8848:694:2,64 305x256 "
+        "3504:860:8,12 306x6144 14336:901:2,64 307x48 3280:1276:4,10 308x11008 5120:635:2,66 310x1024 2048:996:2,65 "
+        "311x80 5360:861:8,12 311x12288 2560:901:2,66 312x48 544:1276:4,10 312x64 848:1347:8,6 312x128 "
+        "608:1286:8,10 312x224 28768:986:4,30 312x256 9984:1176:8,12 312x272 23840:986:4,30 312x384 19456:1176:8,12 "
+        "312x400 11952:1020:4,30 312x672 21680:1175:8,12 312x720 8144:1002:8,15 312x800 24864:1002:8,15 314x2048 "
+        "12288:1250:2,64 316x16384 5120:694:2,66 317x16 3248:1276:4,10 317x13824 7168:697:8,15 320x208 "
+        "20352:986:4,30 320x272 23840:986:4,30 320x288 29120:986:4,30 320x320 3008:1095:8,15 320x560 9792:1153:8,15 "
+        "320x640 16384:1153:8,15 320x8192 4704:694:2,64 321x2560 2560:1047:4,30 324x6144 8192:818:2,66 324x12288 "
+        "4096:1078:2,66 325x832 688:1195:8,14 327x12288 768:1078:2,66 328x448 23184:1121:4,28 328x720 "
+        "6720:1195:8,12 329x1760 1360:764:8,14 331x1424 6560:1266:8,12 331x16384 11008:645:2,66 334x768 "
+        "14336:1195:8,12 335x6144 3072:818:2,66 335x12288 1024:1078:2,66 336x16 512:1343:8,2 336x48 640:1276:4,11 "
+        "1072:1276:4,11 336x144 1472:1347:8,15 336x432 26352:1121:4,28 336x464 17056:1153:8,12 336x496 "
+        "22608:1153:8,12 336x560 10128:1153:8,15 336x592 26800:1002:8,12 339x5120 8192:654:4,30 340x2560 "
+        "768:1053:4,30 343x16 7504:1277:4,22 343x48 2144:1276:4,11 344x96 3664:1347:8,9 344x272 19808:1144:4,30 "
+        "344x464 1376:1153:8,12 344x528 16352:1153:8,15 345x12288 1024:791:2,66 347x384 3600:1129:8,12 348x7168 "
+        "6144:791:2,66 348x16384 11008:652:2,66 349x32 1808:1276:4,11 349x3072 1024:779:4,30 350x5120 3072:654:4,30 "
+        "351x144 5392:851:4,30 352x16 592:1343:8,2 352x32 4688:1347:8,3 352x224 25568:972:2,63 352x320 "
+        "9808:1144:4,30 352x400 22976:927:8,15 352x736 12640:1195:8,12 352x13824 12288:618:2,66 353x1024 "
+        "11008:1232:8,12 353x1120 1120:1244:8,15 354x16384 768:652:2,66 355x80 704:1286:8,12 355x2048 768:1053:4,24 "
+        "359x4096 12288:1351:2,66 359x12288 6144:818:2,66 360x48 2480:1347:8,6 360x512 22672:1153:8,12 360x2352 "
+        "3232:1053:4,30 360x6144 2048:818:2,66 361x48 4160:1276:4,12 362x1024 13824:1232:8,12 363x48 4416:1276:4,12 "
+        "366x13824 13824:618:2,66 366x16384 2048:660:2,66 367x13824 6144:618:2,66 368x16 2272:1343:8,2 368x240 "
+        "9056:1154:8,12 368x256 17280:990:8,12 368x320 19568:1196:8,12 368x592 10992:1002:8,12 368x3072 "
+        "1536:1324:4,30 370x5120 5120:662:4,30 374x2560 16384:1061:4,30 374x3072 768:1324:4,30 375x1456 "
+        "1216:1303:8,12 375x11008 1024:660:2,66 376x16 1888:1343:8,2 376x128 5872:1096:8,12 376x464 13648:989:8,12 "
+        "376x480 28432:989:8,12 376x544 9632:989:8,15 376x928 12352:1036:8,15 377x5120 12288:662:4,30 377x7168 "
+        "7168:809:2,66 377x11008 11008:660:2,66 378x2560 768:1061:4,30 381x1024 2048:1232:8,12 381x7168 "
+        "2048:809:2,66 382x2560 13824:1061:4,30 382x5120 1536:662:4,30 382x11008 4096:660:2,66 7168:660:2,66 384x64 "
+        "5632:982:8,4 384x128 1024:1286:8,12 4096:1286:8,12 8192:1154:8,9 16384:1154:8,15 32768:1154:8,15 384x320 "
+        "22064:1144:4,30 384x336 9072:927:8,12 384x384 16:1129:8,12 64:1129:8,12 112:1129:8,12 256:1129:8,12 "
+        "1008:1129:8,12 1024:1129:8,12 2048:1129:8,12 4096:1129:8,12 5008:1129:8,12 8192:1129:8,12 16384:1129:8,12 "
+        "32768:1129:8,12 384x512 8192:1153:8,12 16384:1153:8,12 32768:1153:8,12 384x912 10880:1023:8,15 384x13824 "
+        "4096:618:2,66 386x5120 1024:670:4,30 389x16 992:1276:4,13 389x14336 8192:670:4,30 390x12288 14336:956:4,30 "
+        "391x160 3792:860:8,12 392x16 1024:1343:8,2 392x32 3488:1347:8,4 392x208 11616:986:4,28 392x496 "
+        "20288:1175:8,12 392x848 19536:1213:8,14 392x1024 1024:1217:4,28 392x8192 2768:634:2,66 394x2048 "
+        "7168:1040:2,64 394x6144 16384:956:4,30 395x64 6048:1277:4,26 397x48 896:1276:4,13 398x7168 16384:634:2,66 "
+        "399x64 2672:1276:4,13 400x288 18848:1190:4,30 400x496 14144:1175:8,12 400x736 17776:1183:8,15 400x768 "
+        "13392:1183:8,15 400x880 21552:1244:8,12 403x14336 1024:670:4,30 405x4096 3072:634:2,64 405x13824 "
+        "1024:670:4,30 406x4096 1024:634:2,64 406x13824 16384:670:4,30 407x16 1680:1276:4,13 408x32 7440:1277:4,26 "
+        "408x160 560:860:8,12 408x224 18688:986:4,28 408x720 12336:1032:8,14 408x944 9680:1244:8,12 408x2496 "
+        "4928:1065:4,30 409x14336 2048:637:8,15 411x3072 13824:795:4,30 413x16 1136:1276:4,13 413x11008 "
+        "1024:676:2,66 415x768 13824:1032:8,14 416x656 24016:1015:8,14 418x768 13824:1032:8,14 419x32 528:1276:4,14 "
+        "3872:1276:4,14 420x6144 768:795:4,30 421x192 3520:860:8,12 423x528 1696:998:8,14 423x12288 12288:643:2,66 "
+        "424x208 21200:986:4,28 424x256 11328:986:4,28 424x448 10864:1143:4,28 424x480 9120:1002:8,12 426x16384 "
+        "14336:676:2,66 427x32 816:1276:4,14 430x7168 16384:643:2,66 431x16384 1536:676:2,66 432x16 2352:1343:8,2 "
+        "432x240 11088:1196:8,12 432x272 29184:1016:8,12 432x336 20288:925:4,28 432x464 14080:1002:8,12 432x544 "
+        "1312:998:8,14 432x864 4544:1228:8,14 432x896 14960:1244:8,12 432x1024 5120:1244:8,12 435x128 "
+        "3776:1345:4,28 435x5120 8192:688:4,30 437x48 2416:1276:4,14 437x144 1072:1339:2,63 439x1536 8192:1264:4,30 "
+        "440x16 3472:1343:8,2 440x32 2992:1347:8,4 440x48 9968:861:8,12 440x208 29136:986:4,28 440x432 "
+        "14960:1143:4,28 440x672 11008:1015:8,14 440x688 13712:1213:8,12 440x16384 16384:685:2,66 441x64 "
+        "2992:1276:4,14 444x4096 8192:643:2,64 447x4096 2560:643:2,64 447x16384 12288:685:2,66 448x288 "
+        "9120:968:1,126 448x832 27296:1228:8,14 448x1728 2528:1361:2,63 448x16384 2560:694:2,66 450x3072 "
+        "4096:812:4,30 450x7168 12288:651:2,66 451x11008 2048:685:2,66 452x12288 12288:651:2,66 455x5120 "
+        "2560:688:4,30 455x6144 16384:812:4,30 456x16 2080:1343:8,2 456x544 10768:1195:8,15 456x560 16608:1195:8,15 "
+        "456x672 26352:1036:8,12 456x848 28688:1312:8,12 456x2048 7168:1051:2,64 457x11008 5120:694:2,66 460x1024 "
+        "8192:1256:8,12 463x112 2800:1343:8,14 463x2560 5120:789:8,15 464x112 1376:1286:8,15 464x128 4608:1286:8,15 "
+        "464x432 25088:1175:8,12 464x448 3024:1175:8,12 464x800 25408:1187:2,65 464x1536 13824:1301:4,30 464x1648 "
+        "8896:1298:2,65 465x13824 2048:911:4,30 467x240 1440:927:8,12 467x416 3680:1002:8,12 468x2048 "
+        "6144:1051:2,64 469x11008 2048:694:2,66 470x8192 768:651:2,66 471x4096 14336:651:2,64 471x16384 "
+        "8192:694:2,66 472x288 15232:927:8,12 472x512 18032:1175:8,12 472x624 15728:1195:8,15 472x768 "
+        "22208:1203:8,15 472x5120 3072:696:4,30 472x8192 6176:651:2,66 476x5120 14336:696:4,30 477x1536 "
+        "16384:1301:4,30 478x1024 6144:1256:8,12 480x16 864:1343:8,2 480x320 10096:1129:8,15 480x592 "
+        "19280:1195:8,15 480x12288 6144:658:2,66 481x16 3456:1276:4,16 488x16 2080:1343:8,2 488x32 1680:1347:8,4 "
+        "488x256 4944:1129:8,12 488x288 8128:927:8,12 14624:927:8,12 489x192 7472:982:8,12 492x11008 8192:616:2,66 "
+        "493x12288 768:658:2,66 495x14336 12288:616:2,66 496x240 23152:1016:8,12 496x288 22368:927:8,12 496x416 "
+        "27472:1002:8,12 496x592 14160:1036:8,12 496x624 18384:1015:8,14 496x8192 3616:660:2,66 497x8192 "
+        "5120:658:2,66 499x7168 5120:616:2,66 500x512 12000:1023:8,12 501x192 1312:860:8,12 504x16 544:1343:8,2 "
+        "6208:1273:2,64 10464:849:4,8 22384:849:4,16 504x32 3456:1347:8,4 504x240 10496:1016:8,12 504x704 "
+        "18096:1221:8,15 504x816 9120:1240:8,14 507x176 6128:860:8,12 509x1536 1024:1042:4,30 509x3072 "
+        "13824:1351:2,64 511x48 480:1276:4,16 511x272 2000:927:8,12 512x16 624:1343:8,2 9984:849:4,6 512x128 "
+        "1024:1272:2,64 4096:1129:8,6 8192:1154:8,12 16384:1154:8,12 32768:1154:8,12 512x208 11760:976:4,28 512x432 "
+        "21424:1002:8,12 512x448 10272:1183:8,14 512x512 16:1195:8,12 64:1195:8,12 112:1195:8,12 256:1195:8,12 "
+        "1008:1195:8,12 1024:1195:8,12 2048:1195:8,12 4096:1195:8,12 5008:1195:8,12 6000:1195:8,12 8192:1195:8,12 "
+        "12000:1195:8,12 12880:1195:8,12 16384:1195:8,12 28672:1195:8,12 32768:1195:8,12 512x640 8192:1036:8,12 "
+        "16384:1036:8,12 32768:1036:8,12 512x800 9328:1030:4,30 512x1024 8192:1226:2,64 16384:1226:2,64 "
+        "32768:1226:2,64 513x816 528:1252:8,14 515x14336 12288:668:8,15 516x1024 11008:1266:8,12 517x16 "
+        "816:1276:4,17 5920:1088:4,18 517x160 4048:860:8,15 517x6144 1024:639:4,30 520x16 832:1343:8,3 "
+        "2320:1343:8,3 520x224 12016:1196:8,12 26544:1196:8,12 526x2048 16384:1063:2,64 526x12288 11008:665:2,66 "
+        "528x16 3088:1343:8,3 528x256 24608:1129:8,12 528x320 24816:1153:8,15 528x336 1712:989:8,15 528x592 "
+        "1072:1036:8,15 528x720 9296:1312:8,15 528x3072 14336:647:4,30 529x112 528:1339:2,63 529x1184 "
+        "5968:1303:8,15 529x6144 13824:647:4,30 529x8192 2560:665:2,66 531x7168 768:665:2,66 533x7168 1536:665:2,66 "
+        "535x16 928:1276:4,17 536x240 12272:1129:8,12 536x384 12288:1153:8,15 16496:1153:8,15 536x816 "
+        "12672:1252:8,14 536x944 9216:1236:4,30 537x1264 3312:1303:8,15 540x14336 6144:668:8,15 541x576 "
+        "576:1213:8,15 541x992 576:1310:2,63 542x6144 3072:647:4,30 543x448 3392:1169:4,28 544x16 2080:1343:8,3 "
+        "544x416 28848:1183:8,14 544x832 26448:1252:8,14 547x48 1200:1276:4,18 547x368 1168:1002:8,15 552x16 "
+        "736:1343:8,3 552x272 11760:989:8,15 552x336 11744:989:8,15 552x400 8640:1002:8,15 552x448 8048:1183:8,14 "
+        "552x8192 2144:676:2,66 554x4096 7168:674:2,64 555x16 1424:1276:4,18 560x16 512:1343:8,3 560x64 "
+        "928:1347:8,10 560x480 20032:1023:8,15 565x240 3360:927:8,15 565x5120 6144:813:8,15 566x11008 2560:809:2,66 "
+        "567x16384 768:674:2,66 568x16 672:1343:8,3 568x48 1280:1347:8,10 568x64 4304:1347:8,10 568x528 "
+        "24336:1023:8,15 569x48 6992:1088:4,18 570x1024 1024:1234:2,64 570x8192 5120:674:2,66 572x7168 "
+        "4096:674:2,66 573x6144 14336:654:4,30 576x16 1568:1343:8,3 576x784 26432:1316:8,15 578x3072 11008:654:4,30 "
+        "584x16 2480:1343:8,3 15376:849:4,18 584x208 17360:1010:4,30 584x320 13504:1153:8,15 584x448 "
+        "18784:1203:8,14 584x512 544:1213:8,12 584x2560 2560:641:8,15 592x16 2000:1343:8,3 17344:849:4,18 592x80 "
+        "3344:1347:8,15 592x400 16128:1002:8,15 592x464 10144:1023:8,15 592x768 14336:1232:8,15 592x2352 "
+        "3296:1351:2,65 592x8192 1024:694:2,66 594x13824 16384:634:2,66 595x80 3600:1347:8,15 595x352 "
+        "1808:1002:8,15 596x12288 5120:683:2,66 599x1600 4432:1051:2,65 600x16 912:1343:8,3 600x576 29920:1213:8,15 "
+        "600x992 17072:1043:8,12 600x1440 1024:1053:4,30 601x14336 1536:686:8,15 603x11008 6144:686:8,15 605x64 "
+        "1104:1347:8,10 605x12288 12288:683:2,66 607x14336 8192:686:8,15 608x16 3984:1343:8,3 21744:849:4,24 "
+        "608x368 11968:1153:8,15 608x512 17200:1213:8,12 608x528 1200:1036:8,15 608x14336 6144:818:2,66 613x144 "
+        "4528:860:8,15 615x5120 3072:641:8,15 616x48 1328:1347:8,10 616x240 560:927:8,15 616x736 12400:1232:8,15 "
+        "616x800 10224:1262:8,14 617x16 448:1276:4,20 5088:1276:4,20 620x3072 13824:662:4,30 620x6144 1024:662:4,30 "
+        "622x12288 12288:694:2,66 624x16 1088:1343:8,3 2784:1343:8,3 3120:1343:8,3 624x224 2416:927:8,15 624x480 "
+        "12736:1023:8,15 625x1392 2096:1045:2,66 625x2048 3072:1320:2,65 625x6144 5120:662:4,30 625x16384 "
+        "1024:694:2,66 626x768 3072:1232:8,15 626x12288 13824:694:2,66 632x16 704:1343:8,3 800:1343:8,3 "
+        "2688:1343:8,3 632x176 2432:927:8,10 632x304 9440:1153:8,15 632x864 12816:1316:8,15 633x6144 4096:662:4,30 "
+        "633x13824 7168:820:4,30 638x13824 3072:820:4,30 640x16 640:1343:8,3 2080:1343:8,3 5504:849:4,6 640x448 "
+        "12752:1036:8,10 640x640 1024:1232:8,15 4096:1232:8,15 8192:1232:8,15 16384:1232:8,15 32768:1232:8,15 "
+        "642x11008 7168:643:2,66 644x2560 13824:649:8,15 646x1536 2048:1065:4,30 647x16 464:1276:4,21 647x608 "
+        "6672:1240:8,15 648x16 832:1343:8,3 648x240 14464:1153:8,12 648x400 25920:1203:8,14 648x592 11056:1244:8,15 "
+        "648x688 18672:1244:8,15 651x48 928:1276:4,21 651x256 1664:989:8,12 652x14336 768:906:1,132 655x928 "
+        "5456:1258:4,30 656x16 7024:1088:4,22 656x32 896:1347:8,6 656x720 17984:1332:8,15 659x64 2832:1347:8,12 "
+        "659x13824 1024:643:2,66 660x7168 8192:810:2,66 660x13824 768:643:2,66 661x768 5120:1226:2,66 "
+        "12288:1226:2,66 661x2048 3072:1078:2,64 662x768 13824:1226:2,66 664x16 864:1343:8,3 664x32 4496:1347:8,6 "
+        "664x64 2208:1276:4,21 664x224 9824:989:8,12 664x608 10016:1213:8,15 665x1088 592:1049:8,15 667x608 "
+        "1856:1213:8,15 668x3072 2048:670:4,30 669x192 1104:927:8,12 672x16 2336:1343:8,3 5392:849:4,6 6016:849:4,6 "
+        "672x80 528:1343:8,15 672x96 576:1095:8,11 672x640 25616:1213:8,15 673x480 656:996:2,66 673x3072 "
+        "6144:670:4,30 673x11008 5120:651:2,66 679x1008 1088:1260:2,64 679x3072 3072:670:4,30 680x16 1456:1343:8,3 "
+        "680x208 21104:923:8,15 28912:923:8,15 680x496 2512:1032:8,15 680x576 24416:1228:8,15 681x1536 "
+        "13824:1071:4,30 682x2560 14336:656:8,15 682x16384 6144:676:2,66 685x8192 4096:651:2,66 688x16 "
+        "4560:1343:8,3 10608:849:4,12 688x80 9312:976:4,27 688x256 25072:1153:8,12 688x272 14224:981:8,15 688x304 "
+        "22784:1002:8,12 688x528 8640:1013:2,66 688x848 592:1363:8,15 688x5120 768:1114:4,30 691x6144 4096:679:4,30 "
+        "693x16 3088:1276:4,22 693x768 16384:1244:8,15 695x5120 5120:656:8,15 696x336 16400:1023:8,12 696x576 "
+        "29984:1228:8,15 702x12288 12288:679:4,30 704x16 1168:1343:8,3 706x768 3072:1244:8,15 707x48 448:1347:8,12 "
+        "707x1536 11008:1071:4,30 712x16 528:1343:8,3 1216:1343:8,3 5008:1343:8,3 13344:849:4,15 712x48 "
+        "1600:1347:8,12 11200:1144:4,24 712x336 12528:1023:8,12 712x736 400:1244:8,15 713x768 14336:1244:8,15 "
+        "714x768 4096:1244:8,15 714x5120 1024:656:8,15 715x2048 12288:809:2,64 720x320 1216:1175:8,15 720x528 "
+        "17136:1244:8,15 720x656 22048:1256:8,15 720x976 27552:1055:8,12 720x8192 1504:902:2,66 721x736 "
+        "448:967:8,12 722x5120 6144:663:8,15 723x12288 12288:816:2,66 725x2048 11008:809:2,64 726x6144 "
+        "13824:816:2,66 727x1536 2560:1075:4,30 728x16 2448:1343:8,3 728x224 8192:989:8,12 728x288 16192:981:8,15 "
+        "728x304 8240:1002:8,12 10016:1175:8,15 16144:1002:8,12 728x448 18544:1221:8,14 728x736 7552:1332:8,15 "
+        "729x656 2768:1312:8,15 731x1152 1312:1045:2,63 733x16 6240:1088:4,24 735x8192 5120:658:2,66 736x16 "
+        "1216:1343:8,3 736x288 29312:1175:8,15 736x672 27104:1312:8,15 737x1024 768:1298:2,64 737x1536 "
+        "1024:1075:4,30 738x14336 5120:821:8,15 740x1024 13824:1298:2,64 744x16 592:1343:8,3 928:1343:8,3 "
+        "992:1343:8,3 6848:1088:4,24 744x64 5008:1276:4,24 744x448 14704:1036:8,12 744x560 14304:1032:8,15 744x736 "
+        "992:1363:8,12 744x832 16240:1299:8,14 744x8192 7216:660:2,66 745x8192 7168:658:2,66 746x768 4096:1256:8,15 "
+        "752x16 4448:1343:8,3 752x96 1904:860:8,12 752x208 16544:989:8,12 752x928 13072:1363:8,15 752x8192 "
+        "1264:660:2,66 756x1024 7168:1298:2,64 760x208 14608:989:8,12 760x240 25712:1153:8,12 760x672 "
+        "15152:1312:8,15 760x800 10064:1332:8,15 760x816 1040:1005:8,15 760x976 26432:627:8,15 765x16 "
+        "3312:1276:4,24 768x16 3040:1343:8,3 6720:849:4,6 768x384 8208:1195:8,12 768x768 1024:1363:8,12 "
+        "4096:1332:8,15 8192:1332:8,15 16384:1332:8,15 32768:1332:8,15 768x1024 20000:1298:2,64 770x1024 "
+        "3072:1047:4,28 776x16 672:1343:8,4 1504:1343:8,4 776x32 6000:1088:4,26 776x720 608:1327:2,63 778x13824 "
+        "13824:665:2,66 782x5120 2560:672:8,15 783x16384 768:694:2,66 784x16 864:1343:8,4 1520:1343:8,4 784x32 "
+        "1120:1347:8,7 784x448 3472:1221:8,14 787x13824 14336:665:2,66 788x11008 7168:665:2,66 791x16 "
+        "6576:1122:4,18 791x13824 2560:665:2,66 792x16 5504:849:4,8 792x64 736:1276:4,25 792x288 11568:1175:8,15 "
+        "792x736 14560:1256:8,15 792x8192 11152:667:2,66 799x1024 3072:1040:2,64 800x16 8816:849:4,12 800x96 "
+        "672:860:8,14 800x256 9920:1153:8,14 800x336 3760:1023:8,14 800x816 1072:1246:2,65 801x5120 5120:672:8,15 "
+        "807x2560 11008:672:8,15 808x512 10064:1232:8,14 808x928 8544:1038:4,30 809x2048 16384:634:2,64 810x2560 "
+        "11008:672:8,15 811x1536 16384:1079:4,30 813x1088 5088:1051:2,63 815x16384 12288:665:2,66 816x16 "
+        "1904:1343:8,4 816x208 22512:989:8,14 816x480 17552:1316:8,14 816x2384 544:919:2,65 820x7168 768:652:2,66 "
+        "821x1024 3072:1040:2,64 823x272 6384:1002:8,14 823x16384 3072:652:2,66 824x16 20736:849:4,28 824x224 "
+        "18288:989:8,14 826x6144 2560:634:2,66 827x14336 6144:652:2,66 832x32 1472:1347:8,7 832x448 13152:1232:8,14 "
+        "832x8192 2592:618:2,66 836x14336 4096:652:2,66 837x1024 2048:770:4,30 840x16 992:1343:8,4 2272:1343:8,4 "
+        "20560:849:4,28 840x64 2064:1276:4,27 840x672 18064:1367:8,14 842x2048 2560:643:2,64 842x3072 "
+        "11008:954:2,66 842x8192 768:674:2,66 845x880 448:1298:2,63 848x80 1808:860:8,14 848x352 11376:1036:8,14 "
+        "848x592 18864:1240:8,15 848x688 10944:1234:2,66 856x16 4352:1343:8,4 10400:849:4,16 856x96 544:860:8,14 "
+        "856x448 11488:1232:8,14 856x2560 6144:681:8,15 858x6144 3072:954:2,66 862x12288 13824:681:8,15 872x16 "
+        "848:1343:8,4 872x240 14000:1002:8,14 872x256 18000:1175:8,12 872x656 11520:1367:8,14 872x688 "
+        "10160:1250:2,66 872x864 19584:1357:2,63 872x1200 2544:1324:4,28 876x8192 6144:683:2,66 878x5120 "
+        "12288:818:2,66 879x64 912:1347:8,14 880x208 11104:989:8,14 880x512 7712:1256:8,12 881x16 576:1276:4,28 "
+        "882x8192 7168:683:2,66 887x12288 11008:618:2,66 888x16 3472:1343:8,4 888x288 18688:1023:8,14 888x336 "
+        "23776:1023:8,14 888x640 27648:1334:8,14 896x16 14400:849:4,20 896x32 2944:1347:8,7 896x480 2000:1332:8,12 "
+        "896x896 32768:629:8,14 896x1744 4816:620:4,28 900x1024 12288:1051:2,64 904x16 1616:1343:8,4 2384:1343:8,4 "
+        "7680:849:4,8 9936:849:4,12 904x48 6528:857:4,30 904x224 14688:1175:8,12 904x496 11664:1230:4,30 904x576 "
+        "848:1234:2,63 904x1712 1152:635:2,63 904x13824 5120:685:2,66 905x4096 1024:667:2,66 906x6144 "
+        "12288:651:2,66 911x4096 11008:651:2,66 912x64 4432:1276:4,29 914x11008 6144:694:2,66 915x3072 "
+        "8192:813:8,15 920x2160 4960:667:2,63 921x16 896:1276:4,29 922x16384 13824:694:2,66 928x16 864:1343:8,4 "
+        "1072:1343:8,4 6752:849:4,8 928x1056 8960:828:4,30 934x2048 768:651:2,64 936x16 1488:1343:8,4 936x32 "
+        "6224:1122:4,20 936x48 1872:1345:4,30 936x432 20544:1312:8,12 936x8192 2160:694:2,66 937x12288 "
+        "8192:908:2,66 944x16 960:1343:8,4 1088:1343:8,4 10368:849:4,16 944x240 13760:998:8,12 944x480 "
+        "11312:1332:8,12 944x816 24432:613:4,30 944x1744 11552:645:2,63 944x1792 1744:645:2,63 944x8192 "
+        "3408:694:2,66 944x16384 1024:694:2,66 951x176 2208:981:8,12 952x16 768:1343:8,4 952x688 2672:1337:4,30 "
+        "953x16384 3072:694:2,66 955x6144 14336:651:2,66 960x448 18224:1034:4,30 960x576 15744:1314:4,30 961x11008 "
+        "1536:645:2,66 964x1024 1536:1059:2,64 968x16 8256:849:4,12 968x208 11040:998:8,12 968x352 1584:1312:8,12 "
+        "968x384 12432:1228:8,12 968x416 15840:1312:8,12 968x432 11200:1312:8,12 969x48 6016:849:4,24 971x2560 "
+        "14336:954:2,65 973x3072 14336:1351:2,66 974x16384 2048:676:2,66 975x4096 4096:658:2,66 976x16 "
+        "15328:849:4,20 976x272 10192:1015:8,12 978x11008 2560:645:2,66 984x16 880:1343:8,4 1264:1343:8,4 990x1024 "
+        "768:1059:2,64 991x5120 5120:647:4,30 992x16 2928:1343:8,4 992x992 10352:772:2,64 995x1024 6144:1059:2,64 "
+        "998x2048 2048:658:2,64 1000x16 256:1343:8,4 1552:1343:8,4 4096:1343:8,4 16384:849:4,24 32768:845:2,64 "
+        "1000x112 1024:923:8,12 4096:1129:8,11 8192:1176:8,14 16384:1176:8,14 32768:1176:8,14 1000x1008 16:951:8,14 "
+        "64:951:8,14 112:951:8,14 256:772:2,64 1008:772:2,64 1024:772:2,64 2048:772:2,64 4096:772:2,64 "
+        "5008:781:8,14 8192:772:2,64 16384:772:2,64 32768:772:2,64 1008x16 1520:1343:8,4 3536:1343:8,4 1014x4096 "
+        "16384:658:2,66 1015x576 6768:1246:2,63 1016x16 1824:1343:8,4 4608:1343:8,4 1016x912 7520:1057:4,30 1017x96 "
+        "880:854:8,12 1021x112 2992:923:8,12 1023x1040 3504:1322:8,14 1023x7168 8192:685:2,66 1024x16 4832:1343:8,4 "
+        "1024x64 592:1339:2,64 1024x96 672:854:8,12 1024x128 1024:1129:8,11 4096:1129:8,11 8192:1129:8,11 "
+        "16384:1129:8,11 32768:1129:8,11 1024x768 28672:1357:2,64 1024x1008 1536:772:2,64 1024x1024 16:772:2,64 "
+        "64:772:2,64 112:772:2,64 256:772:2,64 1008:772:2,64 1024:772:2,64 2048:772:2,64 4096:772:2,64 "
+        "5008:772:2,64 8192:772:2,64 8656:772:2,64 11248:772:2,64 12000:772:2,64 16384:772:2,64 32768:772:2,64 "
+        "1024x1280 8192:1320:2,64 16384:1320:2,64 32768:1320:2,64 1024x2048 8192:660:2,64 16384:660:2,64 "
+        "32768:660:2,64 1024x8192 1024:660:2,66 4096:660:2,66 8192:660:2,66 16384:660:2,66 32768:660:2,66 1025x16 "
+        "1024:1272:2,65 1027x16384 1536:685:2,66 1029x16 992:1272:2,65 1029x144 7824:923:8,15 1031x432 "
+        "3840:1312:8,15 1040x48 608:1343:8,15 1040x560 8672:1250:2,65 1045x16 1344:1272:2,66 1048x16 18896:849:4,30 "
+        "1048x160 3136:981:8,15 1056x16 10752:849:4,20 1056x976 2048:824:2,63 1060x2048 13824:665:2,64 1062x1024 "
+        "7168:1063:2,64 1064x16 3808:1343:8,5 7088:849:4,10 1065x256 4656:1015:8,15 1072x16 1520:1343:8,5 1072x64 "
+        "608:860:8,9 1072x192 816:1143:4,27 1080x16 624:1343:8,5 1984:1343:8,5 3808:1343:8,5 1080x64 1904:860:8,9 "
+        "1087x7168 13824:694:2,66 1089x2048 1024:674:2,64 1089x11008 13824:694:2,66 1094x16384 1024:694:2,66 "
+        "1095x976 7824:1320:2,63 1095x11008 1536:694:2,66 1097x16 672:1087:4,18 1097x1536 4096:635:2,66 1104x16 "
+        "5296:849:4,10 1104x512 6768:764:8,12 1104x8192 9168:676:2,66 1104x14336 768:694:2,66 1108x2048 "
+        "2048:674:2,64 1109x16 1760:1087:4,18 1112x16 8464:849:4,15 1112x80 1824:854:8,15 1112x144 11360:981:8,15 "
+        "1119x16 1472:1087:4,18 1120x16 528:1343:8,5 8112:849:4,15 1122x3072 13824:635:2,66 1128x16 2912:1343:8,5 "
+        "1128x32 8176:976:4,15 1131x12288 2048:674:2,66 1134x7168 8192:660:2,66 1136x16 1696:1343:8,5 1136x96 "
+        "5120:927:8,9 1136x976 4368:777:2,64 1136x6144 14336:676:2,66 1139x992 5456:1069:2,64 1141x768 "
+        "12288:1040:2,66 1144x16 3312:1343:8,5 7584:849:4,10 1144x32 512:1347:8,9 10576:976:4,20 1144x48 "
+        "3536:1087:4,18 1144x2048 13824:676:2,64 1145x192 7872:998:8,15 1146x160 5648:981:8,15 1148x1536 "
+        "4096:618:2,63 1154x12288 768:683:2,66 1155x11008 7168:667:2,66 1160x16 5248:849:4,10 1162x2560 "
+        "4096:810:2,66 1168x16 16720:849:4,30 1176x64 10944:1170:4,24 1177x992 4464:1073:2,64 1184x48 "
+        "1552:1087:4,19 1824:1087:4,19 1195x864 2096:1063:2,63 1196x2048 2560:683:2,64 1198x16384 1536:683:2,66 "
+        "7168:683:2,66 1200x160 1968:981:8,15 1203x16 3152:1087:4,19 1207x16384 2560:683:2,66 1216x16 1792:1343:8,5 "
+        "1216x96 6000:976:4,30 1221x4096 12288:694:2,66 1224x64 2688:860:8,10 1225x48 1536:1343:8,15 1232x32 "
+        "1328:1347:8,10 1232x128 928:1153:8,10 1235x16384 1536:694:2,66 1239x16384 12288:694:2,66 1240x1120 "
+        "400:809:2,63 1243x16 3648:1087:4,20 1247x2048 6144:694:2,64 1248x16 2112:1343:8,5 2192:1343:8,5 "
+        "4240:1343:8,5 7744:849:4,15 16144:849:4,25 1255x992 1488:1318:2,65 1256x16 912:1343:8,5 1264x16 "
+        "3072:1343:8,5 5296:849:4,10 20560:849:4,25 1264x8192 5456:694:2,66 1265x14336 11008:694:2,66 1272x16 "
+        "5456:849:4,10 1273x16384 11008:694:2,66 1280x1280 8192:622:8,15 16384:622:8,15 32768:622:8,15 1281x2560 "
+        "3072:635:2,66 1288x16 7392:849:4,12 1293x800 5312:1069:2,63 1296x96 2736:927:8,11 1296x976 736:813:8,14 "
+        "1301x1184 480:1355:8,14 1303x208 3152:1032:8,12 1304x13824 1024:652:2,66 1307x8192 2560:665:2,66 "
+        "1308x13824 12288:652:2,66 1312x16 6416:849:4,12 1320x1296 1280:643:2,66 1320x1728 2144:908:2,63 1320x1792 "
+        "4816:685:2,63 1321x416 576:965:4,28 1331x16384 16384:685:2,66 1334x13824 8192:818:2,66 1335x1504 "
+        "2048:672:8,15 1336x16 784:1343:8,6 1337x768 4096:1067:8,15 1341x64 1344:860:8,11 1343x16384 14336:685:2,66 "
+        "1344x32 7504:1144:4,22 1344x8192 5264:818:2,66 1352x32 2160:1347:8,11 1352x80 1280:927:8,11 1363x1024 "
+        "4096:791:2,64 1364x3072 14336:660:2,66 1371x864 1328:1320:2,66 1376x16 2880:1343:8,6 1377x768 "
+        "8192:1059:2,66 1380x3072 16384:660:2,66 1383x160 4736:1002:8,11 1383x192 8352:1023:8,11 1384x48 "
+        "816:1087:4,22 1385x3072 7168:660:2,66 1385x6144 6144:660:2,66 1391x11008 8192:694:2,66 1392x16 "
+        "816:1343:8,6 1398x13824 1536:818:2,66 1400x16 4192:1343:8,6 1403x160 1040:1002:8,11 1408x16 2320:1343:8,6 "
+        "1408x160 3216:1002:8,11 1412x13824 5120:651:2,66 1416x16 1328:1343:8,6 1416x8192 5648:676:2,66 1428x1536 "
+        "8192:667:2,66 1429x3072 8192:667:2,66 1432x1360 1488:651:2,66 1433x48 2864:860:8,12 1437x6144 "
+        "1536:681:8,15 1442x768 2560:1063:2,66 1445x16384 8192:683:2,66 1448x16 1904:1343:8,6 2832:1343:8,6 1456x16 "
+        "4032:1343:8,6 1463x11008 768:816:2,66 1473x1696 896:830:2,66 1477x16 3840:1343:8,6 1480x16 2448:1343:8,6 "
+        "8128:849:4,18 1480x14336 1536:685:2,66 1488x16 912:1343:8,6 1489x16384 7168:683:2,66 1496x48 608:860:8,12 "
+        "1500x1504 1536:690:8,15 1504x32 1424:1347:8,12 1512x16 1056:1343:8,6 1512x48 2848:860:8,12 1514x6144 "
+        "1024:690:8,15 1517x7168 13824:819:8,15 1518x3072 8192:690:8,15 1518x5120 11008:652:2,66 1519x16 "
+        "944:1343:8,6 1523x13824 768:816:2,66 1536x16 3072:1343:8,6 1536x1024 8192:1349:2,66 1536x1536 "
+        "1024:816:2,66 4096:816:2,66 8192:816:2,66 16384:816:2,66 32768:816:2,66 1551x16384 768:694:2,66 1560x16 "
+        "1232:1343:8,7 1560x7168 1024:643:2,66 1561x6144 6144:676:2,66 1568x848 10656:1351:2,65 1569x8192 "
+        "4096:694:2,66 1573x16384 12288:694:2,66 1576x16 2656:1343:8,7 1579x16384 2560:694:2,66 1584x16 "
+        "4128:1343:8,7 1584x880 4656:809:2,63 1592x16 17520:849:4,28 1600x16 21808:849:4,28 1600x32 1200:1347:8,13 "
+        "2176:1347:8,13 1600x80 2016:927:8,13 1607x4096 1024:665:2,66 1613x11008 8192:665:2,66 1616x16 "
+        "2928:1343:8,7 8416:849:4,21 1616x14336 7168:818:2,66 1624x16 512:1343:8,7 2608:1343:8,7 1624x64 "
+        "704:1087:4,26 1630x8192 1536:665:2,66 1630x12288 14336:685:2,66 1632x64 544:1087:4,26 1642x1536 "
+        "8192:685:2,66 1644x7168 7168:818:2,66 1645x768 16384:1073:2,66 1645x2560 3072:660:2,66 1648x48 "
+        "4528:860:8,13 1648x272 1648:1028:2,65 1650x2048 7168:634:2,66 1656x48 4288:860:8,13 1663x2048 "
+        "16384:634:2,66 1665x4096 8192:674:2,66 1667x1776 608:809:2,66 1668x5120 12288:667:2,66 1672x16 "
+        "656:1343:8,7 1984:1343:8,7 1678x13824 7168:694:2,66 1680x16 6336:849:4,14 7168:849:4,14 1688x2304 "
+        "4976:901:2,66 1689x1536 11008:694:2,66 1689x5120 11008:667:2,66 1690x768 6144:783:2,66 1693x16 "
+        "704:1343:8,7 1696x64 5152:1144:4,28 1696x192 2080:1209:4,24 1696x14336 3072:694:2,66 1699x3072 "
+        "768:694:2,66 1703x1776 6752:809:2,66 1704x16 16992:849:4,28 1709x5120 1536:677:8,15 1712x16 2064:1343:8,7 "
+        "1716x7168 768:694:2,66 1717x4096 768:674:2,66 1720x752 4768:783:2,66 1721x5120 768:677:8,15 1727x2048 "
+        "3072:643:2,66 1731x768 8192:783:2,66 1736x16 2560:1343:8,7 3648:1343:8,7 1744x1104 4272:901:2,66 "
+        "1748x12288 3072:694:2,66 1752x16 1584:1343:8,7 1752x8192 9280:685:2,66 1760x48 1664:860:8,14 1764x2560 "
+        "4096:667:2,66 1768x16 2000:1343:8,7 12288:849:4,21 14256:849:4,21 15376:849:4,21 1776x2432 5360:818:2,66 "
+        "1792x16 5776:849:4,14 1792x848 912:1349:2,63 1808x16 2800:1343:8,8 1815x16 1232:1343:8,8 1816x2048 "
+        "12288:651:2,66 1818x4096 4096:683:2,66 1820x1024 768:955:8,12 1823x16 4416:1343:8,8 1824x16 3872:1343:8,8 "
+        "1827x16384 2048:676:2,66 1834x7168 2048:665:2,66 1835x7168 2048:665:2,66 1840x8192 1408:694:2,66 1843x768 "
+        "2560:1078:2,66 1843x2048 3072:651:2,66 1852x4096 6144:694:2,66 1858x11008 3072:694:2,66 1870x1024 "
+        "12288:651:2,64 1870x8192 2560:694:2,66 1872x16 1520:1343:8,8 1880x32 2208:1347:8,15 1880x240 "
+        "2240:1329:4,24 1880x5120 1024:697:8,15 1881x3072 13824:651:2,66 1885x4096 6144:694:2,66 1888x16 "
+        "2976:1343:8,8 1890x1536 11008:1353:4,30 1904x208 560:1308:4,24 1912x16 6016:849:4,16 1913x1024 "
+        "11008:651:2,64 1914x1536 7168:791:2,66 1916x3072 13824:651:2,66 1921x3072 6144:791:2,66 1921x5120 "
+        "1536:685:2,66 1922x14336 4096:674:2,66 1936x16 896:1343:8,8 1936x64 9200:1190:4,22 1936x2464 2992:830:2,66 "
+        "1937x2560 6144:685:2,66 1939x5120 1024:685:2,66 1945x64 5104:1121:4,21 1952x8192 6576:816:2,66 1962x1024 "
+        "768:670:4,30 1963x1024 1024:670:4,30 1964x2560 1024:685:2,66 1967x16 2752:1343:8,8 1968x32 6992:976:4,16 "
+        "1968x736 4560:809:2,66 1976x16 640:1343:8,8 1981x768 2560:1351:2,64 1984x16 9184:849:4,24 1984x464 "
+        "1200:631:2,64 1994x11008 7168:667:2,66 2000x80 816:975:4,24 2003x13824 6144:816:2,66 2008x64 "
+        "4912:1121:4,21 2025x7168 13824:683:2,66 2026x12288 2560:667:2,66 2032x32 1968:1339:2,64 2034x12288 "
+        "1536:667:2,66 2047x64 14000:1190:4,22 2048x256 1024:1226:2,64 4096:1226:2,64 8192:1226:2,64 "
+        "16384:1226:2,64 32768:1226:2,64 2048x1024 12000:660:2,64 2048x2048 16:660:2,66 64:660:2,66 112:660:2,66 "
+        "256:660:2,66 1008:660:2,66 1024:660:2,66 2048:660:2,66 4096:660:2,66 5008:660:2,66 6000:660:2,66 "
+        "8192:660:2,66 16384:660:2,66 32768:660:2,66 2048x8192 3008:816:2,66 2056x16 1344:1343:8,9 2061x5120 "
+        "1536:694:2,66 2064x32 8576:976:4,27 2070x5120 1536:694:2,66 2072x16 1520:1343:8,9 2080x16 1856:1343:8,9 "
+        "21376:849:4,27 2082x12288 2048:676:2,66 2087x16384 5120:683:2,66 2095x16384 4096:683:2,66 2101x2048 "
+        "3072:665:2,66 2104x1024 5120:667:2,64 2108x4096 11008:665:2,66 2112x16 1408:1343:8,9 2118x2048 "
+        "11008:665:2,66 2128x16 2944:1343:8,9 2160x16 5536:849:4,18 7488:849:4,18 2161x5120 2048:665:2,66 2168x16 "
+        "1088:1343:8,9 5520:849:4,18 2174x11008 4096:814:1,132 2184x6144 768:908:2,66 2186x12288 14336:685:2,66 "
+        "2196x14336 768:694:2,66 2208x64 992:1121:4,23 2233x14336 8192:694:2,66 2236x13824 768:697:8,15 2240x8192 "
+        "2304:694:2,66 2250x6144 2048:652:2,66 2261x16384 1024:685:2,66 2264x64 704:1121:4,24 2269x1536 "
+        "2560:634:2,66 2272x512 1376:789:8,15 2280x16 5264:849:4,18 2285x2048 16384:674:2,66 2308x13824 "
+        "7168:667:2,66 2312x16 9776:849:4,30 2315x12288 3072:694:2,66 2320x16 576:1343:8,10 2328x6144 "
+        "16384:685:2,66 2352x48 720:923:8,10 2354x13824 3072:676:2,66 2358x3072 1024:696:4,30 2360x80 720:998:8,10 "
+        "2365x11008 11008:694:2,66 2368x16 7760:849:4,30 2371x13824 6144:676:2,66 2371x16384 5120:694:2,66 "
+        "2384x8192 1536:696:4,30 2393x4096 2560:683:2,66 2401x8192 768:683:2,66 2406x8192 2048:683:2,66 2416x16 "
+        "832:1343:8,10 2416x64 1120:1121:4,26 2423x6144 1024:660:2,66 2424x1264 7776:809:2,66 2432x16 9488:849:4,30 "
+        "2445x7168 5120:665:2,66 2456x16 19680:849:4,30 2467x3072 16384:694:2,66 2470x14336 12288:694:2,66 2480x16 "
+        "13808:849:4,30 2484x1024 1024:694:2,64 2487x6144 768:694:2,66 2488x16 2672:1343:8,10 2494x3072 "
+        "4096:694:2,66 2520x8192 3488:694:2,66 2528x16 624:1343:8,10 3248:1343:8,10 11648:849:4,30 2528x12288 "
+        "1024:694:2,66 2533x6144 4096:694:2,66 2536x16 5008:1343:8,10 2554x2048 6144:694:2,66 2557x11008 "
+        "12288:816:2,66 2560x16 848:1343:8,10 2560x32 4080:854:8,10 2561x4096 12288:667:2,66 2566x11008 "
+        "14336:674:2,66 2582x13824 1536:685:2,66 2592x16 656:1343:8,11 688:1343:8,11 10768:845:2,63 2600x32 "
+        "1360:854:8,11 2606x768 4096:651:2,66 2621x11008 16384:683:2,66 2622x13824 11008:694:2,66 2637x16384 "
+        "14336:694:2,66 2648x16 2224:1343:8,11 2649x16384 2048:694:2,66 2656x16 11792:845:2,63 12080:845:2,63 "
+        "2657x2048 14336:643:2,66 2662x5120 2048:676:2,66 2664x16 12752:845:2,63 2665x2048 1536:643:2,66 2672x48 "
+        "1136:923:8,11 2688x16 13712:845:2,63 2700x3072 768:668:8,15 2712x16 528:1343:8,11 1904:1343:8,11 "
+        "2722x11008 12288:683:2,66 2736x16 576:1343:8,11 4752:1343:8,11 2743x12288 7168:658:2,66 2744x16 "
+        "2848:1343:8,11 2745x2048 3072:651:2,66 2752x16 1056:1343:8,11 22752:849:4,22 2754x12288 1536:652:2,66 "
+        "2784x16 4416:1343:8,11 2786x7168 5120:667:2,66 2798x1536 4096:658:2,66 2800x16 11600:849:4,22 2810x12288 "
+        "8192:658:2,66 2824x16 4464:1343:8,12 2824x96 2784:1015:8,12 2832x16 912:1343:8,12 2842x8192 16384:694:2,66 "
+        "2848x64 7520:981:8,12 2850x6144 2048:685:2,66 2861x12288 12288:685:2,66 2862x4096 2048:674:2,66 2864x16 "
+        "12048:849:4,24 2880x48 1248:923:8,12 2883x14336 8192:683:2,66 2904x16 13776:849:4,24 2911x12288 "
+        "16384:818:2,66 2936x64 3392:981:8,12 2950x2560 3072:694:2,66 2960x13824 2048:909:2,66 2968x1536 "
+        "2048:667:2,66 2970x768 1024:665:2,66 2995x11008 4096:676:2,66 2996x13824 8192:694:2,66 3000x16 "
+        "3632:1343:8,12 6000:849:4,24 3000x3008 6000:816:2,66 3003x6144 2048:694:2,66 3008x16 3904:1343:8,12 "
+        "3008x32 1808:854:8,12 3009x6144 8192:694:2,66 3014x1536 1536:676:2,66 3016x80 3728:998:8,12 3017x14336 "
+        "2560:683:2,66 3024x16 11280:849:4,24 3032x16 848:1343:8,12 3036x4096 8192:683:2,66 3056x16 2016:1343:8,12 "
+        "3064x1536 3072:676:2,66 3065x2048 6144:658:2,66 3080x64 2048:981:8,13 3080x6144 2560:676:2,66 3087x1536 "
+        "11008:674:2,66 3087x7168 5120:685:2,66 3088x32 1056:854:8,13 3088x1536 1536:676:2,66 3096x8192 "
+        "11680:694:2,66 3097x16384 11008:694:2,66 3100x5120 2560:667:2,66 3100x14336 14336:694:2,66 3112x16 "
+        "1248:1343:8,13 3113x6144 4096:674:2,66 3120x80 3376:998:8,13 3134x13824 12288:674:2,66 3146x768 "
+        "3072:674:2,66 3165x4096 2560:694:2,66 3184x16 2128:1343:8,13 3192x64 6112:981:8,13 3193x12288 "
+        "2560:694:2,66 3200x80 832:998:8,13 3208x16 14800:849:4,26 3211x7168 1536:694:2,66 3235x7168 1536:694:2,66 "
+        "3238x13824 8192:683:2,66 3240x16 18112:849:4,26 3252x16384 2048:665:2,66 3253x5120 5120:676:2,66 3256x32 "
+        "688:854:8,13 3277x7168 14336:694:2,66 3280x16 5456:849:4,26 3280x1536 5120:694:2,66 3315x8192 "
+        "11008:683:2,66 3328x16 5024:1343:8,13 3353x6144 3072:694:2,66 3424x16384 1024:818:2,66 3432x16 "
+        "768:1343:8,14 3432x7168 16384:685:2,66 3468x7168 5120:685:2,66 3472x12288 6144:694:2,66 3477x4096 "
+        "768:683:2,66 3480x64 5920:1169:4,22 3492x3072 8192:694:2,66 3493x16384 768:688:4,30 3496x8192 "
+        "1152:694:2,66 3497x1024 7168:643:2,66 3503x3072 1536:694:2,66 3504x80 5696:998:8,14 3536x32 7936:976:4,28 "
+        "3538x1536 1536:643:2,66 3548x1536 8192:643:2,66 3550x2048 7168:683:2,66 3552x16 592:1343:8,14 "
+        "1888:1343:8,14 3588x12288 768:651:2,66 3601x2560 13824:674:2,66 3616x16 6064:849:4,30 3624x16 "
+        "4736:1343:8,15 8928:849:4,30 3626x6144 5120:683:2,66 3632x16 512:1343:8,15 3646x14336 7168:694:2,66 "
+        "3653x3072 2048:667:2,66 3664x48 6160:923:8,15 3668x4096 2048:691:2,66 3671x12288 7168:694:2,66 3677x1536 "
+        "11008:645:2,66 3697x768 2560:791:2,66 3704x16 1264:1343:8,15 3704x12288 1024:676:2,66 3728x16 "
+        "2352:1343:8,15 3737x11008 1536:674:2,66 3744x16 1920:1343:8,15 3758x2560 2048:683:2,66 3774x2048 "
+        "8192:694:2,66 3792x8192 8144:694:2,66 3797x14336 768:665:2,66 3806x1536 5120:651:2,66 3808x64 "
+        "3280:1169:4,24 3816x16 3680:1343:8,15 3824x48 672:923:8,15 3835x13824 2048:694:2,66 3856x16 1856:1339:2,61 "
+        "3884x2048 14336:652:2,66 3904x16 928:1339:2,61 2224:1339:2,61 3912x16 8832:845:2,62 3927x2048 "
+        "13824:652:2,66 3936x48 8864:921:2,62 3936x12288 2560:909:2,66 3946x768 1536:1349:2,66 3962x8192 "
+        "11008:816:2,66 3969x4096 3072:674:2,66 3984x16 21200:845:2,64 3992x16 2304:1339:2,63 4000x16 "
+        "2064:1339:2,63 10128:845:2,64 4000x320 28672:1320:2,64 4005x11008 1536:694:2,66 4006x4096 11008:674:2,66 "
+        "4016x16 1440:1339:2,63 4019x6144 13824:685:2,66 4040x16 11888:845:2,64 4040x48 2320:921:2,64 4048x16 "
+        "1152:1339:2,64 4076x5120 11008:694:2,66 4092x6144 768:685:2,66 4096x16 256:1339:2,64 4096:1339:2,64 "
+        "5104:1339:2,64 16384:1339:2,64 32768:1339:2,64 4096x48 1024:921:2,64 4096:921:2,64 8192:921:2,64 "
+        "16384:921:2,64 32768:921:2,64 4096x128 1024:1226:2,64 4096:1226:2,64 8192:1226:2,64 16384:1226:2,64 "
+        "32768:1226:2,64 4096x4096 16:660:2,66 64:660:2,66 112:660:2,66 256:660:2,66 1008:660:2,66 1024:660:2,66 "
+        "2048:660:2,66 3008:660:2,66 4096:660:2,66 5008:660:2,66 8192:660:2,66 16384:660:2,66 20000:660:2,66 "
+        "32768:660:2,66 4096x8192 3008:816:2,66 20000:816:2,66 4108x13824 1024:676:2,66 4150x7168 11008:683:2,66 "
+        "4160x16 3440:1339:2,65 4160x64 4000:1189:4,22 4184x1024 1536:660:2,66 4203x1536 8192:660:2,66 4224x16 "
+        "560:1339:2,66 4240x80 1536:1329:4,17 4250x13824 6144:683:2,66 4252x8192 768:683:2,66 4264x16 816:848:4,17 "
+        "4288x14336 13824:694:2,66 4297x14336 14336:694:2,66 4304x8192 4912:676:2,66 4320x16 3360:848:4,17 "
+        "4325x11008 13824:685:2,66 4330x1536 5120:665:2,66 4334x12288 14336:658:2,66 4336x64 5680:1189:4,23 "
+        "4360x8192 1040:645:2,66 4384x16 800:848:4,18 3552:848:4,18 4414x768 11008:634:2,66 4424x16 18704:848:4,18 "
+        "4428x5120 4096:667:2,66 4456x16 7408:848:4,18 4469x12288 1536:667:2,66 4505x16384 5120:665:2,66 4513x13824 "
+        "8192:683:2,66 4528x64 6112:1189:4,24 4530x5120 13824:694:2,66 4535x2048 8192:674:2,66 4536x16 "
+        "1632:848:4,18 4536x80 2816:1329:4,18 4539x4096 2048:674:2,66 4544x13824 12288:694:2,66 4547x12288 "
+        "6144:683:2,66 4560x16 12928:848:4,18 4612x1024 14336:676:2,66 4619x1024 12288:676:2,66 4634x2560 "
+        "1536:676:2,66 4656x16 1392:848:4,19 4664x80 6528:1329:4,19 4688x13824 1536:818:2,66 4692x4096 "
+        "12288:676:2,66 4696x16 7136:848:4,19 4703x768 2560:643:2,66 4736x16 784:848:4,19 4784x16 2096:848:4,19 "
+        "4784x1536 5120:697:8,15 4788x7168 4096:694:2,66 4797x16384 7168:674:2,66 4798x3072 12288:683:2,66 "
+        "4817x4096 768:683:2,66 4823x16384 6144:674:2,66 4880x48 2512:1009:4,20 4886x13824 2048:674:2,66 4920x64 "
+        "5296:1209:4,22 4936x16 1056:848:4,20 4944x16 14240:848:4,20 4952x16 784:848:4,20 4966x13824 8192:685:2,66 "
+        "4992x16 832:848:4,20 5026x1536 11008:694:2,66 5040x16 2272:848:4,20 5041x5120 4096:694:2,66 5090x8192 "
+        "2560:694:2,66 5110x3072 13824:694:2,66 5115x1536 2560:694:2,66 5136x16 8064:848:4,21 5152x16 "
+        "21584:848:4,21 5166x7168 14336:694:2,66 5176x16 7920:848:4,21 5192x16 976:848:4,21 5208x16 4512:848:4,21 "
+        "5281x14336 3072:685:2,66 5291x2048 4096:667:2,66 5325x16384 12288:676:2,66 5331x2048 2560:665:2,66 5336x16 "
+        "896:848:4,21 5344x16 1264:848:4,21 5344x1536 5120:658:2,66 5373x13824 4096:694:2,66 5398x4096 "
+        "14336:683:2,66 5409x6144 13824:674:2,66 5448x7168 6144:694:2,66 5460x12288 7168:674:2,66 5496x16 "
+        "2304:848:4,22 5504x16 10096:848:4,22 5536x16 6672:848:4,22 5558x6144 5120:694:2,66 5576x48 5936:1009:4,22 "
+        "5589x7168 6144:694:2,66 5608x32 1504:975:4,22 5613x12288 2560:685:2,66 5648x48 5136:1009:4,23 5655x768 "
+        "5120:665:2,66 5662x1536 7168:665:2,66 5688x16 1248:848:4,23 5720x16 10896:848:4,23 5760x8192 6432:694:2,66 "
+        "5800x16 7968:848:4,23 5834x4096 8192:694:2,66 5893x768 3072:665:2,66 5920x32 880:975:4,24 5984x64 "
+        "768:1224:4,24 5997x768 14336:674:2,66 6000x160 12000:1322:8,12 6000x6000 336:818:2,66 6015x1536 "
+        "2048:674:2,66 6032x768 2048:676:2,66 6048x16 1632:848:4,24 6063x5120 16384:694:2,66 6065x8192 "
+        "5120:694:2,66 6111x2048 5120:685:2,66 6134x4096 3072:685:2,66 6136x32 1536:975:4,24 6184x16 8000:848:4,25 "
+        "6190x13824 2048:694:2,66 6201x4096 13824:685:2,66 6216x16 6176:848:4,25 6223x2048 14336:685:2,66 6248x8192 "
+        "7888:660:2,66 6261x4096 1536:660:2,66 6296x16 5264:848:4,25 6304x16 992:848:4,25 6315x1536 16384:674:2,66 "
+        "6376x16 4960:848:4,25 6408x1536 4096:685:2,66 6434x5120 2048:676:2,66 6448x16 17776:848:4,26 6472x64 "
+        "800:1224:4,26 6512x16 3520:848:4,26 6516x3072 2048:683:2,66 6541x13824 16384:694:2,66 6552x48 "
+        "6672:1009:4,26 6569x1536 14336:683:2,66 6577x11008 8192:674:2,66 6593x13824 1024:674:2,66 6625x16384 "
+        "768:683:2,66 6673x768 1024:683:2,66 6704x16 640:848:4,27 1904:848:4,27 6064:848:4,27 6719x7168 "
+        "6144:694:2,66 6727x768 13824:694:2,66 6744x16 16928:848:4,27 6787x4096 6144:685:2,66 6800x16 5984:848:4,27 "
+        "6800x32 1824:975:4,27 6808x3072 6144:694:2,66 6823x8192 8192:694:2,66 6870x13824 7168:691:2,66 6880x16 "
+        "1120:848:4,27 6894x12288 2560:674:2,66 6916x1536 768:694:2,66 6936x16 20224:848:4,28 6942x1024 "
+        "5120:676:2,66 6962x768 11008:694:2,66 7000x96 2560:1359:4,28 7008x48 8672:1009:4,28 7042x11008 "
+        "1536:676:2,66 7055x2560 11008:665:2,66 7056x8192 3184:676:2,66 7096x32 768:975:4,28 7104x32 1200:975:4,28 "
+        "7120x32 2880:975:4,28 7121x3072 4096:683:2,66 7125x13824 5120:694:2,66 7131x3072 2048:683:2,66 7136x80 "
+        "2096:1329:4,28 7162x2560 8192:694:2,66 7168x32 2864:975:4,28 7175x2560 4096:691:2,66 7185x3072 "
+        "14336:683:2,66 7200x8192 1664:694:2,66 7281x12288 1536:683:2,66 7304x16 576:848:4,29 7360x8192 "
+        "2992:694:2,66 7373x13824 8192:694:2,66 7408x1024 1024:691:2,66 7408x8192 3872:694:2,66 7488x16 "
+        "6128:848:4,30 7495x1536 14336:674:2,66 7524x16384 6144:683:2,66 7553x2560 3072:683:2,66 7612x8192 "
+        "12288:676:2,66 7768x64 2112:1248:4,25 7791x2048 2560:694:2,66 7880x16 720:844:2,62 7912x16 13344:844:2,62 "
+        "7920x96 11344:1357:2,62 7944x2560 2560:667:2,66 7945x3072 11008:685:2,66 7976x64 6944:1248:4,25 8028x4096 "
+        "14336:685:2,66 8061x1536 5120:683:2,66 8082x11008 8192:691:2,66 8119x7168 11008:694:2,66 8192x16 "
+        "256:844:2,64 1024:844:2,64 1776:844:2,64 2064:844:2,64 2544:844:2,64 2688:844:2,64 3024:844:2,64 "
+        "4096:844:2,64 4688:844:2,64 5248:844:2,64 6656:844:2,64 7792:844:2,64 8192:844:2,64 9120:844:2,64 "
+        "12000:844:2,64 16384:844:2,64 32768:844:2,64 8192x32 4000:971:2,64 4112:971:2,64 4432:971:2,64 "
+        "9376:971:2,64 9456:971:2,64 8192x48 1024:1007:2,64 1136:1007:2,64 1808:1007:2,64 4320:1007:2,64 "
+        "4448:1007:2,64 5264:1007:2,64 5392:1007:2,64 6000:1007:2,64 6016:1007:2,64 8976:1007:2,64 8192x64 "
+        "1024:1248:4,26 1920:1248:4,26 4096:1248:4,26 8192:1248:4,26 9296:1248:4,26 11456:1248:4,26 16384:1248:4,26 "
+        "32768:1248:4,26 8192x80 2064:1327:2,64 7680:1327:2,64 8352:1327:2,64 8192x96 4192:1357:2,64 8192:1357:2,64 "
+        "20000:1357:2,64 8192x112 8240:624:2,64 8192x128 2960:1059:2,64 8192x144 6672:824:2,64 8192x176 "
+        "2464:866:2,64 2688:866:2,64 5584:1351:2,64 10288:1351:2,64 11856:1351:2,64 8192x192 2128:1351:2,64 "
+        "8192x224 1472:618:2,64 8192x256 3840:660:2,64 9024:660:2,64 8192x272 8416:816:2,64 8192x288 3040:816:2,64 "
+        "8192x320 16000:1320:2,66 8192x368 11600:1351:2,66 8192x384 1312:1351:2,66 8192x400 4352:917:2,66 8192x480 "
+        "3952:660:2,66 8192x592 11920:830:2,66 8192x656 2912:618:2,66 8192x720 3008:1325:2,66 8192x864 "
+        "1056:816:2,66 8192x1024 1024:660:2,66 4096:660:2,66 8192:660:2,66 16384:660:2,66 32768:660:2,66 8192x1072 "
+        "8864:816:2,66 8192x1232 3456:830:2,66 8192x1328 7216:618:2,66 8192x1344 5664:618:2,66 8192x1920 "
+        "1376:691:2,66 8192x1952 6928:816:2,66 8192x2048 24000:660:2,66 8192x2128 11792:691:2,66 8192x2352 "
+        "1296:831:4,30 8192x2496 8848:694:2,66 8192x2656 5840:694:2,66 8192x2768 1360:694:2,66 8192x2928 "
+        "1088:692:4,30 7936:692:4,30 8192x3152 1120:830:2,66 8192x3408 4128:816:2,66 8192x3776 4144:694:2,66 "
+        "8192x3888 9472:818:2,66 8192x4096 7008:694:2,66 12000:694:2,66 8192x4224 10736:691:2,66 8192x4480 "
+        "10880:691:2,66 8192x4784 1184:830:2,66 8192x4816 4064:694:2,66 8192x5792 2176:830:2,66 8192x5856 "
+        "6096:830:2,66 8192x6544 2960:830:2,66 8192x7280 6592:816:2,66 8192x7456 7168:830:2,66 8192x7520 "
+        "8032:830:2,66 8192x7680 2576:694:2,66 8192x8192 16:816:2,66 64:816:2,66 112:816:2,66 256:816:2,66 "
+        "1008:816:2,66 1024:816:2,66 1536:816:2,66 2048:816:2,66 4096:816:2,66 5008:816:2,66 6000:816:2,66 "
+        "8192:816:2,66 11008:816:2,66 16384:816:2,66 28672:816:2,66 32768:816:2,66 12288x256 2048:1109:2,66 "
     ),
     'torch-scaled-mm-fast': (
-        "1x16 16:705:2,1 64:701:1,1 112:705:2,1 256:701:1,1 624:705:2,1 848:705:2,1 1008:705:2,1 1024:701:1,1 "
-        "2048:701:1,1 4096:701:1,1 4192:701:1,1 5008:705:2,1 6208:704:1,2 7120:708:2,2 8192:704:1,3 16384:704:1,6 "
-        "32768:704:1,12 1x32 672:701:1,1 1x48 2496:701:1,1 6048:704:1,2 1x64 256:771:4,2 4096:701:1,1 16384:704:1,6 "
-        "32768:704:1,12 1x80 2384:713:2,1 2480:713:2,1 1x112 4608:713:2,1 1x144 1216:771:4,5 1x304 464:771:4,10 "
-        "1x512 96:771:4,16 1x528 4784:771:4,17 13184:726:4,15 1x544 608:771:4,17 1920:771:4,17 3680:771:4,17 "
-        "5888:726:4,6 1x560 14112:726:4,15 1x576 2080:771:4,18 16944:726:4,18 1x592 22496:726:4,24 1x608 "
-        "1120:771:4,19 5424:726:4,6 1x624 784:771:4,20 20240:726:4,21 1x656 10320:726:4,12 1x672 512:771:4,21 "
-        "23824:726:4,24 1x688 576:771:4,22 6928:726:4,6 1x704 12128:726:4,12 1x736 2640:771:4,23 16144:726:4,18 "
-        "16720:726:4,18 1x768 4992:771:4,24 1x784 592:771:4,25 1x816 9920:726:4,12 1x832 1520:771:4,26 "
-        "2880:771:4,26 1x848 2096:771:4,27 5072:771:4,27 1x864 12176:726:4,16 1x880 640:771:4,28 6208:726:4,8 "
-        "18656:726:4,28 1x896 8192:726:4,12 1x912 1088:771:4,29 1248:771:4,29 2912:771:4,29 1x928 1200:771:4,29 "
-        "2448:771:4,29 1x976 2128:765:2,61 1x992 912:765:2,62 1x1008 256:765:2,63 4096:765:2,63 9280:726:4,12 "
-        "16384:726:4,24 32768:716:2,64 1x1040 2240:765:2,65 21008:726:4,30 1x1056 2864:765:2,66 14352:726:4,25 "
-        "1x1088 1296:419:4,17 1584:419:4,17 1x1104 21744:726:4,25 1x1136 544:419:4,18 4160:419:4,18 1x1152 "
-        "2976:419:4,18 1x1168 992:419:4,19 1472:419:4,19 1x1248 608:419:4,20 1x1296 1792:419:4,21 1x1328 "
-        "22000:716:2,66 1x1360 8656:726:4,18 1x1376 5776:726:4,12 1x1392 1344:419:4,22 1x1408 960:419:4,22 1x1424 "
-        "560:419:4,23 1x1504 1456:419:4,24 3392:419:4,24 1x1536 28672:726:4,30 1x1552 9648:726:4,21 1x1584 "
-        "6176:726:4,14 1x1600 22896:726:4,28 23056:726:4,28 1x1680 7472:726:4,14 1x1712 6800:726:4,14 1x1824 "
-        "8208:726:4,24 1x1984 2176:723:4,8 6496:726:4,16 1x2032 1216:723:4,8 1x2144 6592:726:4,18 1x2240 "
-        "17056:391:4,25 1x2256 1680:723:4,9 1x2272 3904:723:4,9 1x2288 8640:726:4,27 22432:391:4,25 1x2320 "
-        "1264:723:4,10 6304:726:4,20 11136:726:4,30 1x2368 784:723:4,10 5520:726:4,20 1x2496 9360:726:4,30 1x2544 "
-        "592:723:4,10 1x2592 1936:723:4,11 1x2608 18512:716:2,63 1x2640 6624:726:4,22 1x2688 5264:726:4,22 1x2704 "
-        "2096:723:4,11 1x2720 4048:723:4,11 1x2768 11024:726:4,22 1x2816 1088:723:4,11 1x2896 912:723:4,12 1x3008 "
-        "3008:723:4,12 1x3088 13216:726:4,26 23296:391:4,28 1x3104 544:723:4,13 1x3216 736:723:4,13 1x3248 "
-        "640:723:4,13 1x3312 4304:723:4,13 1x3344 14864:726:4,30:4 1x3392 848:723:4,14 1x3424 6560:726:4,28 1x3488 "
-        "6272:726:4,28 1x3504 6272:726:4,28 1x3552 544:723:4,14 1x3568 2592:723:4,14 4752:723:4,14 1x3600 "
-        "544:723:4,15 19536:726:4,30 1x3856 15616:716:2,62 20080:716:2,62 1x4080 1232:723:4,16 1x4096 256:723:4,16 "
-        "4096:723:4,16 16384:716:2,64 32768:387:2,64 1x4128 2576:723:4,17 1x4288 4016:723:4,17 1x4384 1376:723:4,18 "
-        "1x4448 576:723:4,18 1x4544 18704:726:4,30:3 1x4656 1936:723:4,19 1x4672 1248:723:4,19 1x4880 "
-        "8112:726:4,30:3 1x4896 2816:723:4,20 1x5216 1040:723:4,21 1x5424 4304:723:4,22 1x5552 9232:723:4,22 1x5648 "
-        "15392:723:4,23 1x5680 2192:723:4,23 1x5728 208:723:4,23 1x5888 704:723:4,23 1x6000 12000:723:4,24 "
-        "16032:723:4,24 1x6016 19984:391:4,30:5 1x6144 1024:723:4,24 1616:723:4,24 1x6256 3472:723:4,25 1x6272 "
-        "7664:723:4,25 1x6464 576:723:4,26 1x6480 5136:723:4,26 1x6560 6240:723:4,26 1x6624 1456:723:4,26 "
-        "6432:723:4,26 1x6688 15760:726:4,30:2 1x6800 5552:723:4,27 1x6896 22624:726:4,30:2 1x7072 10656:716:2,66:2 "
-        "1x7680 12976:723:4,30 1x8192 256:713:2,64 4096:713:2,64 16384:713:2,64 20000:387:2,64 32768:387:2,64 "
-        "1x12288 4096:388:4,24 3x16 336:705:2,1 512:701:1,1 704:701:1,1 1072:705:2,1 1104:705:2,1 1248:701:1,1 "
-        "1552:705:2,1 1792:701:1,1 2288:705:2,1 2352:705:2,1 3264:701:1,1 3824:705:2,1 4832:701:1,1 3x32 "
-        "640:701:1,1 1232:705:2,1 3x48 592:771:4,2 1888:701:1,1 2608:705:2,1 2864:705:2,1 3040:701:1,1 3x80 "
-        "1616:713:2,1 2720:713:2,1 6704:716:2,2 3x96 4224:713:2,1 3x112 432:771:4,4 3x144 4896:723:4,1 3x208 "
-        "1920:771:4,7 3x240 1936:771:4,8 3x256 848:771:4,8 3x352 1408:771:4,11 3x384 592:771:4,12 3x416 "
-        "672:771:4,13 2768:771:4,13 3x432 1536:771:4,14 3x448 1056:771:4,14 3x464 1488:771:4,15 3x528 2352:771:4,17 "
-        "3x624 4752:771:4,20 3x704 3296:771:4,22 3x832 1968:771:4,26 3x928 2464:771:4,29 3x944 2592:771:4,30 3x976 "
-        "1088:765:2,61 3x1152 992:419:4,18 3x1200 1264:419:4,19 6432:726:4,10 3x1280 2032:419:4,20 3x1680 "
-        "896:723:4,7 5x16 3472:705:2,1 3632:705:2,1 4336:705:2,1 4752:705:2,1 5x32 448:701:1,1 1280:701:1,1 "
-        "2464:701:1,1 5x128 2544:771:4,4 5x336 1184:771:4,11 5x368 864:771:4,12 5x496 2192:771:4,16 5x800 "
-        "1264:771:4,25 7x16 16:705:2,1 64:701:1,1 112:705:2,1 256:701:1,1 1008:705:2,1 1024:701:1,1 2048:701:1,1 "
-        "4096:701:1,1 5008:705:2,1 8192:704:1,3 16384:704:1,6 32768:704:1,12 7x32 448:701:1,1 752:705:2,1 "
-        "1008:705:2,1 1392:705:2,1 7x48 496:771:4,2 7x80 4288:713:2,1 7x128 992:771:4,4 7x208 7072:726:4,2 7x336 "
-        "5440:726:4,4 7x608 576:771:4,19 1360:771:4,19 7x688 1504:771:4,22 7x1472 1328:419:4,23 7x8192 "
-        "1024:713:2,64 4096:713:2,64 8192:713:2,64 16384:713:2,64 32768:387:2,64 8x16 512:765:2,1 672:765:2,1 "
-        "896:765:2,1 1280:765:2,1 1600:765:2,1 2416:765:2,1 3056:765:2,1 3648:765:2,1 4704:765:2,1 8x32 "
-        "1568:701:1,1 3280:771:4,1 11728:716:2,4 8x48 1680:713:2,1 8x64 6640:716:2,2 8x80 4000:771:4,3 8x112 "
-        "6912:716:2,2 8688:716:2,3 8x144 2832:771:4,5 8x176 8512:726:4,3 8x192 784:771:4,6 8x208 560:771:4,7 "
-        "5184:726:4,2 8x224 656:771:4,7 3984:771:4,7 8x320 864:771:4,10 8x368 8736:726:4,6 8x448 1296:771:4,14 "
-        "8x464 1008:771:4,15 8x480 4976:771:4,15 8x496 1360:771:4,16 8x544 2848:771:4,17 8x576 688:771:4,18 8x624 "
-        "2576:771:4,20 8x656 9248:726:4,9 8x720 3280:771:4,23 8x1104 576:723:4,5 8656:726:4,15 8x1312 1520:723:4,6 "
-        "8x1616 2016:723:4,7 8x1664 3264:723:4,7 8x1680 1216:723:4,7 8x1696 10368:726:4,21 8x1968 752:723:4,8 "
-        "8x2064 5008:723:4,9 8x2256 6576:726:4,18 8x3680 1408:723:4,15 8x4064 848:723:4,16 8x4144 8224:716:2,66 "
-        "8x4336 4848:723:4,17 8x5104 656:723:4,20 8x5584 4112:723:4,22 8x6032 3184:723:4,24 8x6128 2080:723:4,24 "
-        "8x8192 1568:713:2,64 1872:713:2,64 4320:713:2,64 6688:713:2,64 7152:713:2,64 9x16 528:705:2,1 592:705:2,1 "
-        "752:705:2,1 1296:705:2,1 5456:708:2,2 9x32 3872:705:2,1 9x48 2288:705:2,1 9x64 5712:708:2,2 9x144 "
-        "496:771:4,5 9x304 4128:771:4,10 9x336 1072:771:4,11 9x544 816:771:4,17 9x1152 6112:730:8,10 9x1264 "
-        "432:727:8,5 9x1488 4912:727:8,6 11x32 720:705:2,1 11x48 5520:708:2,2 11x96 656:717:4,1 784:717:4,1 11x1152 "
-        "5248:730:8,10 13x16 656:705:2,1 1152:705:2,1 13x32 1648:705:2,1 13x1648 560:727:8,7 15x32 5072:705:2,1 "
-        "15x64 1536:705:2,1 15x112 3648:717:4,1 15x224 496:771:4,7 15x560 720:771:4,18 16x16 16:705:2,1 64:705:2,1 "
-        "112:705:2,1 256:705:2,1 1008:705:2,1 1024:705:2,1 1168:705:2,1 1776:705:2,1 2048:705:2,1 2432:705:2,1 "
-        "4096:705:2,1 5008:705:2,1 5168:560:2,2 6656:550:1,2 8192:550:1,3 16384:550:1,6 32768:550:1,12 16x32 "
-        "1936:705:2,1 16x48 512:705:2,1 2240:705:2,1 16x64 1408:705:2,1 16x208 7488:422:4,8 16x240 624:727:8,1 "
-        "4432:727:8,1 16x432 704:727:8,2 16x576 10672:568:4,12 16x656 1200:727:8,3 16x720 10768:568:4,12 16x784 "
-        "1648:727:8,4 16x912 5792:568:4,8 16x1040 1664:727:8,5 16x1104 9920:568:4,15 16x1664 2944:727:8,7 16x1808 "
-        "992:727:8,8 16x2080 7152:568:4,18 16x2272 3904:727:8,9 16x2960 2704:727:8,12 16x3712 2688:727:8,15 16x4432 "
-        "9760:568:4,30:3 16x5184 1648:565:4,21 16x6736 9872:565:4,27 16x6896 1376:565:4,27 16x7040 864:565:4,28 "
-        "16x8192 1040:557:2,64 3296:557:2,64 11120:557:2,64 17x16 5408:712:4,2 17x32 1536:709:4,1 17x64 "
-        "1488:709:4,1 17x160 2160:709:4,3 17x208 3008:719:8,2 17x576 2032:771:4,18 17x640 720:771:4,20 17x1664 "
-        "4608:719:8,13 17x8192 8000:581:2,64 19x16 1456:709:4,1 1648:709:4,1 1696:709:4,1 19x32 896:709:4,1 "
-        "4880:709:4,1 19x64 560:709:4,1 19x784 2144:771:4,25 21x16 688:709:4,1 21x1664 976:719:8,13 23x16 "
-        "1296:709:4,1 23x48 6944:712:4,2 23x64 5184:712:4,2 23x1184 1696:719:8,10 24x16 592:765:2,1 11488:712:4,4 "
-        "24x32 2064:709:4,1 2608:709:4,1 3264:709:4,1 6592:712:4,2 24x288 6720:722:8,6 24x432 3680:719:8,4 24x592 "
-        "5312:722:8,10 24x656 3712:719:8,6 24x688 1408:719:8,6 24x736 4512:719:8,6 24x1120 1616:719:8,9 24x1200 "
-        "7200:572:8,10 24x1216 976:719:8,10 24x1408 2432:719:8,11 24x1520 8672:589:4,18 24x1728 2336:719:8,14 "
-        "24x1872 768:719:8,15 24x1920 848:719:8,15 24x3232 3136:569:8,13 24x8192 1456:581:2,64 1952:581:2,64 "
-        "2160:581:2,64 4880:581:2,64 5408:581:2,64 25x16 736:709:4,1 25x64 3632:709:4,1 27x16 416:709:4,1 "
-        "496:709:4,1 27x128 2896:719:8,1 27x960 656:719:8,8 27x1424 2288:719:8,12 29x32 1456:709:4,1 29x48 "
-        "2592:709:4,1 29x96 656:719:8,1 29x144 2256:709:4,3 31x16 4384:709:4,1 31x32 16:709:4,1 64:709:4,1 "
-        "112:709:4,1 256:709:4,1 1008:709:4,1 1024:709:4,1 2048:709:4,1 4096:709:4,1 5008:709:4,1 8192:712:4,3 "
-        "16384:712:4,6 32768:712:4,12 31x656 576:771:4,21 32x16 1296:765:2,1 32x96 5248:483:4,2 32x192 2720:709:4,3 "
-        "3136:709:4,3 8384:483:4,6 32x416 4944:719:8,4 32x624 2384:719:8,5 32x800 2448:719:8,7 32x1056 3104:719:8,9 "
-        "32x1296 1120:719:8,11 1296:719:8,11 32x1360 736:719:8,11 32x1424 7888:609:4,18 32x1440 768:719:8,12 "
-        "32x1680 6016:609:4,14 32x2368 5920:609:4,20 32x3408 3072:569:8,14 32x4144 8976:551:2,65 33x16 736:709:4,2 "
-        "33x48 16:709:4,2 64:709:4,2 112:709:4,2 256:709:4,2 1008:709:4,2 1024:709:4,2 2048:709:4,2 4096:709:4,2 "
-        "5008:709:4,2 8192:712:4,6 16384:712:4,12 32768:712:4,24 33x4096 1024:575:2,64 4096:575:2,64 8192:575:2,64 "
-        "16384:575:2,64 32768:575:2,64 35x16 3728:709:4,2 35x64 3392:709:4,2 37x16 528:709:4,2 1472:709:4,2 "
-        "4768:709:4,2 37x32 1392:709:4,2 37x1440 3824:419:4,23 39x16 1408:709:4,2 3376:709:4,2 39x1280 "
-        "1872:419:4,20 40x16 640:765:2,1 40x160 7824:712:4,18 40x640 1840:719:8,10 40x864 10240:593:8,12 40x1120 "
-        "1520:727:8,15 40x1680 3120:561:8,14 40x1936 640:565:4,24 40x2592 4496:590:8,11 40x5440 1264:624:4,22 "
-        "40x8192 1760:618:2,64 11328:618:2,64 41x16 1312:709:4,2 1744:709:4,2 45x304 5392:722:8,12 47x112 "
-        "1888:719:8,2 47x224 2528:719:8,4 48x16 688:765:2,1 976:765:2,1 1472:765:2,1 48x32 1424:771:4,1 "
-        "2080:771:4,1 48x48 2064:709:4,2 12000:556:4,4 48x176 608:709:4,6 4704:709:4,6 48x416 4000:719:8,8 48x2352 "
-        "10560:647:4,20 48x2864 688:590:8,12 48x3056 5232:590:8,12 48x5888 3440:644:4,23 48x8192 2336:638:2,64 "
-        "3008:638:2,64 49x16 480:709:4,2 51x16 5584:712:4,4 51x160 3088:709:4,6 51x288 832:719:8,6 53x32 "
-        "5744:712:4,4 53x400 2736:719:8,8 53x1504 688:419:4,24 56x16 1488:765:2,1 56x32 832:771:4,1 56x160 "
-        "5152:712:4,12 56x576 736:719:8,10 10672:613:8,12 56x624 736:719:8,10 56x960 848:709:4,30 56x1424 "
-        "6832:613:8,12 56x1600 4288:561:8,13 56x1792 7264:613:8,14 56x6096 2064:660:4,24 56x8192 2368:654:2,64 "
-        "57x656 1648:771:4,21 59x112 2368:719:8,2 61x96 5136:722:8,4 63x2048 14000:595:2,64 64x16 256:765:2,1 "
-        "2768:765:2,1 4096:765:2,1 7376:410:2,2 9392:410:2,3 16384:406:1,6 32768:406:1,12 64x64 16:709:4,2 "
-        "64:709:4,2 112:709:4,2 256:709:4,2 1008:709:4,2 1024:709:4,2 1280:709:4,2 1312:709:4,2 1344:709:4,2 "
-        "1408:709:4,2 1536:709:4,2 2048:709:4,2 2144:709:4,2 2560:709:4,2 2608:709:4,2 2624:709:4,2 3008:709:4,2 "
-        "3840:709:4,2 3904:709:4,2 4096:709:4,2 5008:709:4,2 5120:709:4,2 5184:595:2,2 6000:595:2,2 6400:595:2,2 "
-        "6464:595:2,2 7680:595:2,2 8192:595:2,3 10240:595:2,3 10304:595:2,4 12000:595:2,4 12288:595:2,4 "
-        "15360:595:2,5 15424:595:2,6 16384:595:2,6 20000:595:2,7 20480:595:2,7 24576:595:2,9 25376:595:2,9 "
-        "28672:595:2,11 32000:595:2,12 32768:595:2,12 64x768 2352:719:8,12 3136:719:8,12 64x1168 2624:561:8,10 "
-        "64x1712 5728:613:8,14 64x3744 9808:494:4,24 64x6608 2048:742:4,23 64x6752 7344:670:4,27 64x8192 "
-        "1024:742:4,29 4096:742:4,29 8192:742:4,29 16384:742:4,29 32768:742:4,29 65x64 832:709:4,3 65x80 16:719:8,3 "
-        "64:719:8,3 112:719:8,3 256:719:8,3 1008:719:8,3 1024:719:8,3 2048:719:8,3 4096:719:8,3 5008:719:8,3 "
-        "8192:722:8,9 16384:722:8,15 32768:416:4,27 69x848 1872:423:8,14 69x1248 2512:569:8,15 71x16 1680:709:4,3 "
-        "72x16 928:767:4,1 1568:767:4,1 7456:712:4,6 72x32 1520:773:8,1 72x80 3712:719:8,3 72x112 5584:722:8,6 "
-        "72x336 960:719:8,9 72x512 10352:589:4,24 72x992 1984:569:8,12 3536:569:8,12 72x1376 528:584:8,11 72x3152 "
-        "1952:628:8,13 72x3568 6384:628:8,14 72x8192 5408:678:2,64 75x96 4816:719:8,3 75x1008 7008:609:4,24 77x16 "
-        "7008:712:4,6 77x256 5856:722:8,12 79x16 720:709:4,3 1216:709:4,3 80x16 2944:767:4,1 80x144 560:709:4,9 "
-        "80x352 1936:719:8,9 80x816 12432:651:8,12 80x2544 6320:628:8,10 80x4432 3424:692:4,18 81x32 3792:709:4,3 "
-        "83x16 4032:709:4,3 83x176 1040:709:4,9 83x192 464:773:8,6 85x16 4736:709:4,3 88x32 624:773:8,1 88x144 "
-        "736:709:4,9 88x592 4128:423:8,10 88x1264 2416:584:8,10 88x6320 4336:698:4,25 88x6704 7296:698:4,27 89x160 "
-        "880:709:4,9 91x16 1104:709:4,3 91x64 2944:709:4,3 93x32 5616:712:4,6 93x80 1776:719:8,3 93x1648 "
-        "1168:604:8,13 95x112 7008:722:8,6 95x768 5872:587:8,12 96x64 4752:709:4,3 96x96 20000:607:8,7 96x144 "
-        "1152:709:4,9 96x560 752:719:8,15 96x896 4720:561:8,14 96x1744 7648:604:8,14 97x112 2064:719:8,4 100x112 "
-        "16:719:8,4 64:719:8,4 112:719:8,4 256:719:8,4 1008:719:8,4 1024:719:8,4 2048:719:8,4 4096:719:8,4 "
-        "5008:719:8,4 8192:722:8,12 16384:426:8,12 32768:426:8,14 100x1008 1024:451:8,11 4096:451:8,11 "
-        "8192:477:2,64 16384:477:2,64 32768:477:2,64 101x1312 6544:484:8,11 103x272 944:773:8,9 104x32 976:773:8,1 "
-        "104x48 5968:712:4,8 104x336 20304:516:8,14 105x16 944:709:4,4 1456:709:4,4 111x144 2416:709:4,12 112x16 "
-        "2160:767:4,1 112x48 672:773:8,2 112x448 25744:599:4,28 115x16 5536:712:4,8 117x32 1520:709:4,4 119x144 "
-        "784:709:4,12 120x16 3728:767:4,1 120x1392 1552:604:8,11 120x8192 7424:532:2,64 123x1056 4096:451:8,11 "
-        "125x16 2816:709:4,4 125x80 3760:719:8,4 127x256 9008:564:8,12 128x16 10416:410:2,4 128x128 16:719:8,4 "
-        "64:719:8,4 112:719:8,4 256:719:8,4 1008:719:8,4 1024:719:8,4 1280:719:8,4 1312:719:8,4 1344:719:8,4 "
-        "1408:719:8,4 2048:719:8,4 2560:719:8,4 2608:719:8,4 2624:719:8,4 3840:719:8,4 3904:719:8,4 4096:719:8,4 "
-        "5008:719:8,4 5120:719:8,4 5184:607:8,2 6000:607:8,2 6400:607:8,2 6464:607:8,2 7680:607:8,2 8192:607:8,3 "
-        "10240:607:8,3 10304:607:8,4 12000:607:8,4 12288:607:8,4 15360:607:8,5 15424:607:8,6 16144:607:8,6 "
-        "16384:607:8,6 20480:607:8,7 24576:607:8,9 28672:607:8,11 32000:607:8,11 32768:607:8,11 128x144 "
-        "1328:773:8,5 128x256 1024:719:8,8 4096:719:8,8 8192:607:8,6 16384:607:8,12 32768:607:8,12 128x512 "
-        "1024:705:2,64 4096:451:8,6 8192:607:8,12 16384:607:8,12 32768:607:8,12 128x1024 1024:451:8,11 "
-        "4096:451:8,11 8192:451:8,11 16384:451:8,11 32768:451:8,11 128x4096 1024:744:8,15 4096:744:8,15 "
-        "8192:744:8,15 16384:744:8,15 32768:744:8,15 129x144 16:771:4,15 64:709:4,15 112:771:4,15 256:709:4,15 "
-        "1008:709:4,15 1024:709:4,15 2048:709:4,15 4096:709:4,15 5008:709:4,15 8192:422:4,27 16384:580:4,30 "
-        "32768:512:4,30 136x16 2464:769:8,1 136x32 1008:771:4,3 136x80 2112:719:8,5 136x240 6000:564:8,12 136x1216 "
-        "1904:590:8,15 136x1408 592:620:8,11 144x16 2080:769:8,1 144x1056 7568:590:8,15 147x16 2624:709:4,5 152x16 "
-        "3248:769:8,1 6352:712:4,10 156x48 272:709:4,5 160x160 6000:599:4,12 160x6000 1536:383:8,12 163x464 "
-        "2736:419:4,24 165x16 848:709:4,6 168x32 3904:771:4,3 168x896 1504:584:8,14 171x32 432:709:4,6 176x16 "
-        "8768:556:4,9 176x32 2016:771:4,3 176x8192 8576:385:2,64 183x16 3040:709:4,6 183x160 1904:709:4,18 184x1168 "
-        "9088:494:4,24 184x2032 976:670:4,24 185x16 2656:709:4,6 189x80 880:719:8,6 192x32 2016:771:4,3 192x192 "
-        "16384:599:4,30 192x1520 7136:640:8,12 193x384 5088:561:8,12 200x48 560:773:8,4 200x64 4432:773:8,4 200x208 "
-        "28672:631:8,15 200x528 11664:627:4,30 200x544 25584:627:4,30 201x160 480:773:8,10 205x704 704:590:8,15 "
-        "207x272 1424:423:8,10 207x560 5072:584:8,15 208x16 2336:769:8,1 8672:556:4,12 208x32 1680:773:8,2 208x256 "
-        "21728:609:4,28 208x464 27040:609:4,28 208x640 8752:584:8,15 208x736 9216:604:8,12 215x80 3056:719:8,7 "
-        "216x64 11232:712:4,28 216x288 22480:659:8,12 216x336 8672:516:8,12 216x368 17904:601:2,63 216x400 "
-        "12768:599:4,28 216x416 18288:599:4,28 216x736 11776:604:8,12 216x896 17312:604:8,14 217x336 2016:423:8,12 "
-        "224x416 13216:599:4,28 224x432 1216:553:4,28 224x496 12128:609:4,28 224x720 19472:604:8,12 232x16 "
-        "576:769:8,1 232x304 8864:617:4,30 237x592 1088:451:8,14 240x240 11024:651:8,12 240x656 24944:484:8,12 "
-        "240x8192 1376:354:2,64 247x352 7120:487:8,12 248x464 19152:516:8,12 251x1296 720:488:2,66 253x32 "
-        "3312:709:4,8 256x128 1024:719:8,8 4096:719:8,8 8192:607:8,6 16384:607:8,12 32768:607:8,12 256x256 "
-        "16:705:2,64 64:705:2,64 112:705:2,64 256:705:2,64 1008:705:2,64 1024:705:2,64 1280:705:2,64 1312:705:2,64 "
-        "1344:705:2,64 1408:705:2,64 2048:705:2,64 2560:584:8,6 2608:584:8,6 2624:584:8,6 3840:584:8,6 3904:584:8,6 "
-        "4096:584:8,6 5008:584:8,6 5120:584:8,6 5184:607:8,8 6000:607:8,8 6400:607:8,8 6464:607:8,8 7680:607:8,8 "
-        "8192:607:8,12 10240:607:8,12 10304:607:8,12 12288:607:8,12 15360:607:8,12 15424:607:8,12 16384:607:8,12 "
-        "20000:607:8,12 20480:607:8,12 24576:607:8,12 25440:607:8,12 32000:607:8,12 32768:607:8,12 256x384 "
-        "8192:607:8,12 16384:607:8,12 32768:607:8,12 256x544 9520:451:8,12 21008:451:8,12 256x2048 1024:740:8,15 "
-        "4096:740:8,15 8192:740:8,15 16384:740:8,15 32768:740:8,15 256x12288 24000:430:2,64 257x16 3680:709:4,9 "
-        "264x64 880:773:8,6 264x256 11328:583:2,66 264x304 18736:637:4,30 264x352 2080:561:8,15 264x784 "
-        "8320:620:8,14 265x16 1568:709:4,9 269x32 896:709:4,9 269x528 8736:484:8,15 271x688 4112:496:8,15 272x64 "
-        "2160:709:4,9 272x352 13856:603:4,30 272x688 20976:610:8,15 272x928 10480:648:8,12 279x32 2624:709:4,9 "
-        "280x16 7184:712:4,18 10272:556:4,20 280x208 544:561:8,10 280x288 8880:637:4,30 280x528 22928:604:8,15 "
-        "281x16 464:709:4,9 283x32 3376:709:4,9 8144:712:4,27 287x112 1824:773:8,12 287x592 3360:604:8,15 288x256 "
-        "13616:613:8,15 288x672 12288:610:8,15 16832:610:8,15 295x1120 256:672:8,15 296x64 8256:556:4,15 296x480 "
-        "25984:451:8,15 296x576 3952:604:8,15 296x1232 2704:744:8,15 299x16 1296:709:4,10 301x192 1840:771:4,30 "
-        "304x176 5008:709:4,30 304x448 21008:577:4,28 304x608 16736:484:8,15 304x800 26496:496:8,15 304x880 "
-        "20704:513:8,15 304x1648 5936:742:4,30 305x256 3504:423:8,12 311x80 5360:426:8,12 312x64 848:773:8,6 "
-        "312x128 608:719:8,10 312x256 9984:623:8,12 312x400 11952:512:4,30 312x672 21680:620:8,12 312x720 "
-        "8144:496:8,15 317x16 3248:709:4,10 320x288 29120:483:4,30 320x320 3008:561:8,15 320x640 16384:604:8,15 "
-        "320x8192 4704:369:2,64 328x720 6720:640:8,12 329x1760 1360:375:8,14 331x1424 6560:744:8,15 336x16 "
-        "512:769:8,2 336x48 640:709:4,11 336x144 1472:773:8,15 336x432 26352:577:4,28 336x464 17056:604:8,12 "
-        "336x560 10128:604:8,15 344x272 19808:599:4,30 344x464 1376:604:8,12 344x528 16352:604:8,15 347x384 "
-        "3600:584:8,12 352x16 592:769:8,2 352x224 25568:471:2,63 353x1120 1120:682:8,15 360x48 2480:773:8,6 "
-        "360x2352 3232:534:4,30 361x48 4160:709:4,12 363x48 4416:709:4,12 368x240 9056:607:8,12 368x320 "
-        "19568:643:8,12 368x592 10992:496:8,12 375x1456 1216:733:8,12 376x16 1888:769:8,2 376x464 13648:484:8,12 "
-        "376x480 28432:484:8,12 376x544 9632:484:8,15 376x928 12352:524:8,15 384x64 5632:481:8,4 384x128 "
-        "1024:719:8,12 4096:719:8,12 8192:607:8,9 16384:607:8,15 32768:607:8,15 384x320 22064:599:4,30 384x336 "
-        "9072:451:8,12 384x384 16:584:8,12 64:584:8,12 112:584:8,12 256:584:8,12 1008:584:8,12 1024:584:8,12 "
-        "2048:584:8,12 4096:584:8,12 5008:584:8,12 8192:584:8,12 16384:584:8,12 32768:584:8,12 384x512 "
-        "8192:604:8,12 16384:604:8,12 32768:604:8,12 384x912 10880:513:8,15 389x16 992:709:4,13 391x160 "
-        "3792:423:8,12 392x16 1024:769:8,2 392x496 20288:620:8,12 392x848 19536:656:8,14 397x48 896:709:4,13 399x64 "
-        "2672:709:4,13 400x496 14144:620:8,12 400x736 17776:628:8,15 408x32 7440:712:4,26 408x224 18688:483:4,28 "
-        "408x2496 4928:542:4,30 413x16 1136:709:4,13 421x192 3520:423:8,12 424x480 9120:496:8,12 427x32 "
-        "816:709:4,14 432x240 11088:643:8,12 432x336 20288:449:4,28 432x544 1312:492:8,14 432x864 4544:668:8,14 "
-        "432x896 14960:682:8,12 435x128 3776:771:4,28 437x48 2416:709:4,14 437x144 1072:765:2,63 440x16 "
-        "3472:769:8,2 440x32 2992:773:8,4 440x48 9968:426:8,12 440x688 13712:656:8,12 448x288 9120:467:1,126 "
-        "448x832 27296:668:8,14 456x16 2080:769:8,2 456x560 16608:640:8,15 456x672 26352:524:8,12 456x848 "
-        "28688:740:8,12 464x112 1376:719:8,15 464x128 4608:719:8,15 464x432 25088:620:8,12 464x448 3024:620:8,12 "
-        "464x800 25408:632:2,65 464x1648 8896:731:2,65 467x240 1440:451:8,12 467x416 3680:496:8,12 472x288 "
-        "15232:451:8,12 480x16 864:769:8,2 480x320 10096:584:8,15 480x592 19280:640:8,15 481x16 3456:709:4,16 "
-        "488x16 2080:769:8,2 488x32 1680:773:8,4 488x288 8128:451:8,12 14624:451:8,12 489x192 7472:481:8,12 496x240 "
-        "23152:510:8,12 496x288 22368:451:8,12 496x592 14160:524:8,12 496x624 18384:507:8,14 496x8192 3616:453:2,64 "
-        "500x512 12000:513:8,12 501x192 1312:423:8,12 504x16 6208:708:2,64 10464:414:4,8 504x32 3456:773:8,4 "
-        "504x240 10496:510:8,12 504x704 18096:662:8,15 504x816 9120:680:8,14 507x176 6128:423:8,12 511x48 "
-        "480:709:4,16 511x272 2000:451:8,12 512x16 624:769:8,2 9984:414:4,6 512x128 1024:705:2,64 4096:584:8,6 "
-        "8192:607:8,12 16384:607:8,12 32768:607:8,12 512x208 11760:475:4,28 512x512 16:640:8,12 64:640:8,12 "
-        "112:640:8,12 256:640:8,12 1008:640:8,12 1024:640:8,12 2048:640:8,12 4096:640:8,12 5008:640:8,12 "
-        "6000:640:8,12 8192:640:8,12 12000:640:8,12 12880:640:8,12 16384:640:8,12 28672:640:8,12 32768:640:8,12 "
-        "512x640 8192:524:8,12 16384:524:8,12 32768:524:8,12 512x800 9328:518:4,30 512x1024 8192:666:2,64 "
-        "16384:666:2,64 32768:666:2,64 513x816 528:690:8,14 517x16 5920:556:4,18 520x16 832:769:8,3 2320:769:8,3 "
-        "528x16 3088:769:8,3 528x320 24816:604:8,15 528x336 1712:484:8,15 528x592 1072:524:8,15 528x720 "
-        "9296:740:8,15 529x112 528:765:2,63 529x1184 5968:733:8,15 535x16 928:709:4,17 536x384 12288:604:8,15 "
-        "536x816 12672:690:8,14 536x944 9216:676:4,30 537x1264 3312:733:8,15 541x576 576:656:8,15 541x992 "
-        "576:738:2,63 543x448 3392:614:4,28 544x16 2080:769:8,3 544x416 28848:628:8,14 547x48 1200:709:4,18 547x368 "
-        "1168:496:8,15 552x272 11760:484:8,15 552x336 11744:484:8,15 552x400 8640:496:8,15 552x448 8048:628:8,14 "
-        "552x8192 2144:433:2,66 560x480 20032:513:8,15 565x240 3360:451:8,15 568x16 672:769:8,3 568x64 "
-        "4304:773:8,10 569x48 6992:556:4,18 576x784 26432:744:8,15 584x16 2480:769:8,3 584x208 17360:504:4,30 "
-        "584x320 13504:604:8,15 584x512 544:624:4,30 592x80 3344:773:8,15 592x400 16128:496:8,15 592x2352 "
-        "3296:777:2,65 592x8192 1024:374:2,64 595x80 3600:773:8,15 599x1600 4432:532:2,65 600x16 912:769:8,3 "
-        "600x576 29920:656:8,15 600x992 17072:698:4,28 600x1440 1024:534:4,30 608x368 11968:604:8,15 608x512 "
-        "17200:656:8,12 608x528 1200:524:8,15 613x144 4528:423:8,15 616x48 1328:773:8,10 616x240 560:451:8,15 "
-        "616x736 12400:672:8,15 617x16 448:709:4,20 5088:709:4,20 624x16 1088:769:8,3 2784:769:8,3 3120:769:8,3 "
-        "624x224 2416:451:8,15 632x864 12816:744:8,15 640x16 2080:769:8,3 5504:414:4,6 640x640 1024:672:8,15 "
-        "4096:672:8,15 8192:672:8,15 16384:672:8,15 32768:672:8,15 647x16 464:709:4,21 647x608 6672:680:8,15 "
-        "648x240 14464:604:8,12 648x400 25920:648:8,14 651x48 928:709:4,21 651x256 1664:484:8,12 655x928 "
-        "5456:694:4,30 656x720 17984:759:8,15 664x16 864:769:8,3 664x32 4496:773:8,6 665x1088 592:530:8,15 667x608 "
-        "1856:656:8,15 669x192 1104:451:8,12 672x16 2336:769:8,3 5392:414:4,6 6016:414:4,6 672x80 528:769:8,15 "
-        "673x480 656:490:2,66 679x1008 1088:696:2,64 680x16 1456:769:8,3 680x208 21104:447:8,15 28912:447:8,15 "
-        "680x496 2512:520:8,15 688x16 4560:769:8,3 688x256 25072:604:8,12 688x272 14224:478:8,15 688x304 "
-        "22784:496:8,12 688x528 8640:505:2,66 688x848 592:781:8,15 707x48 448:773:8,12 712x16 528:769:8,3 "
-        "5008:769:8,3 13344:414:4,15 712x48 11200:599:4,24 712x736 400:682:8,15 720x320 1216:620:8,15 720x528 "
-        "17136:682:8,15 720x8192 1504:371:2,66 721x736 448:464:8,12 728x16 2448:769:8,3 728x304 8240:496:8,12 "
-        "10016:620:8,15 16144:496:8,12 728x448 18544:662:8,14 729x656 2768:740:8,15 731x1152 1312:548:8,15 736x16 "
-        "1216:769:8,3 744x16 592:769:8,3 928:769:8,3 992:769:8,3 744x448 14704:524:8,12 744x560 14304:520:8,15 "
-        "752x16 4448:769:8,3 752x208 16544:484:8,12 752x928 13072:781:8,15 752x8192 1264:371:2,66 760x976 "
-        "26432:731:2,64 768x16 3040:769:8,3 768x768 1024:781:8,12 4096:759:8,15 8192:759:8,15 16384:759:8,15 "
-        "32768:759:8,15 768x1024 20000:731:2,64 776x16 672:769:8,4 1504:769:8,4 776x32 6000:556:4,26 784x16 "
-        "864:769:8,4 784x32 1120:773:8,7 784x448 3472:662:8,14 791x16 6576:580:4,18 792x64 736:709:4,25 792x288 "
-        "11568:620:8,15 800x256 9920:604:8,14 800x336 3760:513:8,14 800x816 1072:684:2,65 808x928 8544:526:4,30 "
-        "813x1088 5088:532:2,63 816x16 1904:769:8,4 816x480 17552:744:8,14 816x2384 544:360:8,15 823x272 "
-        "6384:496:8,14 824x16 20736:414:4,28 832x448 13152:672:8,14 832x8192 2592:454:2,66 840x16 2272:769:8,4 "
-        "840x672 18064:783:8,14 845x880 448:731:2,63 848x80 1808:423:8,14 848x352 11376:524:8,14 848x592 "
-        "18864:680:8,15 848x688 10944:674:2,66 856x16 4352:769:8,4 856x96 544:423:8,14 856x448 11488:672:8,14 "
-        "872x256 18000:620:8,12 872x656 11520:783:8,14 872x688 10160:688:2,66 872x864 19584:779:2,63 872x1200 "
-        "2544:752:4,28 879x64 912:773:8,14 880x208 11104:484:8,14 888x288 18688:513:8,14 888x336 23776:513:8,14 "
-        "888x640 27648:761:8,14 896x16 14400:414:4,20 896x32 2944:773:8,7 896x480 2000:759:8,12 896x896 "
-        "32768:349:8,14 896x1744 4816:343:4,28 904x16 2384:769:8,4 7680:414:4,8 904x224 14688:620:8,12 904x496 "
-        "11664:670:4,30 904x576 848:674:2,63 904x1712 1152:436:2,63 912x64 4432:709:4,29 920x2160 4960:358:2,63 "
-        "928x16 864:769:8,4 1072:769:8,4 6752:414:4,8 936x32 6224:580:4,20 936x48 1872:771:4,30 936x8192 "
-        "2160:431:2,66 944x16 960:769:8,4 1088:769:8,4 944x240 13760:492:8,12 944x480 11312:759:8,12 944x816 "
-        "24432:339:4,30 944x1744 11552:341:2,64 944x1792 1744:352:2,63 944x8192 3408:431:2,66 951x176 2208:478:8,12 "
-        "952x688 2672:763:4,30 960x448 18224:522:4,30 968x16 8256:414:4,12 968x208 11040:492:8,12 968x352 "
-        "1584:740:8,12 968x384 12432:668:8,12 968x432 11200:740:8,12 969x48 6016:414:4,24 976x16 15328:414:4,20 "
-        "976x272 10192:507:8,12 984x16 880:769:8,4 1264:769:8,4 992x16 2928:769:8,4 992x992 10352:377:2,64 1000x16 "
-        "256:769:8,4 1552:769:8,4 4096:769:8,4 16384:414:4,24 32768:410:2,64 1000x112 1024:447:8,12 4096:584:8,11 "
-        "8192:623:8,14 16384:623:8,14 32768:623:8,14 1000x1008 16:459:8,14 64:459:8,14 112:459:8,14 256:377:2,64 "
-        "1008:377:2,64 1024:377:2,64 2048:377:2,64 4096:377:2,64 5008:379:8,14 8192:377:2,64 16384:377:2,64 "
-        "32768:377:2,64 1008x16 3536:769:8,4 1015x576 6768:684:2,63 1016x16 1824:769:8,4 1016x912 7520:536:4,30 "
-        "1017x96 880:417:8,12 1021x112 2992:447:8,12 1023x1040 3504:750:8,14 1024x16 4832:769:8,4 1024x64 "
-        "592:765:2,64 1024x96 672:417:8,12 1024x128 1024:584:8,11 4096:584:8,11 8192:584:8,11 16384:584:8,11 "
-        "32768:584:8,11 1024x768 28672:779:2,64 1024x1008 1536:377:2,64 1024x1024 16:377:2,64 64:377:2,64 "
-        "112:377:2,64 256:377:2,64 1008:377:2,64 1024:377:2,64 2048:377:2,64 4096:377:2,64 5008:377:2,64 "
-        "8192:377:2,64 8656:377:2,64 11248:377:2,64 12000:377:2,64 16384:377:2,64 32768:377:2,64 1024x1280 "
-        "8192:748:2,64 16384:748:2,64 32768:748:2,64 1024x2048 8192:356:2,64 16384:356:2,64 32768:356:2,64 "
-        "1024x8192 1024:453:2,66 4096:453:2,66 8192:453:2,66 16384:453:2,66 32768:453:2,66 1025x16 1024:705:2,65 "
-        "1031x432 3840:740:8,15 1040x560 8672:688:2,65 1048x16 18896:414:4,30 1048x160 3136:478:8,15 1056x16 "
-        "10752:414:4,20 1056x976 2048:398:2,63 1064x16 3808:769:8,5 1065x256 4656:640:8,12 1072x192 816:596:4,27 "
-        "1080x16 624:769:8,5 1984:769:8,5 1080x64 1904:423:8,9 1095x976 7824:748:2,63 1104x512 6768:375:8,12 "
-        "1104x8192 9168:432:2,66 1109x16 1760:553:4,18 1112x16 8464:414:4,15 1112x80 1824:417:8,15 1119x16 "
-        "1472:553:4,18 1120x16 528:769:8,5 8112:414:4,15 1128x16 2912:769:8,5 1128x32 8176:475:4,15 1136x96 "
-        "5120:451:8,9 1139x992 5456:544:2,64 1144x16 3312:769:8,5 7584:414:4,10 1144x32 512:773:8,9 1145x192 "
-        "7872:492:8,15 1146x160 5648:478:8,15 1160x16 5248:414:4,10 1168x16 16720:414:4,30 1176x64 10944:617:4,24 "
-        "1177x992 4464:546:2,64 1184x48 1552:553:4,19 1195x864 2096:540:2,63 1200x160 1968:478:8,15 1203x16 "
-        "3152:553:4,19 1216x16 1792:769:8,5 1216x96 6000:475:4,30 1224x64 2688:423:8,10 1225x48 1536:769:8,15 "
-        "1232x128 928:604:8,10 1240x1120 400:392:2,63 1248x16 7744:414:4,15 16144:414:4,25 1255x992 1488:746:2,65 "
-        "1264x16 3072:769:8,5 5296:414:4,10 20560:414:4,25 1264x8192 5456:457:2,66 1280x1280 8192:345:8,15 "
-        "16384:345:8,15 32768:345:8,15 1293x800 5312:544:2,63 1296x96 2736:451:8,11 1303x208 3152:520:8,12 1312x16 "
-        "6416:414:4,12 1320x1728 2144:440:2,63 1320x1792 4816:363:2,63 1335x1504 2048:356:2,66 1336x16 784:769:8,6 "
-        "1341x64 1344:423:8,11 1344x32 7504:599:4,22 1344x8192 5264:427:2,66 1352x32 2160:773:8,11 1371x864 "
-        "1328:748:2,66 1383x160 4736:496:8,11 1383x192 8352:513:8,11 1384x48 816:553:4,22 1392x16 816:769:8,6 "
-        "1400x16 4192:769:8,6 1408x16 2320:769:8,6 1408x160 3216:496:8,11 1416x16 1328:769:8,6 1432x1360 "
-        "1488:354:2,66 1433x48 2864:423:8,12 1448x16 2832:769:8,6 1456x16 4032:769:8,6 1473x1696 896:400:2,66 "
-        "1480x16 2448:769:8,6 1488x16 912:769:8,6 1496x48 608:423:8,12 1500x1504 1536:365:8,15 1512x16 1056:769:8,6 "
-        "1512x48 2848:423:8,12 1536x16 3072:769:8,6 1536x1024 8192:392:2,64 1536x1536 1024:440:2,64 4096:394:2,66 "
-        "8192:394:2,66 16384:394:2,66 32768:394:2,66 1568x848 10656:777:2,65 1576x16 2656:769:8,7 1584x16 "
-        "4128:769:8,7 1584x880 4656:385:2,63 1600x32 1200:773:8,13 1600x80 2016:451:8,13 1616x16 2928:769:8,7 "
-        "1624x16 2608:769:8,7 1624x64 704:553:4,26 1632x64 544:553:4,26 1667x1776 608:371:2,63 1672x16 656:769:8,7 "
-        "1680x16 6336:414:4,14 7168:414:4,14 1696x64 5152:599:4,28 1696x192 2080:652:4,24 1703x1776 6752:371:2,63 "
-        "1720x752 4768:381:2,66 1744x1104 4272:437:2,66 1752x16 1584:769:8,7 1760x48 1664:423:8,14 1768x16 "
-        "14256:414:4,21 1776x2432 5360:432:2,65 1792x16 5776:414:4,14 1792x848 912:775:2,63 1808x16 2800:769:8,8 "
-        "1815x16 1232:769:8,8 1823x16 4416:769:8,8 1824x16 3872:769:8,8 1840x8192 1408:435:2,66 1880x32 "
-        "2208:773:8,15 1880x240 2240:757:4,24 1904x208 560:736:4,24 1912x16 6016:414:4,16 1936x16 896:769:8,8 "
-        "1936x64 9200:637:4,22 1936x2464 2992:434:2,65 1945x64 5104:577:4,21 1967x16 2752:769:8,8 1968x32 "
-        "6992:475:4,16 1968x736 4560:392:2,66 2000x80 816:472:4,24 2008x64 4912:577:4,21 2047x64 14000:637:4,22 "
-        "2048x256 1024:666:2,64 4096:666:2,64 8192:666:2,64 16384:666:2,64 32768:666:2,64 2048x1024 12000:356:2,64 "
-        "2048x2048 16:453:2,64 64:453:2,64 112:453:2,64 256:453:2,64 1008:453:2,64 1024:453:2,64 2048:453:2,64 "
-        "4096:453:2,64 5008:453:2,64 6000:453:2,64 8192:453:2,64 16384:453:2,64 32768:453:2,64 2048x8192 "
-        "3008:453:2,66 2056x16 1344:769:8,9 2064x32 8576:475:4,27 2072x16 1520:769:8,9 2080x16 21376:414:4,27 "
-        "2128x16 2944:769:8,9 2160x16 5536:414:4,18 2168x16 5520:414:4,18 2208x64 992:577:4,23 2272x512 "
-        "1376:383:8,15 2352x48 720:447:8,10 2360x80 720:492:8,10 2368x16 7760:414:4,30 2416x16 832:769:8,10 2416x64 "
-        "1120:577:4,26 2424x1264 7776:371:2,65 2456x16 19680:414:4,30 2488x16 2672:769:8,10 2520x8192 3488:457:2,66 "
-        "2528x16 624:769:8,10 3248:769:8,10 11648:414:4,30 2536x16 5008:769:8,10 2592x16 656:769:8,11 "
-        "10768:410:2,63 2600x32 1360:417:8,11 2648x16 2224:769:8,11 2656x16 11792:410:2,63 2664x16 12752:410:2,63 "
-        "2736x16 4752:769:8,11 2784x16 4416:769:8,11 2800x16 11600:414:4,22 2824x16 4464:769:8,12 2832x16 "
-        "912:769:8,12 2848x64 7520:478:8,12 2864x16 12048:414:4,24 2880x48 1248:447:8,12 2904x16 13776:414:4,24 "
-        "3000x16 3632:769:8,12 6000:414:4,24 3000x3008 6000:433:2,66 3008x16 3904:769:8,12 3008x32 1808:417:8,12 "
-        "3016x80 3728:492:8,12 3024x16 11280:414:4,24 3056x16 2016:769:8,12 3080x64 2048:478:8,13 3088x32 "
-        "1056:417:8,13 3096x8192 11680:435:2,66 3112x16 1248:769:8,13 3192x64 6112:478:8,13 3208x16 14800:414:4,26 "
-        "3240x16 18112:414:4,26 3280x16 5456:414:4,26 3328x16 5024:769:8,13 3432x16 768:769:8,14 3480x64 "
-        "5920:614:4,22 3496x8192 1152:456:2,66 3536x32 7936:475:4,28 3552x16 592:769:8,14 1888:769:8,14 3616x16 "
-        "6064:414:4,30 3624x16 4736:769:8,15 8928:414:4,30 3632x16 512:769:8,15 3664x48 6160:447:8,15 3704x16 "
-        "1264:769:8,15 3728x16 2352:769:8,15 3744x16 1920:769:8,15 3792x8192 8144:457:2,66 3808x64 3280:614:4,24 "
-        "3816x16 3680:769:8,15 3824x48 672:447:8,15 3856x16 1856:765:2,61 3912x16 8832:410:2,62 4000x16 "
-        "10128:410:2,64 4000x320 28672:748:2,64 4016x16 1440:765:2,63 4040x16 11888:410:2,64 4048x16 1152:765:2,64 "
-        "4096x16 256:765:2,64 4096:765:2,64 16384:765:2,64 32768:765:2,64 4096x48 1024:445:2,64 4096:445:2,64 "
-        "8192:445:2,64 16384:445:2,64 32768:445:2,64 4096x128 1024:666:2,64 4096:666:2,64 8192:666:2,64 "
-        "16384:666:2,64 32768:666:2,64 4096x4096 16:453:2,66 64:453:2,66 112:453:2,66 256:453:2,66 1008:453:2,66 "
-        "1024:453:2,66 2048:453:2,66 3008:453:2,66 4096:453:2,66 5008:453:2,66 8192:453:2,66 16384:453:2,66 "
-        "20000:453:2,66 32768:453:2,66 4096x8192 3008:453:2,66 20000:453:2,66 4160x16 3440:765:2,65 4160x64 "
-        "4000:634:4,22 4240x80 1536:757:4,17 4264x16 816:411:4,17 4304x8192 4912:435:2,66 4320x16 3360:411:4,17 "
-        "4336x64 5680:634:4,23 4360x8192 1040:435:2,66 4384x16 800:411:4,18 4424x16 18704:411:4,18 4456x16 "
-        "7408:411:4,18 4528x64 6112:634:4,24 4536x80 2816:757:4,18 4560x16 12928:411:4,18 4656x16 1392:411:4,19 "
-        "4664x80 6528:757:4,19 4696x16 7136:411:4,19 4736x16 784:411:4,19 4880x48 2512:501:4,20 4920x64 "
-        "5296:652:4,22 4936x16 1056:411:4,20 4944x16 14240:411:4,20 4992x16 832:411:4,20 5040x16 2272:411:4,20 "
-        "5136x16 8064:411:4,21 5152x16 21584:411:4,21 5336x16 896:411:4,21 5496x16 2304:411:4,22 5504x16 "
-        "10096:411:4,22 5536x16 6672:411:4,22 5576x48 5936:501:4,22 5608x32 1504:472:4,22 5648x48 5136:501:4,23 "
-        "5720x16 10896:411:4,23 5760x8192 6432:432:2,66 5984x64 768:664:4,24 6000x160 12000:750:8,12 6000x6000 "
-        "336:463:2,66 6136x32 1536:472:4,24 6216x16 6176:411:4,25 6248x8192 7888:457:2,66 6296x16 5264:411:4,25 "
-        "6304x16 992:411:4,25 6376x16 4960:411:4,25 6448x16 17776:411:4,26 6512x16 3520:411:4,26 6552x48 "
-        "6672:501:4,26 6704x16 640:411:4,27 1904:411:4,27 6064:411:4,27 6744x16 16928:411:4,27 6800x16 "
-        "5984:411:4,27 7008x48 8672:501:4,28 7056x8192 3184:455:2,66 7104x32 1200:472:4,28 7120x32 2880:472:4,28 "
-        "7136x80 2096:757:4,28 7168x32 2864:472:4,28 7200x8192 1664:458:2,66 7304x16 576:411:4,29 7360x8192 "
-        "2992:433:2,66 7488x16 6128:411:4,30 7768x64 2112:686:4,25 7880x16 720:407:2,62 7912x16 13344:407:2,62 "
-        "7920x96 11344:498:2,62 7976x64 6944:686:4,25 8192x16 256:407:2,64 1024:407:2,64 1776:407:2,64 "
-        "2544:407:2,64 2688:407:2,64 4096:407:2,64 4688:407:2,64 6656:407:2,64 7792:407:2,64 8192:407:2,64 "
-        "12000:407:2,64 16384:407:2,64 32768:407:2,64 8192x32 4000:468:2,64 4432:468:2,64 9376:468:2,64 8192x48 "
-        "1024:499:2,64 4320:499:2,64 5264:499:2,64 5392:499:2,64 6000:499:2,64 6016:499:2,64 8192x64 1024:686:4,26 "
-        "4096:686:4,26 8192:686:4,26 9296:686:4,26 11456:686:4,26 16384:686:4,26 32768:686:4,26 8192x80 "
-        "2064:755:2,64 8192x96 4192:498:2,64 20000:498:2,64 8192x112 8240:517:2,64 8192x128 2960:538:2,64 8192x144 "
-        "6672:735:2,64 8192x176 2464:428:2,64 2688:428:2,64 8192x224 1472:341:2,64 8192x256 3840:356:2,64 "
-        "9024:356:2,64 8192x272 8416:394:2,64 8192x288 3040:394:2,64 8192x320 16000:404:2,64 8192x384 1312:430:2,64 "
-        "8192x480 3952:402:2,66 8192x592 11920:462:2,64 8192x720 3008:430:2,66 8192x1024 1024:453:2,66 "
-        "4096:453:2,66 8192:453:2,66 16384:453:2,66 32768:453:2,66 8192x1072 8864:461:2,66 8192x1232 3456:442:2,66 "
-        "8192x1328 7216:443:2,66 8192x1344 5664:404:2,66 8192x1952 6928:453:2,66 8192x2048 24000:453:2,66 8192x2128 "
-        "11792:461:2,66 8192x2656 5840:443:2,66 8192x2928 1088:373:2,66 7936:462:2,66 8192x3888 9472:397:2,66 "
-        "8192x4096 7008:453:2,66 12000:453:2,66 8192x4224 10736:372:2,66 8192x4480 10880:463:2,66 8192x4816 "
-        "4064:462:2,66 8192x5792 2176:403:2,66 8192x6544 2960:403:2,66 8192x7456 7168:432:2,66 8192x7680 "
-        "2576:463:2,66 8192x8192 16:453:2,66 64:453:2,66 112:453:2,66 256:453:2,66 1008:453:2,66 1024:453:2,66 "
-        "1536:453:2,66 2048:453:2,66 4096:463:2,66 5008:463:2,66 6000:463:2,66 8192:463:2,66 11008:463:2,66 "
-        "16384:463:2,66 28672:463:2,66 32768:463:2,66 12288x256 2048:371:2,64 "
+        "1x16 16:1271:2,1 64:1267:1,1 112:1271:2,1 256:1267:1,1 528:1271:2,1 592:1271:2,1 624:1271:2,1 848:1271:2,1 "
+        "1008:1271:2,1 1024:1267:1,1 2048:1267:1,1 2576:1271:2,1 4096:1267:1,1 4192:1267:1,1 5008:1271:2,1 "
+        "6208:1270:1,2 7120:1274:2,2 8192:1270:1,3 16384:1270:1,6 32768:1270:1,12 1x32 672:1267:1,1 1840:1271:2,1 "
+        "1x48 2496:1267:1,1 6048:1270:1,2 1x64 256:1344:4,2 4096:1267:1,1 16384:1270:1,6 32768:1270:1,12 1x80 "
+        "752:1344:4,3 2384:1279:2,1 2480:1279:2,1 1x96 416:1344:4,3 1x112 4608:1279:2,1 1x144 1216:1344:4,5 1x304 "
+        "464:1344:4,10 1x512 96:1344:4,16 688:1344:4,16 1x528 704:1344:4,17 4784:1344:4,17 13184:1292:4,15 1x544 "
+        "608:1344:4,17 1920:1344:4,17 3680:1344:4,17 4688:1344:4,17 5888:1292:4,6 1x560 4288:1344:4,18 "
+        "14112:1292:4,15 1x576 2080:1344:4,18 16944:1292:4,18 1x592 12320:1292:4,12 22496:1292:4,24 1x608 "
+        "1120:1344:4,19 5424:1292:4,6 9232:1292:4,9 22384:1292:4,24 1x624 784:1344:4,20 20240:1292:4,21 1x640 "
+        "4816:1344:4,20 1x656 10320:1292:4,12 1x672 512:1344:4,21 23824:1292:4,24 1x688 576:1344:4,22 6928:1292:4,6 "
+        "8768:1292:4,9 1x704 12128:1292:4,12 1x720 3072:1344:4,23 3504:1344:4,23 1x736 2640:1344:4,23 "
+        "16144:1292:4,18 16720:1292:4,18 1x752 672:1344:4,24 1x768 1536:1344:4,24 1888:1344:4,24 2560:1344:4,24 "
+        "3072:1344:4,24 4992:1344:4,24 1x784 592:1344:4,25 1936:1344:4,25 1x800 3312:1344:4,25 1x816 9920:1292:4,12 "
+        "1x832 1520:1344:4,26 2880:1344:4,26 1x848 2096:1344:4,27 5072:1344:4,27 1x864 12176:1292:4,16 1x880 "
+        "640:1344:4,28 784:1344:4,28 6208:1292:4,8 18656:1292:4,28 1x896 8192:1292:4,12 10960:1292:4,16 1x912 "
+        "1088:1344:4,29 1248:1344:4,29 2912:1344:4,29 1x928 1200:1344:4,29 2448:1344:4,29 1x976 2128:1338:2,61 "
+        "1x992 912:1338:2,62 960:1338:2,62 1x1008 256:1338:2,63 4096:1338:2,63 5728:1292:4,8 9280:1292:4,12 "
+        "16384:1292:4,24 32768:1282:2,64 1x1024 2560:1338:2,64 12288:1292:4,16 1x1040 2240:1338:2,65 "
+        "21008:1292:4,30 1x1056 2864:1338:2,66 14352:1292:4,25 1x1088 1296:855:4,17 1584:855:4,17 3200:855:4,17 "
+        "13232:1292:4,25 1x1104 21744:1292:4,25 1x1120 1488:855:4,18 9296:1292:4,15 1x1136 544:855:4,18 "
+        "4160:855:4,18 6272:1292:4,10 1x1152 2976:855:4,18 13584:1292:4,25 1x1168 640:855:4,19 992:855:4,19 "
+        "1472:855:4,19 1x1200 1648:855:4,19 1x1216 848:855:4,19 1x1248 608:855:4,20 1x1264 6176:1292:4,10 1x1296 "
+        "1792:855:4,21 1x1328 22000:1282:2,66 1x1360 8656:1292:4,18 1x1376 5776:1292:4,12 6704:1292:4,12 1x1392 "
+        "1344:855:4,22 1x1408 816:855:4,22 960:855:4,22 9632:1292:4,18 1x1424 560:855:4,23 6912:1292:4,12 1x1440 "
+        "1632:855:4,23 3408:855:4,23 1x1456 13456:1292:4,24 1x1504 1456:855:4,24 3392:855:4,24 1x1536 1024:855:4,24 "
+        "5120:855:4,24 7168:1292:4,12 11104:1292:4,24 28672:1292:4,30 1x1552 9648:1292:4,21 1x1568 4288:855:4,25 "
+        "1x1584 6176:1292:4,14 1x1600 22896:1292:4,28 23056:1292:4,28 1x1632 3952:855:4,26 21584:807:4,28 1x1664 "
+        "1712:855:4,26 1x1680 7472:1292:4,14 1x1712 6800:1292:4,14 1x1744 5072:855:4,28 15088:1292:4,21 1x1776 "
+        "4944:924:4,19 1x1824 8208:1292:4,24 1x1856 10800:1292:4,24 1x1872 2432:1289:4,8 1x1888 12320:1292:4,24 "
+        "14448:1292:4,24 1x1968 9888:1292:4,24 1x1984 1312:1289:4,8 2176:1289:4,8 6496:1292:4,16 1x2000 "
+        "6240:1292:4,16 1x2032 1216:1289:4,8 1x2048 768:1289:4,8 2048:1289:4,8 2416:924:4,22 5120:1289:4,8 "
+        "6144:1292:4,16 7168:1292:4,16 12288:1282:2,64 14336:1282:2,64 16384:1282:2,64 1x2064 624:1289:4,9 "
+        "1808:924:4,22 1x2144 1728:1289:4,9 6592:1292:4,18 1x2240 17056:807:4,25 1x2256 1680:1289:4,9 1x2272 "
+        "3904:1289:4,9 1x2288 1824:1289:4,9 1888:1289:4,9 8640:1292:4,27 22432:807:4,25 1x2304 11792:1292:4,27 "
+        "1x2320 1264:1289:4,10 6304:1292:4,20 11136:1292:4,30 1x2368 784:1289:4,10 5520:1292:4,20 1x2496 "
+        "9360:1292:4,30 1x2544 592:1289:4,10 1x2560 3072:1289:4,10 4096:1289:4,10 7168:1292:4,20 11008:1292:4,30 "
+        "1x2592 1936:1289:4,11 1x2608 18512:1282:2,63 1x2640 6624:1292:4,22 1x2688 5264:1292:4,22 1x2704 "
+        "2096:1289:4,11 1x2720 816:1289:4,11 1088:1289:4,11 4048:1289:4,11 1x2768 11024:1292:4,22 1x2816 "
+        "1088:1289:4,11 1x2848 1072:1289:4,12 1x2896 912:1289:4,12 1x2992 17424:1292:4,30:5 1x3008 3008:1289:4,12 "
+        "3056:1289:4,12 1x3056 1040:1289:4,12 1x3072 4096:1289:4,12 7168:1292:4,24 8192:1292:4,24 1x3088 "
+        "13216:1292:4,26 23296:807:4,28 1x3104 544:1289:4,13 1x3216 736:1289:4,13 1x3248 640:1289:4,13 1x3312 "
+        "4304:1289:4,13 1x3328 11728:1292:4,30:4 1x3344 14864:1292:4,30:4 1x3360 2624:1289:4,14 1x3392 "
+        "848:1289:4,14 1x3424 6560:1292:4,28 1x3488 6272:1292:4,28 1x3504 6272:1292:4,28 1x3552 544:1289:4,14 "
+        "1152:1289:4,14 1x3568 2592:1289:4,14 4752:1289:4,14 1x3600 544:1289:4,15 19536:1292:4,30 1x3728 "
+        "592:1289:4,15 1x3744 7712:1292:4,30 1x3824 15920:807:4,24 1x3856 15616:1282:2,62 20080:1282:2,62 1x3872 "
+        "4480:1289:4,16 1x3888 2048:1289:4,16 4784:1289:4,16 1x3952 1616:1289:4,16 1x3968 976:1289:4,16 1x4000 "
+        "512:1289:4,16 1x4048 14352:1282:2,64 21120:1282:2,64 1x4080 1232:1289:4,16 1x4096 256:1289:4,16 "
+        "2560:1289:4,16 4096:1289:4,16 6144:1282:2,64 16384:1282:2,64 32768:801:2,64 1x4128 2576:1289:4,17 1x4288 "
+        "4016:1289:4,17 1x4304 3008:1289:4,17 1x4384 1376:1289:4,18 1x4448 576:1289:4,18 1x4496 2544:1289:4,18 "
+        "1x4528 912:1289:4,18 1x4544 18704:1292:4,30:3 1x4656 1936:1289:4,19 1x4672 1248:1289:4,19 1x4880 "
+        "8112:1292:4,30:3 1x4896 2816:1289:4,20 1x5008 720:1289:4,20 1x5088 5008:1289:4,20 1x5120 2048:1289:4,20 "
+        "3072:1289:4,20 4096:1289:4,20 5120:1289:4,20 1x5216 1040:1289:4,21 1x5344 2096:1289:4,21 1x5360 "
+        "23808:801:2,63 1x5424 4304:1289:4,22 1x5552 9232:1289:4,22 1x5648 15392:1289:4,23 1x5680 2192:1289:4,23 "
+        "1x5728 208:1289:4,23 1x5824 20288:807:4,24 1x5888 704:1289:4,23 1x6000 12000:1289:4,24 16032:1289:4,24 "
+        "1x6016 19984:807:4,30:5 1x6112 5184:1289:4,24 1x6144 1024:1289:4,24 1536:1289:4,24 1616:1289:4,24 "
+        "5120:1289:4,24 6144:1289:4,24 11008:1289:4,24 12288:1289:4,24 1x6256 3472:1289:4,25 1x6272 7664:1289:4,25 "
+        "1x6464 576:1289:4,26 1x6480 5136:1289:4,26 1x6512 1872:1289:4,26 16208:1289:4,26 1x6560 6240:1289:4,26 "
+        "1x6624 1456:1289:4,26 6432:1289:4,26 1x6688 15760:1292:4,30:2 1x6768 2880:1289:4,27 1x6800 5552:1289:4,27 "
+        "1x6864 2240:1289:4,27 1x6896 22624:1292:4,30:2 1x6928 1040:1289:4,28 1x7072 10656:1282:2,66:2 1x7168 "
+        "7168:1282:2,66:2 8192:1282:2,66:2 12288:1282:2,66:2 1x7680 12976:1289:4,30 1x8192 256:1279:2,64 "
+        "2560:1279:2,64 4096:1279:2,64 5120:1279:2,64 13824:1279:2,64 16384:1279:2,64 20000:801:2,64 32768:801:2,64 "
+        "1x11008 768:804:4,22 2560:804:4,22 3072:804:4,22 4096:804:4,22 1x12288 768:804:4,24 1024:804:4,24 "
+        "1536:804:4,24 4096:804:4,24 8192:804:4,24 1x13824 5120:1289:4,30 6144:1289:4,30 13824:1289:4,30 "
+        "14336:1289:4,30 1x14336 1024:1279:2,66 6144:1279:2,66 12288:1279:2,66 1x16384 2560:798:2,64 3072:798:2,64 "
+        "5120:798:2,64 2x768 2048:1344:4,24 3072:1344:4,24 8192:1292:4,9 12288:1292:4,12 13824:1292:4,15 2x1024 "
+        "2560:1338:2,64 6144:1292:4,8 12288:1292:4,16 13824:1292:4,20 2x1536 768:855:4,24 2560:855:4,24 "
+        "3072:855:4,24 5120:855:4,24 7168:1292:4,12 8192:1292:4,18 14336:1292:4,30 2x2048 1024:1289:4,8 "
+        "4096:1289:4,8 14336:1282:2,64 2x2560 1536:1289:4,10 4096:1289:4,10 6144:1292:4,20 7168:1292:4,20 "
+        "11008:1292:4,30 12288:1292:4,30 2x3072 768:1289:4,12 1024:1289:4,12 1536:1289:4,12 5120:1289:4,12 "
+        "7168:1292:4,24 14336:1292:4,24 2x4096 1024:1289:4,16 7168:1282:2,64 11008:1282:2,64 2x5120 1536:1289:4,20 "
+        "2560:1289:4,20 5120:1289:4,20 6144:1289:4,20 8192:807:4,30 14336:807:4,30 2x6144 768:1289:4,24 "
+        "1536:1289:4,24 14336:1289:4,24 2x7168 1024:1289:4,28 2560:1289:4,28 14336:1282:2,66:2 16384:1282:2,66:2 "
+        "2x8192 4096:1279:2,64 7168:1279:2,64 11008:1279:2,64 16384:1279:2,64 2x11008 1536:804:4,22 6144:804:4,22 "
+        "12288:804:4,22 2x12288 1536:804:4,24 2560:804:4,24 7168:804:4,24 12288:804:4,24 2x13824 768:1289:4,30 "
+        "1536:1289:4,30 2560:1289:4,30 7168:1289:4,30 12288:1289:4,30 13824:1289:4,30 16384:807:4,30:2 2x14336 "
+        "1024:1279:2,66 2048:1279:2,66 5120:1279:2,66 8192:1279:2,66 2x16384 2560:798:2,64 3072:798:2,64 "
+        "5120:798:2,64 7168:798:2,64 13824:798:2,64 16384:798:2,64 3x16 336:1271:2,1 512:1267:1,1 624:1271:2,1 "
+        "704:1267:1,1 848:1271:2,1 1072:1271:2,1 1104:1271:2,1 1248:1267:1,1 1344:1267:1,1 1376:1267:1,1 "
+        "1552:1271:2,1 1600:1267:1,1 1792:1267:1,1 1904:1271:2,1 2288:1271:2,1 2352:1271:2,1 2544:1271:2,1 "
+        "2560:1267:1,1 3264:1267:1,1 3824:1271:2,1 4832:1267:1,1 5200:1274:2,2 6448:1274:2,2 6496:1270:1,2 3x32 "
+        "432:1271:2,1 640:1267:1,1 1232:1271:2,1 2976:1267:1,1 5536:1270:1,2 3x48 592:1344:4,2 1664:1267:1,1 "
+        "1888:1267:1,1 2464:1267:1,1 2608:1271:2,1 2864:1271:2,1 3040:1267:1,1 7824:1274:2,3 3x64 1200:1344:4,2 "
+        "1936:1271:2,1 3x80 1616:1279:2,1 1904:1279:2,1 2720:1279:2,1 6704:1282:2,2 3x96 1632:1279:2,1 "
+        "4224:1279:2,1 3x112 432:1344:4,4 576:1344:4,4 3x144 4896:1289:4,1 3x160 1472:1344:4,5 3x208 1008:1344:4,7 "
+        "1920:1344:4,7 4720:1344:4,7 3x240 1936:1344:4,8 7920:1292:4,3 3x256 480:1344:4,8 848:1344:4,8 3x352 "
+        "1408:1344:4,11 3x368 4240:1344:4,12 3x384 592:1344:4,12 3x416 672:1344:4,13 2768:1344:4,13 3x432 "
+        "880:1344:4,14 1536:1344:4,14 3x448 1056:1344:4,14 3x464 1488:1344:4,15 3x512 1232:1344:4,16 3x528 "
+        "2352:1344:4,17 3x624 4752:1344:4,20 3x704 3296:1344:4,22 3x768 1536:1344:4,24 5120:1344:4,24 "
+        "11008:1292:4,12 12288:1292:4,12 16384:1292:4,18 3x832 1968:1344:4,26 3x928 2464:1344:4,29 3x944 "
+        "2592:1344:4,30 3x976 1088:1338:2,61 3x1024 2560:1338:2,64 7168:1292:4,8 14336:1292:4,20 3x1152 "
+        "992:855:4,18 3x1200 1264:855:4,19 6432:1292:4,10 3x1280 2032:855:4,20 3x1536 1536:855:4,24 3x1680 "
+        "896:1289:4,7 3x2048 3072:1289:4,8 5120:1289:4,8 3x2560 768:1289:4,10 1536:1289:4,10 3072:1289:4,10 "
+        "4096:1289:4,10 5120:1289:4,10 7168:1292:4,20 8192:1292:4,30 16384:1292:4,30 3x3072 2560:1289:4,12 "
+        "5120:1289:4,12 6144:1292:4,24 7168:1292:4,24 11008:1292:4,24 14336:1292:4,24 3x4096 2560:1289:4,16 "
+        "3072:1289:4,16 11008:1282:2,64 3x5120 2048:1289:4,20 3072:1289:4,20 6144:1289:4,20 3x6144 5120:1289:4,24 "
+        "12288:1289:4,24 3x7168 2560:1289:4,28 6144:1289:4,28 3x8192 14336:1279:2,64 3x11008 14336:804:4,22 3x12288 "
+        "768:804:4,24 2048:804:4,24 3072:804:4,24 11008:804:4,24 12288:804:4,24 14336:804:4,24 3x13824 "
+        "768:1289:4,30 1536:1289:4,30 2560:1289:4,30 3x14336 1536:1279:2,66 11008:1279:2,66 16384:1279:2,66 3x16384 "
+        "768:798:2,64 2048:798:2,64 2560:798:2,64 5120:798:2,64 12288:798:2,64 13824:798:2,64 4x768 4096:1344:4,24 "
+        "5120:1344:4,24 6144:1292:4,6 14336:1292:4,15 4x1536 2560:855:4,24 4096:855:4,24 4x2048 1536:1289:4,8 "
+        "3072:1289:4,8 13824:1282:2,64 4x2560 768:1289:4,10 14336:1292:4,30 4x3072 3072:1289:4,12 8192:1292:4,24 "
+        "11008:1292:4,24 4x4096 4096:1289:4,16 11008:1282:2,64 14336:1282:2,64 4x5120 16384:807:4,30 4x6144 "
+        "2048:1289:4,24 7168:1289:4,24 13824:1289:4,24 4x8192 2048:1279:2,64 4096:1279:2,64 6144:1279:2,64 "
+        "7168:1279:2,64 4x11008 2048:804:4,22 4096:804:4,22 6144:804:4,22 13824:804:4,22 16384:804:4,22 4x12288 "
+        "6144:804:4,24 7168:804:4,24 14336:804:4,24 16384:804:4,24 4x13824 4096:1289:4,30 4x14336 2048:1279:2,66 "
+        "7168:1279:2,66 8192:1279:2,66 13824:1279:2,66 4x16384 11008:798:2,64 5x16 1152:1267:1,1 1264:1271:2,1 "
+        "3472:1271:2,1 3632:1271:2,1 3680:1267:1,1 4336:1271:2,1 4752:1271:2,1 6720:1270:1,2 5x32 448:1267:1,1 "
+        "544:1267:1,1 1280:1267:1,1 2464:1267:1,1 5x48 1408:1267:1,1 5x64 480:1344:4,2 5x128 2160:1344:4,4 "
+        "2544:1344:4,4 3232:1279:2,1 5x304 4768:1344:4,10 5x336 1184:1344:4,11 5x368 864:1344:4,12 5x496 "
+        "2192:1344:4,16 5x768 4272:1344:4,24 5x800 1264:1344:4,25 5x912 3120:1344:4,29 5x1024 1536:1338:2,64 "
+        "6144:1292:4,8 13824:1292:4,20 16384:1292:4,24 5x1536 768:855:4,24 5x1568 928:855:4,25 5x1904 2768:924:4,20 "
+        "5x2048 3072:1289:4,8 5120:1289:4,8 6144:1292:4,16 12288:1282:2,64 5x2560 4096:1289:4,10 11008:1292:4,30 "
+        "5x3072 6144:1292:4,24 7168:1292:4,24 11008:1292:4,24 5x4096 16384:1282:2,64 5x5120 4096:1289:4,20 "
+        "8192:807:4,30 5x6144 2048:1289:4,24 4096:1289:4,24 8192:1289:4,24 5x7168 768:1289:4,28 3072:1289:4,28 "
+        "5x8192 5120:1279:2,64 11008:1279:2,64 14336:1279:2,64 5x11008 2048:804:4,22 7168:804:4,22 5x12288 "
+        "2048:804:4,24 11008:804:4,24 14336:804:4,24 5x13824 5120:1289:4,30 5x14336 6144:1279:2,66 8192:1279:2,66 "
+        "14336:1279:2,66 5x16384 7168:798:2,64 6x768 13824:1292:4,15 6x1024 11008:1292:4,16 6x1536 5120:855:4,24 "
+        "6x2048 8192:1292:4,24 6x2560 2048:1289:4,10 6x4096 2048:1289:4,16 3072:1289:4,16 6x5120 3072:1289:4,20 "
+        "6x6144 8192:1289:4,24 6x7168 12288:1282:2,66:2 14336:1282:2,66:2 6x8192 3072:1279:2,64 6x11008 "
+        "768:804:4,22 6x12288 3072:804:4,24 6x13824 2560:1289:4,30 6x16384 1536:798:2,64 14336:798:2,64 7x16 "
+        "16:1271:2,1 64:1267:1,1 112:1271:2,1 256:1267:1,1 1008:1271:2,1 1024:1267:1,1 1184:1267:1,1 2048:1267:1,1 "
+        "4096:1267:1,1 5008:1271:2,1 5328:1274:2,2 5504:1270:1,2 8192:1270:1,3 16384:1270:1,6 32768:1270:1,12 7x32 "
+        "448:1267:1,1 752:1271:2,1 1008:1271:2,1 1232:1271:2,1 1392:1271:2,1 7x48 496:1344:4,2 7x80 4288:1279:2,1 "
+        "7x128 992:1344:4,4 2512:1344:4,4 7x208 7072:1292:4,2 7x336 5440:1292:4,4 7x608 576:1344:4,19 "
+        "1360:1344:4,19 7x688 1504:1344:4,22 7x768 768:1344:4,24 3072:1344:4,24 4096:1344:4,24 5120:1344:4,24 "
+        "7x1024 6144:1292:4,8 7x1472 1328:855:4,23 7x1536 6144:1292:4,12 14336:1292:4,30 7x1936 2096:924:4,21 "
+        "7x2048 1536:1289:4,8 7x2560 2048:1289:4,10 3072:1289:4,10 7x3072 8192:1292:4,24 7x4096 3072:1289:4,16 "
+        "8192:1282:2,64 7x5120 14336:807:4,30 7x6144 1024:1289:4,24 7x7168 1024:1289:4,28 7x8192 1024:1279:2,64 "
+        "3072:1279:2,64 4096:1279:2,64 5120:1279:2,64 8192:1279:2,64 16384:1279:2,64 32768:801:2,64 7x11008 "
+        "6144:804:4,22 16384:804:4,22 7x12288 3072:804:4,24 6144:804:4,24 7x13824 13824:1289:4,30 7x14336 "
+        "2560:1279:2,66 11008:1279:2,66 13824:1279:2,66 8x16 512:1338:2,1 592:1338:2,1 640:1338:2,1 672:1338:2,1 "
+        "832:1338:2,1 896:1338:2,1 1280:1338:2,1 1600:1338:2,1 2416:1338:2,1 3056:1338:2,1 3312:1338:2,1 "
+        "3648:1338:2,1 4704:1338:2,1 6816:1270:1,2 7328:1270:1,2 8x32 576:1267:1,1 992:1267:1,1 1568:1267:1,1 "
+        "1696:1267:1,1 3280:1344:4,1 11728:1282:2,4 8x48 1680:1279:2,1 3424:1267:1,1 8x64 512:1267:1,1 "
+        "6640:1282:2,2 8x80 4000:1344:4,3 5824:1282:2,2 8x112 2816:1344:4,4 6912:1282:2,2 7808:1282:2,3 "
+        "8688:1282:2,3 11856:1282:2,4 8x128 2432:1344:4,4 8x144 1264:1344:4,5 2832:1344:4,5 8x176 8512:1292:4,3 "
+        "8x192 784:1344:4,6 3392:1344:4,6 8x208 560:1344:4,7 5184:1292:4,2 8x224 656:1344:4,7 3984:1344:4,7 8x240 "
+        "5568:1292:4,2 8x320 864:1344:4,10 8x368 8736:1292:4,6 8x384 10304:1292:4,8 8x448 1296:1344:4,14 8x464 "
+        "1008:1344:4,15 7984:1292:4,6 8x480 4976:1344:4,15 8x496 1360:1344:4,16 8x544 2848:1344:4,17 8x576 "
+        "688:1344:4,18 8x592 832:1344:4,19 8x624 2576:1344:4,20 8x640 816:1344:4,20 8x656 9248:1292:4,9 8x672 "
+        "8304:1292:4,9 8x720 1712:1344:4,23 3280:1344:4,23 8x768 13824:1292:4,15 8x880 7344:1292:4,8 8x912 "
+        "800:1289:4,4 8x1024 8192:1292:4,12 8x1056 1776:1289:4,5 8x1072 1312:1289:4,5 8x1104 576:1289:4,5 "
+        "1024:1289:4,5 8656:1292:4,15 8x1136 9536:1292:4,15 8x1200 1040:1289:4,5 8x1248 1424:1289:4,5 8x1264 "
+        "528:1289:4,5 8x1312 1520:1289:4,6 8x1328 1568:1289:4,6 8x1456 2448:1289:4,6 4176:855:4,23 8x1536 "
+        "1024:1289:4,6 5120:1289:4,6 6144:1292:4,12 9616:1292:4,18 8x1600 8528:1292:4,21 8x1616 2016:1289:4,7 "
+        "8x1664 3264:1289:4,7 8x1680 1216:1289:4,7 8x1696 10368:1292:4,21 8x1968 752:1289:4,8 8x2048 7168:1292:4,16 "
+        "8x2064 5008:1289:4,9 8x2240 560:1289:4,9 8x2256 6576:1292:4,18 8x2560 2560:1289:4,10 4096:1289:4,10 "
+        "7168:1292:4,20 8x3072 5120:1289:4,12 11008:1292:4,24 12288:1292:4,24 8x3264 1504:1289:4,13 8x3680 "
+        "1408:1289:4,15 8x4064 848:1289:4,16 8x4096 4096:1289:4,16 6144:1282:2,64 16384:1282:2,64 8x4144 "
+        "8224:1282:2,66 8x4336 4848:1289:4,17 8x5104 656:1289:4,20 8x5120 6144:1289:4,20 13824:807:4,30 8x5584 "
+        "4112:1289:4,22 8x5776 8960:1289:4,23 8x6032 3184:1289:4,24 8x6128 2080:1289:4,24 8x6144 14336:1289:4,24 "
+        "8x7152 5664:1289:4,28 8x7168 4096:1289:4,28 16384:801:2,66:4 8x8192 1568:1279:2,64 1872:1279:2,64 "
+        "3888:1279:2,64 4320:1279:2,64 6688:1279:2,64 7152:1279:2,64 8x11008 768:804:4,22 8x12288 2048:804:4,24 "
+        "8x14336 2048:1279:2,66 2560:1279:2,66 16384:801:2,66:2 8x16384 768:798:2,64 6144:798:2,64 9x16 "
+        "528:1271:2,1 592:1271:2,1 704:1271:2,1 752:1271:2,1 1024:1271:2,1 1232:1271:2,1 1296:1271:2,1 "
+        "1632:1271:2,1 5456:1274:2,2 9x32 800:1271:2,1 3872:1271:2,1 5680:1274:2,2 9x48 2288:1271:2,1 9x64 "
+        "5712:1274:2,2 9x144 496:1344:4,5 9x224 896:1344:4,7 9x304 4128:1344:4,10 9x336 1072:1344:4,11 9x544 "
+        "816:1344:4,17 9x768 2560:1344:4,24 9x816 2928:1344:4,26 9x1024 1536:1293:8,4 9x1152 6112:1296:8,10 9x1264 "
+        "432:1293:8,5 9x1488 4912:1293:8,6 9x2048 3072:1293:8,8 7168:1274:2,64 9x3072 16384:1101:4,24 9x4096 "
+        "1024:1271:2,64 9x5120 3072:1098:4,20 13824:706:4,30 9x6144 12288:1098:4,24 9x8192 2048:1090:2,64 "
+        "7168:1090:2,64 9x11008 1024:703:4,22 7168:703:4,22 8192:703:4,22 16384:703:4,22 9x12288 768:703:4,24 "
+        "13824:703:4,24 9x14336 4096:703:4,28 10x1024 6144:1296:8,8 13824:1101:4,20 10x1536 2048:1293:8,6 10x2048 "
+        "13824:1093:2,64 10x3072 11008:1101:4,24 10x5120 4096:1098:4,20 6144:1098:4,20 12288:706:4,30 10x6144 "
+        "11008:1098:4,24 10x7168 768:1098:4,28 10x8192 13824:1090:2,64 14336:1090:2,64 10x11008 4096:703:4,22 "
+        "10x12288 768:703:4,24 13824:703:4,24 10x14336 3072:1090:2,66 4096:703:4,28 10x16384 11008:701:2,64 11x16 "
+        "464:1271:2,1 2464:1271:2,1 11x32 624:1271:2,1 720:1271:2,1 11x48 5520:1274:2,2 6048:1274:2,2 11x80 "
+        "3904:1283:4,1 11x96 656:1283:4,1 784:1283:4,1 11x128 4400:1283:4,1 11x144 480:1344:4,5 11x400 "
+        "880:1344:4,13 11x768 16384:1296:8,15 11x1152 5248:1296:8,10 11x3072 16384:1101:4,24 11x4096 "
+        "11008:1093:2,64 11x5120 6144:1098:4,20 11x6144 1536:1098:4,24 2048:1098:4,24 11x11008 14336:703:4,22 "
+        "11x12288 2560:703:4,24 11x13824 5120:1098:4,30 12288:1098:4,30 11x14336 2048:1090:2,66 12x768 "
+        "7168:1296:8,6 12x1024 13824:1101:4,20 12x1536 13824:1101:4,30 12x2048 1024:1293:8,8 11008:1101:4,24 "
+        "12x3072 14336:1101:4,24 12x4096 2048:1271:2,64 8192:1093:2,64 12x5120 4096:1098:4,20 7168:1098:4,20 "
+        "16384:706:4,30 12x6144 6144:1098:4,24 7168:1098:4,24 12x7168 12288:1098:4,28 12x8192 12288:1090:2,64 "
+        "12x13824 2048:1098:4,30 11008:1098:4,30 12x14336 3072:1090:2,66 13x16 640:1271:2,1 656:1271:2,1 "
+        "1152:1271:2,1 13x32 1648:1271:2,1 13x48 1136:1271:2,1 1760:1271:2,1 13x112 784:1344:4,4 13x400 "
+        "2320:1344:4,13 13x752 4064:1344:4,24 13x992 4144:1293:8,4 13x1024 5120:1293:8,4 13x1536 14336:1101:4,30 "
+        "13x1648 560:1293:8,7 13x2048 13824:1093:2,64 13x3072 8192:1101:4,24 13x4096 3072:1271:2,64 13x5120 "
+        "3072:1098:4,20 8192:1098:4,20 13x6144 2560:1098:4,24 6144:1098:4,24 13x7168 12288:1098:4,28 13x8192 "
+        "5120:1090:2,64 13x11008 1536:703:4,22 13x14336 1536:1090:2,66 6144:703:4,28 13x16384 12288:701:2,64 "
+        "14336:701:2,64 14x768 1536:1344:4,24 14x1024 8192:1296:8,12 14x1536 7168:1296:8,12 16384:1101:4,30 14x2048 "
+        "2560:1293:8,8 14x2560 6144:1101:4,20 14x3072 7168:1101:4,24 14x4096 16384:1093:2,64 14x6144 "
+        "12288:1098:4,24 14x7168 3072:1098:4,28 5120:1098:4,28 16384:1098:4,28 14x8192 2560:1090:2,64 14x11008 "
+        "11008:703:4,22 13824:703:4,22 14x12288 12288:703:4,24 14x13824 7168:1098:4,30 14x14336 7168:703:4,28 "
+        "16384:703:4,28 15x32 5072:1271:2,1 15x64 736:1344:4,2 1536:1271:2,1 15x112 3648:1283:4,1 15x224 "
+        "496:1344:4,7 15x304 1120:1344:4,10 15x560 720:1344:4,18 15x1024 8192:1296:8,12 15x1536 11008:1101:4,24 "
+        "15x2048 5120:1293:8,8 12288:1093:2,64 15x3072 14336:1101:4,24 15x4096 5120:1271:2,64 15x5120 "
+        "6144:1098:4,20 15x11008 1024:703:4,22 15x12288 1024:703:4,24 1536:703:4,24 5120:703:4,24 15x13824 "
+        "1024:1098:4,30 15x16384 768:701:2,64 16x16 16:1271:2,1 64:1271:2,1 112:1271:2,1 256:1271:2,1 592:1271:2,1 "
+        "1008:1271:2,1 1024:1271:2,1 1168:1271:2,1 1776:1271:2,1 2048:1271:2,1 2432:1271:2,1 4096:1271:2,1 "
+        "4288:1271:2,1 5008:1271:2,1 5168:1093:2,2 6656:1081:1,2 8192:1081:1,3 10240:1081:1,3 16384:1081:1,6 "
+        "32768:1081:1,12 16x32 1936:1271:2,1 16x48 512:1271:2,1 2240:1271:2,1 16x64 1408:1271:2,1 7152:1093:2,2 "
+        "16x96 640:1283:4,1 1200:1283:4,1 16x112 784:1283:4,1 16x208 7488:858:4,8 16x240 624:1293:8,1 4432:1293:8,1 "
+        "16x256 848:1293:8,1 16x304 1280:1293:8,2 16x432 704:1293:8,2 16x496 8608:858:4,24 16x512 1856:1293:8,2 "
+        "16x576 10672:1101:4,12 16x656 1200:1293:8,3 16x688 1776:1293:8,3 16x720 10768:1101:4,12 16x784 "
+        "880:1293:8,4 1648:1293:8,4 16x864 7248:1101:4,8 16x912 5792:1101:4,8 16x992 736:1293:8,4 16x1008 "
+        "4448:1293:8,4 16x1024 1536:1293:8,4 16x1040 1664:1293:8,5 16x1104 9920:1101:4,15 16x1536 5120:1293:8,6 "
+        "16x1568 544:1293:8,7 16x1616 3360:1293:8,7 16x1664 2944:1293:8,7 16x1808 992:1293:8,8 16x1952 "
+        "2016:1293:8,8 16x2080 7152:1101:4,18 16x2272 3904:1293:8,9 16x2560 1024:1293:8,10 16x2960 2704:1293:8,12 "
+        "16x3424 816:1293:8,14 16x3696 816:1293:8,15 16x3712 2688:1293:8,15 16x4432 9760:1101:4,30:3 16x5184 "
+        "1648:1098:4,21 16x6144 14336:1098:4,24 16x6736 9872:1098:4,27 16x6880 3072:1098:4,27 16x6896 "
+        "1376:1098:4,27 16x7040 864:1098:4,28 16x8192 1040:1090:2,64 2944:1090:2,64 3296:1090:2,64 4560:1090:2,64 "
+        "11120:1090:2,64 16x12288 768:703:4,24 1024:703:4,24 16x14336 1024:703:4,28 17x16 5408:1278:4,2 17x32 "
+        "1536:1275:4,1 17x48 528:1275:4,1 17x64 1488:1275:4,1 17x160 2160:1275:4,3 17x208 3008:1285:8,2 17x496 "
+        "3600:1344:4,16 17x576 2032:1344:4,18 17x640 720:1344:4,20 17x768 8192:1105:8,9 17x1536 8192:1135:4,18 "
+        "17x1664 4608:1285:8,13 17x2560 13824:1135:4,30 14336:1135:4,30 17x5120 16384:739:4,30 17x6144 "
+        "6144:1132:4,24 17x7168 2560:1132:4,28 17x8192 4096:1124:2,64 8000:1124:2,64 17x12288 4096:736:4,24 "
+        "17x13824 5120:1132:4,30 17x14336 768:1124:2,66 18x1536 12288:1135:4,24 16384:1135:4,30 18x2048 "
+        "2560:1289:4,24 18x3072 3072:802:8,12 18x5120 1536:1132:4,20 8192:1132:4,20 18x6144 11008:1132:4,24 "
+        "13824:1132:4,24 18x11008 1024:736:4,22 18x13824 2048:1132:4,30 19x16 1456:1275:4,1 1648:1275:4,1 "
+        "1696:1275:4,1 1824:1275:4,1 19x32 896:1275:4,1 4880:1275:4,1 19x64 560:1275:4,1 19x256 3120:1285:8,2 "
+        "19x688 1872:1344:4,22 19x784 2144:1344:4,25 19x1664 832:1285:8,13 19x2560 7168:1135:4,20 19x3072 "
+        "14336:1135:4,24 19x5120 2048:1132:4,20 7168:1132:4,20 19x7168 2560:1132:4,28 19x8192 4096:1124:2,64 "
+        "19x11008 5120:736:4,22 19x12288 4096:736:4,24 19x13824 11008:1132:4,30 19x14336 2560:736:4,28 19x16384 "
+        "6144:734:2,64 20x1024 16384:1135:4,24 20x1536 1536:1285:8,12 20x2048 1024:1289:4,24 20x2560 2560:1289:4,30 "
+        "20x5120 1536:1132:4,20 5120:1132:4,20 20x7168 2560:1132:4,28 20x8192 1536:1124:2,64 13824:1124:2,64 "
+        "20x12288 2048:736:4,24 20x16384 12288:734:2,64 21x16 688:1275:4,1 21x48 5776:1278:4,2 21x64 1088:1275:4,1 "
+        "21x128 3392:1285:8,1 21x256 3776:1285:8,2 21x640 544:1344:4,20 21x768 5120:1344:4,24 21x1024 5120:1285:8,8 "
+        "21x1536 16384:1135:4,30 21x1664 976:1285:8,13 21x5120 1536:1132:4,20 21x13824 2560:1132:4,30 "
+        "11008:1132:4,30 21x14336 6144:736:4,28 21x16384 2560:734:2,64 22x768 12288:1105:8,12 22x2560 "
+        "11008:1135:4,30 22x3072 14336:1135:4,24 22x6144 4096:1132:4,24 7168:1132:4,24 22x8192 6144:1124:2,64 "
+        "22x12288 16384:736:4,24 22x14336 7168:736:4,28 22x16384 4096:734:2,64 23x16 1296:1275:4,1 23x48 "
+        "6944:1278:4,2 23x64 5184:1278:4,2 23x768 4096:1344:4,24 5120:1344:4,24 16384:1135:4,18 23x1184 "
+        "1696:1285:8,10 23x1536 2048:1285:8,12 3072:1285:8,12 23x5120 6144:1132:4,20 24x16 592:1338:2,1 "
+        "1504:1338:2,1 7632:1278:4,2 7984:1278:4,3 11488:1278:4,4 24x32 2064:1275:4,1 2608:1275:4,1 3264:1275:4,1 "
+        "6592:1278:4,2 24x48 3232:1275:4,1 24x64 7616:1278:4,2 8400:1278:4,3 24x112 816:1285:8,1 24x176 "
+        "9200:1278:4,9 24x208 2832:1285:8,2 24x288 6720:1288:8,6 24x432 3680:1285:8,4 24x464 2592:1285:8,4 24x592 "
+        "5312:1288:8,10 24x656 3712:1285:8,6 24x688 1408:1285:8,6 24x736 4512:1285:8,6 24x1024 11008:1105:8,12 "
+        "24x1120 1616:1285:8,9 24x1200 7200:1105:8,10 24x1216 976:1285:8,10 24x1408 2432:1285:8,11 24x1520 "
+        "8672:1135:4,18 24x1728 2336:1285:8,14 24x1872 768:1285:8,15 24x1920 848:1285:8,15 24x1968 4048:1289:4,24 "
+        "24x2048 6144:1135:4,16 24x2544 5136:1135:4,20 24x2576 1296:1279:2,63 24x2784 624:1279:2,66 24x3072 "
+        "4096:1132:4,12 16384:1135:4,24 24x3232 3136:1102:8,13 24x7168 13824:1132:4,28 24x8192 1456:1124:2,64 "
+        "1952:1124:2,64 2160:1124:2,64 3680:1124:2,64 4880:1124:2,64 5408:1124:2,64 10064:1124:2,64 25x16 "
+        "736:1275:4,1 3136:1275:4,1 25x64 3632:1275:4,1 25x1024 4096:1285:8,8 16384:1159:4,24 25x3072 "
+        "1024:1102:8,12 25x5120 2560:1156:4,20 25x6144 3072:1156:4,24 25x7168 12288:1156:4,28 25x11008 "
+        "1536:753:4,22 16384:753:4,22 25x16384 12288:751:2,64 26x768 13824:1105:8,15 27x16 416:1275:4,1 "
+        "496:1275:4,1 27x128 2896:1285:8,1 27x384 1600:1344:4,12 27x768 12288:1105:8,12 27x960 656:1285:8,8 27x1024 "
+        "768:1285:8,8 27x1424 2288:1285:8,12 27x1536 6144:1105:8,12 27x3072 6144:1159:4,24 27x5120 1024:1156:4,20 "
+        "27x11008 14336:753:4,22 27x16384 1024:751:2,64 28x768 2048:1344:4,24 28x2048 7168:1085:2,64 28x5120 "
+        "1536:1156:4,20 12288:1156:4,20 28x7168 11008:1156:4,28 28x8192 1536:1146:2,64 28x14336 7168:753:4,28 29x32 "
+        "1456:1275:4,1 29x48 2592:1275:4,1 29x96 656:1285:8,1 29x144 2256:1275:4,3 29x160 2080:1275:4,3 29x1024 "
+        "1024:1285:8,8 29x1536 14336:1159:4,30 29x2048 1024:1102:8,8 12288:1149:2,64 29x5120 768:1156:4,20 29x6144 "
+        "13824:1156:4,24 29x11008 2048:753:4,22 29x12288 3072:753:4,24 29x16384 1536:751:2,64 30x13824 "
+        "3072:1156:4,30 6144:753:4,27 30x14336 768:1146:2,66 31x16 1104:1275:4,1 4384:1275:4,1 31x32 16:1275:4,1 "
+        "64:1275:4,1 112:1275:4,1 256:1275:4,1 1008:1275:4,1 1024:1275:4,1 2048:1275:4,1 4096:1275:4,1 "
+        "5008:1275:4,1 8192:1278:4,3 16384:1278:4,6 32768:1278:4,12 31x96 8672:1288:8,3 31x656 576:1344:4,21 "
+        "31x1536 8192:1105:8,12 31x2048 1024:1102:8,8 31x2560 14336:1159:4,30 31x5120 16384:1156:4,20 31x7168 "
+        "8192:1156:4,28 31x11008 13824:753:4,22 31x14336 6144:753:4,28 31x16384 11008:751:2,64 32x16 1248:1338:2,1 "
+        "1296:1338:2,1 1600:1338:2,1 2464:1338:2,1 32x64 1360:1275:4,1 32x96 5248:987:4,2 32x112 2208:1285:8,1 "
+        "32x144 4288:1275:4,3 32x192 2720:1275:4,3 3136:1275:4,3 8384:987:4,6 32x272 1712:1285:8,3 32x416 "
+        "4944:1285:8,4 32x624 2384:1285:8,5 32x800 2448:1285:8,7 32x1056 3104:1285:8,9 32x1232 512:1285:8,10 "
+        "32x1296 1120:1285:8,11 1296:1285:8,11 32x1312 4656:1285:8,11 32x1344 9040:1159:4,18 32x1360 736:1285:8,11 "
+        "32x1408 3008:1285:8,11 32x1424 7888:1159:4,18 32x1440 768:1285:8,12 32x1680 6016:1159:4,14 32x2368 "
+        "5920:1159:4,20 32x3408 3072:1102:8,14 32x4144 8976:1082:2,65 32x5120 3072:1156:4,20 32x6144 "
+        "11008:1156:4,24 32x6464 6976:1156:4,26 32x8192 5120:1146:2,64 32x12288 5120:753:4,24 32x14336 "
+        "5120:753:4,28 12288:753:4,28 33x16 736:1275:4,2 3872:1275:4,2 33x48 16:1275:4,2 64:1275:4,2 112:1275:4,2 "
+        "256:1275:4,2 1008:1275:4,2 1024:1275:4,2 2048:1275:4,2 4096:1275:4,2 5008:1275:4,2 8192:1278:4,6 "
+        "16384:1278:4,12 32768:1278:4,24 33x880 880:1285:8,14 33x2048 1536:1098:4,24 11008:1181:4,24 33x2560 "
+        "16384:1181:4,30 33x4096 1024:1116:2,64 4096:1116:2,64 8192:1116:2,64 16384:1116:2,64 32768:1116:2,64 "
+        "33x12288 2048:757:4,24 33x16384 4096:755:2,64 34x1536 6144:987:4,24 34x3072 3072:1136:8,12 34x5120 "
+        "768:1178:4,20 5120:1178:4,20 35x16 3728:1275:4,2 35x64 3392:1275:4,2 35x1536 16384:1181:4,24 35x5120 "
+        "11008:1178:4,20 35x7168 4096:1178:4,28 35x12288 5120:757:4,24 35x14336 1024:757:4,28 36x1536 6144:987:4,24 "
+        "36x2560 7168:1181:4,20 36x5120 8192:1178:4,20 36x6144 6144:1178:4,24 36x8192 1024:1172:2,64 1536:1172:2,64 "
+        "36x11008 768:757:4,22 1536:757:4,22 36x12288 1024:757:4,24 2048:757:4,24 13824:757:4,24 36x14336 "
+        "7168:757:4,28 37x16 528:1275:4,2 1408:1275:4,2 1472:1275:4,2 4768:1275:4,2 37x32 1392:1275:4,2 37x528 "
+        "544:1344:4,17 37x1440 3824:855:4,23 37x5120 16384:1178:4,20 37x7168 8192:1178:4,28 37x8192 3072:1172:2,64 "
+        "37x11008 14336:757:4,22 37x13824 16384:757:4,27 37x14336 12288:757:4,28 38x5120 2560:1178:4,20 38x8192 "
+        "6144:1172:2,64 38x11008 13824:757:4,22 38x12288 4096:757:4,24 38x14336 14336:757:4,28 39x16 1408:1275:4,2 "
+        "3376:1275:4,2 39x768 8192:987:4,18 39x1280 1872:855:4,20 39x1296 496:1271:2,63 39x1536 6144:987:4,24 "
+        "39x2048 11008:1181:4,24 39x4096 6144:1116:2,64 39x11008 1024:757:4,22 40x16 640:1338:2,1 1872:1338:2,1 "
+        "5440:1278:4,4 40x80 2048:1285:8,2 40x160 7824:1278:4,18 40x304 1200:1285:8,6 40x640 1840:1285:8,10 40x864 "
+        "10240:1139:8,12 40x1120 1520:1293:8,15 40x1232 1024:1293:8,15 40x1408 1360:855:4,22 40x1664 9072:1181:4,21 "
+        "40x1680 3120:1094:8,14 40x1936 640:1098:4,24 40x2192 9648:1181:4,18 40x2592 4496:1136:8,11 40x3072 "
+        "5008:1136:8,12 40x5440 1264:1178:4,22 40x6512 10608:1178:4,26 40x8192 1760:1172:2,64 11328:1172:2,64 "
+        "40x13824 6144:757:4,27 41x16 1312:1275:4,2 1744:1275:4,2 41x144 2208:1275:4,6 41x1024 2560:1293:8,12 "
+        "13824:1119:2,64 41x2560 1536:1136:8,10 41x4096 6144:1116:2,64 41x6144 1536:1198:4,24 41x12288 "
+        "2048:765:4,24 4096:765:4,24 42x6144 4096:1198:4,24 42x8192 12288:1192:2,64 42x11008 768:765:4,22 42x12288 "
+        "768:765:4,24 42x14336 11008:765:4,28 43x112 528:1285:8,2 43x3072 768:1136:8,12 43x4096 8192:1116:2,64 "
+        "43x5120 14336:1198:4,20 43x7168 6144:1198:4,28 16384:1198:4,28 43x8192 6144:1192:2,64 44x2048 "
+        "1536:1098:4,24 44x3072 11008:1136:8,12 45x32 3504:1275:4,2 45x304 5392:1288:8,12 46x1536 1536:1094:8,12 "
+        "46x2048 16384:1119:2,64 46x3072 1024:1136:8,12 11008:1136:8,12 46x4096 14336:1116:2,64 46x8192 "
+        "12288:1192:2,64 46x11008 1024:765:4,22 46x16384 1024:761:2,64 14336:761:2,64 47x112 1888:1285:8,2 47x128 "
+        "4432:1285:8,2 47x224 2528:1285:8,4 47x768 6144:1097:8,12 47x1024 5120:1293:8,12 47x1536 16384:1139:8,12 "
+        "47x5120 4096:1198:4,20 47x8192 7168:1192:2,64 48x16 688:1338:2,1 976:1338:2,1 1472:1338:2,1 48x32 "
+        "512:1344:4,1 1424:1344:4,1 2080:1344:4,1 48x48 2064:1275:4,2 12000:1089:4,4 48x176 608:1275:4,6 "
+        "4704:1275:4,6 48x208 7520:1097:8,4 48x416 4000:1285:8,8 48x672 1136:1285:8,12 48x768 3072:1285:8,12 "
+        "6144:1097:8,12 12288:1101:4,27 48x1136 1312:855:4,18 48x1920 1744:1094:8,15 48x2352 10560:1201:4,20 "
+        "48x2416 2976:1136:8,10 48x2864 688:1136:8,12 48x3056 5232:1136:8,12 48x5888 3440:1198:4,23 48x5904 "
+        "1792:1198:4,24 48x6144 5120:1198:4,24 48x7168 1024:1198:4,28 48x8192 2336:1192:2,64 3008:1192:2,64 "
+        "9488:1192:2,64 48x16384 4096:761:2,64 49x16 480:1275:4,2 49x192 480:1275:4,6 49x1024 8192:987:4,24 49x1536 "
+        "11008:987:4,24 49x6144 5120:1216:4,24 50x768 1024:1285:8,12 50x1024 768:1338:2,64 50x2048 2048:924:4,22 "
+        "8192:1141:2,64 50x2560 13824:1219:4,20 50x5120 5120:1033:4,23 51x16 5584:1278:4,4 51x144 4368:1275:4,6 "
+        "51x160 3088:1275:4,6 51x288 832:1285:8,6 51x416 912:1285:8,8 51x3072 11008:984:4,24 51x14336 "
+        "16384:769:4,28 52x2048 11008:1141:2,64 52x2560 4096:984:4,20 52x4096 768:1018:4,22 53x32 5744:1278:4,4 "
+        "53x48 896:1275:4,2 53x400 2736:1285:8,8 53x768 2048:1344:4,24 7168:1285:8,12 53x1024 5120:1338:2,64 "
+        "13824:1141:2,64 53x1504 688:855:4,24 53x2560 768:984:4,20 8192:984:4,20 55x112 1504:1285:8,2 55x13824 "
+        "12288:769:4,27 56x16 1360:1338:2,1 1488:1338:2,1 1712:1338:2,1 4192:1338:2,1 56x32 832:1344:4,1 56x48 "
+        "3760:1344:4,2 56x80 3552:1344:4,3 56x160 5152:1278:4,12 56x336 8688:1097:8,9 56x576 736:1285:8,10 "
+        "10672:1163:8,12 56x624 736:1285:8,10 56x960 848:1275:4,30 56x1424 1440:1094:8,12 6832:1163:8,12 56x1536 "
+        "1216:1094:8,12 56x1600 4288:1094:8,13 56x1792 7264:1163:8,14 56x1904 4560:924:4,20 56x2496 4464:1160:8,10 "
+        "56x2560 2560:1160:8,10 56x3072 4096:1160:8,12 56x5120 1024:1216:4,20 1536:1216:4,20 56x6096 2064:1216:4,24 "
+        "56x8192 1232:1210:2,64 2368:1210:2,64 56x11008 3072:769:4,22 57x16 560:1275:4,2 57x656 1648:1344:4,21 "
+        "57x768 768:1344:4,24 57x13824 5120:625:2,62 58x3072 3072:984:4,24 58x11008 3072:1364:4,29 59x16 "
+        "976:1275:4,2 3152:1275:4,2 3792:1275:4,2 59x112 2368:1285:8,2 59x5120 7168:1033:4,23 61x16 1456:1275:4,2 "
+        "61x96 5136:1288:8,4 61x768 16384:987:4,30 61x1536 6144:987:4,24 61x7168 6144:1313:4,25 61x12288 "
+        "1536:1360:2,64 62x5120 13824:1033:4,23 63x16 6288:1278:4,4 63x1024 5120:1338:2,64 63x2048 14000:1141:2,64 "
+        "63x2560 3072:984:4,20 63x5120 13824:1033:4,23 63x6144 2560:1229:4,24 7168:1229:4,24 64x16 256:1338:2,1 "
+        "2768:1338:2,1 4096:1338:2,1 4992:1338:2,1 7376:846:2,2 9392:846:2,3 16384:842:1,6 32768:842:1,12 64x32 "
+        "672:1344:4,1 1200:1344:4,1 1712:1344:4,1 64x48 5024:1344:4,2 64x64 16:1275:4,2 64:1275:4,2 112:1275:4,2 "
+        "256:1275:4,2 1008:1275:4,2 1024:1275:4,2 1280:1275:4,2 1312:1275:4,2 1344:1275:4,2 1408:1275:4,2 "
+        "1536:1275:4,2 2048:1275:4,2 2144:1275:4,2 2560:1275:4,2 2608:1275:4,2 2624:1275:4,2 3008:1275:4,2 "
+        "3840:1275:4,2 3904:1275:4,2 4096:1275:4,2 5008:1275:4,2 5120:1275:4,2 5184:1141:2,2 6000:1141:2,2 "
+        "6400:1141:2,2 6464:1141:2,2 7680:1141:2,2 8192:1141:2,3 10240:1141:2,3 10304:1141:2,4 12000:1141:2,4 "
+        "12288:1141:2,4 15360:1141:2,5 15424:1141:2,6 16384:1141:2,6 20000:1141:2,7 20480:1141:2,7 24576:1141:2,9 "
+        "25376:1141:2,9 28672:1141:2,11 32000:1141:2,12 32768:1141:2,12 64x768 2352:1285:8,12 3136:1285:8,12 64x960 "
+        "2384:1275:4,30 64x1168 2624:1094:8,10 64x1344 2688:1094:8,11 64x1536 7168:1163:8,12 64x1712 5728:1163:8,14 "
+        "64x2512 1792:1160:8,10 64x2864 1456:1160:8,12 64x3072 6144:1160:8,12 64x3744 9808:999:4,24 64x6608 "
+        "2048:1313:4,23 64x6752 7344:1229:4,27 64x8192 1024:1313:4,29 4096:1313:4,29 8192:1313:4,29 16384:1313:4,29 "
+        "32768:1313:4,29 64x12288 1024:774:4,24 64x16384 2560:827:4,29 65x64 832:1275:4,3 65x80 16:1285:8,3 "
+        "64:1285:8,3 112:1285:8,3 256:1285:8,3 1008:1285:8,3 1024:1285:8,3 2048:1285:8,3 4096:1285:8,3 "
+        "5008:1285:8,3 8192:1288:8,9 16384:1288:8,15 32768:852:4,27 65x2048 16384:1132:4,24 65x5120 11008:1241:4,20 "
+        "65x12288 5120:778:4,24 66x3072 4096:1182:8,12 8192:1182:8,12 67x2560 4096:1132:4,30 67x7168 "
+        "14336:1241:4,28 67x8192 1024:1237:2,64 68x2048 5120:1132:4,24 8192:1132:4,24 68x5120 2560:1241:4,20 "
+        "68x8192 12288:1237:2,64 69x16 6880:1278:4,6 69x848 1872:859:8,14 69x1248 2512:1102:8,15 69x2560 "
+        "1024:1132:4,30 69x14336 2560:778:4,28 71x16 640:1275:4,3 1680:1275:4,3 71x128 896:1285:8,3 71x1536 "
+        "2560:1128:8,12 71x5120 1536:1241:4,20 71x11008 5120:778:4,22 14336:778:4,22 72x16 928:1340:4,1 "
+        "1568:1340:4,1 7456:1278:4,6 10448:1278:4,12 72x32 1520:1346:8,1 72x80 3712:1285:8,3 72x112 5584:1288:8,6 "
+        "72x336 960:1285:8,9 72x416 3440:1285:8,12 72x512 10352:1135:4,24 72x816 9104:1127:2,63 72x992 "
+        "1984:1102:8,12 3536:1102:8,12 72x1376 528:1128:8,11 72x2368 800:1132:4,30 72x3152 1952:1182:8,13 72x3568 "
+        "6384:1182:8,14 72x6144 3072:1241:4,24 72x8192 5408:1237:2,64 73x128 1936:1285:8,3 73x704 2800:859:8,11 "
+        "73x768 12288:1185:8,12 73x1536 5120:1098:4,30 73x2560 12288:1182:8,10 73x3072 1024:1182:8,12 73x6144 "
+        "16384:1253:4,24 73x7168 12288:1253:4,28 73x16384 2048:784:2,64 13824:784:2,64 74x1024 12288:1185:8,12 "
+        "74x1536 1024:1098:4,30 74x5120 2048:1253:4,20 75x96 4816:1285:8,3 75x1008 7008:1159:4,24 75x3072 "
+        "14336:1182:8,12 75x6144 1024:1253:4,24 16384:1253:4,24 76x2048 16384:1156:4,24 76x3072 1024:1182:8,12 "
+        "76x12288 12288:786:4,24 77x16 7008:1278:4,6 77x96 1024:1285:8,3 77x208 3360:1285:8,6 77x256 5856:1288:8,12 "
+        "77x4096 16384:1164:2,64 77x7168 768:1253:4,28 77x16384 6144:784:2,64 78x16384 14336:784:2,64 79x16 "
+        "560:1275:4,3 720:1275:4,3 1216:1275:4,3 79x4096 8192:1164:2,64 79x13824 14336:786:4,27 80x16 2944:1340:4,1 "
+        "80x144 560:1275:4,9 80x352 1936:1285:8,9 80x816 12432:1205:8,12 80x1632 6592:1205:8,14 80x2080 "
+        "3184:1182:8,9 80x2544 6320:1182:8,10 80x2992 560:1182:8,12 80x4432 3424:1253:4,18 80x8192 4992:1249:2,64 "
+        "80x11008 16384:887:8,15 81x32 3792:1275:4,3 81x6144 1024:1263:4,24 1536:1263:4,24 83x16 4032:1275:4,3 "
+        "83x176 1040:1275:4,9 83x192 464:1346:8,6 83x14336 6144:794:4,28 84x3072 4096:1202:8,12 84x4096 "
+        "11008:1186:2,64 84x14336 2048:794:4,28 85x16 4736:1275:4,3 85x1024 896:1102:8,12 85x3072 4096:1202:8,12 "
+        "5120:1202:8,12 85x16384 12288:792:2,64 86x768 7168:1155:8,12 86x1024 3072:1102:8,12 86x2048 "
+        "12288:1156:4,24 86x8192 1536:1259:2,64 87x48 2640:1275:4,3 87x3072 16384:1202:8,12 87x11008 12288:891:8,15 "
+        "88x16 1760:1340:4,1 88x32 624:1346:8,1 88x80 784:1285:8,3 6400:1288:8,6 88x144 736:1275:4,9 88x592 "
+        "4128:859:8,10 88x1264 2416:1128:8,10 88x6320 4336:1263:4,25 88x6704 7296:1263:4,27 89x160 880:1275:4,9 "
+        "89x768 2048:1094:8,12 89x1024 8192:1159:4,24 90x1024 5120:1102:8,12 90x3072 2048:1202:8,12 90x7168 "
+        "5120:1300:4,28 90x11008 12288:891:8,15 91x16 1104:1275:4,3 91x64 2944:1275:4,3 91x2048 7168:1156:4,24 "
+        "92x2560 7168:1202:8,10 92x6144 14336:1300:4,24 92x12288 13824:889:2,64 93x32 5616:1278:4,6 93x80 "
+        "1776:1285:8,3 93x1648 1168:1152:8,13 93x2048 768:1156:4,24 94x1024 11008:1159:4,24 95x112 7008:1288:8,6 "
+        "95x768 5872:1131:8,12 95x6144 13824:1300:4,24 96x16 608:1340:4,1 5840:846:2,2 96x64 4752:1275:4,3 96x96 "
+        "20000:1155:8,7 96x144 1152:1275:4,9 96x560 752:1285:8,15 96x768 768:1094:8,12 96x896 4720:1094:8,14 "
+        "96x1680 2672:1152:8,14 96x1744 7648:1152:8,14 96x8192 1536:759:2,64 3440:759:2,64 97x112 2064:1285:8,4 "
+        "97x12288 4096:893:2,64 97x14336 1024:638:4,28 98x5120 7168:1041:4,20 98x8192 8192:1039:2,64 98x13824 "
+        "768:638:4,27 99x8192 1024:1039:2,64 100x112 16:1285:8,4 64:1285:8,4 112:1285:8,4 256:1285:8,4 "
+        "1008:1285:8,4 1024:1285:8,4 2048:1285:8,4 4096:1285:8,4 5008:1285:8,4 8192:1288:8,12 16384:862:8,12 "
+        "32768:862:8,14 100x1008 1024:926:8,11 4096:926:8,11 8192:979:2,64 16384:979:2,64 32768:979:2,64 100x4096 "
+        "2560:1206:2,64 101x192 4976:1275:4,12 101x1312 6544:988:8,11 101x4096 11008:1206:2,64 102x2048 "
+        "3072:1178:4,24 103x32 3200:1275:4,4 103x256 4064:1346:8,8 103x272 944:1346:8,9 103x3072 2560:1220:8,12 "
+        "104x16 6128:1278:4,8 8864:1278:4,12 104x32 976:1346:8,1 104x48 800:1346:8,2 5968:1278:4,8 104x160 "
+        "4432:1346:8,5 104x336 20304:1025:8,14 104x5120 1024:1041:4,20 104x8192 2288:1039:2,64 105x16 944:1275:4,4 "
+        "1104:1275:4,4 1456:1275:4,4 105x13824 14336:646:4,27 108x6144 13824:1046:4,24 108x14336 4096:646:4,28 "
+        "109x1024 1024:926:8,11 2560:926:8,11 109x2048 7168:1178:4,24 109x3072 11008:1220:8,12 109x7168 "
+        "6144:1046:4,28 110x768 7168:991:8,12 110x11008 11008:895:8,15 111x144 2416:1275:4,12 111x3072 "
+        "6144:1220:8,12 111x6144 1536:1046:4,24 112x16 2160:1340:4,1 112x48 672:1346:8,2 112x448 25744:1145:4,28 "
+        "112x512 7488:1101:4,28 112x1376 4800:988:8,11 112x8192 3664:767:2,64 112x13824 5120:646:4,27 112x16384 "
+        "4096:644:2,64 16384:644:2,64 115x16 5536:1278:4,8 115x48 528:1275:4,4 115x11008 7168:1352:4,29 116x6144 "
+        "12288:1356:2,64 117x32 1520:1275:4,4 117x6144 2560:1356:2,64 118x3072 8192:1231:8,12 118x12288 "
+        "2560:1350:2,64 119x144 784:1275:4,12 119x4096 8192:1315:8,15 119x11008 12288:1352:4,29 120x16 "
+        "3728:1340:4,1 120x64 8544:1278:4,12 120x432 8032:1155:8,12 120x1392 1552:1152:8,11 120x8192 7424:1050:2,64 "
+        "120x14336 8192:653:4,28 121x16 416:1275:4,4 121x1536 13824:988:8,12 121x3072 11008:1231:8,12 121x8192 "
+        "4096:771:2,64 123x1056 4096:926:8,11 123x7168 11008:623:2,64 123x14336 1536:617:2,64 124x768 6144:991:8,12 "
+        "124x8192 2560:771:2,64 124x11008 6144:1352:4,29 124x12288 5120:1350:2,64 125x16 2816:1275:4,4 125x80 "
+        "3760:1285:8,4 125x8192 5120:771:2,64 127x256 9008:1097:8,12 128x16 10416:846:2,4 128x128 16:1285:8,4 "
+        "64:1285:8,4 112:1285:8,4 256:1285:8,4 1008:1285:8,4 1024:1285:8,4 1280:1285:8,4 1312:1285:8,4 "
+        "1344:1285:8,4 1408:1285:8,4 2048:1285:8,4 2560:1285:8,4 2608:1285:8,4 2624:1285:8,4 3840:1285:8,4 "
+        "3904:1285:8,4 4096:1285:8,4 5008:1285:8,4 5120:1285:8,4 5184:1155:8,2 6000:1155:8,2 6400:1155:8,2 "
+        "6464:1155:8,2 7680:1155:8,2 8192:1155:8,3 10240:1155:8,3 10304:1155:8,4 12000:1155:8,4 12288:1155:8,4 "
+        "15360:1155:8,5 15424:1155:8,6 16144:1155:8,6 16384:1155:8,6 20480:1155:8,7 24576:1155:8,9 28672:1155:8,11 "
+        "32000:1155:8,11 32768:1155:8,11 128x144 1328:1346:8,5 128x256 1024:1285:8,8 4096:1285:8,8 8192:1155:8,6 "
+        "16384:1155:8,12 32768:1155:8,12 128x512 1024:1271:2,64 4096:926:8,6 8192:1155:8,12 16384:1155:8,12 "
+        "32768:1155:8,12 128x1024 1024:926:8,11 4096:926:8,11 8192:926:8,11 16384:926:8,11 32768:926:8,11 128x4096 "
+        "1024:1315:8,15 4096:1315:8,15 8192:1315:8,15 16384:1315:8,15 32768:1315:8,15 129x144 16:1344:4,15 "
+        "64:1275:4,15 112:1344:4,15 256:1275:4,15 1008:1275:4,15 1024:1275:4,15 2048:1275:4,15 4096:1275:4,15 "
+        "5008:1275:4,15 8192:858:4,27 16384:1123:4,30 32768:1021:4,30 129x6144 13824:1064:4,24 129x16384 "
+        "4096:666:2,64 130x1536 6144:1174:8,12 132x8192 7168:1062:2,64 132x12288 11008:897:2,64 132x16384 "
+        "5120:666:2,64 133x12288 12288:897:2,64 135x12288 4096:897:2,64 136x16 2464:1342:8,1 10864:1278:4,20 136x32 "
+        "1008:1344:4,3 136x80 2112:1285:8,5 2608:1285:8,5 136x240 6000:1097:8,12 136x1216 1904:1136:8,15 136x1408 "
+        "592:1174:8,11 136x1536 16384:1174:8,12 136x4096 5120:1237:2,64 137x16 2688:1275:4,5 137x5120 4096:765:4,30 "
+        "137x11008 8192:899:8,15 141x768 1536:1128:8,12 141x1024 1536:1136:8,12 142x1024 2048:1136:8,12 143x64 "
+        "832:1275:4,5 143x512 2544:855:4,24 143x768 3072:1128:8,12 143x928 928:1120:4,30 143x13824 768:678:4,27 "
+        "144x16 2080:1342:8,1 144x352 720:1285:8,15 144x464 1808:1094:8,12 144x1056 7568:1136:8,15 144x1392 "
+        "4224:1174:8,11 144x8192 1280:776:2,64 1616:776:2,64 145x2560 2048:1216:4,30 145x6144 11008:1074:4,24 "
+        "146x11008 13824:903:8,15 147x16 2624:1275:4,5 147x5120 1024:1074:4,20 147x7168 11008:1074:4,28 148x3072 "
+        "3072:1255:8,12 148x11008 12288:903:8,15 149x1152 912:1160:8,15 149x1536 8192:1174:8,12 149x4096 "
+        "2560:1249:2,64 149x16384 13824:684:2,64 151x11008 768:903:8,15 152x16 3248:1342:8,1 6352:1278:4,10 152x384 "
+        "7968:1159:4,30 152x2048 2048:1164:2,64 153x768 2048:1128:8,12 153x7168 3072:788:8,14 156x48 272:1275:4,5 "
+        "157x8192 2560:782:2,64 157x12288 1024:900:2,64 158x5120 2560:769:4,30 158x7168 1024:788:8,14 159x160 "
+        "3296:1275:4,15 160x16 4464:1342:8,1 9280:850:4,3 160x48 7328:858:4,6 160x80 3568:1285:8,5 160x160 "
+        "6000:1145:4,12 160x6000 1536:788:8,12 160x8192 3376:782:2,64 3728:782:2,64 161x1024 7168:984:4,24 163x464 "
+        "2736:855:4,24 163x4096 2048:1259:2,64 163x12288 8192:905:2,64 164x4096 13824:1259:2,64 164x14336 "
+        "13824:699:4,28 165x16 848:1275:4,6 166x12288 12288:905:2,64 167x768 2560:1128:8,12 167x1200 2208:999:4,24 "
+        "168x16 5696:1278:4,12 168x32 3904:1344:4,3 168x896 1504:1128:8,14 168x2048 11008:1216:4,24 12288:1216:4,24 "
+        "169x2048 7168:1229:4,24 169x7168 16384:796:8,14 170x1536 7168:1018:4,24 171x32 432:1275:4,6 171x6144 "
+        "14336:796:8,12 173x4096 12288:1259:2,64 173x12288 8192:905:2,64 175x768 1536:924:4,24 175x3072 "
+        "768:1265:8,12 175x13824 2560:708:4,27 176x16 8768:1089:4,9 176x32 2016:1344:4,3 176x80 1232:1344:4,9 "
+        "176x5120 768:774:4,30 176x8192 3072:790:2,64 8576:790:2,64 177x1264 672:984:4,30 177x7168 16384:1108:4,28 "
+        "179x1536 5120:1018:4,24 179x6144 2048:825:2,66 181x16 6176:1278:4,12 182x16384 11008:710:2,64 183x16 "
+        "2720:1275:4,6 3040:1275:4,6 183x160 1904:1275:4,18 183x8192 13824:808:2,64 184x768 16384:1128:8,12 184x912 "
+        "928:984:4,24 184x1168 9088:999:4,24 184x2032 976:1229:4,24 185x16 2656:1275:4,6 185x2560 4096:1229:4,30 "
+        "186x7168 3072:840:2,66 188x7168 2560:840:2,66 189x80 880:1285:8,6 190x8192 4096:808:2,64 190x11008 "
+        "11008:912:8,15 191x16384 3072:712:2,64 192x32 2016:1344:4,3 192x64 1104:1344:4,6 192x112 5888:858:4,12 "
+        "192x192 16384:1145:4,30 192x1520 7136:1194:8,12 192x2048 1024:1229:4,24 193x384 5088:1094:8,12 193x5120 "
+        "16384:778:4,30 195x7168 4096:1110:4,28 197x1024 1536:1182:8,12 197x5120 2560:778:4,30 197x13824 "
+        "6144:717:4,27 12288:717:4,27 198x14336 13824:717:4,28 199x13824 2560:717:4,27 200x32 2688:1346:8,2 200x48 "
+        "560:1346:8,4 200x64 4432:1346:8,4 200x160 592:1275:4,21 200x208 28672:1185:8,15 200x288 12624:1167:2,60 "
+        "200x528 11664:1181:4,30 200x544 25584:1181:4,30 200x768 18384:1152:8,12 200x848 13824:1152:8,14 201x160 "
+        "480:1346:8,10 201x5120 11008:778:4,30 202x4096 2560:1039:2,64 203x768 7168:1152:8,12 203x8192 "
+        "11008:633:2,64 205x32 6656:1278:4,14 205x704 704:1136:8,15 205x2048 6144:1241:4,24 207x272 1424:859:8,10 "
+        "207x560 5072:1128:8,15 207x11008 3072:868:8,15 208x16 1952:1342:8,1 2336:1342:8,1 7360:1089:4,8 "
+        "8672:1089:4,12 208x32 1680:1346:8,2 208x256 21728:1159:4,28 208x464 27040:1159:4,28 208x624 "
+        "15312:1128:8,15 208x640 8752:1128:8,15 19440:1128:8,15 208x736 9216:1152:8,12 208x8192 4096:633:2,64 "
+        "7168:633:2,64 210x2560 14336:1241:4,30 210x7168 6144:648:8,14 210x13824 7168:723:4,27 211x7168 "
+        "4096:898:4,30 211x16384 1024:722:2,64 213x672 1104:1136:8,15 215x16 2224:1275:4,7 215x32 1136:1275:4,7 "
+        "215x80 3056:1285:8,7 215x2560 14336:1241:4,30 16384:1241:4,30 215x7168 1024:898:4,30 216x16 "
+        "10160:1278:4,21 216x48 5024:1275:4,7 216x64 11232:1278:4,28 216x288 22480:1215:8,12 216x336 8672:1025:8,12 "
+        "216x368 17904:1149:2,63 216x400 12768:1145:4,28 216x416 18288:1145:4,28 216x448 13040:1145:4,28 216x560 "
+        "18144:1215:8,10 216x736 11776:1152:8,12 216x896 17312:1152:8,14 216x1152 7472:1202:8,15 217x32 "
+        "416:1275:4,7 217x336 2016:859:8,12 217x1264 7920:1031:8,12 217x11008 6144:870:8,15 221x768 16384:1152:8,12 "
+        "221x12288 3072:869:2,64 222x4096 7168:1044:2,64 224x96 6592:1155:8,4 224x416 13216:1145:4,28 224x432 "
+        "1216:1086:4,28 224x496 12128:1159:4,28 224x720 19472:1152:8,12 224x768 11328:1152:8,12 224x1536 "
+        "12288:1212:8,12 224x5120 5120:786:4,30 226x3072 2560:1054:8,12 232x16 576:1342:8,1 232x256 22768:1185:8,12 "
+        "232x304 8864:1171:4,30 232x512 10544:1185:8,12 232x896 22016:1174:8,14 233x12288 768:871:2,64 236x8192 "
+        "5120:650:2,64 237x32 944:1275:4,8 237x592 1088:926:8,14 237x6144 1024:1350:2,64 237x16384 13824:931:2,64 "
+        "239x1408 1920:1164:2,66 240x16 6464:1089:4,8 240x32 9008:1089:4,12 240x224 12640:991:8,12 240x240 "
+        "11024:1205:8,12 240x256 13296:1205:8,12 240x656 24944:988:8,12 240x8192 1376:650:2,64 240x14336 "
+        "11008:730:4,28 243x304 528:859:8,10 245x2560 16384:1263:4,30 245x7168 5120:615:2,64 245x13824 "
+        "1536:615:2,66 246x6144 5120:1350:2,64 247x112 1072:1285:8,8 247x352 7120:991:8,12 248x288 10720:983:8,15 "
+        "248x464 19152:1025:8,12 248x560 9824:926:8,12 248x768 1024:988:8,12 249x192 6432:1089:4,24 251x96 "
+        "1520:1285:8,8 251x1296 720:993:2,66 252x2048 13824:1311:8,15 253x32 3312:1275:4,8 253x16384 7168:934:2,64 "
+        "255x5120 14336:1319:2,64 256x128 1024:1285:8,8 4096:1285:8,8 8192:1155:8,6 16384:1155:8,12 32768:1155:8,12 "
+        "256x256 16:1271:2,64 64:1271:2,64 112:1271:2,64 256:1271:2,64 1008:1271:2,64 1024:1271:2,64 1280:1271:2,64 "
+        "1312:1271:2,64 1344:1271:2,64 1408:1271:2,64 2048:1271:2,64 2560:1128:8,6 2608:1128:8,6 2624:1128:8,6 "
+        "3840:1128:8,6 3904:1128:8,6 4096:1128:8,6 5008:1128:8,6 5120:1128:8,6 5184:1155:8,8 6000:1155:8,8 "
+        "6400:1155:8,8 6464:1155:8,8 7680:1155:8,8 8192:1155:8,12 10240:1155:8,12 10304:1155:8,12 12288:1155:8,12 "
+        "15360:1155:8,12 15424:1155:8,12 16384:1155:8,12 20000:1155:8,12 20480:1155:8,12 24576:1155:8,12 "
+        "25440:1155:8,12 32000:1155:8,12 32768:1155:8,12 256x384 8192:1155:8,12 16384:1155:8,12 32768:1155:8,12 "
+        "256x544 9520:926:8,12 21008:926:8,12 256x2048 1024:1311:8,15 4096:1311:8,15 8192:1311:8,15 16384:1311:8,15 "
+        "32768:1311:8,15 256x7168 2560:617:2,64 256x12288 24000:871:2,64 257x16 3680:1275:4,9 258x5120 "
+        "12288:794:4,30 264x64 880:1346:8,6 264x128 2176:1285:8,9 264x208 21088:1181:4,28 264x256 11328:1127:2,66 "
+        "264x304 18736:1191:4,30 264x352 2080:1094:8,15 264x784 8320:1174:8,14 265x16 1568:1275:4,9 266x8192 "
+        "12288:664:2,64 267x16384 1024:936:2,64 6144:936:2,64 268x2560 8192:1300:4,30 269x32 896:1275:4,9 269x48 "
+        "4528:1275:4,9 269x528 8736:988:8,15 269x13824 8192:938:8,14 270x1536 7168:1216:4,30 270x8192 6144:664:2,64 "
+        "270x13824 3072:938:8,14 271x688 4112:1001:8,15 271x768 14336:1174:8,12 271x8192 14336:664:2,64 271x13824 "
+        "12288:938:8,14 272x32 11232:1089:4,20 272x64 2160:1275:4,9 272x352 13856:1151:4,30 272x688 20976:1160:8,15 "
+        "272x928 10480:1202:8,12 272x1104 1792:1172:2,63 272x1888 1312:1239:8,15 272x16384 768:666:2,66 273x8192 "
+        "3072:673:2,64 275x13824 5120:941:8,14 276x12288 5120:874:2,64 278x4096 2048:1068:2,64 278x13824 "
+        "5120:941:8,14 279x32 2624:1275:4,9 280x16 7184:1278:4,18 10272:1089:4,20 280x208 544:1094:8,10 280x272 "
+        "8368:1191:4,30 280x288 8880:1191:4,30 280x528 22928:1152:8,15 281x16 464:1275:4,9 282x7168 2048:910:4,30 "
+        "283x32 3376:1275:4,9 8144:1278:4,27 283x8192 2048:673:2,64 286x6144 13824:897:2,64 287x112 1824:1346:8,12 "
+        "287x592 3360:1152:8,15 287x11008 7168:958:2,66 288x16 3712:1342:8,2 288x256 13616:1163:8,15 288x288 "
+        "29312:1145:4,30 288x672 12288:1160:8,15 16832:1160:8,15 288x928 9216:1202:8,12 288x1024 13824:1202:8,12 "
+        "288x6144 4096:900:2,64 289x1024 4096:995:2,65 289x2560 14336:1041:4,30 291x16 1744:1275:4,10 291x16384 "
+        "16384:942:2,64 294x4096 768:1072:2,64 295x1120 256:1231:8,15 295x2560 1536:1041:4,30 296x64 8256:1089:4,15 "
+        "296x272 28064:1021:4,30 296x480 25984:926:8,15 296x576 3952:1152:8,15 296x1232 2704:1315:8,15 297x768 "
+        "2048:984:4,30 297x1024 768:995:2,65 297x11008 1536:928:2,66 297x13824 5120:944:8,14 298x4096 "
+        "16384:1072:2,64 299x16 1296:1275:4,10 301x192 1840:1344:4,30 301x7168 2560:689:8,14 302x1536 "
+        "2560:1229:4,30 304x176 5008:1275:4,30 304x448 21008:1120:4,28 304x608 16736:988:8,15 304x800 "
+        "26496:1001:8,15 304x880 20704:1022:8,15 304x1216 3344:1231:8,15 304x1536 2048:1229:4,30 304x1648 "
+        "5936:1313:4,30 304x2080 9008:614:8,15 304x4096 5120:1072:2,64 304x8192 8848:684:2,64 305x256 3504:859:8,12 "
+        "306x6144 14336:900:2,64 307x48 3280:1275:4,10 308x11008 5120:928:2,66 310x1024 2048:995:2,65 311x80 "
+        "5360:862:8,12 311x12288 2560:876:2,64 312x48 544:1275:4,10 312x64 848:1346:8,6 312x128 608:1285:8,10 "
+        "312x224 28768:987:4,30 312x256 9984:1177:8,12 312x272 23840:987:4,30 312x384 19456:987:4,30 312x400 "
+        "11952:1021:4,30 312x672 21680:1174:8,12 312x720 8144:1001:8,15 312x800 24864:1001:8,15 314x2048 "
+        "12288:1249:2,64 316x16384 5120:945:2,64 317x16 3248:1275:4,10 317x13824 7168:949:8,14 320x208 "
+        "20352:987:4,30 320x272 23840:987:4,30 320x288 29120:987:4,30 320x320 3008:1094:8,15 320x560 9792:1152:8,15 "
+        "320x640 16384:1152:8,15 320x8192 4704:693:2,64 321x2560 2560:1046:4,30 324x6144 8192:905:2,64 324x12288 "
+        "4096:879:2,64 325x832 688:1194:8,14 327x12288 768:879:2,64 328x448 23184:1120:4,28 328x720 6720:1194:8,12 "
+        "329x1760 1360:763:8,14 331x1424 6560:1315:8,15 331x16384 11008:698:2,66 334x768 14336:1194:8,12 335x6144 "
+        "3072:905:2,64 335x12288 1024:879:2,64 336x16 512:1342:8,2 336x48 640:1275:4,11 1072:1275:4,11 336x144 "
+        "1472:1346:8,15 336x432 26352:1120:4,28 336x464 17056:1152:8,12 336x496 22608:1152:8,12 336x560 "
+        "10128:1152:8,15 336x592 26800:1001:8,12 339x5120 8192:653:4,30 340x2560 768:1052:4,30 343x16 "
+        "7504:1278:4,22 343x48 2144:1275:4,11 344x96 3664:1346:8,9 344x272 19808:1145:4,30 344x464 1376:1152:8,12 "
+        "344x528 16352:1152:8,15 345x12288 1024:879:2,64 347x384 3600:1128:8,12 348x7168 6144:709:8,14 348x16384 "
+        "11008:707:2,66 349x32 1808:1275:4,11 349x3072 1024:778:4,30 350x5120 3072:653:4,30 351x144 5392:852:4,30 "
+        "352x16 592:1342:8,2 352x32 4688:1346:8,3 352x224 25568:973:2,63 352x320 9808:1145:4,30 352x400 "
+        "22976:926:8,15 352x736 12640:1194:8,12 352x13824 12288:963:2,66 353x1024 11008:1231:8,12 353x1120 "
+        "1120:1243:8,15 354x16384 768:710:2,66 355x80 704:1285:8,12 355x2048 768:1052:4,24 359x4096 12288:1107:2,64 "
+        "359x12288 6144:881:2,64 360x48 2480:1346:8,6 360x512 22672:1152:8,12 360x2352 3232:1052:4,30 360x6144 "
+        "2048:817:2,66 361x48 4160:1275:4,12 362x1024 13824:1231:8,12 363x48 4416:1275:4,12 366x13824 "
+        "13824:963:2,66 366x16384 2048:710:2,66 367x13824 6144:963:2,66 368x16 2272:1342:8,2 368x240 9056:1155:8,12 "
+        "368x256 17280:991:8,12 368x320 19568:1197:8,12 368x592 10992:1001:8,12 368x3072 1536:1323:4,30 370x5120 "
+        "5120:661:4,30 374x2560 16384:1060:4,30 374x3072 768:1323:4,30 375x1456 1216:1302:8,12 375x11008 "
+        "1024:935:2,66 376x16 1888:1342:8,2 376x128 5872:1097:8,12 376x464 13648:988:8,12 376x480 28432:988:8,12 "
+        "376x544 9632:988:8,15 376x928 12352:1035:8,15 377x5120 12288:661:4,30 377x7168 7168:838:2,66 377x11008 "
+        "11008:935:2,66 378x2560 768:1060:4,30 381x1024 2048:1231:8,12 381x7168 2048:838:2,66 382x2560 "
+        "13824:1060:4,30 382x5120 1536:661:4,30 382x11008 4096:935:2,66 7168:935:2,66 384x64 5632:983:8,4 384x128 "
+        "1024:1285:8,12 4096:1285:8,12 8192:1155:8,9 16384:1155:8,15 32768:1155:8,15 384x320 22064:1145:4,30 "
+        "384x336 9072:926:8,12 384x384 16:1128:8,12 64:1128:8,12 112:1128:8,12 256:1128:8,12 1008:1128:8,12 "
+        "1024:1128:8,12 2048:1128:8,12 4096:1128:8,12 5008:1128:8,12 8192:1128:8,12 16384:1128:8,12 32768:1128:8,12 "
+        "384x512 8192:1152:8,12 16384:1152:8,12 32768:1152:8,12 384x912 10880:1022:8,15 384x13824 4096:963:2,66 "
+        "386x5120 1024:669:4,30 389x16 992:1275:4,13 389x14336 8192:715:2,66 390x12288 14336:884:2,64 391x160 "
+        "3792:859:8,12 392x16 1024:1342:8,2 392x32 3488:1346:8,4 392x208 11616:987:4,28 392x496 20288:1174:8,12 "
+        "392x848 19536:1212:8,14 392x1024 1024:1216:4,28 392x8192 2768:715:2,64 394x2048 7168:1039:2,64 394x6144 "
+        "16384:867:2,64 395x64 6048:1278:4,26 397x48 896:1275:4,13 398x7168 16384:718:8,14 399x64 2672:1275:4,13 "
+        "400x288 18848:1191:4,30 400x496 14144:1174:8,12 400x736 17776:1182:8,15 400x768 13392:1182:8,15 400x880 "
+        "21552:1243:8,12 403x14336 1024:719:2,66 405x4096 3072:633:2,64 405x13824 1024:721:8,15 406x4096 "
+        "1024:633:2,64 406x13824 16384:721:8,15 407x16 1680:1275:4,13 408x32 7440:1278:4,26 408x160 560:859:8,12 "
+        "408x224 18688:987:4,28 408x720 12336:1031:8,14 408x944 9680:1243:8,12 408x2496 4928:1064:4,30 409x14336 "
+        "2048:719:2,66 411x3072 13824:636:8,12 413x16 1136:1275:4,13 413x11008 1024:886:8,15 415x768 "
+        "13824:1031:8,14 416x656 24016:1014:8,14 418x768 13824:1031:8,14 419x32 528:1275:4,14 3872:1275:4,14 "
+        "420x6144 768:957:4,30 421x192 3520:859:8,12 423x528 1696:997:8,14 423x12288 12288:869:2,66 424x208 "
+        "21200:987:4,28 424x256 11328:987:4,28 424x448 10864:1142:4,28 424x480 9120:1001:8,12 426x16384 "
+        "14336:722:2,66 427x32 816:1275:4,14 430x7168 16384:875:4,30 431x16384 1536:722:2,66 432x16 2352:1342:8,2 "
+        "432x240 11088:1197:8,12 432x272 29184:1017:8,12 432x336 20288:924:4,28 432x464 14080:1001:8,12 432x544 "
+        "1312:997:8,14 432x864 4544:1227:8,14 432x896 14960:1243:8,12 432x1024 5120:1243:8,12 435x128 "
+        "3776:1344:4,28 435x5120 8192:687:4,30 437x48 2416:1275:4,14 437x144 1072:1338:2,63 439x1536 8192:1263:4,30 "
+        "440x16 3472:1342:8,2 440x32 2992:1346:8,4 440x48 9968:862:8,12 440x208 29136:987:4,28 440x432 "
+        "14960:1142:4,28 440x672 11008:1014:8,14 440x688 13712:1212:8,12 440x16384 16384:725:2,66 441x64 "
+        "2992:1275:4,14 444x4096 8192:642:2,64 447x4096 2560:642:2,64 447x16384 12288:725:2,66 448x288 "
+        "9120:969:1,126 448x832 27296:1227:8,14 448x1728 2528:1360:2,63 448x16384 2560:693:2,66 450x3072 "
+        "4096:811:4,30 450x7168 12288:728:8,14 451x11008 2048:943:2,66 452x12288 12288:1113:2,66 455x5120 "
+        "2560:687:4,30 455x6144 16384:959:4,30 456x16 2080:1342:8,2 456x544 10768:1194:8,15 456x560 16608:1194:8,15 "
+        "456x672 26352:1035:8,12 456x848 28688:1311:8,12 456x2048 7168:1050:2,64 457x11008 5120:946:2,66 460x1024 "
+        "8192:1255:8,12 463x112 2800:1342:8,14 463x2560 5120:788:8,15 464x112 1376:1285:8,15 464x128 4608:1285:8,15 "
+        "464x432 25088:1174:8,12 464x448 3024:1174:8,12 464x800 25408:1186:2,65 464x1536 13824:1300:4,30 464x1648 "
+        "8896:1297:2,65 465x13824 2048:731:8,15 467x240 1440:926:8,12 467x416 3680:1001:8,12 468x2048 "
+        "6144:1050:2,64 469x11008 2048:946:2,66 470x8192 768:729:2,64 471x4096 14336:650:2,64 471x16384 "
+        "8192:729:2,66 472x288 15232:926:8,12 472x512 18032:1174:8,12 472x624 15728:1194:8,15 472x768 "
+        "22208:1202:8,15 472x5120 3072:695:4,30 472x8192 6176:877:2,66 476x5120 14336:695:4,30 477x1536 "
+        "16384:1300:4,30 478x1024 6144:1255:8,12 480x16 864:1342:8,2 480x320 10096:1128:8,15 480x592 "
+        "19280:1194:8,15 480x12288 6144:959:4,30 481x16 3456:1275:4,16 488x16 2080:1342:8,2 488x32 1680:1346:8,4 "
+        "488x256 4944:1128:8,12 488x288 8128:926:8,12 14624:926:8,12 489x192 7472:983:8,12 492x11008 8192:698:2,66 "
+        "493x12288 768:871:2,66 495x14336 12288:732:2,66 496x240 23152:1017:8,12 496x288 22368:926:8,12 496x416 "
+        "27472:1001:8,12 496x592 14160:1035:8,12 496x624 18384:1014:8,14 496x8192 3616:934:2,64 497x8192 "
+        "5120:741:2,64 499x7168 5120:615:2,66 500x512 12000:1022:8,12 501x192 1312:859:8,12 504x16 544:1342:8,2 "
+        "6208:1274:2,64 10464:850:4,8 22384:850:4,16 504x32 3456:1346:8,4 504x240 10496:1017:8,12 504x704 "
+        "18096:1220:8,15 504x816 9120:1239:8,14 507x176 6128:859:8,12 509x1536 1024:1041:4,30 509x3072 "
+        "13824:1350:2,64 511x48 480:1275:4,16 511x272 2000:926:8,12 512x16 624:1342:8,2 9984:850:4,6 512x128 "
+        "1024:1271:2,64 4096:1128:8,6 8192:1155:8,12 16384:1155:8,12 32768:1155:8,12 512x208 11760:977:4,28 512x432 "
+        "21424:1001:8,12 512x448 10272:1182:8,14 512x512 16:1194:8,12 64:1194:8,12 112:1194:8,12 256:1194:8,12 "
+        "1008:1194:8,12 1024:1194:8,12 2048:1194:8,12 4096:1194:8,12 5008:1194:8,12 6000:1194:8,12 8192:1194:8,12 "
+        "12000:1194:8,12 12880:1194:8,12 16384:1194:8,12 28672:1194:8,12 32768:1194:8,12 512x640 8192:1035:8,12 "
+        "16384:1035:8,12 32768:1035:8,12 512x800 9328:1029:4,30 512x1024 8192:1225:2,64 16384:1225:2,64 "
+        "32768:1225:2,64 513x816 528:1251:8,14 515x14336 12288:880:2,66 516x1024 11008:1265:8,12 517x16 "
+        "816:1275:4,17 5920:1089:4,18 517x160 4048:859:8,15 517x6144 1024:929:4,30 520x16 832:1342:8,3 "
+        "2320:1342:8,3 520x224 12016:1197:8,12 26544:1197:8,12 526x2048 16384:1062:2,64 526x12288 11008:874:2,66 "
+        "528x16 3088:1342:8,3 528x256 24608:1128:8,12 528x320 24816:1152:8,15 528x336 1712:988:8,15 528x592 "
+        "1072:1035:8,15 528x720 9296:1311:8,15 528x3072 14336:646:4,30 529x112 528:1338:2,63 529x1184 "
+        "5968:1302:8,15 529x6144 13824:874:2,64 529x8192 2560:743:2,64 531x7168 768:664:2,66 533x7168 1536:664:2,66 "
+        "535x16 928:1275:4,17 536x240 12272:1128:8,12 536x384 12288:1152:8,15 16496:1152:8,15 536x816 "
+        "12672:1251:8,14 536x944 9216:1235:4,30 537x1264 3312:1302:8,15 540x14336 6144:743:2,66 541x576 "
+        "576:1212:8,15 541x992 576:1309:2,63 542x6144 3072:874:2,64 543x448 3392:1168:4,28 544x16 2080:1342:8,3 "
+        "544x416 28848:1182:8,14 544x832 26448:1251:8,14 547x48 1200:1275:4,18 547x368 1168:1001:8,15 552x16 "
+        "736:1342:8,3 552x272 11760:988:8,15 552x336 11744:988:8,15 552x400 8640:1001:8,15 552x448 8048:1182:8,14 "
+        "552x8192 2144:882:2,66 554x4096 7168:673:2,64 555x16 1424:1275:4,18 560x16 512:1342:8,3 560x64 "
+        "928:1346:8,10 560x480 20032:1022:8,15 565x240 3360:926:8,15 565x5120 6144:713:4,30 566x11008 2560:712:2,66 "
+        "567x16384 768:745:2,66 568x16 672:1342:8,3 568x48 1280:1346:8,10 568x64 4304:1346:8,10 568x528 "
+        "24336:1022:8,15 569x48 6992:1089:4,18 570x1024 1024:1233:2,64 570x8192 5120:882:2,66 572x7168 "
+        "4096:883:4,30 573x6144 14336:874:2,64 576x16 1568:1342:8,3 576x784 26432:1315:8,15 578x3072 11008:653:4,30 "
+        "584x16 2480:1342:8,3 15376:850:4,18 584x208 17360:1011:4,30 584x320 13504:1152:8,15 584x448 "
+        "18784:1202:8,14 584x512 544:1178:4,30 584x2560 2560:640:8,15 592x16 2000:1342:8,3 17344:850:4,18 592x80 "
+        "3344:1346:8,15 592x400 16128:1001:8,15 592x464 10144:1022:8,15 592x768 14336:1231:8,15 592x2352 "
+        "3296:1350:2,65 592x8192 1024:748:2,64 594x13824 16384:750:8,15 595x80 3600:1346:8,15 595x352 "
+        "1808:1001:8,15 596x12288 5120:933:4,30 599x1600 4432:1050:2,65 600x16 912:1342:8,3 600x576 29920:1212:8,15 "
+        "600x992 17072:1263:4,28 600x1440 1024:1052:4,30 601x14336 1536:748:2,66 603x11008 6144:719:2,66 605x64 "
+        "1104:1346:8,10 605x12288 12288:876:2,66 607x14336 8192:748:2,66 608x16 3984:1342:8,3 21744:850:4,24 "
+        "608x368 11968:1152:8,15 608x512 17200:1212:8,12 608x528 1200:1035:8,15 608x14336 6144:945:2,66 613x144 "
+        "4528:859:8,15 615x5120 3072:720:4,30 616x48 1328:1346:8,10 616x240 560:926:8,15 616x736 12400:1231:8,15 "
+        "616x800 10224:1261:8,14 617x16 448:1275:4,20 5088:1275:4,20 620x3072 13824:661:4,30 620x6144 1024:876:2,64 "
+        "622x12288 12288:876:2,66 624x16 1088:1342:8,3 2784:1342:8,3 3120:1342:8,3 624x224 2416:926:8,15 624x480 "
+        "12736:1022:8,15 625x1392 2096:632:8,15 625x2048 3072:1319:2,65 625x6144 5120:876:2,64 625x16384 "
+        "1024:945:2,66 626x768 3072:1231:8,15 626x12288 13824:876:2,66 632x16 704:1342:8,3 800:1342:8,3 "
+        "2688:1342:8,3 632x176 2432:926:8,10 632x304 9440:1152:8,15 632x864 12816:1315:8,15 633x6144 4096:876:2,64 "
+        "633x13824 7168:863:1,132 638x13824 3072:872:4,30 640x16 640:1342:8,3 2080:1342:8,3 5504:850:4,6 640x448 "
+        "12752:1035:8,10 640x640 1024:1231:8,15 4096:1231:8,15 8192:1231:8,15 16384:1231:8,15 32768:1231:8,15 "
+        "642x11008 7168:722:2,66 644x2560 13824:648:8,15 646x1536 2048:780:8,15 647x16 464:1275:4,21 647x608 "
+        "6672:1239:8,15 648x16 832:1342:8,3 648x240 14464:1152:8,12 648x400 25920:1202:8,14 648x592 11056:1243:8,15 "
+        "648x688 18672:1243:8,15 651x48 928:1275:4,21 651x256 1664:988:8,12 652x14336 768:958:2,66 655x928 "
+        "5456:1257:4,30 656x16 7024:1089:4,22 656x32 896:1346:8,6 656x720 17984:1331:8,15 659x64 2832:1346:8,12 "
+        "659x13824 1024:992:2,66 660x7168 8192:698:2,66 660x13824 768:992:2,66 661x768 5120:1225:2,66 "
+        "12288:1225:2,66 661x2048 3072:1077:2,64 662x768 13824:1225:2,66 664x16 864:1342:8,3 664x32 4496:1346:8,6 "
+        "664x64 2208:1275:4,21 664x224 9824:988:8,12 664x608 10016:1212:8,15 665x1088 592:1048:8,15 667x608 "
+        "1856:1212:8,15 668x3072 2048:669:4,30 669x192 1104:926:8,12 672x16 2336:1342:8,3 5392:850:4,6 6016:850:4,6 "
+        "672x80 528:1342:8,15 672x96 576:1094:8,11 672x640 25616:1212:8,15 673x480 656:995:2,66 673x3072 "
+        "6144:669:4,30 673x11008 5120:726:2,66 679x1008 1088:1259:2,64 679x3072 3072:669:4,30 680x16 1456:1342:8,3 "
+        "680x208 21104:922:8,15 28912:922:8,15 680x496 2512:1031:8,15 680x576 24416:1227:8,15 681x1536 "
+        "13824:773:2,66 682x2560 14336:655:8,15 682x16384 6144:726:2,66 685x8192 4096:707:2,66 688x16 4560:1342:8,3 "
+        "10608:850:4,12 688x80 9312:977:4,27 688x256 25072:1152:8,12 688x272 14224:980:8,15 688x304 22784:1001:8,12 "
+        "688x528 8640:1012:2,66 688x848 592:1362:8,15 688x5120 768:730:4,30 691x6144 4096:879:2,64 693x16 "
+        "3088:1275:4,22 693x768 16384:1225:2,66 695x5120 5120:727:4,30 696x336 16400:1022:8,12 696x576 "
+        "29984:1227:8,15 702x12288 12288:879:2,66 704x16 1168:1342:8,3 706x768 3072:1243:8,15 707x48 448:1346:8,12 "
+        "707x1536 11008:1070:4,30 712x16 528:1342:8,3 1216:1342:8,3 5008:1342:8,3 13344:850:4,15 712x48 "
+        "1600:1346:8,12 11200:1145:4,24 712x336 12528:1022:8,12 712x736 400:1243:8,15 713x768 14336:1243:8,15 "
+        "714x768 4096:1243:8,15 714x5120 1024:730:4,30 715x2048 12288:1107:2,64 720x320 1216:1174:8,15 720x528 "
+        "17136:1243:8,15 720x656 22048:1255:8,15 720x976 27552:1054:8,12 720x8192 1504:712:2,66 721x736 "
+        "448:966:8,12 722x5120 6144:733:4,30 723x12288 12288:881:2,66 725x2048 11008:1107:2,64 726x6144 "
+        "13824:881:2,64 727x1536 2560:1074:4,30 728x16 2448:1342:8,3 728x224 8192:988:8,12 728x288 16192:980:8,15 "
+        "728x304 8240:1001:8,12 10016:1174:8,15 16144:1001:8,12 728x448 18544:1220:8,14 728x736 7552:1331:8,15 "
+        "729x656 2768:1311:8,15 731x1152 1312:1076:8,15 733x16 6240:1089:4,24 735x8192 5120:710:2,66 736x16 "
+        "1216:1342:8,3 736x288 29312:1174:8,15 736x672 27104:1311:8,15 737x1024 768:1297:2,64 737x1536 "
+        "1024:1074:4,30 738x14336 5120:733:4,30 740x1024 13824:1297:2,64 744x16 592:1342:8,3 928:1342:8,3 "
+        "992:1342:8,3 6848:850:4,6 744x64 5008:1275:4,24 744x448 14704:1035:8,12 744x560 14304:1031:8,15 744x736 "
+        "992:1362:8,12 744x832 16240:1335:8,15 744x8192 7216:712:2,66 745x8192 7168:712:2,66 746x768 4096:1255:8,15 "
+        "752x16 4448:1342:8,3 752x96 1904:859:8,12 752x208 16544:988:8,12 752x928 13072:1362:8,15 752x8192 "
+        "1264:712:2,66 756x1024 7168:1297:2,64 760x208 14608:988:8,12 760x240 25712:1152:8,12 760x672 "
+        "15152:1311:8,15 760x800 10064:1331:8,15 760x816 1040:1004:8,15 760x976 26432:1297:2,64 765x16 "
+        "3312:1275:4,24 768x16 3040:1342:8,3 6720:850:4,6 768x384 8208:1194:8,12 768x768 1024:1362:8,12 "
+        "4096:1331:8,15 8192:1331:8,15 16384:1331:8,15 32768:1331:8,15 768x1024 20000:1297:2,64 770x1024 "
+        "3072:1046:4,28 776x16 672:1342:8,4 1504:1342:8,4 776x32 6000:1089:4,26 776x720 608:1326:2,63 778x13824 "
+        "13824:878:4,30 782x5120 2560:744:4,30 783x16384 768:715:2,66 784x16 864:1342:8,4 1520:1342:8,4 784x32 "
+        "1120:1346:8,7 784x448 3472:1220:8,14 787x13824 14336:878:4,30 788x11008 7168:743:2,66 791x16 "
+        "6576:1123:4,18 791x13824 2560:878:4,30 792x16 5504:850:4,8 792x64 736:1275:4,25 792x288 11568:1174:8,15 "
+        "792x736 14560:1255:8,15 792x8192 11152:715:2,66 799x1024 3072:1066:8,12 800x16 8816:850:4,12 800x96 "
+        "672:859:8,14 800x256 9920:1152:8,14 800x336 3760:1022:8,14 800x816 1072:1245:2,65 801x5120 5120:744:4,30 "
+        "807x2560 11008:671:8,15 808x512 10064:1231:8,14 808x928 8544:1037:4,30 809x2048 16384:633:2,64 810x2560 "
+        "11008:671:8,15 811x1536 16384:784:2,66 813x1088 5088:1050:2,63 815x16384 12288:743:2,66 816x16 "
+        "1904:1342:8,4 816x208 22512:988:8,14 816x480 17552:1315:8,14 816x2384 544:671:8,15 820x7168 768:719:2,66 "
+        "821x1024 3072:1039:2,64 823x272 6384:1001:8,14 823x16384 3072:719:2,66 824x16 20736:850:4,28 824x224 "
+        "18288:988:8,14 826x6144 2560:884:2,64 827x14336 6144:932:2,66 832x32 1472:1346:8,7 832x448 13152:1231:8,14 "
+        "832x8192 2592:935:2,66 836x14336 4096:932:2,66 837x1024 2048:769:4,30 840x16 992:1342:8,4 2272:1342:8,4 "
+        "20560:850:4,28 840x64 2064:1275:4,27 840x672 18064:1366:8,14 842x2048 2560:1112:2,64 842x3072 "
+        "11008:708:4,30 842x8192 768:722:2,66 845x880 448:1297:2,63 848x80 1808:859:8,14 848x352 11376:1035:8,14 "
+        "848x592 18864:1239:8,15 848x688 10944:1233:2,66 856x16 4352:1342:8,4 10400:850:4,16 856x96 544:859:8,14 "
+        "856x448 11488:1231:8,14 856x2560 6144:680:8,15 858x6144 3072:708:4,30 862x12288 13824:722:2,66 872x16 "
+        "848:1342:8,4 872x240 14000:1001:8,14 872x256 18000:1174:8,12 872x656 11520:1366:8,14 872x688 "
+        "10160:1249:2,66 872x864 19584:1356:2,63 872x1200 2544:1323:4,28 876x8192 6144:725:2,66 878x5120 "
+        "12288:749:4,30 879x64 912:1346:8,14 880x208 11104:988:8,14 880x512 7712:1255:8,12 881x16 576:1275:4,28 "
+        "882x8192 7168:725:2,66 887x12288 11008:725:2,66 888x16 3472:1342:8,4 888x288 18688:1022:8,14 888x336 "
+        "23776:1022:8,14 888x640 27648:1333:8,14 896x16 14400:850:4,20 896x32 2944:1346:8,7 896x480 2000:1331:8,12 "
+        "896x896 32768:628:8,14 896x1744 4816:619:4,28 900x1024 12288:774:4,30 904x16 1616:1342:8,4 2384:1342:8,4 "
+        "7680:850:4,8 9936:850:4,12 904x48 6528:858:4,30 904x224 14688:1174:8,12 904x496 11664:1229:4,30 904x576 "
+        "848:1233:2,63 904x1712 1152:897:2,63 904x13824 5120:937:2,66 905x4096 1024:726:2,64 906x6144 "
+        "12288:711:4,30 911x4096 11008:726:2,64 912x64 4432:1275:4,29 914x11008 6144:945:2,66 915x3072 "
+        "8192:711:4,30 920x2160 4960:666:2,63 921x16 896:1275:4,29 922x16384 13824:726:2,66 928x16 864:1342:8,4 "
+        "1072:1342:8,4 6752:850:4,8 928x1056 8960:827:4,30 934x2048 768:650:2,64 936x16 1488:1342:8,4 936x32 "
+        "6224:1123:4,20 936x48 1872:1344:4,30 936x432 20544:1311:8,12 936x8192 2160:876:2,66 937x12288 "
+        "8192:876:2,66 944x16 960:1342:8,4 1088:1342:8,4 10368:850:4,16 944x240 13760:997:8,12 944x480 "
+        "11312:1331:8,12 944x816 24432:612:4,30 944x1744 11552:617:2,64 944x1792 1744:644:2,63 944x8192 "
+        "3408:876:2,66 944x16384 1024:945:2,66 951x176 2208:980:8,12 952x16 768:1342:8,4 952x688 2672:1336:4,30 "
+        "953x16384 3072:945:2,66 955x6144 14336:713:4,30 960x448 18224:1033:4,30 960x576 15744:1313:4,30 961x11008 "
+        "1536:930:2,66 964x1024 1536:1058:2,64 968x16 8256:850:4,12 968x208 11040:997:8,12 968x352 1584:1311:8,12 "
+        "968x384 12432:1227:8,12 968x416 15840:1311:8,12 968x432 11200:1311:8,12 969x48 6016:850:4,24 971x2560 "
+        "14336:700:8,15 973x3072 14336:717:4,30 974x16384 2048:732:2,66 975x4096 4096:732:2,64 976x16 "
+        "15328:850:4,20 976x272 10192:1014:8,12 978x11008 2560:930:2,66 984x16 880:1342:8,4 1264:1342:8,4 990x1024 "
+        "768:1058:2,64 991x5120 5120:962:2,64 992x16 2928:1342:8,4 992x992 10352:771:2,64 995x1024 6144:1058:2,64 "
+        "998x2048 2048:657:2,64 1000x16 256:1342:8,4 1552:1342:8,4 4096:1342:8,4 16384:850:4,24 32768:846:2,64 "
+        "1000x112 1024:922:8,12 4096:1128:8,11 8192:1177:8,14 16384:1177:8,14 32768:1177:8,14 1000x1008 16:950:8,14 "
+        "64:950:8,14 112:950:8,14 256:771:2,64 1008:771:2,64 1024:771:2,64 2048:771:2,64 4096:771:2,64 "
+        "5008:780:8,14 8192:771:2,64 16384:771:2,64 32768:771:2,64 1008x16 1520:1342:8,4 3536:1342:8,4 1014x4096 "
+        "16384:741:2,64 1015x576 6768:1245:2,63 1016x16 1824:1342:8,4 4608:1342:8,4 1016x912 7520:1056:4,30 1017x96 "
+        "880:853:8,12 1021x112 2992:922:8,12 1023x1040 3504:1321:8,14 1023x7168 8192:741:2,66 1024x16 4832:1342:8,4 "
+        "1024x64 592:1338:2,64 1024x96 672:853:8,12 1024x128 1024:1128:8,11 4096:1128:8,11 8192:1128:8,11 "
+        "16384:1128:8,11 32768:1128:8,11 1024x768 28672:1356:2,64 1024x1008 1536:771:2,64 1024x1024 16:771:2,64 "
+        "64:771:2,64 112:771:2,64 256:771:2,64 1008:771:2,64 1024:771:2,64 2048:771:2,64 4096:771:2,64 "
+        "5008:771:2,64 8192:771:2,64 8656:771:2,64 11248:771:2,64 12000:771:2,64 16384:771:2,64 32768:771:2,64 "
+        "1024x1280 8192:1319:2,64 16384:1319:2,64 32768:1319:2,64 1024x2048 8192:659:2,64 16384:659:2,64 "
+        "32768:659:2,64 1024x8192 1024:934:2,66 4096:934:2,66 8192:934:2,66 16384:934:2,66 32768:934:2,66 1025x16 "
+        "1024:1271:2,65 1027x16384 1536:879:2,66 1029x16 992:1271:2,65 1029x144 7824:922:8,15 1031x432 "
+        "3840:1311:8,15 1040x48 608:1342:8,15 1040x560 8672:1249:2,65 1045x16 1344:1271:2,66 1048x16 18896:850:4,30 "
+        "1048x160 3136:980:8,15 1056x16 10752:850:4,20 1056x976 2048:823:2,63 1060x2048 13824:664:2,64 1062x1024 "
+        "7168:1062:2,64 1064x16 3808:1342:8,5 7088:850:4,10 1065x256 4656:1194:8,12 1072x16 1520:1342:8,5 1072x64 "
+        "608:859:8,9 1072x192 816:1142:4,27 1080x16 624:1342:8,5 1984:1342:8,5 3808:1342:8,5 1080x64 1904:859:8,9 "
+        "1087x7168 13824:693:2,66 1089x2048 1024:673:2,64 1089x11008 13824:710:2,66 1094x16384 1024:725:2,66 "
+        "1095x976 7824:1319:2,63 1095x11008 1536:710:2,66 1097x16 672:1086:4,18 1097x1536 4096:648:8,15 1104x16 "
+        "5296:850:4,10 1104x512 6768:763:8,12 1104x8192 9168:881:2,66 1104x14336 768:946:2,66 1108x2048 "
+        "2048:673:2,64 1109x16 1760:1086:4,18 1112x16 8464:850:4,15 1112x80 1824:853:8,15 1112x144 11360:980:8,15 "
+        "1119x16 1472:1086:4,18 1120x16 528:1342:8,5 8112:850:4,15 1122x3072 13824:874:2,64 1128x16 2912:1342:8,5 "
+        "1128x32 8176:977:4,15 1131x12288 2048:881:2,66 1134x7168 8192:935:2,66 1136x16 1696:1342:8,5 1136x96 "
+        "5120:926:8,9 1136x976 4368:776:2,64 1136x6144 14336:874:2,66 1139x992 5456:1068:2,64 1141x768 "
+        "12288:1039:2,66 1144x16 3312:1342:8,5 7584:850:4,10 1144x32 512:1346:8,9 10576:977:4,20 1144x48 "
+        "3536:1086:4,18 1144x2048 13824:675:2,64 1145x192 7872:997:8,15 1146x160 5648:980:8,15 1148x1536 "
+        "4096:617:2,63 1154x12288 768:727:4,30 1155x11008 7168:715:2,66 1160x16 5248:850:4,10 1162x2560 "
+        "4096:718:8,15 1168x16 16720:850:4,30 1176x64 10944:1171:4,24 1177x992 4464:1072:2,64 1184x48 "
+        "1552:1086:4,19 1824:1086:4,19 1195x864 2096:1062:2,63 1196x2048 2560:682:2,64 1198x16384 1536:748:2,66 "
+        "7168:748:2,66 1200x160 1968:980:8,15 1203x16 3152:1086:4,19 1207x16384 2560:748:2,66 1216x16 1792:1342:8,5 "
+        "1216x96 6000:977:4,30 1221x4096 12288:884:2,66 1224x64 2688:859:8,10 1225x48 1536:1342:8,15 1232x32 "
+        "1328:1346:8,10 1232x128 928:1152:8,10 1235x16384 1536:884:2,66 1239x16384 12288:884:2,66 1240x1120 "
+        "400:808:2,63 1243x16 3648:1086:4,20 1247x2048 6144:693:2,64 1248x16 2112:1342:8,5 2192:1342:8,5 "
+        "4240:1342:8,5 7744:850:4,15 16144:850:4,25 1255x992 1488:1317:2,65 1256x16 912:1342:8,5 1264x16 "
+        "3072:1342:8,5 5296:850:4,10 20560:850:4,25 1264x8192 5456:945:2,66 1265x14336 11008:940:2,66 1272x16 "
+        "5456:850:4,10 1273x16384 11008:945:2,66 1280x1280 8192:621:8,15 16384:621:8,15 32768:621:8,15 1281x2560 "
+        "3072:724:8,15 1288x16 7392:850:4,12 1293x800 5312:1068:2,63 1296x96 2736:926:8,11 1296x976 736:839:2,66 "
+        "1301x1184 480:1354:8,14 1303x208 3152:1031:8,12 1304x13824 1024:882:2,66 1307x8192 2560:725:2,66 "
+        "1308x13824 12288:882:2,66 1312x16 6416:850:4,12 1320x1296 1280:1306:2,63 1320x1728 2144:907:2,63 1320x1792 "
+        "4816:684:2,63 1321x416 576:964:4,28 1331x16384 16384:743:2,66 1334x13824 8192:882:2,66 1335x1504 "
+        "2048:659:2,66 1336x16 784:1342:8,6 1337x768 4096:1058:2,66 1341x64 1344:859:8,11 1343x16384 14336:743:2,66 "
+        "1344x32 7504:1145:4,22 1344x8192 5264:864:2,66 1352x32 2160:1346:8,11 1352x80 1280:926:8,11 1363x1024 "
+        "4096:790:2,64 1364x3072 14336:879:2,64 1371x864 1328:1319:2,66 1376x16 2880:1342:8,6 1377x768 "
+        "8192:1058:2,66 1380x3072 16384:879:2,64 1383x160 4736:1001:8,11 1383x192 8352:1022:8,11 1384x48 "
+        "816:1086:4,22 1385x3072 7168:879:2,64 1385x6144 6144:879:2,66 1391x11008 8192:726:2,66 1392x16 "
+        "816:1342:8,6 1398x13824 1536:729:2,66 1400x16 4192:1342:8,6 1403x160 1040:1001:8,11 1408x16 2320:1342:8,6 "
+        "1408x160 3216:1001:8,11 1412x13824 5120:729:2,66 1416x16 1328:1342:8,6 1416x8192 5648:877:2,66 1428x1536 "
+        "8192:680:8,15 1429x3072 8192:937:2,66 1432x1360 1488:650:2,66 1433x48 2864:859:8,12 1437x6144 "
+        "1536:746:4,30 1442x768 2560:1304:2,66 1445x16384 8192:732:2,66 1448x16 1904:1342:8,6 2832:1342:8,6 1456x16 "
+        "4032:1342:8,6 1463x11008 768:732:2,66 1473x1696 896:829:2,66 1477x16 3840:1342:8,6 1480x16 2448:1342:8,6 "
+        "8128:850:4,18 1480x14336 1536:722:2,66 1488x16 912:1342:8,6 1489x16384 7168:748:2,66 1496x48 608:859:8,12 "
+        "1500x1504 1536:689:8,15 1504x32 1424:1346:8,12 1512x16 1056:1342:8,6 1512x48 2848:859:8,12 1514x6144 "
+        "1024:749:4,30 1517x7168 13824:725:2,66 1518x3072 8192:881:2,64 1518x5120 11008:742:8,15 1519x16 "
+        "944:1342:8,6 1523x13824 768:741:2,66 1536x16 3072:1342:8,6 1536x1024 8192:808:2,64 1536x1536 1024:907:2,64 "
+        "4096:815:2,66 8192:815:2,66 16384:815:2,66 32768:815:2,66 1551x16384 768:725:2,66 1560x16 1232:1342:8,7 "
+        "1560x7168 1024:725:2,66 1561x6144 6144:940:2,66 1568x848 10656:1350:2,65 1569x8192 4096:880:2,66 "
+        "1573x16384 12288:945:2,66 1576x16 2656:1342:8,7 1579x16384 2560:880:2,66 1584x16 4128:1342:8,7 1584x880 "
+        "4656:790:2,63 1592x16 17520:850:4,28 1600x16 21808:850:4,28 1600x32 1200:1346:8,13 2176:1346:8,13 1600x80 "
+        "2016:926:8,13 1607x4096 1024:726:2,66 1613x11008 8192:743:2,66 1616x16 2928:1342:8,7 8416:850:4,21 "
+        "1616x14336 7168:729:2,66 1624x16 512:1342:8,7 2608:1342:8,7 1624x64 704:1086:4,26 1630x8192 1536:743:2,66 "
+        "1630x12288 14336:884:2,66 1632x64 544:1086:4,26 1642x1536 8192:684:2,66 1644x7168 7168:729:2,66 1645x768 "
+        "16384:1319:2,65 1645x2560 3072:935:2,65 1648x48 4528:859:8,13 1648x272 1648:1027:2,65 1650x2048 "
+        "7168:719:2,64 1656x48 4288:859:8,13 1663x2048 16384:719:2,64 1665x4096 8192:722:2,66 1667x1776 "
+        "608:712:2,63 1668x5120 12288:937:2,66 1672x16 656:1342:8,7 1984:1342:8,7 1678x13824 7168:882:2,66 1680x16 "
+        "6336:850:4,14 7168:850:4,14 1688x2304 4976:877:2,66 1689x1536 11008:693:2,66 1689x5120 11008:937:2,66 "
+        "1690x768 6144:782:2,66 1693x16 704:1342:8,7 1696x64 5152:1145:4,28 1696x192 2080:1208:4,24 1696x14336 "
+        "3072:946:2,66 1699x3072 768:946:2,66 1703x1776 6752:712:2,63 1704x16 16992:850:4,28 1709x5120 "
+        "1536:747:8,15 1712x16 2064:1342:8,7 1716x7168 768:732:2,66 1717x4096 768:722:2,66 1720x752 4768:782:2,66 "
+        "1721x5120 768:747:8,15 1727x2048 3072:722:2,64 1731x768 8192:782:2,66 1736x16 2560:1342:8,7 3648:1342:8,7 "
+        "1744x1104 4272:900:2,66 1748x12288 3072:946:2,66 1752x16 1584:1342:8,7 1752x8192 9280:942:2,66 1760x48 "
+        "1664:859:8,14 1764x2560 4096:937:2,65 1768x16 2000:1342:8,7 12288:850:4,21 14256:850:4,21 15376:850:4,21 "
+        "1776x2432 5360:881:2,65 1792x16 5776:850:4,14 1792x848 912:1348:2,63 1808x16 2800:1342:8,8 1815x16 "
+        "1232:1342:8,8 1816x2048 12288:726:2,64 1818x4096 4096:726:2,66 1820x1024 768:1113:2,64 1823x16 "
+        "4416:1342:8,8 1824x16 3872:1342:8,8 1827x16384 2048:885:2,66 1834x7168 2048:743:2,66 1835x7168 "
+        "2048:743:2,66 1840x8192 1408:885:2,66 1843x768 2560:1077:2,66 1843x2048 3072:726:2,64 1852x4096 "
+        "6144:726:2,66 1858x11008 3072:885:2,66 1870x1024 12288:650:2,64 1870x8192 2560:885:2,66 1872x16 "
+        "1520:1342:8,8 1880x32 2208:1346:8,15 1880x240 2240:1328:4,24 1880x5120 1024:947:8,15 1881x3072 "
+        "13824:714:8,15 1885x4096 6144:729:2,66 1888x16 2976:1342:8,8 1890x1536 11008:714:8,15 1904x208 "
+        "560:1307:4,24 1912x16 6016:850:4,16 1913x1024 11008:650:2,64 1914x1536 7168:707:2,66 1916x3072 "
+        "13824:707:2,66 1921x3072 6144:707:2,66 1921x5120 1536:943:2,66 1922x14336 4096:745:2,66 1936x16 "
+        "896:1342:8,8 1936x64 9200:1191:4,22 1936x2464 2992:884:2,65 1937x2560 6144:943:2,65 1939x5120 "
+        "1024:943:2,66 1945x64 5104:1120:4,21 1952x8192 6576:741:2,66 1962x1024 768:1115:2,64 1963x1024 "
+        "1024:1115:2,64 1964x2560 1024:943:2,65 1967x16 2752:1342:8,8 1968x32 6992:977:4,16 1968x736 4560:808:2,66 "
+        "1976x16 640:1342:8,8 1981x768 2560:1350:2,64 1984x16 9184:850:4,24 1984x464 1200:630:2,64 1994x11008 "
+        "7168:725:2,66 2000x80 816:974:4,24 2003x13824 6144:745:2,66 2008x64 4912:1120:4,21 2025x7168 "
+        "13824:748:2,66 2026x12288 2560:884:2,66 2032x32 1968:1338:2,64 2034x12288 1536:884:2,66 2047x64 "
+        "14000:1191:4,22 2048x256 1024:1225:2,64 4096:1225:2,64 8192:1225:2,64 16384:1225:2,64 32768:1225:2,64 "
+        "2048x1024 12000:659:2,64 2048x2048 16:934:2,64 64:934:2,64 112:934:2,64 256:934:2,64 1008:934:2,64 "
+        "1024:934:2,64 2048:934:2,64 4096:934:2,64 5008:934:2,64 6000:934:2,64 8192:934:2,64 16384:934:2,64 "
+        "32768:934:2,64 2048x8192 3008:934:2,66 2056x16 1344:1342:8,9 2061x5120 1536:946:2,66 2064x32 8576:977:4,27 "
+        "2070x5120 1536:946:2,66 2072x16 1520:1342:8,9 2080x16 1856:1342:8,9 21376:850:4,27 2082x12288 "
+        "2048:879:2,66 2087x16384 5120:726:2,66 2095x16384 4096:748:2,66 2101x2048 3072:879:2,66 2104x1024 "
+        "5120:952:2,66 2108x4096 11008:879:2,66 2112x16 1408:1342:8,9 2118x2048 11008:743:2,64 2128x16 "
+        "2944:1342:8,9 2160x16 5536:850:4,18 7488:850:4,18 2161x5120 2048:733:4,30 2168x16 1088:1342:8,9 "
+        "5520:850:4,18 2174x11008 4096:732:2,66 2184x6144 768:715:2,66 2186x12288 14336:876:2,66 2196x14336 "
+        "768:945:2,66 2208x64 992:1120:4,23 2233x14336 8192:945:2,66 2236x13824 768:945:2,66 2240x8192 "
+        "2304:881:2,66 2250x6144 2048:881:2,66 2261x16384 1024:745:2,66 2264x64 704:1120:4,24 2269x1536 "
+        "2560:719:2,66 2272x512 1376:788:8,15 2280x16 5264:850:4,18 2285x2048 16384:881:2,66 2308x13824 "
+        "7168:937:2,66 2312x16 9776:850:4,30 2315x12288 3072:748:2,66 2320x16 576:1342:8,10 2328x6144 "
+        "16384:942:2,66 2352x48 720:922:8,10 2354x13824 3072:722:2,66 2358x3072 1024:722:2,66 2360x80 720:997:8,10 "
+        "2365x11008 11008:946:2,66 2368x16 7760:850:4,30 2371x13824 6144:722:2,66 2371x16384 5120:748:2,66 "
+        "2384x8192 1536:948:4,30 2393x4096 2560:748:2,66 2401x8192 768:748:2,66 2406x8192 2048:748:2,66 2416x16 "
+        "832:1342:8,10 2416x64 1120:1120:4,26 2423x6144 1024:748:2,66 2424x1264 7776:712:2,65 2432x16 9488:850:4,30 "
+        "2445x7168 5120:743:2,66 2456x16 19680:850:4,30 2467x3072 16384:726:2,66 2470x14336 12288:884:2,66 2480x16 "
+        "13808:850:4,30 2484x1024 1024:699:4,30 2487x6144 768:884:2,66 2488x16 2672:1342:8,10 2494x3072 "
+        "4096:726:2,66 2520x8192 3488:945:2,66 2528x16 624:1342:8,10 3248:1342:8,10 11648:850:4,30 2528x12288 "
+        "1024:945:2,66 2533x6144 4096:945:2,66 2536x16 5008:1342:8,10 2554x2048 6144:945:2,64 2557x11008 "
+        "12288:745:2,66 2560x16 848:1342:8,10 2560x32 4080:853:8,10 2561x4096 12288:722:2,66 2566x11008 "
+        "14336:745:2,66 2582x13824 1536:943:2,66 2592x16 656:1342:8,11 688:1342:8,11 10768:846:2,63 2600x32 "
+        "1360:853:8,11 2606x768 4096:650:2,66 2621x11008 16384:748:2,66 2622x13824 11008:729:2,66 2637x16384 "
+        "14336:880:2,66 2648x16 2224:1342:8,11 2649x16384 2048:743:2,66 2656x16 11792:846:2,63 12080:846:2,63 "
+        "2657x2048 14336:698:2,66 2662x5120 2048:881:2,66 2664x16 12752:846:2,63 2665x2048 1536:698:2,66 2672x48 "
+        "1136:922:8,11 2688x16 13712:846:2,63 2700x3072 768:732:2,66 2712x16 528:1342:8,11 1904:1342:8,11 "
+        "2722x11008 12288:748:2,66 2736x16 576:1342:8,11 4752:1342:8,11 2743x12288 7168:741:2,66 2744x16 "
+        "2848:1342:8,11 2745x2048 3072:711:4,30 2752x16 1056:1342:8,11 22752:850:4,22 2754x12288 1536:741:2,66 "
+        "2784x16 4416:1342:8,11 2786x7168 5120:945:2,66 2798x1536 4096:741:2,66 2800x16 11600:850:4,22 2810x12288 "
+        "8192:741:2,66 2824x16 4464:1342:8,12 2824x96 2784:1014:8,12 2832x16 912:1342:8,12 2842x8192 16384:882:2,66 "
+        "2848x64 7520:980:8,12 2850x6144 2048:936:2,66 2861x12288 12288:884:2,66 2862x4096 2048:729:2,66 2864x16 "
+        "12048:850:4,24 2880x48 1248:922:8,12 2883x14336 8192:884:2,66 2904x16 13776:850:4,24 2911x12288 "
+        "16384:884:2,66 2936x64 3392:980:8,12 2950x2560 3072:726:2,66 2960x13824 2048:743:2,66 2968x1536 "
+        "2048:936:2,66 2970x768 1024:664:2,66 2995x11008 4096:940:2,66 2996x13824 8192:946:2,66 3000x16 "
+        "3632:1342:8,12 6000:850:4,24 3000x3008 6000:882:2,66 3003x6144 2048:881:2,66 3008x16 3904:1342:8,12 "
+        "3008x32 1808:853:8,12 3009x6144 8192:881:2,66 3014x1536 1536:881:2,64 3016x80 3728:997:8,12 3017x14336 "
+        "2560:940:2,66 3024x16 11280:850:4,24 3032x16 848:1342:8,12 3036x4096 8192:741:2,66 3056x16 2016:1342:8,12 "
+        "3064x1536 3072:881:2,64 3065x2048 6144:712:2,66 3080x64 2048:980:8,13 3080x6144 2560:939:2,66 3087x1536 "
+        "11008:745:2,66 3087x7168 5120:725:2,66 3088x32 1056:853:8,13 3088x1536 1536:939:2,66 3096x8192 "
+        "11680:885:2,66 3097x16384 11008:885:2,66 3100x5120 2560:729:2,66 3100x14336 14336:885:2,66 3112x16 "
+        "1248:1342:8,13 3113x6144 4096:745:2,66 3120x80 3376:997:8,13 3134x13824 12288:745:2,66 3146x768 "
+        "3072:673:2,66 3165x4096 2560:879:2,66 3184x16 2128:1342:8,13 3192x64 6112:980:8,13 3193x12288 "
+        "2560:876:2,66 3200x80 832:997:8,13 3208x16 14800:850:4,26 3211x7168 1536:726:2,66 3235x7168 1536:726:2,66 "
+        "3238x13824 8192:743:2,66 3240x16 18112:850:4,26 3252x16384 2048:743:2,66 3253x5120 5120:741:2,66 3256x32 "
+        "688:853:8,13 3277x7168 14336:940:2,66 3280x16 5456:850:4,26 3280x1536 5120:885:2,64 3315x8192 "
+        "11008:729:2,66 3328x16 5024:1342:8,13 3353x6144 3072:945:2,66 3424x16384 1024:881:2,66 3432x16 "
+        "768:1342:8,14 3432x7168 16384:943:2,66 3468x7168 5120:732:2,66 3472x12288 6144:945:2,66 3477x4096 "
+        "768:727:4,30 3480x64 5920:1168:4,22 3492x3072 8192:945:2,66 3493x16384 768:945:2,66 3496x8192 "
+        "1152:942:2,66 3497x1024 7168:725:2,64 3503x3072 1536:945:2,66 3504x80 5696:997:8,14 3536x32 7936:977:4,28 "
+        "3538x1536 1536:869:2,66 3548x1536 8192:869:2,66 3550x2048 7168:725:2,66 3552x16 592:1342:8,14 "
+        "1888:1342:8,14 3588x12288 768:729:2,66 3601x2560 13824:745:2,66 3616x16 6064:850:4,30 3624x16 "
+        "4736:1342:8,15 8928:850:4,30 3626x6144 5120:937:2,66 3632x16 512:1342:8,15 3646x14336 7168:882:2,66 "
+        "3653x3072 2048:726:2,66 3664x48 6160:922:8,15 3668x4096 2048:945:2,66 3671x12288 7168:884:2,66 3677x1536 "
+        "11008:698:2,66 3697x768 2560:873:8,15 3704x16 1264:1342:8,15 3704x12288 1024:885:2,66 3728x16 "
+        "2352:1342:8,15 3737x11008 1536:884:2,66 3744x16 1920:1342:8,15 3758x2560 2048:943:2,66 3774x2048 "
+        "8192:729:2,66 3792x8192 8144:945:2,66 3797x14336 768:743:2,66 3806x1536 5120:714:8,15 3808x64 "
+        "3280:1168:4,24 3816x16 3680:1342:8,15 3824x48 672:922:8,15 3835x13824 2048:881:2,66 3856x16 1856:1338:2,61 "
+        "3884x2048 14336:732:2,66 3904x16 928:1338:2,61 2224:1338:2,61 3912x16 8832:846:2,62 3927x2048 "
+        "13824:732:2,66 3936x48 8864:920:2,62 3936x12288 2560:948:4,30 3946x768 1536:716:8,15 3962x8192 "
+        "11008:732:2,66 3969x4096 3072:741:2,66 3984x16 21200:846:2,64 3992x16 2304:1338:2,63 4000x16 "
+        "2064:1338:2,63 10128:846:2,64 4000x320 28672:1319:2,64 4005x11008 1536:743:2,66 4006x4096 11008:741:2,66 "
+        "4016x16 1440:1338:2,63 4019x6144 13824:943:2,66 4040x16 11888:846:2,64 4040x48 2320:920:2,64 4048x16 "
+        "1152:1338:2,64 4076x5120 11008:945:2,66 4092x6144 768:943:2,66 4096x16 256:1338:2,64 4096:1338:2,64 "
+        "5104:1338:2,64 16384:1338:2,64 32768:1338:2,64 4096x48 1024:920:2,64 4096:920:2,64 8192:920:2,64 "
+        "16384:920:2,64 32768:920:2,64 4096x128 1024:1225:2,64 4096:1225:2,64 8192:1225:2,64 16384:1225:2,64 "
+        "32768:1225:2,64 4096x4096 16:934:2,66 64:934:2,66 112:934:2,66 256:934:2,66 1008:934:2,66 1024:934:2,66 "
+        "2048:934:2,66 3008:934:2,66 4096:934:2,66 5008:934:2,66 8192:934:2,66 16384:934:2,66 20000:934:2,66 "
+        "32768:934:2,66 4096x8192 3008:934:2,66 20000:934:2,66 4108x13824 1024:884:2,66 4150x7168 11008:748:2,66 "
+        "4160x16 3440:1338:2,65 4160x64 4000:1188:4,22 4184x1024 1536:935:2,66 4203x1536 8192:712:2,66 4224x16 "
+        "560:1338:2,66 4240x80 1536:1328:4,17 4250x13824 6144:741:2,66 4252x8192 768:748:2,66 4264x16 816:847:4,17 "
+        "4288x14336 13824:962:2,66 4297x14336 14336:745:2,66 4304x8192 4912:885:2,66 4320x16 3360:847:4,17 "
+        "4325x11008 13824:880:2,66 4330x1536 5120:715:2,66 4334x12288 14336:743:2,66 4336x64 5680:1188:4,23 "
+        "4360x8192 1040:885:2,66 4384x16 800:847:4,18 3552:847:4,18 4414x768 11008:874:2,64 4424x16 18704:847:4,18 "
+        "4428x5120 4096:937:2,66 4456x16 7408:847:4,18 4469x12288 1536:748:2,66 4505x16384 5120:879:2,66 4513x13824 "
+        "8192:884:2,66 4528x64 6112:1188:4,24 4530x5120 13824:881:2,66 4535x2048 8192:881:2,66 4536x16 "
+        "1632:847:4,18 4536x80 2816:1328:4,18 4539x4096 2048:745:2,66 4544x13824 12288:962:2,66 4547x12288 "
+        "6144:748:2,66 4560x16 12928:847:4,18 4612x1024 14336:940:2,66 4619x1024 12288:940:2,66 4634x2560 "
+        "1536:732:2,66 4656x16 1392:847:4,19 4664x80 6528:1328:4,19 4688x13824 1536:880:2,66 4692x4096 "
+        "12288:940:2,66 4696x16 7136:847:4,19 4703x768 2560:722:2,66 4736x16 784:847:4,19 4784x16 2096:847:4,19 "
+        "4784x1536 5120:725:2,66 4788x7168 4096:748:2,66 4797x16384 7168:945:2,66 4798x3072 12288:748:2,66 "
+        "4817x4096 768:748:2,66 4823x16384 6144:748:2,66 4880x48 2512:1008:4,20 4886x13824 2048:745:2,66 4920x64 "
+        "5296:1208:4,22 4936x16 1056:847:4,20 4944x16 14240:847:4,20 4952x16 784:847:4,20 4966x13824 8192:942:2,66 "
+        "4992x16 832:847:4,20 5026x1536 11008:726:2,66 5040x16 2272:847:4,20 5041x5120 4096:945:2,66 5090x8192 "
+        "2560:945:2,66 5110x3072 13824:945:2,66 5115x1536 2560:876:2,66 5136x16 8064:847:4,21 5152x16 "
+        "21584:847:4,21 5166x7168 14336:946:2,66 5176x16 7920:847:4,21 5192x16 976:847:4,21 5208x16 4512:847:4,21 "
+        "5281x14336 3072:881:2,66 5291x2048 4096:725:2,66 5325x16384 12288:884:2,66 5331x2048 2560:725:2,66 5336x16 "
+        "896:847:4,21 5344x16 1264:847:4,21 5344x1536 5120:741:2,66 5373x13824 4096:945:2,66 5398x4096 "
+        "14336:743:2,66 5409x6144 13824:745:2,66 5448x7168 6144:880:2,66 5460x12288 7168:745:2,66 5496x16 "
+        "2304:847:4,22 5504x16 10096:847:4,22 5536x16 6672:847:4,22 5558x6144 5120:741:2,66 5576x48 5936:1008:4,22 "
+        "5589x7168 6144:885:2,66 5608x32 1504:974:4,22 5613x12288 2560:741:2,66 5648x48 5136:1008:4,23 5655x768 "
+        "5120:880:2,66 5662x1536 7168:880:2,66 5688x16 1248:847:4,23 5720x16 10896:847:4,23 5760x8192 6432:881:2,66 "
+        "5800x16 7968:847:4,23 5834x4096 8192:940:2,66 5893x768 3072:743:2,66 5920x32 880:974:4,24 5984x64 "
+        "768:1223:4,24 5997x768 14336:881:2,64 6000x160 12000:1321:8,12 6000x6000 336:962:2,66 6015x1536 "
+        "2048:745:2,66 6032x768 2048:939:2,63 6048x16 1632:847:4,24 6063x5120 16384:945:2,66 6065x8192 "
+        "5120:748:2,66 6111x2048 5120:741:2,66 6134x4096 3072:943:2,66 6136x32 1536:974:4,24 6184x16 8000:847:4,25 "
+        "6190x13824 2048:946:2,66 6201x4096 13824:943:2,66 6216x16 6176:847:4,25 6223x2048 14336:879:2,66 6248x8192 "
+        "7888:945:2,66 6261x4096 1536:935:2,66 6296x16 5264:847:4,25 6304x16 992:847:4,25 6315x1536 16384:882:2,66 "
+        "6376x16 4960:847:4,25 6408x1536 4096:884:2,66 6434x5120 2048:732:2,66 6448x16 17776:847:4,26 6472x64 "
+        "800:1223:4,26 6512x16 3520:847:4,26 6516x3072 2048:942:2,66 6541x13824 16384:946:2,66 6552x48 "
+        "6672:1008:4,26 6569x1536 14336:748:2,66 6577x11008 8192:745:2,66 6593x13824 1024:745:2,66 6625x16384 "
+        "768:884:2,66 6673x768 1024:748:2,66 6704x16 640:847:4,27 1904:847:4,27 6064:847:4,27 6719x7168 "
+        "6144:945:2,66 6727x768 13824:885:2,66 6744x16 16928:847:4,27 6787x4096 6144:881:2,66 6800x16 5984:847:4,27 "
+        "6800x32 1824:974:4,27 6808x3072 6144:885:2,66 6823x8192 8192:885:2,66 6870x13824 7168:945:2,66 6880x16 "
+        "1120:847:4,27 6894x12288 2560:945:2,66 6916x1536 768:945:2,66 6936x16 20224:847:4,28 6942x1024 "
+        "5120:722:2,66 6962x768 11008:945:2,66 7000x96 2560:1358:4,28 7008x48 8672:1008:4,28 7042x11008 "
+        "1536:884:2,66 7055x2560 11008:743:2,66 7056x8192 3184:940:2,66 7096x32 768:974:4,28 7104x32 1200:974:4,28 "
+        "7120x32 2880:974:4,28 7121x3072 4096:880:2,66 7125x13824 5120:741:2,66 7131x3072 2048:880:2,66 7136x80 "
+        "2096:1328:4,28 7162x2560 8192:745:2,66 7168x32 2864:974:4,28 7175x2560 4096:745:2,66 7185x3072 "
+        "14336:880:2,66 7200x8192 1664:946:2,66 7281x12288 1536:945:2,66 7304x16 576:847:4,29 7360x8192 "
+        "2992:882:2,66 7373x13824 8192:879:2,66 7408x1024 1024:729:2,66 7408x8192 3872:884:2,66 7488x16 "
+        "6128:847:4,30 7495x1536 14336:726:2,66 7524x16384 6144:940:2,66 7553x2560 3072:726:2,66 7612x8192 "
+        "12288:945:2,66 7768x64 2112:1247:4,25 7791x2048 2560:946:2,66 7880x16 720:843:2,62 7912x16 13344:843:2,62 "
+        "7920x96 11344:1003:2,62 7944x2560 2560:945:2,66 7945x3072 11008:942:2,66 7976x64 6944:1247:4,25 8028x4096 "
+        "14336:881:2,66 8061x1536 5120:732:2,66 8082x11008 8192:945:2,66 8119x7168 11008:946:2,66 8192x16 "
+        "256:843:2,64 1024:843:2,64 1776:843:2,64 2064:843:2,64 2544:843:2,64 2688:843:2,64 3024:843:2,64 "
+        "4096:843:2,64 4688:843:2,64 5248:843:2,64 6656:843:2,64 7792:843:2,64 8192:843:2,64 9120:843:2,64 "
+        "12000:843:2,64 16384:843:2,64 32768:843:2,64 8192x32 4000:970:2,64 4112:970:2,64 4432:970:2,64 "
+        "9376:970:2,64 9456:970:2,64 8192x48 1024:1006:2,64 1136:1006:2,64 1808:1006:2,64 4320:1006:2,64 "
+        "4448:1006:2,64 5264:1006:2,64 5392:1006:2,64 6000:1006:2,64 6016:1006:2,64 8976:1006:2,64 8192x64 "
+        "1024:1247:4,26 1920:1247:4,26 4096:1247:4,26 8192:1247:4,26 9296:1247:4,26 11456:1247:4,26 16384:1247:4,26 "
+        "32768:1247:4,26 8192x80 2064:1326:2,64 7680:1326:2,64 8352:1326:2,64 8192x96 4192:1003:2,64 8192:1003:2,64 "
+        "20000:1003:2,64 8192x112 8240:1026:2,64 8192x128 2960:1058:2,64 8192x144 6672:1305:2,64 8192x176 "
+        "2464:865:2,64 2688:865:2,64 5584:1350:2,64 10288:1350:2,64 11856:1350:2,64 8192x192 2128:1350:2,64 "
+        "8192x224 1472:617:2,64 8192x256 3840:659:2,64 9024:659:2,64 8192x272 8416:815:2,64 8192x288 3040:815:2,64 "
+        "8192x320 16000:837:2,64 8192x368 11600:871:2,64 8192x384 1312:871:2,64 8192x400 4352:914:2,64 8192x480 "
+        "3952:832:2,66 8192x592 11920:961:2,64 8192x656 2912:837:2,66 8192x720 3008:871:2,66 8192x864 1056:815:2,66 "
+        "8192x1024 1024:934:2,66 4096:934:2,66 8192:934:2,66 16384:934:2,66 32768:934:2,66 8192x1072 8864:960:2,66 "
+        "8192x1232 3456:916:2,66 8192x1328 7216:918:2,66 8192x1344 5664:837:2,66 8192x1920 1376:962:2,66 8192x1952 "
+        "6928:934:2,66 8192x2048 24000:934:2,66 8192x2128 11792:960:2,66 8192x2352 1296:834:4,30 8192x2496 "
+        "8848:962:2,66 8192x2656 5840:918:2,66 8192x2768 1360:881:2,66 8192x2928 1088:741:2,66 7936:961:2,66 "
+        "8192x3152 1120:835:2,66 8192x3408 4128:882:2,66 8192x3776 4144:962:2,66 8192x3888 9472:822:2,66 8192x4096 "
+        "7008:934:2,66 12000:934:2,66 8192x4224 10736:740:2,66 8192x4480 10880:962:2,66 8192x4784 1184:836:8,15 "
+        "8192x4816 4064:961:2,66 8192x5792 2176:833:2,66 8192x5856 6096:833:2,66 8192x6544 2960:833:2,66 8192x7280 "
+        "6592:915:2,66 8192x7456 7168:881:2,66 8192x7520 8032:835:2,66 8192x7680 2576:962:2,66 8192x8192 "
+        "16:934:2,66 64:934:2,66 112:934:2,66 256:934:2,66 1008:934:2,66 1024:934:2,66 1536:934:2,66 2048:934:2,66 "
+        "4096:962:2,66 5008:962:2,66 6000:962:2,66 8192:962:2,66 11008:962:2,66 16384:962:2,66 28672:962:2,66 "
+        "32768:962:2,66 12288x256 2048:712:2,64 "
     ),
 }

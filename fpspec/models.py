@@ -774,10 +774,11 @@ _SEED_TRITON = next(p.model for p in _INSTRUCTION_PRESETS if p.name == "sm90-f16
 #: The H200 cuBLAS runs in the table (vectors/provenance/h200-cublas): the sweep and the first
 #: three held-out runs; device and sampled outputs per target (27,243 + 4,249 + 3,928 + 4,968 and
 #: 28,527 + 4,400 + 4,096 + 5,248).
-_H200_CUBLAS = ("NVIDIA H200 (cuBLAS 13.1 through torch 2.11; vectors/provenance/h200-cublas/sweep.jsonl "
-                "and heldout{,2,3}.jsonl)")
-_H200_CUBLAS_OUTPUTS = {"torch-bf16": 40_388, "torch-fp16": 40_388, "torch-scaled-mm": 42_271,
-                        "torch-scaled-mm-fast": 42_271}
+_H200_CUBLAS = ("NVIDIA H200 (cuBLAS 13.1 through torch 2.11; vectors/provenance/h200-cublas/sweep.jsonl, "
+                "heldout{,2,3}.jsonl and train{1,2,3}.jsonl)")
+#: sampled outputs of the table's runs per target (tests/test_gemm_models.py counts them again)
+_H200_CUBLAS_OUTPUTS = {"torch-bf16": 131_826, "torch-fp16": 131_826, "torch-scaled-mm": 137_676,
+                        "torch-scaled-mm-fast": 137_676}
 _CUBLAS_REF = "docs/cublas-h200.rst; vectors/provenance/h200-cublas"
 
 
@@ -787,7 +788,7 @@ def _library(name: str, target: str, chain: str, summary: str, call: str) -> Pre
     shapes = tuple(sorted({(o.m, o.n, o.k) for o in cublas_h200.observations_from_table()[target]}))
     return Preset(name, PRESETS[chain].model.replace(require_full_groups=False),
                   summary + "; the kernel and its K slices follow from the shape (fpspec.models.resolve)",
-                  f"{call} on an NVIDIA H200, measured at 524 shapes (docs/cublas-h200.rst); the chain: "
+                  f"{call} on an NVIDIA H200, measured at {len(shapes)} shapes (docs/cublas-h200.rst); the chain: "
                   f"{chain}, " + _KM_SRC,
                   Backing("measured", f"{call}: the runs' calls, modelled from each call's kernel and grid "
                                       "(the observer) and from the shape alone (resolve); rates in "
