@@ -27,7 +27,9 @@ import numbers
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Literal, Sequence
+from typing import Any, Literal, NamedTuple, Sequence
+
+import numpy as np
 
 from .errors import FpspecError
 
@@ -539,9 +541,8 @@ class Predictor:
 
     def _set(self, plans: dict[str, dict[tuple[int, int, int], KernelChoice]]) -> None:
         self._plans = plans
-        self._tiles = {t: sorted({p.tile for p in pl.values() if p.kclass == "nvjet" and p.tile})
-                       for t, pl in plans.items()}
-        self._points: dict[tuple[str, int], list] = {}
+        self._tiles = {t: _swept_tiles(pl) for t, pl in plans.items()}
+        self._points: dict[tuple[str, int], _Points] = {}  # by (target, NEAREST_AREA_FLOOR)
 
     def shapes(self, target: str) -> list[tuple[int, int, int]]:
         """The swept shapes of a target."""
@@ -552,25 +553,33 @@ class Predictor:
         return self._plans.get(target, {}).get(tuple(shape))  # type: ignore[arg-type]
 
     def without(self, target: str, shape: tuple[int, int, int]) -> "Predictor":
-        """The same predictor with one shape of one target left out."""
-        plans = dict(self._plans)
-        plans[target] = {s: p for s, p in plans.get(target, {}).items() if s != tuple(shape)}
+        """The same predictor with one shape of one target left out (the other targets' parts
+        shared, this target's nearest-shape points filtered rather than rebuilt)."""
+        shape = tuple(shape)  # type: ignore[assignment]
         new = type(self).__new__(type(self))
-        new._set(plans)
+        new._plans = dict(self._plans)
+        new._plans[target] = {s: p for s, p in self._plans.get(target, {}).items() if s != shape}
+        new._tiles = dict(self._tiles)
+        new._tiles[target] = _swept_tiles(new._plans[target])
+        self._nvjet_points(target)  # built here once, filtered for each shape left out
+        new._points = {key: pts.without(shape) if key[0] == target else pts for key, pts in self._points.items()}
         return new
 
     # -------------------------------------------------------------- the parts
-    def _nvjet_points(self, target: str) -> list[tuple[float, float, int, int, tuple[int, int, int], KernelChoice]]:
-        """Per swept nvjet call whose S is known: (log2 area, log2 K, P, cap, shape, plan)."""
+    def _nvjet_points(self, target: str) -> "_Points":
+        """The swept nvjet calls whose S is known and whose K can split (cap >= 2; a shorter K
+        says nothing about the budget), as arrays (:class:`_Points`), built once per area floor
+        (``tools/h200_cublas_rule.py scan`` varies it)."""
         key = (target, NEAREST_AREA_FLOOR)
         if key not in self._points:
             kt = TARGETS[target].kt
-            pts = []
-            for s, pl in sorted(self._plans.get(target, {}).items()):
-                if pl.kclass != "nvjet" or pl.confidence == "unknown":
-                    continue
-                pts.append((_log_area(s[0], s[1]), math.log2(s[2]), pl.p or 1, slice_cap(s[2], kt), s, pl))
-            self._points[key] = pts
+            rows = [(s, pl) for s, pl in sorted(self._plans.get(target, {}).items())
+                    if pl.kclass == "nvjet" and pl.confidence != "unknown" and slice_cap(s[2], kt) > 1]
+            self._points[key] = _Points(
+                np.array([_log_area(s[0], s[1]) for s, _ in rows], dtype=np.float64),
+                np.array([math.log2(s[2]) for s, _ in rows], dtype=np.float64),
+                np.array([s for s, _ in rows], dtype=np.int64).reshape(-1, 3),
+                tuple(pl for _, pl in rows), tuple(slice_cap(s[2], kt) for s, _ in rows))
         return self._points[key]
 
     def _nearest_p(self, target: str, m: int, n: int, k: int) -> tuple[int, KernelChoice | None]:
@@ -578,17 +587,17 @@ class Predictor:
         kt = TARGETS[target].kt
         cap = slice_cap(k, kt)
         la, lk = _log_area(m, n), math.log2(k)
-        cands = []
-        for pa, pk, p, pcap, shape, pl in self._nvjet_points(target):
-            if pcap <= 1:
-                continue                        # K too short to say anything about the budget
-            d = abs(pa - la) + NEAREST_K_WEIGHT * abs(pk - lk)
-            cands.append((d, shape, p, pcap, pa, pl))
-        cands.sort(key=lambda c: (c[0], c[1]))
+        pts = self._nvjet_points(target)
+        # distances as the IEEE double expression d = |pa - la| + w |pk - lk|, in order of
+        # (d, shape): the same order a sort of the Python floats and shape tuples gives
+        dist = np.abs(pts.area - la) + NEAREST_K_WEIGHT * np.abs(pts.logk - lk)
+        order = np.lexsort((pts.shape[:, 2], pts.shape[:, 1], pts.shape[:, 0], dist))
         votes: dict[int, float] = {}
         first: KernelChoice | None = None
         used = 0
-        for d, shape, p, pcap, pa, pl in cands:
+        for i in order.tolist():
+            d, pa, pl, pcap = float(dist[i]), float(pts.area[i]), pts.plans[i], pts.caps[i]
+            p = pl.p or 1
             if p < pcap:                        # the budget bound P: scale it to this output
                 vote = 1 if p == 1 else max(1, min(cap, int(p * 2.0 ** (pa - la) + 0.5)))
             elif p * 2.0 ** (pa - la) >= cap:   # K bound P there; the budget allows at least cap here
@@ -659,6 +668,28 @@ class Predictor:
         return KernelChoice(target, shape, "nvjet", "nearest", p=p, s=slice_length(k, tg.kt, p), kernel=near.kernel,
                             tile=near.tile, cluster=near.cluster, kt=tg.kt, source=near.shape,
                             tiles=padded_tiles(m, n, near.tile, near.cluster) if near.tile and near.cluster else None)
+
+
+class _Points(NamedTuple):
+    """A target's nearest-shape points (:meth:`Predictor._nvjet_points`): log2 area and
+    log2 K per swept call, its shape (rows of M, N, K), plan and slice cap."""
+
+    area: np.ndarray
+    logk: np.ndarray
+    shape: np.ndarray
+    plans: tuple[KernelChoice, ...]
+    caps: tuple[int, ...]
+
+    def without(self, shape: tuple[int, int, int]) -> "_Points":
+        keep = ~np.all(self.shape == np.array(shape, dtype=np.int64), axis=1)
+        idx = np.flatnonzero(keep).tolist()
+        return _Points(self.area[keep], self.logk[keep], self.shape[keep], tuple(self.plans[i] for i in idx),
+                       tuple(self.caps[i] for i in idx))
+
+
+def _swept_tiles(plans: dict[tuple[int, int, int], KernelChoice]) -> list[tuple[int, int]]:
+    """The nvjet tiles a target's swept calls ran, sorted."""
+    return sorted({p.tile for p in plans.values() if p.kclass == "nvjet" and p.tile})
 
 
 def _log_area(m: int, n: int) -> float:
