@@ -195,6 +195,17 @@ def _window_edges(fmt: str, k: int, rng) -> tuple[np.ndarray, np.ndarray]:
     return codes_of(_representable(a, fmt), fmt), codes_of(_representable(b, fmt), fmt)
 
 
+def _edge_operands(fmt, k: int, rng) -> tuple[np.ndarray, np.ndarray]:
+    """The window-edge operands of :func:`_window_edges` (B random and wide where its format
+    differs from A's) with random wide-range rows added to both."""
+    fa, fb = operand_formats(fmt)
+    a, bt = _window_edges(fa, k, rng)
+    if fa != fb:
+        bt = wide_codes(rng, (6, k), fb, span=10)
+    return (np.concatenate([a, wide_codes(rng, (3, k), fa, span=12)]),
+            np.concatenate([bt, wide_codes(rng, (5, k), fb, span=12)]))
+
+
 def _representable(x, fmt):
     from gemm_helpers import _DT
     return x.astype(np.float32).astype(_DT[fmt]).astype(np.float64)
@@ -217,15 +228,8 @@ def test_fpsgemm10_narrow_kernel_equals_exact(name, fmt, over):
     the exact spec on window edges, signs, zeros, subnormals, the largest values and random
     wide-range operands, with promotions, K slices, FLOOR, an exponent floor, a non-fused
     chain and both zero rules."""
-    rng = np.random.default_rng(sum(map(ord, name)) + len(over))
     model = get_model(name, **over)
-    k = 192
-    fa, fb = operand_formats(fmt)
-    a, bt = _window_edges(fa, k, rng)
-    if fa != fb:
-        bt = wide_codes(rng, (6, k), fb, span=10)
-    a = np.concatenate([a, wide_codes(rng, (3, k), fa, span=12)])
-    bt = np.concatenate([bt, wide_codes(rng, (5, k), fb, span=12)])
+    a, bt = _edge_operands(fmt, 192, np.random.default_rng(sum(map(ord, name)) + len(over)))
     assert _kernel(a, bt, model, fmt) is kernels.gemm_window_narrow_rows
     ye, yf = (gemm(a, bt, model, fmt=fmt, impl=impl) for impl in ("exact", "fast"))
     assert np.array_equal(_bits(ye), _bits(yf))
@@ -319,15 +323,9 @@ def test_fpsgemm10_narrow_float_and_integer_products_agree(name, fmt, over, monk
     float_products proves them exact: FP8, and FP16 at G = 4) and the integer shifts (forced
     here), both equal the exact spec on the window-edge operands and wide random ones."""
     import fpspec.fast.accumulate as acc
-    rng = np.random.default_rng(sum(map(ord, name)) + 7 * len(over))
     model = get_model(name, **over)
     k = 160
-    fa, fb = operand_formats(fmt)
-    a, bt = _window_edges(fa, k, rng)
-    if fa != fb:
-        bt = wide_codes(rng, (6, k), fb, span=10)
-    a = np.concatenate([a, wide_codes(rng, (3, k), fa, span=12)])
-    bt = np.concatenate([bt, wide_codes(rng, (5, k), fb, span=12)])
+    a, bt = _edge_operands(fmt, k, np.random.default_rng(sum(map(ord, name)) + 7 * len(over)))
     kernel, ops = _terms_kernel(a, bt, model, fmt, chain_plan(k, model))
     assert kernel is kernels.gemm_window_narrow_rows and ops[-1] is True
     # zeros align at -126 under zero_alignment="emin": beyond the int8 lanes
