@@ -4,9 +4,9 @@
         vectors/provenance/h200-cublas/heldout.jsonl \
         vectors/provenance/h200-cublas/heldout2.jsonl \
         vectors/provenance/h200-cublas/heldout3.jsonl \
-        vectors/provenance/h200-cublas/train1.jsonl \
-        vectors/provenance/h200-cublas/train2.jsonl \
-        vectors/provenance/h200-cublas/train3.jsonl \
+        vectors/provenance/h200-cublas/train1.jsonl.gz \
+        vectors/provenance/h200-cublas/train2.jsonl.gz \
+        vectors/provenance/h200-cublas/train3.jsonl.gz \
         --out fpspec/cublas_h200_table.py
 
 Sources (sha256):
@@ -14,9 +14,9 @@ vectors/provenance/h200-cublas/sweep.jsonl (3344aeefc3f58df738184c7061ba5b78b0fd
 vectors/provenance/h200-cublas/heldout.jsonl (7d929a98737ba58e7364a2b7be26e122dd338b51a50bba7944fd17723c6a56db)
 vectors/provenance/h200-cublas/heldout2.jsonl (0eea029cc8007aa813c97d5da96e50746bd543166109e777c7fb549e75011b73)
 vectors/provenance/h200-cublas/heldout3.jsonl (8e6458d9f8f09a408d119cdd4798189f4454f3167cf442faa173ac98ae330ef8)
-vectors/provenance/h200-cublas/train1.jsonl (11e2ccf2b895bf47d10b5e76b61d9dbb6c9f5e43753c49d647f7688cace633e9)
-vectors/provenance/h200-cublas/train2.jsonl (525502efe886ecef33a3aca0cb9e940c55535543efac489490e5e1086a1eef07)
-vectors/provenance/h200-cublas/train3.jsonl (c08a665294e94a526200c930bf1d2b8d82e73201a0610ffbdca22a1c0cf91022)
+vectors/provenance/h200-cublas/train1.jsonl.gz (11e2ccf2b895bf47d10b5e76b61d9dbb6c9f5e43753c49d647f7688cace633e9)
+vectors/provenance/h200-cublas/train2.jsonl.gz (525502efe886ecef33a3aca0cb9e940c55535543efac489490e5e1086a1eef07)
+vectors/provenance/h200-cublas/train3.jsonl.gz (c08a665294e94a526200c930bf1d2b8d82e73201a0610ffbdca22a1c0cf91022)
 
 CALLS: per target, every call of the sources: ``MxN`` (the output shape run) starts a group of
 ``K:kernel:grid[:P]`` items (K, the index of the call's GEMM kernel in KERNELS, its launch
@@ -36,11 +36,11 @@ SOURCES: tuple[tuple[str, str], ...] = (
      '0eea029cc8007aa813c97d5da96e50746bd543166109e777c7fb549e75011b73'),
     ('vectors/provenance/h200-cublas/heldout3.jsonl',
      '8e6458d9f8f09a408d119cdd4798189f4454f3167cf442faa173ac98ae330ef8'),
-    ('vectors/provenance/h200-cublas/train1.jsonl',
+    ('vectors/provenance/h200-cublas/train1.jsonl.gz',
      '11e2ccf2b895bf47d10b5e76b61d9dbb6c9f5e43753c49d647f7688cace633e9'),
-    ('vectors/provenance/h200-cublas/train2.jsonl',
+    ('vectors/provenance/h200-cublas/train2.jsonl.gz',
      '525502efe886ecef33a3aca0cb9e940c55535543efac489490e5e1086a1eef07'),
-    ('vectors/provenance/h200-cublas/train3.jsonl',
+    ('vectors/provenance/h200-cublas/train3.jsonl.gz',
      'c08a665294e94a526200c930bf1d2b8d82e73201a0610ffbdca22a1c0cf91022'),
 )
 SWEEP_FILE = 'vectors/provenance/h200-cublas/sweep.jsonl'

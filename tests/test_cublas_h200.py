@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SWEEP = ROOT / "vectors" / "provenance" / "h200-cublas" / "sweep.jsonl"
 HELDOUT = ROOT / "vectors" / "provenance" / "h200-cublas" / "heldout.jsonl"
 SOURCES = (SWEEP, HELDOUT, HELDOUT.with_name("heldout2.jsonl"), HELDOUT.with_name("heldout3.jsonl"),
-           *(HELDOUT.with_name(f"train{i}.jsonl") for i in (1, 2, 3)))
+           *(HELDOUT.with_name(f"train{i}.jsonl.gz") for i in (1, 2, 3)))
 sys.path.insert(0, str(ROOT / "tools"))
 
 import h200_cublas_rule as rule_tool  # noqa: E402
@@ -43,8 +43,8 @@ def test_fps_cub_4_generated_table_reproduces_from_the_committed_sweep():
     text = rule_tool.module_text(SOURCES)
     committed = (ROOT / "fpspec" / "cublas_h200_table.py").read_text()
     assert text == committed, "fpspec/cublas_h200_table.py is stale: run the command in its header"
-    assert tab.SOURCES == tuple((p.relative_to(ROOT).as_posix(), hashlib.sha256(p.read_bytes()).hexdigest())
-                                for p in SOURCES)
+    assert tab.SOURCES == tuple((p.relative_to(ROOT).as_posix(),
+                                 hashlib.sha256(rule_tool.run_text(p).encode()).hexdigest()) for p in SOURCES)
     assert tab.SWEEP_SHA256 == hashlib.sha256(SWEEP.read_bytes()).hexdigest()
     assert tab.SWEEP_FILE == "vectors/provenance/h200-cublas/sweep.jsonl"
     assert tab.DEVICE["gpu"] == "NVIDIA H200" and tab.DEVICE["sm_count"] == 132

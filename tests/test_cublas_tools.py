@@ -354,7 +354,7 @@ def test_torch_cpu_sweep_path(tmp_path):
 
 # ------------------------------------------------------------------ held-out run (training data since stage 4)
 HELDOUT = ROOT / "vectors" / "provenance" / "h200-cublas" / "heldout.jsonl"
-TRAIN1 = ROOT / "vectors" / "provenance" / "h200-cublas" / "train1.jsonl"
+TRAIN1 = ROOT / "vectors" / "provenance" / "h200-cublas" / "train1.jsonl.gz"
 #: the s1688 calls of heldout.jsonl that the stage-3 slice units (first of 64/32/16/8 giving
 #: z slices) missed: (target, shape) -> slice plan the recorded outputs need
 S1688_HELDOUT = {
@@ -549,7 +549,7 @@ def test_fps_cub_9_fifth_heldout_run_first_calls_as_reported():
     every scored output."""
     import h200_cublas_accept as acc
 
-    path = ROOT / "vectors/provenance/h200-cublas/heldout5.jsonl"
+    path = ROOT / "vectors/provenance/h200-cublas/heldout5.jsonl.gz"
     rep = acc.accept([str(path)], limit=270)
     committed = json.loads((ROOT / "docs/cublas-reports/accept-heldout5-retrained.json").read_text())
     assert committed["calls"] == 1600 and committed["operand_mismatches"] == 0

@@ -33,7 +33,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from h200_cublas_common import bits_from_hex, code_checksum, codes_numpy, read_records  # noqa: E402
+from h200_cublas_common import bits_from_hex, code_checksum, codes_numpy, read_records, run_name, run_text  # noqa: E402
 
 from fpspec.adapters.settle import settle_choice  # noqa: E402
 from fpspec.cublas_h200 import (LIBRARY_PRESETS, choice_for_kernel, default_predictor, kernel_family,  # noqa: E402
@@ -149,7 +149,7 @@ def accept(paths: list[str], limit: int | None = None, progress: bool = False, l
         records = records[:limit]
     digest = hashlib.sha256()
     for p in paths:
-        digest.update(Path(p).read_bytes())
+        digest.update(run_text(p).encode())  # the run's bytes, compressed on disk or not
     results = []
     for i, rec in enumerate(records):
         results.append(check_call(rec, loo))
@@ -164,7 +164,7 @@ def accept(paths: list[str], limit: int | None = None, progress: bool = False, l
                  if k in r} | {k: r[k] for k in ("offline_error", "observer_error", "settled") if k in r}
                 for r in results if r["offline"] != r["outputs"] or r["observer"] != r["observer_outputs"]
                 or "settled" in r]
-    return {"schema": "fpspec-cublas-accept/1", "source": [Path(p).name for p in paths],
+    return {"schema": "fpspec-cublas-accept/1", "source": [run_name(p) for p in paths],
             "offline_mode": "leave-one-shape-out" if loo else "table",
             "sha256": digest.hexdigest(), "calls": len(results),
             "operand_mismatches": sum(not r["operands_ok"] for r in results),

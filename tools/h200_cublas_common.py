@@ -17,6 +17,7 @@ splitmix64 needs uint64 wrap-around, which torch on CUDA does not offer).
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 from pathlib import Path
@@ -246,14 +247,28 @@ def bits_from_hex(items: list[str]) -> np.ndarray:
     return np.array([int(s, 16) for s in items], dtype=np.uint32)
 
 
+def run_text(path: str | Path) -> str:
+    """The text of a sweep-format run: a ``.jsonl`` file, or a ``.jsonl.gz`` one (the larger
+    committed runs are stored compressed; a run is the same run either way)."""
+    p = Path(path)
+    data = p.read_bytes()
+    return (gzip.decompress(data) if p.name.endswith(".gz") else data).decode()
+
+
+def run_name(path: str | Path) -> str:
+    """A run's file name without a ``.gz``: the name reports give it."""
+    name = Path(path).name
+    return name[:-3] if name.endswith(".gz") else name
+
+
 def read_records(paths: Iterable[str | Path]) -> Iterator[dict]:
-    """Every JSON line of the given files (a directory: its *.jsonl); a torn last line
-    (a run killed mid-write) is skipped."""
+    """Every JSON line of the given files (a directory: its *.jsonl and *.jsonl.gz,
+    :func:`run_text`); a torn last line (a run killed mid-write) is skipped."""
     for p in paths:
         p = Path(p)
-        files = sorted(p.glob("*.jsonl")) if p.is_dir() else [p]
+        files = sorted([*p.glob("*.jsonl"), *p.glob("*.jsonl.gz")]) if p.is_dir() else [p]
         for f in files:
-            for line in f.read_text().splitlines():
+            for line in run_text(f).splitlines():
                 line = line.strip()
                 if not line:
                     continue

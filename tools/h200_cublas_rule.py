@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
-from h200_cublas_common import bits_from_hex, codes_numpy  # noqa: E402
+from h200_cublas_common import bits_from_hex, codes_numpy, run_text  # noqa: E402
 
 from fpspec import cublas_h200 as ch  # noqa: E402
 from fpspec.errors import FpspecError  # noqa: E402
@@ -61,7 +61,7 @@ def read_sweep(path: str | Path) -> tuple[dict, list[dict]]:
     """(meta line, call lines) of a sweep.jsonl."""
     meta: dict = {}
     calls: list[dict] = []
-    for line in Path(path).read_text().splitlines():
+    for line in run_text(path).splitlines():
         line = line.strip()
         if not line:
             continue
@@ -138,7 +138,7 @@ def module_text(sweep: str | Path | Sequence[str | Path]) -> str:
     paths = [Path(sweep)] if isinstance(sweep, (str, Path)) else [Path(p) for p in sweep]
     if not paths:
         raise SystemExit("module_text: no sweep file given")
-    digests = [hashlib.sha256(p.read_bytes()).hexdigest() for p in paths]
+    digests = [hashlib.sha256(run_text(p).encode()).hexdigest() for p in paths]  # of the run, compressed or not
     metas, calls = [], []
     for p in paths:
         meta_p, calls_p = read_sweep(p)
