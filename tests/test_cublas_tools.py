@@ -513,9 +513,9 @@ def test_fps_cub_9_accept_leave_one_out_and_committed_reports(tmp_path, heldout_
     assert "offline, shape left out" in acc.rst_fragment(loo) and "offline (``resolve``)" in acc.rst_fragment(table)
     rendered = ROOT / "docs" / "cublas-reports"
     for name in ("accept-sweep", "accept-heldout", "accept-loo", "accept-heldout-rule1", "accept-heldout2",
-                 "accept-heldout3-first", "accept-heldout4", "accept-train1-first", "accept-heldout5", "accept-train2-first",
-                 "accept-train3-first", "accept-heldout4-retrained", "accept-heldout5-retrained",
-                 "accept-heldout6"):
+                 "accept-heldout3-first", "accept-heldout4", "accept-train1-first", "accept-heldout5",
+                 "accept-train2-first", "accept-train3-first", "accept-heldout4-retrained",
+                 "accept-heldout5-retrained", "accept-heldout6"):
         assert acc.main(["--render", str(rendered / f"{name}.json"), "--rst", str(rendered / f"{name}.inc"),
                          "--check"]) == 0, name
 
