@@ -376,3 +376,37 @@ def test_fpsgemm10_narrow_lanes_widths():
     for lane, limit, absent, absent_sums in LANE_WIDTHS:
         lo, hi = np.iinfo(lane).min, np.iinfo(lane).max
         assert -2 * limit > absent_sums >= absent + limit and absent - limit >= lo and 2 * limit <= hi
+
+
+def test_fpsgemm10_narrow_kernel_random_sweep_over_window_presets():
+    """A seeded random sweep: every preset with a window, on FP8, FP16 and BF16 codes of
+    random exponent spans (2 to 20 binades) and K of 64 to 320, wherever the narrow kernel
+    takes the GEMM: fast equals exact bit for bit.  All 40 cases (10 presets x 4 formats, from
+    km-v100-fp16 to sm90-fp8 and the FP16 accumulator of sm80-f16-f16acc) take the float32
+    products at these spans; the integer shifts are forced in
+    test_fpsgemm10_narrow_float_and_integer_products_agree."""
+    from fpspec.fast.accumulate import FastPathUnsupported
+    from fpspec.models import PRESETS
+
+    rng = np.random.default_rng(20261202)
+    ran = floats = 0
+    for name, preset in PRESETS.items():
+        model = preset.model
+        if model.window_bits is None:
+            continue
+        for fmt in ("e4m3", "e5m2", "fp16", "bf16"):
+            k = 64 * int(rng.integers(1, 6))
+            a = wide_codes(rng, (4, k), fmt, span=int(rng.integers(2, 21)))
+            bt = wide_codes(rng, (5, k), fmt, span=int(rng.integers(2, 21)))
+            try:
+                kernel, ops = _terms_kernel(a, bt, model, fmt, chain_plan(k, model))
+            except FastPathUnsupported:  # a model the fast path leaves to the exact one
+                continue
+            if kernel is not kernels.gemm_window_narrow_rows:
+                continue
+            ye, yf = (gemm(a, bt, model, fmt=fmt, impl=impl) for impl in ("exact", "fast"))
+            view = np.uint16 if ye.dtype == np.float16 else np.uint32
+            assert np.array_equal(ye.view(view), yf.view(view)), (name, fmt, k)
+            ran += 1
+            floats += ops[-1] is True
+    assert ran == floats == 40, (ran, floats)
