@@ -355,6 +355,7 @@ def test_torch_cpu_sweep_path(tmp_path):
 # ------------------------------------------------------------------ held-out run (training data since stage 4)
 HELDOUT = ROOT / "vectors" / "provenance" / "h200-cublas" / "heldout.jsonl"
 TRAIN1 = ROOT / "vectors" / "provenance" / "h200-cublas" / "train1.jsonl.gz"
+UNIT64 = ROOT / "vectors" / "provenance" / "h200-cublas" / "unit64.jsonl.gz"
 #: the s1688 calls of heldout.jsonl that the stage-3 slice units (first of 64/32/16/8 giving
 #: z slices) missed: (target, shape) -> slice plan the recorded outputs need
 S1688_HELDOUT = {
@@ -391,6 +392,35 @@ WMMA_TRAIN1 = {
     ("torch-fp16", (16, 193, 7488)): (320,) * 23 + (128,),        # z = 24
     ("torch-fp16", (896, 21, 2944)): (384,) * 7 + (256,),         # z = 8
 }
+
+
+#: unit64.jsonl.gz (shapes drawn to run cutlass sm80 kernels with K a multiple of 64, after
+#: the unit rule was extended to every cutlass kernel): s16816 calls, where units of 8 miss.
+S16816_UNIT64 = {
+    ("torch-bf16", (983, 1908, 8512)): (4288, 4224),              # z = 2: ceil(8512 / 128) 64
+    ("torch-fp16", (365, 1692, 12544)): (2112,) * 5 + (1984,),    # z = 6
+}
+
+
+def test_fps_cub_7_s16816_calls_in_units_of_64():
+    """FPS-CUB-7 on data drawn to test it: s16816 splits over K a multiple of 64 are cut in
+    units of 64 too (all 245 cutlass calls of unit64.jsonl.gz where the units differ:
+    132 s16816, 113 wmma); the observer's model reproduces every sampled output."""
+    from fpspec.cublas_h200 import pick_gemm_kernel
+    from fpspec.models import model_for_kernel
+    from fpspec.matmul import gemm
+
+    calls = {(r["target"], tuple(r["shape"])): r for r in common.read_records([UNIT64])
+             if r.get("kind") == "call" and r.get("bits")}
+    for (target, shape), plan in S16816_UNIT64.items():
+        rec = calls[(target, shape)]
+        name, grid = pick_gemm_kernel([(x["name"], x["grid"]) for x in rec["kernels"]])
+        assert "s16816" in name and len(plan) == grid[2]
+        model = model_for_kernel(target, shape, name, grid)
+        assert model.slice_plan == plan
+        a, bt = _codes(rec)
+        got = gemm(a, bt, model, fmt=rec["fmt"]).astype(np.float32).reshape(-1).view(np.uint32)
+        assert np.array_equal(got, common.bits_from_hex(rec["bits"])), (target, shape)
 
 
 def test_fps_cub_7_wmma_calls_in_units_of_64(train1_calls):
@@ -515,7 +545,7 @@ def test_fps_cub_9_accept_leave_one_out_and_committed_reports(tmp_path, heldout_
     for name in ("accept-sweep", "accept-heldout", "accept-loo", "accept-heldout-rule1", "accept-heldout2",
                  "accept-heldout3-first", "accept-heldout4", "accept-train1-first", "accept-heldout5",
                  "accept-train2-first", "accept-train3-first", "accept-heldout4-retrained",
-                 "accept-heldout5-retrained", "accept-heldout6"):
+                 "accept-heldout5-retrained", "accept-heldout6", "accept-unit64"):
         assert acc.main(["--render", str(rendered / f"{name}.json"), "--rst", str(rendered / f"{name}.inc"),
                          "--check"]) == 0, name
 

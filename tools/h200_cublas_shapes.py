@@ -18,7 +18,10 @@ of the given files:
 * ``long-k``: M, N multiples of 8 from 200 to 1000, K 8000 to 30000 (any parity);
 * ``llm`` (not in the held-out mix): a transformer layer's GEMM, M tokens (1 to 8192,
   log-uniform, any value) and N, K two of :data:`MODEL_DIMS`, the hidden and MLP sizes of
-  common models.
+  common models;
+* ``k64-n4`` (not in the held-out mix): N = 4 (mod 8) from 12 to 2044, M from 1 to 4096,
+  K a multiple of 64 from 640 to 16384: BF16 / FP16 shapes that run cutlass ``sm80``
+  kernels with K a multiple of 64 (where FPS-CUB-7's slice unit of 64 differs from 8).
 
 Sizes are drawn log-uniformly (``numpy.random.default_rng(seed)``), category by
 category in the order of the mix (``--mix``, default :data:`MIX`); a shape already drawn
@@ -38,6 +41,8 @@ import numpy as np
 
 #: category -> share of the shapes (the held-out sets' 14 : 12 : 12 : 18 : 10 : 6 : 10)
 MIX = {"odd": 14, "one-odd": 12, "mult8": 12, "gemv": 18, "tall": 10, "8192": 6, "long-k": 10}
+#: categories outside the held-out mix (``--mix`` names them)
+EXTRA = ("llm", "k64-n4")
 #: hidden and MLP sizes of common transformer models (the ``llm`` category's N and K)
 MODEL_DIMS = (768, 1024, 1536, 2048, 2560, 3072, 4096, 5120, 6144, 7168, 8192, 11008, 12288, 13824, 14336, 16384)
 
@@ -76,6 +81,8 @@ def draw(category: str, rng: np.random.Generator) -> tuple[int, int, int]:
         return (8192, other, k) if rng.integers(2) else (other, 8192, k)
     if category == "long-k":
         return u(rng, 200, 1000, 8), u(rng, 200, 1000, 8), u(rng, 8000, 30000)
+    if category == "k64-n4":
+        return u(rng, 1, 4096), 8 * int(rng.integers(1, 256)) + 4, 64 * u(rng, 10, 256)
     if category == "llm":
         n, k = (int(x) for x in rng.choice(MODEL_DIMS, 2))
         return u(rng, 1, 8192), n, k
@@ -125,8 +132,8 @@ def main(argv: list[str] | None = None) -> int:
         except ValueError:
             p.error(f"--mix: expected CAT=PARTS,..., got {args.mix!r}")
         for category in mix:
-            if category not in (*MIX, "llm"):
-                p.error(f"--mix: unknown category {category!r}; known: {', '.join((*MIX, 'llm'))}")
+            if category not in (*MIX, *EXTRA):
+                p.error(f"--mix: unknown category {category!r}; known: {', '.join((*MIX, *EXTRA))}")
     total = sum(mix.values())
     shapes = []
     for category, share in mix.items():
