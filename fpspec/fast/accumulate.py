@@ -156,7 +156,8 @@ def _narrow(bt: tuple, aligned_a, model: GemmModel, plan: Plan):
     AlignedOperand, its width and bits, from :func:`~fpspec.fast.operands.aligned_operand`)
     and ``aligned_a(width)`` putting A on one scale of at least that width; None where a
     group's kept sum may not fit int32 (:func:`narrow_window`) or an exponent does not fit
-    the int16 lanes; the float32 products where :func:`float_products` proves them exact."""
+    the narrowest lanes' widths (:data:`~fpspec.fast.kernels.LANE_WIDTHS`); the float32
+    products where :func:`float_products` proves them exact."""
     ab, wb, pb = bt
     if ab is None:
         return None
