@@ -160,6 +160,19 @@ def test_bench_encode_json_runs(capsys):
         assert r["codes_equal"] is True and r["ratio"] == pytest.approx(r["baseline_s"] / r["fpspec_s"])
 
 
+def test_bench_gemm_json_reports_the_path(capsys):
+    """FPS-CLI-1, FPS-GEMM-24: `fpspec bench gemm --json` at 256^3 (past the BLAS path's size
+    rule) says which path ran, the partials' type, the fallback and sum-again shares, and
+    the ratio against numpy float32 matmul (timings are not asserted)."""
+    code, out, _ = run(capsys, "bench", "gemm", "--size", "256", "--repeat", "1", "--cases", "nvfp4", "--json")
+    rows = json.loads(out)["results"]
+    assert code == 0 and [r["case"] for r in rows] == ["seed nvfp4 256^3"]
+    r = rows[0]
+    assert (r["path"], r["partials"], r["fallback_share"]) == ("blas", "float32", 0.0)
+    assert 0.0 <= r["resum_share"] <= 1 / 64
+    assert r["ratio"] == pytest.approx(r["baseline_s"] / r["fpspec_s"])
+
+
 def test_bench_ratio_text():
     """FPS-CLI-1: the printed ratio tells 1/3.7 from a goal of 1/4 (one decimal below 1/20),
     stays whole far below, and prints speed-ups with two decimals."""

@@ -14,6 +14,7 @@ import pytest
 from fpspec.fast import partials
 from fpspec.fast.chain import chain_plan
 from fpspec.matmul import gemm
+from fpspec.quantization import quantize
 from fpspec.models import PRESETS, get_model
 
 from gemm_helpers import codes_of, random_quantized, wide_codes
@@ -326,6 +327,12 @@ def test_fpsgemm23_row_rounding_equals_accumulate():
             s, e = int(math.ldexp(m, 53)), ex - 53
         want[k] = accumulate(float(c[k]), s, e, spec)
     assert np.array_equal(row.view(np.int64), want.view(np.int64))
+    # the same step in binary32 rows (the seed chain's float32 state and partials): x as float32 is
+    # RNE32(x), the step's own first rounding
+    row32 = c.astype(np.float32)
+    with np.errstate(over="ignore"):
+        partials.accumulate_row_rne_rtz(row32, x.astype(np.float32))
+    assert np.array_equal(row32.astype(np.float64).view(np.int64), want.view(np.int64))
     assert (row == np.float32(3.4028234663852886e38)).any() and np.isinf(row).any()  # both overflow outcomes
     assert ((np.abs(row) < 2.0 ** -126) & (row != 0)).any()  # subnormal results
 
@@ -479,3 +486,88 @@ def test_fpsgemm23_block_terms_declined():
         assert not partials.applies(qa, qb, base.replace(block_term_size=32), plan)
         cut = base.replace(slice_plan=(40, 88), instruction_k=None)  # groups at 0, 40, 104: terms cut
         assert not partials.applies(qa, qb, cut, chain_plan(128, cut))
+
+
+# -------------------------------------------------------------- float32 partials
+def _blas32(a, bt, model, force=True, **kw):
+    """:func:`_blas` with float32 partials forced on (True) or off (False) or left to the rules."""
+    with partials.float32_partials(force):
+        return _blas(a, bt, model, **kw)
+
+
+def test_fpsgemm24_float32_partials_sum_again():
+    """FPS-GEMM-24: float32 partials are exact only under the 24-bit bound.  A = [2^24, 1, 1],
+    B = [1, 1, 1]: float32 BLAS adding in order would give 2^24 (2^24 + 1 ties to even, twice),
+    the exact sum is 2^24 + 2; the spans (25 + 1 + 6 > 24) make the pair summed again in
+    float64.  A = [2^20, 2^4] (spans 17 + 1 + 6 = 24) is exact in float32 and is not.  A third
+    column with a span past 53 sends its pair to the fallback and the row pair by pair; the
+    first two columns are then summed again or not, as before."""
+    model = get_model("seed-probe-matched-nosnap")
+    a = np.zeros((2, 64))
+    a[0, :3] = (2.0 ** 24, 1.0, 1.0)
+    a[1, :2] = (2.0 ** 20, 2.0 ** 4)
+    for wide in (False, True):
+        b = np.zeros((3 if wide else 2, 64))
+        b[0, :3] = 1.0
+        b[1, :3] = (1.0, 1.0, 0.0)
+        if wide:
+            b[2, :2] = (2.0 ** 40, 2.0 ** -40)
+        ye, _, st = _blas32(codes_of(a, "bf16"), codes_of(b, "bf16"), model, fmt="bf16")
+        assert st.dtype == "float32"
+        assert ye[0, 0] == np.float32(2.0 ** 24 + 2) and ye[0, 1] == np.float32(2.0 ** 24 + 1)
+        assert ye[1, 0] == np.float32(2.0 ** 20 + 2.0 ** 4)
+        # row 0 sums (0, 0) and (0, 1) again; row 1 fits; the wide column's pairs fall back
+        assert st.resummed == 2, wide
+        assert st.fallback == (2 if wide else 0)
+
+
+@pytest.mark.parametrize("scale_format,span,dtype", [("e4m3", 3, "float32"), ("ue5m3", 6, "float32"),
+                                                     ("e4m3", None, "float32"), ("ue8m0", 3, "float64")])
+def test_fpsgemm24_float32_partials_quantized(scale_format, span, dtype):
+    """FPS-GEMM-24: the seed models on E2M1 operands with float32 partials forced on, equal to
+    the exact spec: narrow scale ranges fit 24 bits, every E4M3 scale code makes many pairs
+    summed again (and some fall back); E8M0 scales give values past float32 (6 x 2^127), so
+    the partials stay float64.  Forced off, the partials are float64 and the results the same."""
+    rng = np.random.default_rng(2400 + (span or 0))
+    block = 32 if scale_format == "ue8m0" else 16
+    qa = random_quantized(rng, 9, 192, scale_format, block=block, span=span)
+    qb = random_quantized(rng, 11, 192, scale_format, block=block, span=span)
+    ye, _, st = _blas32(qa, qb, "seed-probe-matched")
+    assert st.dtype == dtype and st.pairs == 9 * 11 * 3
+    if span is None:
+        assert st.resummed > 0
+    _, yf, off = _blas32(qa, qb, "seed-probe-matched", force=False)
+    assert off.dtype == "float64" and off.resummed == 0
+    _same_bits(ye, yf)
+
+
+def test_fpsgemm24_float32_partials_range():
+    """FPS-GEMM-24: BF16 products below float32's smallest subnormal (lsbs near 2^-200) or
+    sums near 2^128 keep float64 partials, and the results equal the exact spec."""
+    rng = np.random.default_rng(2401)
+
+    def bf16(shape, scale):
+        return codes_of((rng.standard_normal(shape) * scale).astype(ml_dtypes.bfloat16).astype(np.float64), "bf16")
+
+    for scale in (2.0 ** -100, 2.0 ** 62):
+        _, _, st = _blas32(bf16((3, 64), scale), bf16((4, 64), scale), "seed-probe-matched", fmt="bf16")
+        assert st.dtype == "float64", scale
+    _, _, st = _blas32(bf16((3, 64), 1.0), bf16((4, 64), 1.0), "seed-probe-matched", fmt="bf16")
+    assert st.dtype == "float32"
+
+
+def test_fpsgemm24_float32_partials_chosen_by_sample():
+    """FPS-GEMM-24: left to the rules, float32 partials are taken for the seed chain where the
+    sampled share of pairs over 24 bits is at most RESUM_MAX_SHARE (NVFP4 of normal data),
+    not where it is above (BF16 over 20 binades), nor for other chains (a window)."""
+    rng = np.random.default_rng(2402)
+    x = rng.standard_normal((24, 128)).astype(np.float32)
+    qa = quantize(x, "nvfp4")
+    _, _, st = _blas32(qa, qa, "seed-probe-matched", force=None)
+    assert st.dtype == "float32"
+    wide = (rng.standard_normal((8, 128)) * np.exp2(rng.integers(-10, 10, (8, 128)))).astype(ml_dtypes.bfloat16)
+    wide = codes_of(wide.astype(np.float64), "bf16")
+    _, _, st = _blas32(wide, wide, "seed-probe-matched", force=None, fmt="bf16")
+    assert st.dtype == "float64"
+    _, _, st = _blas32(wide, wide, "km-h100-bf16", fmt="bf16")
+    assert st.dtype == "float64"

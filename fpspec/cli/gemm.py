@@ -193,8 +193,9 @@ def bench_gemm(args: argparse.Namespace) -> list[dict]:
     """The GEMM cases of issue 11 at every ``--size`` against numpy float32 matmul of the same
     shape, each the best of ``--repeat`` calls, one right after the other; each row says
     which path ran (``blas``: BLAS partial sums, fpspec/fast/partials.py; ``terms``: the
-    term kernels) and the share of (output, group) pairs that fell back from BLAS to the
-    product terms."""
+    term kernels), the partials' type (float32 or float64), the share of (output, group)
+    pairs that fell back from BLAS to the product terms and the share of float32 partials
+    summed again in float64."""
     from ..fast import partials
     from ..fast.parallel import threads
 
@@ -218,7 +219,9 @@ def bench_gemm(args: argparse.Namespace) -> list[dict]:
             rows.append(result_row(
                 f"{case} {size}^3", macs, ours, "numpy f32 matmul", base, first, size=size, preset=model,
                 threads=threads(), path="terms" if stats is None else "blas",
-                fallback_share=None if stats is None else stats.share, goal=goal_text,
+                partials=None if stats is None else stats.dtype,
+                fallback_share=None if stats is None else stats.share,
+                resum_share=None if stats is None else stats.resum_share, goal=goal_text,
                 meets_goal=None if goal is None else bool(base / ours >= goal)))
     return rows
 

@@ -24,6 +24,12 @@ Why a partial is exact, and when it is not trusted (the guard):
   ``2^(bound - F)``) proves it; the rounding after the window depends only on the value
   of the kept sum plus kept c, so the chain continues from the exact sum in quanta of
   ``2^(bound - F)``.
+* the same argument holds for float32 partials with 24 bits for 53, when every value is a
+  float32 number and every partial sum lies in float32's range (a multiple of 2^L, L >=
+  -149, below 2^128): float32 BLAS runs at about 1.5 times float64's rate.  The partials
+  are float32 (:func:`partial_dtype`) for the seed models' chain when a sample of outputs
+  says few pairs fail the 24-bit bound; a pair that does (and passes the 53-bit one) is
+  summed again exactly in float64 from the operands' values (:func:`resum`).
 
 An (output, group) that fails the guard is recomputed from its product terms with the
 exact twin's step functions (:func:`fpspec.fast.kernels.product_terms`,
@@ -62,13 +68,27 @@ from .parallel import _pool, threads
 from .rounding import decode_table
 
 __all__ = ["PartialStats", "applies", "gemm_partials", "group_spans", "values_and_spans", "block_values_and_spans",
-           "block_pieces", "blas_partials", "blas_threads", "last_stats", "estimated_share", "accumulate_exact64",
-           "accumulate_row_rne_rtz", "accumulate_row_window", "chain_partials", "fallback_group", "FLOAT64_BITS",
-           "ACC_BITS", "BLAS_MIN_WORK", "BLAS_MIN_GROUP", "MAX_FALLBACK_SHARE", "SAMPLE_OUTPUTS", "ROW_BLOCK",
-           "ROW_BLOCK_MIN", "PARTIAL_BYTES", "NO_VALUES"]
+           "block_pieces", "blas_partials", "blas_threads", "float32_partials", "last_stats", "estimated_share",
+           "partial_dtype", "accumulate_exact64", "accumulate_row_rne_rtz", "accumulate_row_window", "is_seed_pair",
+           "chain_partials", "chain_partials_seed", "fallback_group", "Resum", "resum", "resum_row", "FLOAT64_BITS",
+           "FLOAT32_BITS", "FLOAT32_LSB_MIN", "FLOAT32_TOP_MAX", "ACC_BITS", "BLAS_MIN_WORK", "BLAS_MIN_GROUP",
+           "MAX_FALLBACK_SHARE", "RESUM_MAX_SHARE", "SAMPLE_OUTPUTS", "ROW_BLOCK", "ROW_BLOCK_MIN", "PARTIAL_BYTES",
+           "NO_VALUES"]
 
 #: Significand bits of float64: a multiple of 2^L below 2^(L + 53) is a float64 number.
 FLOAT64_BITS = 53
+#: Significand bits of float32, and the lsb exponent and top of its finite numbers: a
+#: multiple of 2^L below 2^(L + 24), with L >= -149 and L + 24 <= 128, is a float32 number.
+FLOAT32_BITS = 24
+FLOAT32_LSB_MIN = -149
+FLOAT32_TOP_MAX = 128
+#: The partials are float32 only when a sample of outputs estimates at most this share of
+#: (output, group) pairs failing the 24-bit bound (:func:`partial_dtype`): such a pair is
+#: summed again in float64 (:func:`resum`: 52 ns for G = 64 on one thread), while float32
+#: BLAS saves about 1.1 ns per pair of 64 products (64-wide K slices at 30 against 20 G
+#: products/s, one thread, one session), so up to 1/64 (0.8 ns per pair) the sums again
+#: cost less than float32 saves.
+RESUM_MAX_SHARE = 1 / 64
 #: GEMMs with fewer products (M N K) take the term kernels: the BLAS path's set-up (operand
 #: values, spans, one BLAS call per group) does not pay off below this, and the term
 #: kernels stay exercised by the small GEMMs of the test suite.
@@ -109,6 +129,7 @@ _POW2_LO, _POW2_HI = -1000, 1000
 _POW2 = np.array([math.ldexp(1.0, e) for e in range(_POW2_LO, _POW2_HI + 1)], dtype=np.float64)
 
 _FORCED: bool | None = None  # blas_partials(): None = the size rules decide
+_FORCED_FLOAT32: bool | None = None  # float32_partials(): None = partial_dtype decides
 
 
 @contextlib.contextmanager
@@ -123,6 +144,20 @@ def blas_partials(enabled: bool | None) -> Iterator[None]:
         yield
     finally:
         _FORCED = before
+
+
+@contextlib.contextmanager
+def float32_partials(enabled: bool | None) -> Iterator[None]:
+    """Force float32 partials (True: wherever they are exact in range, whatever the
+    estimated share of pairs summed again) or float64 (False), or leave it to
+    :func:`partial_dtype` (None), inside the ``with`` block (tests and benchmarks)."""
+    global _FORCED_FLOAT32
+    before = _FORCED_FLOAT32
+    _FORCED_FLOAT32 = enabled
+    try:
+        yield
+    finally:
+        _FORCED_FLOAT32 = before
 
 
 def _openblas():
@@ -181,11 +216,18 @@ class PartialStats(NamedTuple):
 
     pairs: int       # (output, group) pairs
     fallback: int    # pairs recomputed from product terms (failed the guard)
+    dtype: str = "float64"  # the partials' BLAS type (partial_dtype)
+    resummed: int = 0  # pairs of float32 partials summed again in float64 (resum)
 
     @property
     def share(self) -> float:
         """Fraction of pairs that fell back."""
         return self.fallback / self.pairs if self.pairs else 0.0
+
+    @property
+    def resum_share(self) -> float:
+        """Fraction of pairs summed again in float64."""
+        return self.resummed / self.pairs if self.pairs else 0.0
 
 
 _LAST: list[PartialStats | None] = [None]
@@ -293,10 +335,11 @@ def group_spans(v, start, stop, emin, zero_aexp, zero_terms):
 
 @gemm_jit
 def values_and_spans(codes, vlut, tlut, llut, aelut, start, stop, values):
-    """One pass over an operand's codes (rows, K): its float64 values ``vlut[code]`` and the
+    """One pass over an operand's codes (rows, K): its values ``vlut[code]`` and the
     :func:`group_spans` of them from per-code tables; also the number of non-finite values.
     The tables are :func:`group_spans` of every code's value (:func:`_tables`), so the
-    result is group_spans of the values.  ``values``: the (rows, K) float64 array to write
+    result is group_spans of the values.  ``values``: the (rows, K) float64 array to write,
+    or float32 where every value of ``vlut`` is a float32 number (:func:`_operand`)
     (allocated by numpy, which backs large arrays with huge pages: a 32 MB array allocated
     in compiled code took 8 ms more to fill, in page faults)."""
     rows, kk = codes.shape
@@ -472,7 +515,10 @@ def accumulate_row_rne_rtz(c, x):
     4. Overflow: s = Inf from finite c and p means |c + p| is past the largest finite value,
        which RTZ gives; an Inf p (x overflowed in step 1) or an Inf c stands, as IEEE
        addition gives it (e is NaN then, never of the other sign).
-    5. The result, with s's sign (+0 for a zero: c + 0.0), back to the float64 row.
+    5. The result, with s's sign (+0 for a zero: c + 0.0), back to the row: a binary32
+       value, stored exactly in a float64 or a float32 row (float32 c and x keep every
+       step in binary32 lanes, twice as many per vector as with float64 rows: 0.52 against
+       1.3 ns per output in one session).
 
     Equal to ``accumulate`` by test (``tests/test_gemm_partials.py``)."""
     for j in range(c.size):
@@ -486,7 +532,17 @@ def accumulate_row_rne_rtz(c, x):
         r = min(a * _F32_BELOW, a - _F32_TINY) if inward else a
         overflow = (a == _F32_INF) & (abs(cj) < _F32_INF) & (abs(p) < _F32_INF)  # 4.
         r = _F32_MAX if overflow else r
-        c[j] = np.float64(math.copysign(r, s)) + 0.0           # 5.
+        c[j] = math.copysign(r, s) + _F32_ZERO                 # 5.
+
+
+@gemm_jit
+def is_seed_pair(spec):
+    """Whether the chain is the seed models' rounding pair (no window, not fused, group RNE
+    to FP32, accumulator RTZ on the FP32 lattice): the chain :func:`accumulate_row_rne_rtz`
+    computes, whose state c is always a binary32 value, held in a float32 array by
+    :func:`chain_partials_seed`."""
+    return (spec.window == NO_WINDOW and not spec.fused and spec.group_rounding == RNE
+            and spec.accumulate_rounding == RTZ and spec.fp32_lattice)
 
 
 @gemm_jit
@@ -533,6 +589,48 @@ def accumulate_row_window(c, x, low_i, low_b, ae_i, ae_b, spec, emax, left):
         c[j] = c[j] if bad else bits_float(r)
 
 
+class Resum(NamedTuple):
+    """What :func:`resum` needs to sum a pair of float32 partials again: the operands'
+    values ``va`` (M, K) and ``vb`` (N, K), the partials' significand bits ``bits``
+    (FLOAT32_BITS, or FLOAT64_BITS where nothing is summed again), and per group B's column
+    spans T - L (``span``, groups x N) with the columns in order of decreasing span
+    (``order``)."""
+
+    va: np.ndarray
+    vb: np.ndarray
+    bits: int
+    span: np.ndarray
+    order: np.ndarray
+
+
+@gemm_jit
+def resum(rs, i, j, k0, k1):
+    """The exact sum of products k0 .. k1 - 1 of output (i, j) from the float64 values: every
+    partial sum is a multiple of 2^(LA + LB) below 2^(TA + TB + ceil(log2 n)), exact in
+    float64 in any order where that span is at most 53 (the float64 half of the guard)."""
+    s = 0.0
+    for k in range(k0, k1):  # float32 values: their float64 product is exact (24 + 24 bits)
+        s += np.float64(rs.va[i, k]) * np.float64(rs.vb[j, k])
+    return s
+
+
+@gemm_jit
+def resum_row(x, rs, i, g, k0, k1, room):
+    """Sum again, in float64, the pairs of row i in group g whose float32 partial ``x[j]``
+    may be inexact (B's column span above ``room``, the bits the row's span leaves), walking
+    the columns in order of decreasing span until one fits; returns how many.  Each is
+    stored in x's type: RNE32 of the exact sum for float32 partials, the first step of
+    :func:`accumulate_row_rne_rtz`, so that step's result is that of the exact sum."""
+    n = 0
+    for t in range(x.size):
+        j = rs.order[g, t]
+        if rs.span[g, j] <= room:
+            break
+        x[j] = resum(rs, i, j, k0, k1)
+        n += 1
+    return n
+
+
 class Fallback(NamedTuple):
     """What the fallback of an (output, group) needs (:func:`fallback_group`): the product
     terms' operands ``ta``, ``tb`` (TermOperand) with ``exact_exponent``, or, where
@@ -577,7 +675,7 @@ def chain_partials(p, g0, ng, plan, logn, sa, sbt, widest_b, fb, spec, fin, c, b
     (groups, N), ``widest_b[g]`` the largest T - L of B's columns in group g;
     ``logn[g]`` = ceil(log2(products of group g)); ``fb``: the operands for the fallback
     (:class:`Fallback`).  ``fallback[i]`` counts row i's (output, group) pairs that
-    failed the guard."""
+    failed the guard.  The seed models' chain takes :func:`chain_partials_seed`."""
     n_cols = c.shape[1]
     room = plan.longest + 2
     sigs = np.empty(room, dtype=np.int64)
@@ -586,8 +684,6 @@ def chain_partials(p, g0, ng, plan, logn, sa, sbt, widest_b, fb, spec, fin, c, b
     top_a, low_a, ae_a = sa
     top_b, low_b, ae_b = sbt
     windowed = spec.window != NO_WINDOW
-    seed_pair = (not windowed and not spec.fused and spec.group_rounding == RNE and spec.accumulate_rounding == RTZ
-                 and spec.fp32_lattice)
     window_rows = windowed and spec.fused and spec.accumulate_rounding == RTZ
     emax = np.empty(n_cols, dtype=np.int64)
     left = np.ones(n_cols, dtype=np.bool_)
@@ -599,18 +695,11 @@ def chain_partials(p, g0, ng, plan, logn, sa, sbt, widest_b, fb, spec, fin, c, b
         for gl in range(ng):
             g = g0 + gl
             top_i = np.int64(top_a[i, g]) + logn[g]
-            # the float64 half of the guard for the whole row at once: A's span plus B's widest
-            row_ok = top_i - np.int64(low_a[i, g]) + widest_b[g] <= FLOAT64_BITS
             low_i = np.int64(low_a[i, g])
+            # the float64 half of the guard for the whole row at once: A's span plus B's widest
+            row_ok = top_i - low_i + widest_b[g] <= FLOAT64_BITS
             ae_i = np.int64(ae_a[i, g])
             action = plan.action[g]
-            if row_ok and seed_pair:
-                accumulate_row_rne_rtz(c[li], p[gl, li])
-                if action != CONTINUE:
-                    for j in range(n_cols):
-                        c[li, j], big[li, j], total[li, j] = after_group(c[li, j], big[li, j], total[li, j], action,
-                                                                         spec)
-                continue
             by_row = row_ok and window_rows
             if by_row:
                 accumulate_row_window(c[li], p[gl, li], low_i, low_b[g], ae_i, ae_b[g], spec, emax, left)
@@ -667,14 +756,75 @@ def chain_partials(p, g0, ng, plan, logn, sa, sbt, widest_b, fb, spec, fin, c, b
 
 
 @gemm_jit
-def _products_fail(sa, i, sb, j, g, logn, window, floor):
-    """The products' part of the guard fails for output (i, j), group g: the float64 span,
-    and with a window (``window`` != NO_WINDOW) a product bit below 2^(max(AEA + AEB,
-    floor) - F) (c's exponent, known only in the chain, can only raise that quantum)."""
+def chain_partials_seed(p, g0, ng, plan, logn, sa, sbt, widest_b, fb, rs, spec, fin, c, big, total, last, out,
+                        fallback, resummed, r0, r1):
+    """:func:`chain_partials` for the seed models' chain (:func:`is_seed_pair`), its state c a
+    float32 array (binary32 values, :func:`accumulate_row_rne_rtz` in binary32 lanes), over
+    float64 or float32 partials (``rs``, :class:`Resum`; ``rs.bits`` their significand bits).
+
+    A row whose span passes the float64 half of the guard with B's widest column takes
+    :func:`accumulate_row_rne_rtz`, after :func:`resum_row` has summed again, in float64, the
+    float32 partials over the 24-bit bound.  Any other row goes pair by pair: a pair over
+    the float64 bound through the fallback, one over ``rs.bits`` summed again, the others
+    from the partial, each through :func:`accumulate_exact64`.  ``resummed[i]`` counts row
+    i's pairs summed again, ``fallback[i]`` those that fell back."""
+    n_cols = c.shape[1]
+    room = plan.longest + 2
+    sigs = np.empty(room, dtype=np.int64)
+    lsbs = np.empty(room, dtype=np.int64)
+    aexps = np.empty(room, dtype=np.int64)
+    top_a, low_a, _ = sa
+    top_b, low_b, _ = sbt
+    bits = rs.bits
+    for i in range(r0, r1):
+        nfall = 0
+        nresum = 0
+        li = i - r0
+        for gl in range(ng):  # group outer, output inner (as chain_partials)
+            g = g0 + gl
+            k0, k1 = plan.start[g], plan.stop[g]
+            top_i = np.int64(top_a[i, g]) + logn[g]
+            low_i = np.int64(low_a[i, g])
+            row_span = top_i - low_i
+            if row_span + widest_b[g] <= FLOAT64_BITS:
+                if row_span + widest_b[g] > bits:
+                    nresum += resum_row(p[gl, li], rs, i, g, k0, k1, bits - row_span)
+                accumulate_row_rne_rtz(c[li], p[gl, li])
+            else:
+                for j in range(n_cols):
+                    low = low_i + np.int64(low_b[g, j])
+                    span = top_i + np.int64(top_b[g, j]) - low
+                    ci = np.float64(c[li, j])
+                    if span > FLOAT64_BITS:
+                        nfall += 1
+                        ci = fallback_group(ci, fb, i, j, k0, k1, spec, sigs, lsbs, aexps)
+                    elif span > bits:
+                        nresum += 1
+                        ci = accumulate_exact64(ci, resum(rs, i, j, k0, k1), low, spec)
+                    else:
+                        ci = accumulate_exact64(ci, np.float64(p[gl, li, j]), low, spec)
+                    c[li, j] = ci  # a binary32 value: exact
+            action = plan.action[g]
+            if action != CONTINUE:
+                for j in range(n_cols):
+                    c[li, j], big[li, j], total[li, j] = after_group(np.float64(c[li, j]), big[li, j], total[li, j],
+                                                                     action, spec)
+        if last:
+            finish_row(total[li], out[i], fin)
+        fallback[i] += nfall
+        resummed[i] += nresum
+
+
+@gemm_jit
+def _products_fail(sa, i, sb, j, g, logn, window, floor, bits):
+    """The products' part of the guard fails for output (i, j), group g: the span in
+    ``bits`` (FLOAT64_BITS, or FLOAT32_BITS for float32 partials), and with a window
+    (``window`` != NO_WINDOW) a product bit below 2^(max(AEA + AEB, floor) - F) (c's
+    exponent, known only in the chain, can only raise that quantum)."""
     top_a, low_a, ae_a = sa
     top_b, low_b, ae_b = sb
     low = np.int64(low_a[i, g]) + np.int64(low_b[j, g])
-    if np.int64(top_a[i, g]) + np.int64(top_b[j, g]) + logn[g] - low > FLOAT64_BITS:
+    if np.int64(top_a[i, g]) + np.int64(top_b[j, g]) + logn[g] - low > bits:
         return True
     if window == NO_WINDOW or ae_a[i, g] == NO_TERMS or ae_b[j, g] == NO_TERMS:
         return False
@@ -685,10 +835,12 @@ def _products_fail(sa, i, sb, j, g, logn, window, floor):
 
 
 @gemm_jit
-def estimated_share(sa, sb, logn, window, floor, samples):
+def estimated_share(sa, sb, logn, window, floor, samples, bits=FLOAT64_BITS):
     """Share of (output, group) pairs failing the products' part of the guard on a grid of
     at most ``samples`` x ``samples`` outputs (rows and columns evenly spaced): a lower
-    bound of the fallback share of a fused window, the share itself otherwise."""
+    bound of the fallback share of a fused window, the share itself otherwise; with
+    ``bits`` = FLOAT32_BITS, the share of pairs float32 partials would sum again (or
+    send back)."""
     m = sa[0].shape[0]
     n = sb[0].shape[0]
     si = min(m, samples)
@@ -699,7 +851,7 @@ def estimated_share(sa, sb, logn, window, floor, samples):
         for b in range(sj):
             j = b * n // sj
             for g in range(logn.size):
-                if _products_fail(sa, i, sb, j, g, logn, window, floor):
+                if _products_fail(sa, i, sb, j, g, logn, window, floor, bits):
                     fail += 1
     return fail / max(1, si * sj * logn.size)
 
@@ -728,11 +880,27 @@ def _may_fail(sa, sb, logn, windowed, fused):
 
 
 # ======================================================================= operands
-def _operand(x, fmt, side: int, model: GemmModel, plan: Plan, zero: int, zero_terms: bool):
-    """An operand's float64 values (rows, K), spans (:func:`group_spans`) and number of
-    non-finite values, in one table-driven pass (:func:`values_and_spans`; block-scaled
-    E2M1 by :func:`block_values_and_spans`); TF32 codes (2^32 of them) through
-    :func:`group_spans` on the decoded values."""
+def _fits_float32(values: np.ndarray) -> bool:
+    """Whether every finite value of a table is a float32 number."""
+    fin = values[np.isfinite(values)]
+    with np.errstate(over="ignore"):
+        return bool(np.array_equal(fin.astype(np.float32).astype(np.float64), fin))
+
+
+@functools.lru_cache(maxsize=16)
+def _block_fits_float32(payload: str, scale: str) -> bool:
+    """Whether every finite payload x scale value of a block-scaled format is a float32 number."""
+    pv, sv = decode_table(get_format(payload)), decode_table(get_format(scale))
+    with np.errstate(invalid="ignore"):
+        return _fits_float32((pv[:, None] * sv[None, :]).reshape(-1))
+
+
+def _operand(x, fmt, side: int, model: GemmModel, plan: Plan, zero: int, zero_terms: bool, float32: bool):
+    """An operand's values (rows, K), spans (:func:`group_spans`) and number of non-finite
+    values, in one table-driven pass (:func:`values_and_spans`; block-scaled E2M1 by
+    :func:`block_values_and_spans`); TF32 codes (2^32 of them) through :func:`group_spans` on
+    the decoded values.  The values are float32 where ``float32`` asks for it and every
+    value of the code tables is a float32 number (TF32: never), else float64."""
 
     if isinstance(x, QuantizedTensor):
         grid = x.scales if x.tile == "1xB" else np.repeat(x.scales, x.block, axis=0)
@@ -741,9 +909,10 @@ def _operand(x, fmt, side: int, model: GemmModel, plan: Plan, zero: int, zero_te
         if model.scale_placement == "block":  # block terms align by their scales (applies())
             scale_zero = ZERO_ALIGNMENT_EXPONENT if model.zero_alignment == "emin" else NO_TERMS
         tables = _block_tables(x.payload_format, x.scale_format, zero, zero_terms, scale_zero)
+        fits = float32 and _block_fits_float32(x.payload_format, x.scale_format)
         return block_values_and_spans(x.codes, np.ascontiguousarray(grid), *tables,
                                       block_pieces(plan.start, plan.stop, x.block), plan.start.size,
-                                      np.empty(x.codes.shape))
+                                      np.empty(x.codes.shape, dtype=np.float32 if fits else np.float64))
     name = operand_formats(fmt)[side]
     codes = np.asarray(x)
     emin = code_format(name).emin
@@ -751,7 +920,9 @@ def _operand(x, fmt, side: int, model: GemmModel, plan: Plan, zero: int, zero_te
         v = code_values_of(codes, name)
         return v, group_spans(v, plan.start, plan.stop, emin, zero, zero_terms), int((~np.isfinite(v)).sum())
     tables = _tables(code_values(code_format(name).name), emin, zero, zero_terms)
-    return values_and_spans(codes, *tables, plan.start, plan.stop, np.empty(codes.shape))
+    fits = float32 and _fits_float32(tables[0])
+    return values_and_spans(codes, *tables, plan.start, plan.stop,
+                            np.empty(codes.shape, dtype=np.float32 if fits else np.float64))
 
 
 def _empty_terms() -> TermOperand:
@@ -785,6 +956,40 @@ def _fallback(a, bt, model: GemmModel, fmt) -> Fallback:
                                        tb=code_operand(np.asarray(bt), fb, model))
 
 
+def partial_dtype(va: np.ndarray, vb: np.ndarray, sa, sb, logn: np.ndarray, spec, floor: int) -> type:
+    """The partials' BLAS type, np.float32 or np.float64.  Float32 partials are exact wherever
+    the 24-bit bound holds when every value is a float32 number (the operands' values came
+    as float32, :func:`_operand`) and every pair's sum lies in float32's range (smallest lsb
+    exponents LA + LB >= -149, largest tops TA + TB + ceil(log2 n) <= 128: then a multiple of
+    2^L below 2^(L + 24) is a float32 number).  They are taken for the seed models' chain
+    (:func:`is_seed_pair`), whose row step and state then run in binary32 lanes; other chains
+    keep float64 partials (a window's row step needs a whole row of exact partials, and each
+    type pair is one more compiled chain).  They are worth it where a sample of outputs
+    (:func:`estimated_share` with FLOAT32_BITS) puts at most :data:`RESUM_MAX_SHARE` of pairs
+    over the bound (:func:`float32_partials` overrides this last test)."""
+    top_a, low_a, _ = sa
+    top_b, low_b, _ = sb
+    if (_FORCED_FLOAT32 is False or not is_seed_pair(spec) or va.dtype != np.float32 or vb.dtype != np.float32
+            or va.size == 0 or vb.size == 0
+            or int(low_a.min()) + int(low_b.min()) < FLOAT32_LSB_MIN
+            or int(top_a.max()) + int(top_b.max()) + int(logn.max()) > FLOAT32_TOP_MAX):
+        return np.float64
+    if _FORCED_FLOAT32 is None and estimated_share(sa, sb, logn, NO_WINDOW, floor, SAMPLE_OUTPUTS,
+                                                   FLOAT32_BITS) > RESUM_MAX_SHARE:
+        return np.float64
+    return np.float32
+
+
+def _resum_operands(va: np.ndarray, vb: np.ndarray, sbt, dtype: type) -> Resum:
+    """The :class:`Resum` of partials of ``dtype``: float64 partials sum nothing again."""
+    if dtype == np.float64:
+        z = np.zeros((1, 1), dtype=np.int32)
+        return Resum(va, vb, FLOAT64_BITS, z, z)
+    span = (sbt[0].astype(np.int64) - sbt[1]).astype(np.int32)
+    order = np.ascontiguousarray(np.argsort(-span, axis=1, kind="stable").astype(np.int32))
+    return Resum(va, vb, FLOAT32_BITS, span, order)
+
+
 def gemm_partials(a, bt, model: GemmModel, fmt, plan: Plan, alpha: Fraction | None) -> np.ndarray | None:
     """The GEMM's FP32 results (float64 (M, N), before step 8) through BLAS partial sums,
     or None where :func:`applies` says no or an operand holds a NaN or an Inf (those take
@@ -794,11 +999,13 @@ def gemm_partials(a, bt, model: GemmModel, fmt, plan: Plan, alpha: Fraction | No
     spec, fin = chain_spec(model), finish_spec(model, alpha)
     zero = ZERO_ALIGNMENT_EXPONENT if spec.zero_terms else 0
     sides = ((a, 0), (bt, 1))
+    seed = bool(is_seed_pair(spec))
+    want32 = seed and _FORCED_FLOAT32 is not False  # float32 values where the tables allow (partial_dtype)
     if threads() > 1:  # the two operands' passes release the GIL: one per worker
-        ops = list(_pool(threads()).map(lambda xs: _operand(xs[0], fmt, xs[1], model, plan, zero, spec.zero_terms),
-                                        sides))
+        ops = list(_pool(threads()).map(
+            lambda xs: _operand(xs[0], fmt, xs[1], model, plan, zero, spec.zero_terms, want32), sides))
     else:
-        ops = [_operand(x, fmt, side, model, plan, zero, spec.zero_terms) for x, side in sides]
+        ops = [_operand(x, fmt, side, model, plan, zero, spec.zero_terms, want32) for x, side in sides]
     (va, sa, bad_a), (vb, sb, bad_b) = ops
     if bad_a or bad_b:
         return None
@@ -815,22 +1022,33 @@ def gemm_partials(a, bt, model: GemmModel, fmt, plan: Plan, alpha: Fraction | No
     ngroups = plan.start.size
     sbt = tuple(np.ascontiguousarray(x.T) for x in sb)
     widest_b = (sbt[0].astype(np.int64) - sbt[1]).max(axis=1, initial=-2 * NO_VALUES)
+    dtype = partial_dtype(va, vb, sa, sb, logn, spec, floor)
+    if dtype == np.float64:  # float32 values (exact) as float64 for float64 BLAS
+        va, vb = va.astype(np.float64, copy=False), vb.astype(np.float64, copy=False)
+    rs = _resum_operands(va, vb, sbt, dtype)
     out = np.empty((m, n), dtype=np.float64)
     fallback = np.zeros(m, dtype=np.int64)
+    resummed = np.zeros(m, dtype=np.int64)
     rb = min(ROW_BLOCK, max(ROW_BLOCK_MIN, m // (2 * threads())))
-    chunk = max(1, min(ngroups, PARTIAL_BYTES // max(1, 8 * rb * n)))
+    chunk = max(1, min(ngroups, PARTIAL_BYTES // max(1, np.dtype(dtype).itemsize * rb * n)))
 
     def rows(r0: int, r1: int) -> None:
         """Rows r0 .. r1 - 1, all of K: BLAS partials of a chunk of groups, then their chain."""
-        c, big, total = (np.zeros((r1 - r0, n), dtype=np.float64) for _ in range(3))
-        p = np.empty((chunk, r1 - r0, n), dtype=np.float64)
+        c = np.zeros((r1 - r0, n), dtype=np.float32 if seed else np.float64)
+        big, total = (np.zeros((r1 - r0, n), dtype=np.float64) for _ in range(2))
+        p = np.empty((chunk, r1 - r0, n), dtype=dtype)
         for g0 in range(0, ngroups, chunk):
             ng = min(chunk, ngroups - g0)
             for gl in range(ng):
                 s0, s1 = int(plan.start[g0 + gl]), int(plan.stop[g0 + gl])
                 np.matmul(va[r0:r1, s0:s1], vb[:, s0:s1].T, out=p[gl])  # exact under the guard (docstring)
-            chain_partials(p, g0, ng, plan, logn, sa, sbt, widest_b, fb, spec, fin, c, big, total,
-                           g0 + ng == ngroups, out, fallback, r0, r1)
+            last = g0 + ng == ngroups
+            if seed:
+                chain_partials_seed(p, g0, ng, plan, logn, sa, sbt, widest_b, fb, rs, spec, fin, c, big, total,
+                                    last, out, fallback, resummed, r0, r1)
+            else:
+                chain_partials(p, g0, ng, plan, logn, sa, sbt, widest_b, fb, spec, fin, c, big, total, last, out,
+                               fallback, r0, r1)
 
     blocks = [(r, min(r + rb, m)) for r in range(0, m, rb)]
     nt = min(threads(), len(blocks))
@@ -842,5 +1060,5 @@ def gemm_partials(a, bt, model: GemmModel, fmt, plan: Plan, alpha: Fraction | No
         else:  # (a BLAS that cannot be told keeps its own threads: the blocks run in turn)
             for rr in blocks:
                 rows(*rr)
-    _LAST[0] = PartialStats(m * n * ngroups, int(fallback.sum()))
+    _LAST[0] = PartialStats(m * n * ngroups, int(fallback.sum()), np.dtype(dtype).name, int(resummed.sum()))
     return out
