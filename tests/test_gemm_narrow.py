@@ -410,3 +410,26 @@ def test_fpsgemm10_narrow_kernel_random_sweep_over_window_presets():
             ran += 1
             floats += ops[-1] is True
     assert ran == floats == 40, (ran, floats)
+
+
+@pytest.mark.parametrize("name,over,m,k", [
+    ("km-h100-fp8-promote128", dict(require_full_groups=False), 37, 150),  # groups of 32, the last of 22
+    ("km-h100-fp8", dict(require_full_groups=False, group_size=30), 17, 97),  # 30, 30, 30, 7: 2 and 3 left over
+    ("km-h100-fp8", dict(require_full_groups=False, group_size=18, split_k=54), 16, 101),  # 18s, slices of 54
+])
+def test_fpsgemm10_narrow_row_blocks_and_leftover_products(name, over, m, k):
+    """The narrow kernel's row blocks (NARROW_ROW_BLOCK rows through a group at a time: M of
+    16, 17 and 37 end a block exactly, one row past it and mid-block) and its products four
+    at a time (groups whose length is not a multiple of 4 leave 1 to 3 to the one-at-a-time
+    loop): fast equals exact on wide random E4M3 operands with zeros."""
+    rng = np.random.default_rng(m * k)
+    a = wide_codes(rng, (m, k), "e4m3", span=6)
+    bt = wide_codes(rng, (23, k), "e4m3", span=6)
+    a[::5, ::7] = 0  # +0 codes among the products taken four at a time
+    model = get_model(name, **over)
+    plan = chain_plan(k, model)
+    assert kernels.NARROW_ROW_BLOCK == 16 and ((plan.stop - plan.start) % 4 != 0).any()
+    kernel, ops = _terms_kernel(a, bt, model, "e4m3", plan)
+    assert kernel is kernels.gemm_window_narrow_rows and ops[-1] is True
+    ye, yf = (gemm(a, bt, model, fmt="e4m3", impl=impl) for impl in ("exact", "fast"))
+    assert np.array_equal(_bits(ye), _bits(yf))

@@ -462,7 +462,8 @@ def gemm_window_narrow_rows(a, bt, lanes_a, lanes_bt, shift, float_products, pla
          exact): trunc(va vb 2^(F - E)), a float32 product of the float32 values
          (exact: their significands have at most 24 bits together and the product is a
          normal number), scaled by the power of two 2^(F - E) (exact, or below 2^-126
-         and so below 1) and truncated toward zero by the conversion to int32;
+         and so below 1) and truncated toward zero by the conversion to int32; four
+         products of an output at a time (1.17x the products/s of one, one session);
        * else keep(ma mb, -r) with r = E - ea - eb - ``shift``, shift = F - wa - wb <= 0:
          a product is ma mb 2^(ea + eb - wa - wb) and E >= ea + eb for every nonzero
          product, so r >= 0, and a kept term is the product cut by a right shift
@@ -521,10 +522,20 @@ def gemm_window_narrow_rows(a, bt, lanes_a, lanes_bt, shift, float_products, pla
                     for j in range(n):  # 2^(F - E) from its float64 bit pattern; E < F - 127 has no nonzero product
                         x = window - min(max(np.int64(emax[j]), window - 127), window + 149)  # in [-149, 127]
                         scale[j] = np.float32(bits_float((x + 1023) << 52))
-                    for kk in range(k0, k1):
+                    # four products per output at a time (a zero value's terms are 0: 0 vb and
+                    # then 0 2^(F - E) are finite zeros), one load and store of acc for them
+                    kk = k0
+                    while kk + 4 <= k1:
+                        a0, a1 = lanes_a.v[i, kk], lanes_a.v[i, kk + 1]
+                        a2, a3 = lanes_a.v[i, kk + 2], lanes_a.v[i, kk + 3]
+                        b0, b1, b2, b3 = lanes_bt.v[kk], lanes_bt.v[kk + 1], lanes_bt.v[kk + 2], lanes_bt.v[kk + 3]
+                        for j in range(n):
+                            s = scale[j]
+                            acc[j] += (np.int32(a0 * b0[j] * s) + np.int32(a1 * b1[j] * s)
+                                       + np.int32(a2 * b2[j] * s) + np.int32(a3 * b3[j] * s))
+                        kk += 4
+                    for kk in range(kk, k1):
                         v_a = lanes_a.v[i, kk]
-                        if v_a == 0.0:
-                            continue
                         vrow = lanes_bt.v[kk]
                         for j in range(n):
                             acc[j] += np.int32(v_a * vrow[j] * scale[j])
