@@ -50,6 +50,7 @@ __all__ = [
     "cutlass_slices",
     "NEAREST_AREA_FLOOR",
     "NEAREST_K_WEIGHT",
+    "NEAREST_ASPECT_WEIGHT",
     "NEAREST_VOTES",
     "NEAREST_CUTLASS_K_WEIGHT",
     "parse_kernel_name",
@@ -144,6 +145,13 @@ CUTLASS_SLICE_UNIT = 8
 NEAREST_AREA_FLOOR = 64
 #: weight of |log2 K - log2 K'| against |log2 area - log2 area'| in the shape distance
 NEAREST_K_WEIGHT = 1.0
+#: Weight of |log2 (cm / cn) - log2 (cm' / cn')| (the output's aspect, cuBLAS's m and n,
+#: unfloored) in the shape distance: it separates shapes of one area, such as an output and
+#: its transpose, that the area alone leaves to the order of ties.  Chosen by leave-one-shape-
+#: out on the table (S right on nvjet calls, four targets: 88.8 / 88.6 / 93.5 / 93.5 % at 0;
+#: 90.4 / 90.3 / 97.0 / 97.0 at 1/16; 90.2 / 90.0 / 97.2 / 97.3 at 1/8; 89.9 / 89.8 / 97.0
+#: / 97.1 at 1/4; 88.1 / 88.0 / 96.9 / 96.8 at 1; docs/cublas-h200.rst).
+NEAREST_ASPECT_WEIGHT = 0.125
 #: Weight of |log2 K - log2 K'| against those of M and N when a cutlass or SIMT shape takes
 #: the nearest measured call's kernel (FPS-CUB-4; leave-one-shape-out on the sweep: 2 beats
 #: 0.5, 1 and 4 on the cutlass calls' outputs; on sweep + heldout 1 and 2 tie, docs/cublas-h200.rst).
@@ -577,6 +585,7 @@ class Predictor:
                     if pl.kclass == "nvjet" and pl.confidence != "unknown" and slice_cap(s[2], kt) > 1]
             self._points[key] = _Points(
                 np.array([_log_area(s[0], s[1]) for s, _ in rows], dtype=np.float64),
+                np.array([_log_aspect(s[0], s[1]) for s, _ in rows], dtype=np.float64),
                 np.array([math.log2(s[2]) for s, _ in rows], dtype=np.float64),
                 np.array([s for s, _ in rows], dtype=np.int64).reshape(-1, 3),
                 tuple(pl for _, pl in rows), tuple(slice_cap(s[2], kt) for s, _ in rows))
@@ -586,11 +595,12 @@ class Predictor:
         """The weighted vote of the nearest informative swept shapes for P (FPS-CUB-5)."""
         kt = TARGETS[target].kt
         cap = slice_cap(k, kt)
-        la, lk = _log_area(m, n), math.log2(k)
+        la, lr, lk = _log_area(m, n), _log_aspect(m, n), math.log2(k)
         pts = self._nvjet_points(target)
-        # distances as the IEEE double expression d = |pa - la| + w |pk - lk|, in order of
-        # (d, shape): the same order a sort of the Python floats and shape tuples gives
-        dist = np.abs(pts.area - la) + NEAREST_K_WEIGHT * np.abs(pts.logk - lk)
+        # distances as the IEEE double expression d = |pa - la| + w |pk - lk| + wr |pr - lr|, in
+        # order of (d, shape): the same order a sort of the Python floats and shape tuples gives
+        dist = (np.abs(pts.area - la) + NEAREST_K_WEIGHT * np.abs(pts.logk - lk)
+                + NEAREST_ASPECT_WEIGHT * np.abs(pts.aspect - lr))
         order = np.lexsort((pts.shape[:, 2], pts.shape[:, 1], pts.shape[:, 0], dist))
         votes: dict[int, float] = {}
         first: KernelChoice | None = None
@@ -671,10 +681,11 @@ class Predictor:
 
 
 class _Points(NamedTuple):
-    """A target's nearest-shape points (:meth:`Predictor._nvjet_points`): log2 area and
-    log2 K per swept call, its shape (rows of M, N, K), plan and slice cap."""
+    """A target's nearest-shape points (:meth:`Predictor._nvjet_points`): log2 area, log2
+    aspect and log2 K per swept call, its shape (rows of M, N, K), plan and slice cap."""
 
     area: np.ndarray
+    aspect: np.ndarray
     logk: np.ndarray
     shape: np.ndarray
     plans: tuple[KernelChoice, ...]
@@ -683,8 +694,8 @@ class _Points(NamedTuple):
     def without(self, shape: tuple[int, int, int]) -> "_Points":
         keep = ~np.all(self.shape == np.array(shape, dtype=np.int64), axis=1)
         idx = np.flatnonzero(keep).tolist()
-        return _Points(self.area[keep], self.logk[keep], self.shape[keep], tuple(self.plans[i] for i in idx),
-                       tuple(self.caps[i] for i in idx))
+        return _Points(self.area[keep], self.aspect[keep], self.logk[keep], self.shape[keep],
+                       tuple(self.plans[i] for i in idx), tuple(self.caps[i] for i in idx))
 
 
 def _swept_tiles(plans: dict[tuple[int, int, int], KernelChoice]) -> list[tuple[int, int]]:
@@ -695,6 +706,11 @@ def _swept_tiles(plans: dict[tuple[int, int, int], KernelChoice]) -> list[tuple[
 def _log_area(m: int, n: int) -> float:
     cm, cn = _cublas_mn(m, n)
     return math.log2(max(cm, NEAREST_AREA_FLOOR)) + math.log2(max(cn, NEAREST_AREA_FLOOR))
+
+
+def _log_aspect(m: int, n: int) -> float:
+    cm, cn = _cublas_mn(m, n)
+    return math.log2(cm) - math.log2(cn)
 
 
 def _replace(c: KernelChoice, **kw: object) -> KernelChoice:

@@ -4,7 +4,7 @@ per-call search results (tools/h200_cublas_fit.py).
 
     python3 tools/h200_cublas_rule.py emit SWEEP [SWEEP ...] --out fpspec/cublas_h200_table.py
     python3 tools/h200_cublas_rule.py evaluate SWEEP --fit-records DIR/fit_records.jsonl [--out REPORT.json]
-    python3 tools/h200_cublas_rule.py scan SWEEP
+    python3 tools/h200_cublas_rule.py scan [SWEEP] [--aspect]
 
 ``emit`` writes the generated module from one or more sweep files (in order): every
 swept call as shape, GEMM kernel (short name) and launch grid, and the sweep's device
@@ -19,7 +19,8 @@ all calls (where S is unknown, the preset without a split).  Outputs the fit did
 count for the predicted S are counted here with the fit's evaluator.
 
 ``scan`` prints the leave-one-shape-out share of nvjet calls whose predicted S equals
-the kernel's, for a grid of the nearest-shape constants (how they were chosen).
+the kernel's, for a grid of the nearest-shape constants (how they were chosen), on a
+sweep or on the committed table (no SWEEP); ``--aspect`` scans the aspect weight.
 """
 
 from __future__ import annotations
@@ -322,33 +323,40 @@ def _summary_line(target: str, d: dict) -> str:
 
 
 # ================================================================== scan
-def scan(sweep: str | Path, log=print) -> list[tuple]:
-    """Leave-one-shape-out share of nvjet calls whose predicted S equals the kernel's,
-    over a grid of the nearest-shape constants."""
-    _, calls = read_sweep(sweep)
-    pred = ch.Predictor(observations(calls))
-    saved = (ch.NEAREST_AREA_FLOOR, ch.NEAREST_K_WEIGHT, ch.NEAREST_VOTES)
+def scan(sweep: str | Path | None, log=print, aspect: bool = False) -> list[tuple]:
+    """Leave-one-shape-out share of nvjet calls whose predicted S equals the kernel's, on a
+    sweep (None: the committed table, every source), over a grid of the nearest-shape
+    constants (area floor, K weight, votes), or with ``aspect`` over the aspect weights at
+    today's other constants."""
+    pred = ch.Predictor(observations(read_sweep(sweep)[1]) if sweep is not None else ch.observations_from_table())
+    names = ("NEAREST_AREA_FLOOR", "NEAREST_K_WEIGHT", "NEAREST_VOTES", "NEAREST_ASPECT_WEIGHT")
+    saved = tuple(getattr(ch, n) for n in names)
+    if aspect:
+        grid = [saved[:3] + (w,) for w in (0.0, 0.0625, 0.125, 0.25, 0.5, 1.0, 2.0)]
+    else:
+        grid = [(floor, wk, votes, saved[3]) for floor in (1, 32, 64, 128) for wk in (0.5, 1.0, 2.0)
+                for votes in (1, 3, 5)]
     out = []
     try:
-        for floor in (1, 32, 64, 128):
-            for wk in (0.5, 1.0, 2.0):
-                for votes in (1, 3, 5):
-                    ch.NEAREST_AREA_FLOOR, ch.NEAREST_K_WEIGHT, ch.NEAREST_VOTES = floor, wk, votes
-                    row = [floor, wk, votes]
-                    for target in ch.TARGETS:
-                        loo = loo_predictions(pred, target)
-                        ok = n = 0
-                        for s in pred.shapes(target):
-                            truth = pred.predict(target, *s)
-                            if truth.kclass != "nvjet":
-                                continue
-                            n += 1
-                            ok += loo[s].s == truth.s and loo[s].confidence != "unknown"
-                        row.append((ok, n))
-                    out.append(tuple(row))
-                    log(" ".join(str(v) for v in row[:3]) + "  " + "  ".join(_pct(a, b) for a, b in row[3:]))
+        for values in grid:
+            for n, v in zip(names, values):
+                setattr(ch, n, v)
+            row = list(values)
+            for target in ch.TARGETS:
+                loo = loo_predictions(pred, target)
+                ok = n = 0
+                for s in pred.shapes(target):
+                    truth = pred.predict(target, *s)
+                    if truth.kclass != "nvjet":
+                        continue
+                    n += 1
+                    ok += loo[s].s == truth.s and loo[s].confidence != "unknown"
+                row.append((ok, n))
+            out.append(tuple(row))
+            log(" ".join(str(v) for v in row[:4]) + "  " + "  ".join(_pct(a, b) for a, b in row[4:]))
     finally:
-        ch.NEAREST_AREA_FLOOR, ch.NEAREST_K_WEIGHT, ch.NEAREST_VOTES = saved
+        for n, v in zip(names, saved):
+            setattr(ch, n, v)
     return out
 
 
@@ -363,7 +371,8 @@ def main(argv: list[str] | None = None) -> int:
     v.add_argument("--fit-records", required=True)
     v.add_argument("--out", help="write the report as JSON")
     s = sub.add_parser("scan", help="leave-one-out S rates over the nearest-shape constants")
-    s.add_argument("sweep")
+    s.add_argument("sweep", nargs="?", default=None, help="a sweep .jsonl (default: the committed table)")
+    s.add_argument("--aspect", action="store_true", help="scan the aspect weight (NEAREST_ASPECT_WEIGHT) instead")
     args = p.parse_args(argv)
     if args.cmd == "emit":
         if any(Path(x).is_dir() for x in args.sweep):
@@ -374,7 +383,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.out:
             Path(args.out).write_text(json.dumps(rep, indent=1, default=list) + "\n")
     else:
-        scan(args.sweep)
+        scan(args.sweep, aspect=args.aspect)
     return 0
 
 
