@@ -70,10 +70,10 @@ from .rounding import decode_table
 __all__ = ["PartialStats", "applies", "gemm_partials", "group_spans", "values_and_spans", "block_values_and_spans",
            "block_pieces", "blas_partials", "blas_threads", "float32_partials", "last_stats", "estimated_share",
            "partial_dtype", "accumulate_exact64", "accumulate_row_rne_rtz", "accumulate_row_window", "is_seed_pair",
-           "chain_partials", "chain_partials_seed", "fallback_group", "Resum", "resum", "resum_row", "FLOAT64_BITS",
-           "FLOAT32_BITS", "FLOAT32_LSB_MIN", "FLOAT32_TOP_MAX", "ACC_BITS", "BLAS_MIN_WORK", "BLAS_MIN_GROUP",
-           "MAX_FALLBACK_SHARE", "RESUM_MAX_SHARE", "SAMPLE_OUTPUTS", "ROW_BLOCK", "ROW_BLOCK_MIN", "PARTIAL_BYTES",
-           "NO_VALUES"]
+           "chain_partials", "chain_partials_seed", "fallback_group", "fallback_scratch", "Resum", "resum", "resum_row",
+           "FLOAT64_BITS", "FLOAT32_BITS", "FLOAT32_LSB_MIN", "FLOAT32_TOP_MAX", "ACC_BITS", "BLAS_MIN_WORK",
+           "BLAS_MIN_GROUP", "MAX_FALLBACK_SHARE", "RESUM_MAX_SHARE", "SAMPLE_OUTPUTS", "ROW_BLOCK", "ROW_BLOCK_MIN",
+           "PARTIAL_BYTES", "NO_VALUES"]
 
 #: Significand bits of float64: a multiple of 2^L below 2^(L + 53) is a float64 number.
 FLOAT64_BITS = 53
@@ -663,6 +663,14 @@ def fallback_group(c, fb, i, j, k0, k1, spec, sigs, lsbs, aexps):
     return group_step(c, sigs, lsbs, aexps, n, special, overflow, spec)
 
 
+@gemm_jit(inline=True)
+def fallback_scratch(plan):
+    """The term buffers :func:`fallback_group` fills (significands, lsbs, alignment
+    exponents): room for the longest planned group and two more terms (c, a join)."""
+    room = plan.longest + 2
+    return (np.empty(room, dtype=np.int64), np.empty(room, dtype=np.int64), np.empty(room, dtype=np.int64))
+
+
 @gemm_jit
 def chain_partials(p, g0, ng, plan, logn, sa, sbt, widest_b, fb, spec, fin, c, big, total, last, out, fallback,
                    r0, r1):
@@ -677,10 +685,7 @@ def chain_partials(p, g0, ng, plan, logn, sa, sbt, widest_b, fb, spec, fin, c, b
     (:class:`Fallback`).  ``fallback[i]`` counts row i's (output, group) pairs that
     failed the guard.  The seed models' chain takes :func:`chain_partials_seed`."""
     n_cols = c.shape[1]
-    room = plan.longest + 2
-    sigs = np.empty(room, dtype=np.int64)
-    lsbs = np.empty(room, dtype=np.int64)
-    aexps = np.empty(room, dtype=np.int64)
+    sigs, lsbs, aexps = fallback_scratch(plan)
     top_a, low_a, ae_a = sa
     top_b, low_b, ae_b = sbt
     windowed = spec.window != NO_WINDOW
@@ -769,10 +774,7 @@ def chain_partials_seed(p, g0, ng, plan, logn, sa, sbt, widest_b, fb, rs, spec, 
     from the partial, each through :func:`accumulate_exact64`.  ``resummed[i]`` counts row
     i's pairs summed again, ``fallback[i]`` those that fell back."""
     n_cols = c.shape[1]
-    room = plan.longest + 2
-    sigs = np.empty(room, dtype=np.int64)
-    lsbs = np.empty(room, dtype=np.int64)
-    aexps = np.empty(room, dtype=np.int64)
+    sigs, lsbs, aexps = fallback_scratch(plan)
     top_a, low_a, _ = sa
     top_b, low_b, _ = sbt
     bits = rs.bits
