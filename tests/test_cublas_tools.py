@@ -611,6 +611,10 @@ def test_fps_cub_9_later_heldout_runs_first_calls_as_reported(run, report, limit
      + [f"heldout{s}_shapes.txt" for s in ("", 2, 3, 4)]),
     ("heldout5", ["--seed", "20261205", "--count", "400", "--mix", "llm=1", "--exclude-table", "--exclude"]
      + [f"heldout{s}_shapes.txt" for s in ("", 2, 3, 4)] + ["train1_shapes.txt"]),
+    ("heldout7", ["--seed", "20261210", "--count", "400", "--mix",
+                  "odd=7,one-odd=6,mult8=6,gemv=9,tall=5,8192=3,long-k=5,llm=41", "--exclude-table", "--exclude"]
+     + [f"heldout{s}_shapes.txt" for s in ("", 2, 3, 4, 5, 6)] + [f"train{s}_shapes.txt" for s in (1, 2, 3)]
+     + ["unit64_shapes.txt"]),
 ])
 def test_drawn_shape_files_regenerate(name, args, tmp_path, monkeypatch):
     """The shape files drawn by tools/h200_cublas_shapes.py come back byte for byte from the
