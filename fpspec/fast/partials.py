@@ -605,9 +605,10 @@ class Resum(NamedTuple):
 
 @gemm_jit
 def resum(rs, i, j, k0, k1):
-    """The exact sum of products k0 .. k1 - 1 of output (i, j) from the float64 values: every
-    partial sum is a multiple of 2^(LA + LB) below 2^(TA + TB + ceil(log2 n)), exact in
-    float64 in any order where that span is at most 53 (the float64 half of the guard)."""
+    """The exact sum of products k0 .. k1 - 1 of output (i, j) from the operands' values
+    (float32, or float64), in float64: every partial sum is a multiple of 2^(LA + LB) below
+    2^(TA + TB + ceil(log2 n)), exact in float64 in any order where that span is at most 53
+    (the float64 half of the guard)."""
     s = 0.0
     for k in range(k0, k1):  # float32 values: their float64 product is exact (24 + 24 bits)
         s += np.float64(rs.va[i, k]) * np.float64(rs.vb[j, k])
