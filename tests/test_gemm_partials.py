@@ -11,7 +11,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from fpspec.fast import partials
+from fpspec.fast import partials, spans
 from fpspec.fast.chain import chain_plan
 from fpspec.matmul import gemm
 from fpspec.quantization import quantize
@@ -430,13 +430,13 @@ def test_fpsgemm23_block_spans_equal_group_spans(scale_format, zero_terms):
     start = stop - lengths
     assert stop[-1] == k
     zero = ZERO_ALIGNMENT_EXPONENT if zero_terms else 0
-    tables = partials._block_tables("e2m1", scale_format, zero, zero_terms)
-    pieces = partials.block_pieces(start, stop, block)
+    tables = spans._block_tables("e2m1", scale_format, zero, zero_terms)
+    pieces = spans.block_pieces(start, stop, block)
     cuts = sorted(set(start.tolist()) | set(range(0, k + 1, block)) | {k})  # K cut at group and block ends
     assert pieces[0].tolist() == cuts[:-1] and pieces[1].tolist() == cuts[1:]
     assert pieces[2].tolist()[:6] == [0, 1, 2, 2, 3, 3] and pieces[3].tolist()[:6] == [0, 0, 0, 1, 1, 2]
-    values, spans, bad = partials.block_values_and_spans(codes, scales, *tables, pieces, start.size,
-                                                         np.empty((rows, k)))
+    values, got_spans, bad = spans.block_values_and_spans(codes, scales, *tables, pieces, start.size,
+                                                          np.empty((rows, k)))
     pv, sv = decode_table(get_format("e2m1")), decode_table(sf)
     with np.errstate(invalid="ignore"):
         want = pv[codes] * sv[np.repeat(scales, block, axis=1)]
@@ -444,8 +444,8 @@ def test_fpsgemm23_block_spans_equal_group_spans(scale_format, zero_terms):
     assert bad == int((~np.isfinite(want)).sum())
     assert (bad > 0) == bool((~np.isfinite(sv)).any())  # the NaN scale codes are drawn
     finite = np.where(np.isfinite(want), want, 0.0)
-    wanted = partials.group_spans(finite, start, stop, -126, zero, zero_terms)
-    for got, exp, name in zip(spans, wanted, ("T", "L", "AE")):
+    wanted = spans.group_spans(finite, start, stop, -126, zero, zero_terms)
+    for got, exp, name in zip(got_spans, wanted, ("T", "L", "AE")):
         assert np.array_equal(got, exp), f"{name} differs at {np.argwhere(got != exp)[:3].tolist()}"
 
 

@@ -33,7 +33,8 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 
 #: The modules of the fast GEMM path whose compiled functions call each other.
 GEMM_SOURCES: tuple[str, ...] = tuple(os.path.join(_HERE, name)
-                                      for name in ("fp32.py", "chain.py", "kernels.py", "operands.py", "partials.py"))
+                                      for name in ("fp32.py", "chain.py", "kernels.py", "operands.py", "spans.py",
+                                                   "partials.py"))
 
 
 @functools.lru_cache(maxsize=None)
