@@ -571,3 +571,30 @@ def test_fpsgemm24_float32_partials_chosen_by_sample():
     assert st.dtype == "float64"
     _, _, st = _blas32(wide, wide, "km-h100-bf16", fmt="bf16")
     assert st.dtype == "float64"
+
+
+def test_fpsgemm24_float32_partials_random_sweep():
+    """FPS-GEMM-24: a seeded sweep of the seed models with float32 partials forced on, over
+    FP8, FP16 and BF16 codes of 2 to 14 binades (K = 209: three groups of 64 and one of 17),
+    and of normally distributed values, fast equal to exact bit for bit; across the sweep
+    partials are taken as they are, pairs are summed again (spans over 24 bits) and pairs
+    fall back (over 53), so every branch of chain_partials_seed runs."""
+    rng = np.random.default_rng(20261202)
+    dtypes = {"e4m3": ml_dtypes.float8_e4m3fn, "e5m2": ml_dtypes.float8_e5m2, "fp16": np.float16,
+              "bf16": ml_dtypes.bfloat16}
+    direct = resummed = fell = 0
+    for fmt in ("e4m3", "e5m2", "fp16", "bf16"):
+        for span in (None, 2, 5, 9, 14):  # None: normally distributed values
+            if span is None:
+                a, bt = (codes_of(rng.standard_normal(shape).astype(dtypes[fmt]).astype(np.float64), fmt)
+                         for shape in ((5, 209), (7, 209)))
+            else:
+                a = wide_codes(rng, (5, 209), fmt, span=span)
+                bt = wide_codes(rng, (7, 209), fmt, span=span)
+            for name in ("seed-probe-matched", "seed-probe-matched-nosnap"):
+                _, _, st = _blas32(a, bt, name, fmt=fmt)
+                assert st.dtype == "float32", (fmt, span, name)
+                direct += st.pairs - st.resummed - st.fallback
+                resummed += st.resummed
+                fell += st.fallback
+    assert direct > 0 and resummed > 0 and fell > 0
