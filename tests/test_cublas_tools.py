@@ -652,3 +652,20 @@ def test_rule_scan_aspect_on_the_sweep():
     by_weight = {r[3]: r[4:] for r in rows}
     assert by_weight[0.0] == ((323, 342), (307, 342), (435, 452), (435, 452))
     assert by_weight[0.125] == ((311, 342), (304, 342), (435, 452), (435, 452))
+
+
+def test_fps_cub_9_seventh_heldout_run_observed_live():
+    """FPS-CUB-8, FPS-CUB-9: the observer run live on the H200 over all 1600 calls of the
+    seventh held-out run (observe/heldout7_observe*) reproduces every sampled output of every
+    tensor-core call (all but the SIMT calls' outputs), and its offline counts are those of
+    the report made from the recorded kernels (accept-heldout7)."""
+    prov = ROOT / "vectors/provenance/h200-cublas/observe"
+    live = json.loads((prov / "heldout7_observe_summary.json").read_text())
+    report = json.loads((ROOT / "docs/cublas-reports/accept-heldout7.json").read_text())
+    assert sum(d["all"]["calls"] for d in live.values()) == report["calls"] == 1600
+    for target, d in live.items():
+        simt = d.get("simt", {"outputs": 0, "calls": 0})
+        assert d["all"]["observer"] == d["all"]["outputs"] - simt["outputs"], target
+        assert d["all"]["not_modelled"] == simt["calls"], target
+        assert d["all"]["offline"] == report["targets"][target]["all"]["offline"], target
+    assert [live[t]["all"]["not_modelled"] for t in ("torch-bf16", "torch-fp16")] == [12, 6]
