@@ -35,6 +35,7 @@ from ..gemm_operands import operand_formats
 from ..models import NAN_BITS, GemmModel
 from ..quantized import QuantizedTensor
 from .chain import Plan, chain_plan, chain_spec, finish_spec
+from .fp32 import FLOAT32_BITS
 from .kernels import (AlignedOperand, TermOperand, gemm_block_sums_rows, gemm_blocks, gemm_fp32_rows, gemm_products,
                       gemm_scaled_blocks, gemm_window_narrow_rows, gemm_window_rows)
 from .operands import (LOCAL_SCALE_BITS, ValueRange, aligned_codes, aligned_operand, aligned_values, block_operand,
@@ -45,7 +46,7 @@ from .partials import gemm_partials
 from .rounding import encode_fast
 
 __all__ = ["gemm_fast", "rowdot_fast", "supports", "narrow_window", "float_products", "FastPathUnsupported",
-           "payload_ints", "round_bf16_bits", "LARGEST_INT32_BLOCK", "LOCAL_SCALE_BITS", "FLOAT32_BITS"]
+           "payload_ints", "round_bf16_bits", "LARGEST_INT32_BLOCK", "LOCAL_SCALE_BITS"]
 
 #: The largest scale block whose payload sums stay in int32 lanes (144 B < 2^31).
 LARGEST_INT32_BLOCK = 1024
@@ -129,11 +130,6 @@ def narrow_window(model: GemmModel, longest: int, wa: int, pa: int, wb: int, pb:
     floor = abs(model.align_exponent_floor or 0)
     return (wa + wb >= f and f <= NARROW_MAX_WINDOW and max(exponents, floor) <= NARROW_EXPONENTS
             and pa + pb + max(longest, 1).bit_length() <= NARROW_BITS)
-
-
-#: Significand bits of float32: a product of values of at most this many significant bits
-#: together is a float32 number when it is a normal one.
-FLOAT32_BITS = 24
 
 
 def float_products(model: GemmModel, ra: ValueRange, rb: ValueRange) -> bool:

@@ -51,10 +51,10 @@ import numpy as np
 from ..exact.binary32 import FLT_MAX, FP32_EMIN
 from .jit import gemm_jit
 
-__all__ = ["RNE", "RTZ", "MODE_CODES", "Lattice", "FP32_LATTICE", "lattice", "bitlen", "round_fp32_pair",
-           "round_acc_pair", "round_fp32_int", "round_acc_int", "round_acc_terms", "add_round", "add_round_fp32",
-           "add_round_int",
-           "add_specials", "split_fp32", "fp32_exponent", "py_round_acc_int", "py_add_round"]
+__all__ = ["RNE", "RTZ", "MODE_CODES", "FP32_BITS", "FP32_QUANTUM_EXP", "FLOAT32_BITS", "FP32_TOP", "Lattice",
+           "FP32_LATTICE", "lattice", "bitlen", "round_fp32_pair", "round_acc_pair", "round_fp32_int", "round_acc_int",
+           "round_acc_terms", "add_round", "add_round_fp32", "add_round_int", "add_specials", "split_fp32",
+           "fp32_exponent", "py_round_acc_int", "py_add_round"]
 
 #: Rounding-mode codes of the compiled functions.
 RNE = 0
@@ -66,6 +66,11 @@ MODE_CODES: dict[str, int] = {"rne": RNE, "rtz": RTZ, "rz": RTZ}
 FP32_BITS = 23
 #: Exponent of the smallest FP32 subnormal quantum, 2^-149.
 FP32_QUANTUM_EXP = FP32_EMIN - FP32_BITS
+#: Significant bits of an FP32 number, the leading one included: a multiple of 2^L below
+#: 2^(L + 24), with L >= FP32_QUANTUM_EXP and L + 24 <= FP32_TOP, is an FP32 number.
+FLOAT32_BITS = FP32_BITS + 1
+#: Every finite FP32 value lies below 2^FP32_TOP.
+FP32_TOP = 128
 
 _POW2_LO, _POW2_HI = -1000, 900
 #: 2^e for e in [-1000, 900]: exact float64 constants (multiplying by them is exact scaling)

@@ -56,7 +56,8 @@ from ..quantized import QuantizedTensor
 from .chain import (CONTINUE, NO_ROUNDING, NO_SPECIAL, NO_TERMS, NO_WINDOW, Plan, accumulate, accumulate_rtz_bits,
                     accumulator_exponent, accumulator_exponent_row, after_group, bits_below, bits_float, chain_spec,
                     finish_row, finish_spec, float_bits, group_step)
-from .fp32 import RNE, RTZ, add_round, add_round_fp32, round_fp32_pair
+from .fp32 import (FLOAT32_BITS, FP32_QUANTUM_EXP, FP32_TOP, RNE, RTZ, add_round, add_round_fp32,
+                   round_fp32_pair)
 from .jit import gemm_jit
 from .kernels import ScaledBlockOperand, TermOperand, product_terms, scaled_block_terms
 from .operands import code_operand, quantized_operand, scaled_block_operand
@@ -66,17 +67,12 @@ from .spans import NO_VALUES, lsb_of, operand_spans
 __all__ = ["PartialStats", "applies", "gemm_partials", "blas_partials", "blas_threads", "float32_partials",
            "last_stats", "estimated_share", "partial_dtype", "accumulate_exact64", "accumulate_row_rne_rtz",
            "accumulate_row_window", "is_seed_pair", "chain_partials", "chain_partials_seed", "fallback_group",
-           "fallback_scratch", "Resum", "resum", "resum_row", "FLOAT64_BITS", "FLOAT32_BITS", "FLOAT32_LSB_MIN",
-           "FLOAT32_TOP_MAX", "ACC_BITS", "BLAS_MIN_WORK", "BLAS_MIN_GROUP", "MAX_FALLBACK_SHARE", "RESUM_MAX_SHARE",
-           "SAMPLE_OUTPUTS", "ROW_BLOCK", "ROW_BLOCK_MIN", "PARTIAL_BYTES"]
+           "fallback_scratch", "Resum", "resum", "resum_row", "FLOAT64_BITS", "ACC_BITS", "BLAS_MIN_WORK",
+           "BLAS_MIN_GROUP", "MAX_FALLBACK_SHARE", "RESUM_MAX_SHARE", "SAMPLE_OUTPUTS", "ROW_BLOCK", "ROW_BLOCK_MIN",
+           "PARTIAL_BYTES"]
 
 #: Significand bits of float64: a multiple of 2^L below 2^(L + 53) is a float64 number.
 FLOAT64_BITS = 53
-#: Significand bits of float32, and the lsb exponent and top of its finite numbers: a
-#: multiple of 2^L below 2^(L + 24), with L >= -149 and L + 24 <= 128, is a float32 number.
-FLOAT32_BITS = 24
-FLOAT32_LSB_MIN = -149
-FLOAT32_TOP_MAX = 128
 #: The partials are float32 only when a sample of outputs estimates at most this share of
 #: (output, group) pairs failing the 24-bit bound (:func:`partial_dtype`): such a pair is
 #: summed again in float64 (:func:`resum`: 52 ns for G = 64 on one thread), while float32
@@ -738,8 +734,8 @@ def partial_dtype(va: np.ndarray, vb: np.ndarray, sa, sb, logn: np.ndarray, spec
     top_b, low_b, _ = sb
     if (_FORCED_FLOAT32 is False or not is_seed_pair(spec) or va.dtype != np.float32 or vb.dtype != np.float32
             or va.size == 0 or vb.size == 0
-            or int(low_a.min()) + int(low_b.min()) < FLOAT32_LSB_MIN
-            or int(top_a.max()) + int(top_b.max()) + int(logn.max()) > FLOAT32_TOP_MAX):
+            or int(low_a.min()) + int(low_b.min()) < FP32_QUANTUM_EXP
+            or int(top_a.max()) + int(top_b.max()) + int(logn.max()) > FP32_TOP):
         return np.float64
     if _FORCED_FLOAT32 is None and estimated_share(sa, sb, logn, NO_WINDOW, floor, SAMPLE_OUTPUTS,
                                                    FLOAT32_BITS) > RESUM_MAX_SHARE:
