@@ -743,12 +743,13 @@ def partial_dtype(va: np.ndarray, vb: np.ndarray, sa, sb, logn: np.ndarray, spec
     return np.float32
 
 
-def _resum_operands(va: np.ndarray, vb: np.ndarray, sbt, dtype: type) -> Resum:
-    """The :class:`Resum` of partials of ``dtype``: float64 partials sum nothing again."""
+def _resum_operands(va: np.ndarray, vb: np.ndarray, span_b: np.ndarray, dtype: type) -> Resum:
+    """The :class:`Resum` of partials of ``dtype``, given B's column spans T - L (groups x
+    N): float64 partials sum nothing again."""
     if dtype == np.float64:
         z = np.zeros((1, 1), dtype=np.int32)
         return Resum(va, vb, FLOAT64_BITS, z, z)
-    span = (sbt[0].astype(np.int64) - sbt[1]).astype(np.int32)
+    span = span_b.astype(np.int32)
     order = np.ascontiguousarray(np.argsort(-span, axis=1, kind="stable").astype(np.int32))
     return Resum(va, vb, FLOAT32_BITS, span, order)
 
@@ -784,11 +785,12 @@ def gemm_partials(a, bt, model: GemmModel, fmt, plan: Plan, alpha: Fraction | No
         fb = _fallback(a, bt, model, fmt)
     ngroups = plan.start.size
     sbt = tuple(np.ascontiguousarray(x.T) for x in sb)
-    widest_b = (sbt[0].astype(np.int64) - sbt[1]).max(axis=1, initial=-2 * NO_VALUES)
+    span_b = sbt[0].astype(np.int64) - sbt[1]  # B's column spans T - L (groups x N)
+    widest_b = span_b.max(axis=1, initial=-2 * NO_VALUES)
     dtype = partial_dtype(va, vb, sa, sb, logn, spec, floor)
     if dtype == np.float64:  # float32 values (exact) as float64 for float64 BLAS
         va, vb = va.astype(np.float64, copy=False), vb.astype(np.float64, copy=False)
-    rs = _resum_operands(va, vb, sbt, dtype)
+    rs = _resum_operands(va, vb, span_b, dtype)
     out = np.empty((m, n), dtype=np.float64)
     fallback = np.zeros(m, dtype=np.int64)
     resummed = np.zeros(m, dtype=np.int64)
