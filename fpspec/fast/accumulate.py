@@ -170,9 +170,11 @@ def _narrow(bt: tuple, aligned_a, model: GemmModel, plan: Plan):
     lb = narrow_lanes(ab, zero_terms, vb if products else None, exponents)
     if la is None or lb is None:
         return None
-    # A is read one value at a time: int32 (its values' range unknown to the compiler, which
-    # then keeps the products in int32 lanes)
-    aa = AlignedOperand(aa.m.astype(np.int32), aa.e.astype(np.int32))
+    if products:  # pass 2 reads the float32 values only: A's integers as int32 placeholders
+        aa = AlignedOperand(np.zeros((1, 1), dtype=np.int32), np.zeros((1, 1), dtype=np.int32))
+    else:  # A is read one value at a time: int32 (its values' range unknown to the compiler,
+        # which then keeps the products in int32 lanes)
+        aa = AlignedOperand(aa.m.astype(np.int32), aa.e.astype(np.int32))
     return gemm_window_narrow_rows, (aa, ab, la, lb, model.window_bits - wa - wb, products)
 
 
