@@ -12,7 +12,9 @@ and, on samples, the exact reference; every policy the kernel accepts.
 
 from __future__ import annotations
 
+import importlib.util
 import itertools
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -24,6 +26,7 @@ from fpspec.fast.rounding import _rne_f32_args, encode_fast
 from fpspec.formats import FORMATS, get_format
 
 KERNEL_FORMATS = ["e2m1", "e4m3", "e5m2"]
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def _policies(fmt: str) -> list[Policies]:
@@ -102,3 +105,55 @@ def test_nan_refusal_names_the_first_nan():
     y[2, 346] = np.nan
     with pytest.raises(FpspecError, match=r"index \[2, 345\]"):
         encode_fast(y, "e2m1", "rne")
+
+
+def _sweep_tool():
+    spec = importlib.util.spec_from_file_location("f32_kernel_sweep", ROOT / "tools" / "f32_kernel_sweep.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _slices(fmt: str) -> list[int]:
+    """2^20-input slices (top 12 bits) around the format's boundaries, both signs: the subnormal
+    binade and the lowest normal one, max finite and the overflow threshold, Inf and NaN."""
+    f = get_format(fmt)
+    tops = {int(np.array([v], np.float32).view(np.uint32)[0]) >> 20
+            for v in (2.0 ** (f.emin - f.man_bits), 2.0 ** (f.emin - 1), 2.0 ** f.emin, float(f.max_finite))}
+    tops |= {0x000, 0x7F8, 0x7FF}
+    return sorted(tops | {t | 0x800 for t in tops})
+
+
+@pytest.mark.parametrize("fmt", KERNEL_FORMATS)
+def test_full_domain_sweep_tool_on_boundary_slices(fmt):
+    """FPS-RND-14: ``tools/f32_kernel_sweep.py`` (every float32, docs/rounding.rst quotes a run)
+    on 2^20-input slices at the format's boundaries, both of its policy pairs: no mismatch."""
+    tool = _sweep_tool()
+    for pol in tool.CASES[fmt]:
+        res = tool.sweep(fmt, pol, slices=_slices(fmt), slice_bits=20)
+        assert res["inputs"] == len(_slices(fmt)) << 20
+        assert res["mismatches"] == 0, res["first"]
+
+
+def test_sweep_tool_reports_a_broken_kernel(monkeypatch):
+    """The sweep finds a kernel that is wrong on one input (the tie 2^-6 + 2^-10 of e4m3, which
+    rounds to even: code 0x08) and names its bits."""
+    import numba
+
+    from fpspec.fast import rounding
+
+    real = rounding._encode_range_rne_f32
+    tie = int(np.array([2.0 ** -6 + 2.0 ** -10], np.float32).view(np.uint32)[0])
+
+    @numba.njit(nogil=True)
+    def broken(bits, out, lo, hi, *args):
+        res = real(bits, out, lo, hi, *args)
+        for i in range(lo, hi):
+            if bits[i] == tie:
+                out[i] += 1
+        return res
+
+    monkeypatch.setattr(rounding, "_encode_range_rne_f32", broken)
+    res = _sweep_tool().sweep("e4m3", Policies(overflow="sat", nan="nan"), slices=[tie >> 20], slice_bits=20)
+    assert res["mismatches"] == 1
+    assert res["first"] == [(f"0x{tie:08X}", 0x09, 0x08)]

@@ -268,24 +268,31 @@ def _encode_range_rne_f32(bits, out, lo, hi, m, emin, limit, sign_shift, sign_bi
     becomes; ``sat`` only in formats without Inf),
     and any NaN policy but ``error`` folded into ``nan_base ^ (sign & nan_sign)``.
     Returns (1, -1) when a NaN was seen (the caller decides whether that is a refusal), else
-    (0, -1).  Every intermediate fits 32 bits, and each is truncated to uint32 so that the
-    compiler keeps 32-bit vector lanes; the loop runs over zero-based slices, because an
-    index that may be negative makes Numba wrap it around and the loop then stays scalar
-    (3.4 times slower here).  The steps (docs/rounding.rst, FPS-RND-0):
+    (0, -1).  Every shift is by the same amount in every lane, so that the compiler keeps
+    32-bit vector lanes; the loop runs over zero-based slices, because an index that may be
+    negative makes Numba wrap it around and the loop then stays scalar (3.4 times slower
+    here).  The steps (docs/rounding.rst, FPS-RND-0), with ``a = |x|`` as bits and
+    ``drop = 23 - m``:
 
-    5. binade: ``ef`` = the float32 exponent field; ``d = ef - fe_min`` binades above the
-       target's lowest normal one.  A float32 subnormal (``ef = 0``) is read as
-       ``2^-126 * 1.f``, a value no larger than it was rounded up from, and still below
-       half of any such format's smallest subnormal: it becomes 0, as it should.
-    6.-7. neighbours and RNE in one integer rounding: the 24-bit significand ``sig`` is
-       shifted right by ``23 - m`` (plus ``-d`` in the subnormal range, at most 25, past
-       which everything rounds to 0) with round-half-even; ``d << m`` adds the binade, and a
-       carry out of the significand moves into the next binade by itself.
-    8. overflow: ``min(code, limit)``.  1. NaN and 9. sign: selects, no branches.
+    5. binade: ``a >= 2^emin`` (a normal target binade) or below it (the subnormal binade).
+    6.-7. neighbours and RNE, normal target: the bits of ``a`` from the binade below the
+       target's lowest normal one on, ``a - (127 + emin - 1) 2^23``, are the target code
+       times ``2^drop`` plus the dropped fraction; one integer round-half-even shift by
+       ``drop`` gives the code, and a carry out of the significand moves into the next
+       binade by itself.  Subnormal target: ``a 2^(m - emin)`` is exact (a power-of-two
+       scaling of a binary32 value, below ``2^m``) and its RNE integer (``rint``, binary32
+       arithmetic in its default round-to-nearest-even mode) is the code.  A float32
+       subnormal gives 0, as it must: it is below half of any such format's smallest
+       subnormal.
+    8. overflow: ``min(code, limit)`` (+-Inf and NaN bits give codes past every limit).
+    1. NaN and 9. sign: selects, no branches.
     """
     drop = _U32(23 - m)
-    fe_min = _U32(127 + emin)
-    mm = _U32(m)
+    low_normal = _U32(_U32(127 + emin) << _U32(23))
+    # -(bits of 2^(emin - 1)) + (2^(drop - 1) - 1): the binade offset and the round-half bias in one
+    offset = _U32(_U32(_U32(_U32(1) << _U32(drop - _U32(1))) - _U32(1)) - _U32(low_normal - _U32(0x800000)))
+    sub_top = np.float32(2.0 ** emin)
+    sub_scale = np.float32(2.0 ** (m - emin))
     lim = _U32(limit)
     ss = _U32(sign_shift)
     sb = _U32(sign_bit)
@@ -293,20 +300,15 @@ def _encode_range_rne_f32(bits, out, lo, hi, m, emin, limit, sign_shift, sign_bi
     ns = _U32(nan_sign)
     seen_nan = _U32(0)
     src, dst = bits[lo:hi], out[lo:hi]
+    mag = bits.view(np.float32)[lo:hi]
     for i in range(hi - lo):  # from 0: the compiler can drop negative-index wraparound and vectorise
         u = src[i]
         a = _U32(u & _U32(0x7FFFFFFF))
-        ef = _U32(a >> _U32(23))
-        sig = _U32(_U32(a & _U32(0x7FFFFF)) | _U32(0x800000))
-        normal = ef >= fe_min
-        below = _U32(0) if normal else _U32(fe_min - ef)
-        above = _U32(ef - fe_min) if normal else _U32(0)
-        sh = _U32(drop + below)
-        sh = sh if sh < _U32(25) else _U32(25)
-        half_m1 = _U32(_U32(_U32(1) << _U32(sh - _U32(1))) - _U32(1))
-        odd = _U32(_U32(sig >> sh) & _U32(1))
-        k = _U32(_U32(_U32(sig + half_m1) + odd) >> sh)
-        code = _U32(_U32(above << mm) + k)
+        normal = _U32(_U32(_U32(a + offset) + _U32(_U32(a >> drop) & _U32(1))) >> drop)
+        v = abs(mag[i])
+        v = v if v < sub_top else sub_top  # (NaN and the normal range: clamped, then not selected)
+        subnormal = _U32(np.int32(np.rint(v * sub_scale)))
+        code = normal if a >= low_normal else subnormal
         code = code if code < lim else lim
         sgn = _U32(_U32(u >> ss) & sb)
         nan = a > _U32(0x7F800000)
