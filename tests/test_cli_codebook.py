@@ -173,6 +173,20 @@ def test_bench_gemm_json_reports_the_path(capsys):
     assert r["ratio"] == pytest.approx(r["baseline_s"] / r["fpspec_s"])
 
 
+def test_bench_quantize_json_reports_the_element_passes(capsys):
+    """FPS-CLI-1: `fpspec bench quantize --json` reports, beside the ratio, the time of the two
+    element passes (tensor amax scan and E2M1 encode) and fpspec's time as a multiple of it
+    (timings are not asserted), and the peak memory."""
+    code, out, _ = run(capsys, "bench", "quantize", "-n", "65536", "--k", "256", "--repeat", "1",
+                       "--profiles", "exact", "--json")
+    rows = json.loads(out)["results"]
+    assert code == 0 and [r["case"] for r in rows] == ["ue5m3/exact B=16 rne"]
+    r = rows[0]
+    assert r["elements"] == 65536 and r["element_passes_s"] > 0
+    assert r["of_element_passes"] == pytest.approx(r["fpspec_s"] / r["element_passes_s"], abs=0.006)
+    assert r["peak_memory_x_input"] >= 1.0
+
+
 def test_bench_ratio_text():
     """FPS-CLI-1: the printed ratio tells 1/3.7 from a goal of 1/4 (one decimal below 1/20),
     stays whole far below, and prints speed-ups with two decimals."""
