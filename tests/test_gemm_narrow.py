@@ -236,16 +236,23 @@ def test_fpsgemm10_narrow_kernel_equals_exact(name, fmt, over):
     assert (ye[1] == 0).all()
 
 
-def test_fpsgemm10_wide_kernels_where_int32_does_not_hold():
-    """Where a group's kept sum may pass 2^31 the row kernel keeps int64 (BF16 under a
-    25-bit window), and narrow_window follows its bound pa + pb + bitlen(G) <= 31."""
+def test_fpsgemm10_narrow_window_bound_is_exact():
+    """narrow_window follows its bound G (2^pa - 1)(2^pb - 1) <= 2^31 - 1 to the unit: BF16 and
+    FP16 under a 25-bit window in groups of 16 (pa + pb = 27) take the int32 lanes, 17 products
+    would not; and where a group's kept sum may pass 2^31 - 1 the row kernel keeps int64."""
+    m = get_model("km-h100-fp8")
+    edge = (2 ** 31 - 1) // ((2 ** 11 - 1) * (2 ** 4 - 1))   # 69939 groups of the largest products
+    assert narrow_window(m, edge, 10, 11, 3, 4, 10)
+    assert not narrow_window(m, edge + 1, 10, 11, 3, 4, 10)
+    assert not narrow_window(m, 32, 5, 11, 3, 4, 10)        # wa + wb < F
+    bf = get_model("km-h100-bf16")
+    assert narrow_window(bf, 16, 18, 19, 7, 8, 126)          # BF16: 16 x 524287 x 255 = 2139090960
+    assert narrow_window(bf, 16, 15, 16, 10, 11, 14)         # FP16: 16 x 65535 x 2047 = 2146402320
+    assert not narrow_window(bf, 17, 15, 16, 10, 11, 14)     # 2280552465
     rng = np.random.default_rng(3)
     a, bt = wide_codes(rng, (2, 64), "bf16"), wide_codes(rng, (3, 64), "bf16")
-    assert _kernel(a, bt, get_model("km-h100-bf16"), "bf16") is kernels.gemm_window_rows
-    m = get_model("km-h100-fp8")
-    assert narrow_window(m, 2 ** 15, 10, 11, 3, 4, 10)      # 11 + 4 + 16 = 31
-    assert not narrow_window(m, 2 ** 16, 10, 11, 3, 4, 10)  # 32
-    assert not narrow_window(m, 32, 5, 11, 3, 4, 10)        # wa + wb < F
+    assert _kernel(a, bt, get_model("km-h100-bf16"), "bf16") is kernels.gemm_window_narrow_rows
+    assert _kernel(a, bt, get_model("km-h100-bf16", G=32), "bf16") is kernels.gemm_window_rows
 
 
 # ------------------------------------------------------- float32 products
@@ -338,6 +345,42 @@ def test_fpsgemm10_narrow_float_and_integer_products_agree(name, fmt, over, monk
     assert np.array_equal(_bits(ye), _bits(gemm(a, bt, model, fmt=fmt, impl="fast")))
 
 
+@pytest.mark.parametrize("fmt, top, group_sum", [("bf16", 2 - 2.0 ** -7, 16 * (255 << 11) * 255),
+                                                  ("fp16", 2 - 2.0 ** -10, 16 * (2047 << 5) * 2047)])
+def test_fpsgemm10_narrow_group_sums_at_the_int32_edge(fmt, top, group_sum, monkeypatch):
+    """A group of 16 products of the largest significands, all of one sign and binade, under
+    km-h100-bf16's 25-bit window: its kept sum, 16 (255 2^11) 255 = 2130739200 (BF16) and
+    16 (2047 2^5) 2047 = 2145387008 (FP16), lies within 0.8 % and 0.1 % of 2^31 - 1.  The
+    narrow kernel takes it (float32 products, then the integer shifts forced) and equals
+    the exact spec; the rows of opposite sign reach -group_sum, and a row with one smaller
+    product shows the sum is not saturated."""
+    import fpspec.fast.accumulate as acc
+    assert group_sum < 2 ** 31 - 1 and 2 * group_sum > 2 ** 31
+    model = get_model("km-h100-bf16")
+    k = 64
+    a = np.full((3, k), top)
+    a[1] = -top
+    a[2, 5] = 1.0
+    bt = np.full((2, k), top)
+    bt[1] = -top
+    a, bt = codes_of(a, fmt), codes_of(bt, fmt)
+    ye = gemm(a, bt, model, fmt=fmt, impl="exact")
+    for forced in (False, True):
+        if forced:
+            monkeypatch.setattr(acc, "float_products", lambda *args: False)
+        kernel, ops = _terms_kernel(a, bt, model, fmt, chain_plan(k, model))
+        assert kernel is kernels.gemm_window_narrow_rows and ops[-1] is (not forced)
+        assert np.array_equal(_bits(ye), _bits(gemm(a, bt, model, fmt=fmt, impl="fast")))
+    assert ye[0, 0] == ye[1, 1] == -ye[0, 1] > 0 and ye[2, 0] < ye[0, 0]
+    # groups of 32 would pass 2^31: the bound refuses them, and the int32 lanes forced on
+    # them anyway give wrong sums (so these operands do test the edge)
+    wide = get_model("km-h100-bf16", G=32)
+    assert _terms_kernel(a, bt, wide, fmt, chain_plan(k, wide))[0] is kernels.gemm_window_rows
+    monkeypatch.setattr(acc, "narrow_window", lambda *args: True)
+    assert not np.array_equal(_bits(gemm(a, bt, wide, fmt=fmt, impl="exact")),
+                              _bits(gemm(a, bt, wide, fmt=fmt, impl="fast")))
+
+
 def test_fpsgemm10_float_products_scale_extremes():
     """Under a fused window an accumulator near 2^34 far above the products (down to 2^-48)
     makes 2^(F - E) small and most kept parts 0 or a few quanta (va vb 2^(F - E) below 1 or
@@ -381,8 +424,9 @@ def test_fpsgemm10_narrow_lanes_widths():
 def test_fpsgemm10_narrow_kernel_random_sweep_over_window_presets():
     """A seeded random sweep: every preset with a window, on FP8, FP16 and BF16 codes of
     random exponent spans (2 to 20 binades) and K of 64 to 320, wherever the narrow kernel
-    takes the GEMM: fast equals exact bit for bit.  All 40 cases (10 presets x 4 formats, from
-    km-v100-fp16 to sm90-fp8 and the FP16 accumulator of sm80-f16-f16acc) take the float32
+    takes the GEMM: fast equals exact bit for bit.  All 64 cases (16 presets x 4 formats, from
+    seed-triton-h200 and km-v100-fp16 to sm100-f16, with the BF16 and FP16 codes under the 25-bit
+    windows of G = 16 and the FP16 accumulator of sm80-f16-f16acc) take the float32
     products at these spans; the integer shifts are forced in
     test_fpsgemm10_narrow_float_and_integer_products_agree."""
     from fpspec.fast.accumulate import FastPathUnsupported
@@ -409,7 +453,7 @@ def test_fpsgemm10_narrow_kernel_random_sweep_over_window_presets():
             assert np.array_equal(ye.view(view), yf.view(view)), (name, fmt, k)
             ran += 1
             floats += ops[-1] is True
-    assert ran == floats == 40, (ran, floats)
+    assert ran == floats == 64, (ran, floats)
 
 
 @pytest.mark.parametrize("name,over,m,k", [

@@ -169,21 +169,27 @@ def register(sub: argparse._SubParsersAction) -> None:
 # ------------------------------------------------------------ fpspec bench gemm
 #: (case name, operand kind, preset, goal ratio or None) of ``fpspec bench gemm`` (issue 11's
 #: goals: the seed models at >= 1/4 and km-h100-fp8-promote128 at >= 1/20 of numpy float32
-#: matmul; the block-scaled instruction preset is reported without a goal).
+#: matmul; the block-scaled instruction preset and the cuBLAS BF16 library preset, resolved
+#: at the bench's shape, are reported without a goal).
 GEMM_BENCH_CASES = (
     ("seed nvfp4", "nvfp4", "seed-probe-matched", 1 / 4),
     ("seed ue5m3", "ue5m3", "seed-probe-matched", 1 / 4),
     ("km-promote128 e4m3", "e4m3", "km-h100-fp8-promote128", 1 / 20),
     ("sm100-mxf4nvf4 nvfp4", "mxf4nvf4", "sm100-mxf4nvf4", None),
+    ("cublas-h200 bf16", "bf16", "cublas-h200-bf16", None),
 )
+#: The operand kinds of :data:`GEMM_BENCH_CASES` (``--cases``).
+GEMM_BENCH_KINDS = tuple(kind for _, kind, _, _ in GEMM_BENCH_CASES)
+#: ml_dtypes casts of the code-operand kinds (RNE from float32).
+_CODE_DTYPES = {"e4m3": (ml_dtypes.float8_e4m3fn, np.uint8), "bf16": (ml_dtypes.bfloat16, np.uint16)}
 
 
 def _bench_operands(kind: str, x: np.ndarray, w: np.ndarray):
     """A GEMM call of one bench case on the float32 matrices x (A) and w (BT)."""
-    if kind == "e4m3":
-        a = x.astype(ml_dtypes.float8_e4m3fn).view(np.uint8)
-        b = w.astype(ml_dtypes.float8_e4m3fn).view(np.uint8)
-        return lambda model: gemm(a, b, model, fmt="e4m3")
+    if kind in _CODE_DTYPES:
+        dtype, view = _CODE_DTYPES[kind]
+        a, b = x.astype(dtype).view(view), w.astype(dtype).view(view)
+        return lambda model: gemm(a, b, model, fmt=kind)
     scheme = "nvfp4" if kind == "mxf4nvf4" else kind
     qa, qb = quantize(x, scheme), quantize(w, scheme)
     return lambda model: gemm(qa, qb, model)
@@ -229,8 +235,8 @@ def bench_gemm(args: argparse.Namespace) -> list[dict]:
 def _bench_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--size", type=int, nargs="+", default=[1024, 2048], help="M = N = K, one run per size "
                    "(default 1024 2048)")
-    p.add_argument("--cases", nargs="*", choices=["nvfp4", "ue5m3", "e4m3", "mxf4nvf4"], default=None)
+    p.add_argument("--cases", nargs="*", choices=list(GEMM_BENCH_KINDS), default=None)
 
 
-register_benchmark("gemm", "GEMM models (seed NVFP4 / UE5M3, FP8 promote128, sm100-mxf4nvf4) vs numpy float32 "
-                   "matmul; -n is ignored, see --size", bench_gemm, _bench_arguments)
+register_benchmark("gemm", "GEMM models (seed NVFP4 / UE5M3, FP8 promote128, sm100-mxf4nvf4, cuBLAS BF16 on the "
+                   "H200) vs numpy float32 matmul; -n is ignored, see --size", bench_gemm, _bench_arguments)

@@ -470,8 +470,8 @@ def gemm_window_narrow_rows(a, bt, lanes_a, lanes_bt, shift, float_products, pla
          (the branch-free :func:`~fpspec.fast.chain.keep_magnitude` or
          :func:`~fpspec.fast.chain.keep_floor`);
 
-       a kept term is at most abs(ma mb) < 2^(pa + pb) (pa, pb: the bits of the largest
-       abs(m)), and G of them sum below 2^31.
+       a kept term is at most abs(ma mb) <= (2^pa - 1)(2^pb - 1) (pa, pb: the bits of the
+       largest abs(m)), and G of them sum to at most 2^31 - 1 (the guard).
 
     Step 4 runs as :func:`~fpspec.fast.chain.accumulate_row`.  The rows go through in
     blocks of :data:`NARROW_ROW_BLOCK`, group by group, each row with its own chain state
