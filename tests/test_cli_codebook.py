@@ -173,6 +173,15 @@ def test_bench_gemm_json_reports_the_path(capsys):
     assert r["ratio"] == pytest.approx(r["baseline_s"] / r["fpspec_s"])
 
 
+def test_bench_gemm_cublas_bf16_case(capsys):
+    """FPS-CLI-1, FPS-CUB-6: `fpspec bench gemm --cases bf16` runs the cuBLAS BF16 library preset,
+    resolved at the bench's shape, on the term kernels, without a goal (timings not asserted)."""
+    code, out, _ = run(capsys, "bench", "gemm", "--size", "64", "--repeat", "1", "--cases", "bf16", "--json")
+    rows = json.loads(out)["results"]
+    assert code == 0 and [(r["case"], r["preset"], r["path"], r["goal"]) for r in rows] == [
+        ("cublas-h200 bf16 64^3", "cublas-h200-bf16", "terms", "-")]
+
+
 def test_bench_quantize_json_reports_the_element_passes(capsys):
     """FPS-CLI-1: `fpspec bench quantize --json` reports, beside the ratio, the time of the two
     element passes (tensor amax scan and E2M1 encode) and fpspec's time as a multiple of it
