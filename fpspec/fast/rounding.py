@@ -300,12 +300,12 @@ def _encode_range_rne_f32(bits, out, lo, hi, m, emin, limit, sign_shift, sign_bi
     ns = _U32(nan_sign)
     seen_nan = _U32(0)
     src, dst = bits[lo:hi], out[lo:hi]
-    mag = bits.view(np.float32)[lo:hi]
+    vals = bits.view(np.float32)[lo:hi]
     for i in range(hi - lo):  # from 0: the compiler can drop negative-index wraparound and vectorise
         u = src[i]
         a = _U32(u & _U32(0x7FFFFFFF))
         normal = _U32(_U32(_U32(a + offset) + _U32(_U32(a >> drop) & _U32(1))) >> drop)
-        v = abs(mag[i])
+        v = abs(vals[i])
         v = v if v < sub_top else sub_top  # (NaN and the normal range: clamped, then not selected)
         subnormal = _U32(np.int32(np.rint(v * sub_scale)))
         code = normal if a >= low_normal else subnormal
