@@ -47,20 +47,20 @@ def test_fpsgemm14_chain_plan_groups_promotions_slices():
 
 @pytest.mark.parametrize("over", [dict(split_k=64), dict(split_k=128, promotion_interval=64),
                                   dict(group_size=2 ** 40), dict(split_k=160, group_size=None)])
-@pytest.mark.parametrize("name,fmt,kernel", [
-    ("km-h100-fp8", "e4m3", "gemm_window_narrow_rows"),
-    ("km-h100-bf16", "bf16", "gemm_window_rows"),
-    ("seed-probe-matched-nosnap", "bf16", "gemm_products"),
-    ("decoded-fp32", "fp16", "gemm_fp32_rows"),
+@pytest.mark.parametrize("name,fmt,kernel,base", [
+    ("km-h100-fp8", "e4m3", "gemm_window_narrow_rows", {}),
+    ("km-h100-bf16", "bf16", "gemm_window_rows", dict(group_size=32)),  # G = 16 fits the narrow lanes
+    ("seed-probe-matched-nosnap", "bf16", "gemm_products", {}),
+    ("decoded-fp32", "fp16", "gemm_fp32_rows", {}),
 ])
-def test_fpsgemm10_every_code_kernel_with_slices_and_long_groups(name, fmt, kernel, over):
-    """FPS-GEMM-10, FPS-GEMM-14: each code-operand kernel (the window rows, the general
-    products, the FP32 rows) with K slices, promotion inside slices, a group longer
-    than K (G = 2^40: no 2^40-entry buffer) and slices without groups, K = 200."""
+def test_fpsgemm10_every_code_kernel_with_slices_and_long_groups(name, fmt, kernel, base, over):
+    """FPS-GEMM-10, FPS-GEMM-14: each code-operand kernel (the narrow and the int64 window
+    rows, the general products, the FP32 rows) with K slices, promotion inside slices, a
+    group longer than K (G = 2^40: no 2^40-entry buffer) and slices without groups, K = 200."""
     rng = np.random.default_rng(len(name) + 7 * len(over))
     a = wide_codes(rng, (3, 200), fmt, span=20)
     bt = wide_codes(rng, (4, 200), fmt, span=20)
-    over = dict(over)
+    over = {**base, **over}
     if name == "decoded-fp32":
         if over.get("group_size", 1) != 1:
             over.pop("group_size")  # decoded-fp32 is G = 1; it keeps the FP32 kernel
