@@ -158,6 +158,17 @@ NEAREST_ASPECT_WEIGHT = 0.125
 NEAREST_CUTLASS_K_WEIGHT = 2.0
 #: the estimate is the weighted vote of this many informative neighbours
 NEAREST_VOTES = 5
+#: The split rule of the cutlass ``s1688`` kernels with 128 x 128 tiles (FPS-CUB-4): grid z =
+#: min(floor(S1688_CTA_BUDGET / T), ceil(K / S1688_MIN_SLICE)), T = ceil(M / 128) ceil(N / 128)
+#: (two CTAs per SM of the 132, and slices of about 72 elements at least).  Fitted on the
+#: table's calls of those kernels alone (W in 128..396, K in 32..156; 316 of 451 calls, 70 %,
+#: against 116 for the nearest call's z left out of the table); on the held-out runs not in
+#: the table (heldout4, 6, 7 and unit64) 70 of their 94 such calls, against 30
+#: (docs/cublas-h200.rst).  The other cutlass kernels follow no such rule (the same form
+#: fits 90 of 381 ``s1688`` 64 x 64 calls): they keep the nearest call's z.
+S1688_CTA_BUDGET = 264
+S1688_MIN_SLICE = 72
+S1688_RULE_TILE = (128, 128)
 
 
 # ================================================================== kernel names
@@ -655,13 +666,17 @@ class Predictor:
                                     source=near.shape if near else None,
                                     note=f"a {kclass} kernel is not modelled" if near is None or near.kclass == kclass
                                     else f"the nearest swept kernel is {near.kclass}: not modelled")
-            # the nearest measured cutlass call's kernel and its grid z as it is (FPS-CUB-4; not
-            # scaled by K: leave-one-shape-out on sweep + heldout, docs/cublas-h200.rst), at most
-            # one slice per 8 products
-            p = 1 if not near.s or not near.p else max(1, min(near.p, -(-k // CUTLASS_SLICE_UNIT)))
+            # the nearest measured cutlass call's kernel; z by the s1688 128 x 128 rule, else that
+            # call's grid z as it is (FPS-CUB-4; not scaled by K: leave-one-shape-out on sweep +
+            # heldout, docs/cublas-h200.rst), at most one slice per 8 products
+            if _s1688_rule_kernel(near):
+                p, how = s1688_slices(m, n, k), "grid z by the s1688 128 x 128 rule"
+            else:
+                p = 1 if not near.s or not near.p else max(1, min(near.p, -(-k // CUTLASS_SLICE_UNIT)))
+                how = "grid z of the nearest measured call"
             plan = cutlass_slices(k, p, cutlass_slice_unit(k))
             return _replace(near, shape=shape, confidence="nearest", p=p, s=plan[0] if plan else None,
-                            source=near.shape, note="cutlass kernel and grid z of the nearest measured call")
+                            source=near.shape, note=f"cutlass kernel of the nearest measured call, {how}")
         cap = slice_cap(k, tg.kt)
         if cap <= 1:
             return KernelChoice(target, shape, "nvjet", "rule", p=1, s=None, kt=tg.kt,
@@ -678,6 +693,21 @@ class Predictor:
         return KernelChoice(target, shape, "nvjet", "nearest", p=p, s=slice_length(k, tg.kt, p), kernel=near.kernel,
                             tile=near.tile, cluster=near.cluster, kt=tg.kt, source=near.shape,
                             tiles=padded_tiles(m, n, near.tile, near.cluster) if near.tile and near.cluster else None)
+
+
+def _s1688_rule_kernel(choice: KernelChoice) -> bool:
+    """Whether ``choice`` runs a cutlass ``mma.sync`` m16n8k8 kernel with 128 x 128 tiles (the
+    kernels :func:`s1688_slices` predicts the split of)."""
+    return (choice.kernel is not None and choice.tile == S1688_RULE_TILE
+            and kernel_family(choice.kernel) == "cutlass-s1688")
+
+
+def s1688_slices(m: int, n: int, k: int) -> int:
+    """Grid z of a cutlass ``s1688`` 128 x 128 kernel at M x N x K (FPS-CUB-4): min(floor(264 /
+    T), ceil(K / 72)), at least 1, T = ceil(M / 128) ceil(N / 128) (:data:`S1688_CTA_BUDGET`,
+    :data:`S1688_MIN_SLICE`)."""
+    t = -(-m // S1688_RULE_TILE[0]) * -(-n // S1688_RULE_TILE[1])
+    return max(1, min(S1688_CTA_BUDGET // t, -(-k // S1688_MIN_SLICE)))
 
 
 class _Points(NamedTuple):

@@ -313,6 +313,25 @@ def test_fps_cub_5_nearest_estimates():
     assert (c.source, c.p, c.s) == ((21, 41, 5776), 66, 96)
 
 
+def test_fps_cub_4_s1688_split_rule():
+    """FPS-CUB-4: a cutlass s1688 kernel with 128 x 128 tiles splits K into z = min(floor(264 /
+    T), ceil(K / 72)) slices, T its output tiles: the budget bound at 96 x 881 x 4720 (T = 7:
+    z = 37, as recorded), the K bound at 144 x 457 x 1800 (z = 25, as recorded), at least 1.
+    Offline, a shape whose nearest cutlass call ran such a kernel takes the rule's z, not that
+    call's (69 x 837 x 1869 next to train's 69 x 835 x 1869: z = 26, S = 72); a 64 x 64
+    s1688 kernel keeps its nearest call's z (test_fps_cub_5_nearest_estimates)."""
+    assert (ch.S1688_CTA_BUDGET, ch.S1688_MIN_SLICE, ch.S1688_RULE_TILE) == (264, 72, (128, 128))
+    assert ch.s1688_slices(96, 881, 4720) == 37 and ch.s1688_slices(144, 457, 1800) == 25
+    assert ch.s1688_slices(1000, 1001, 3000) == 4 and ch.s1688_slices(3000, 3000, 100) == 1
+    c = ch.predict("torch-bf16", 69, 837, 1869)
+    assert (c.kernel, c.confidence, c.p, c.s, c.source) == (
+        "cutlass_75_tensorop_s1688gemm_bf16_128x128_tn_align1", "nearest", 26, 72, (69, 835, 1869))
+    assert "s1688 128 x 128 rule" in c.note
+    c = ch.predict("torch-bf16", 1000, 1001, 3000)  # nearest 1023 x 1025 x 3500 ran z = 7; the rule: 4
+    assert (c.source, c.p, c.s) == ((1023, 1025, 3500), 4, 752)
+    assert "nearest measured call" in ch.predict("torch-bf16", 33, 65, 6000).note
+
+
 LOO_NVJET_S = {"torch-bf16": (3062, 3394), "torch-fp16": (3056, 3394), "torch-scaled-mm": (4145, 4263),
                "torch-scaled-mm-fast": (4146, 4263)}
 
