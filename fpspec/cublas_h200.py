@@ -158,17 +158,17 @@ NEAREST_ASPECT_WEIGHT = 0.125
 NEAREST_CUTLASS_K_WEIGHT = 2.0
 #: the estimate is the weighted vote of this many informative neighbours
 NEAREST_VOTES = 5
-#: The split rule of the cutlass ``s1688`` kernels with 128 x 128 tiles (FPS-CUB-4): grid z =
-#: min(floor(S1688_CTA_BUDGET / T), ceil(K / S1688_MIN_SLICE)), T = ceil(M / 128) ceil(N / 128)
-#: (two CTAs per SM of the 132, and slices of about 72 elements at least).  Fitted on the
-#: table's calls of those kernels alone (W in 128..396, K in 32..156; 316 of 451 calls, 70 %,
-#: against 116 for the nearest call's z left out of the table); on the held-out runs not in
-#: the table (heldout4, 6, 7 and unit64) 70 of their 94 such calls, against 30
-#: (docs/cublas-h200.rst).  The other cutlass kernels follow no such rule (the same form
-#: fits 90 of 381 ``s1688`` 64 x 64 calls): they keep the nearest call's z.
-S1688_CTA_BUDGET = 264
-S1688_MIN_SLICE = 72
-S1688_RULE_TILE = (128, 128)
+#: The split rule of the cutlass ``mma.sync`` kernels (``s1688``, ``s16816``) with large tiles
+#: (FPS-CUB-4): grid z = min(floor(B / T), ceil(K / CUTLASS_MIN_SLICE)), T the output tiles
+#: in cuBLAS's orientation (:func:`cutlass_split`), B the CTAs the split may launch: two
+#: per SM of the 132 for 128 x 128 tiles, one for 128 x 256 and 256 x 128.  Chosen on the
+#: table's calls of those kernels alone (docs/cublas-h200.rst, "The cutlass split rule");
+#: given the kernel it gives the recorded z to 327 of 451 calls of the 128 x 128 kernels
+#: and 186 of 207 of the others.  The other cutlass kernels (``s1688`` 64 x 64, ``wmma``)
+#: follow no such rule (90 of 381 and at most 61 of 169 calls) and keep the nearest
+#: call's z (docs/cublas-h200.rst).
+CUTLASS_CTA_BUDGETS: dict[tuple[int, int], int] = {(128, 128): 264, (128, 256): 132, (256, 128): 132}
+CUTLASS_MIN_SLICE = 72
 
 
 # ================================================================== kernel names
@@ -669,8 +669,8 @@ class Predictor:
             # the nearest measured cutlass call's kernel; z by the s1688 128 x 128 rule, else that
             # call's grid z as it is (FPS-CUB-4; not scaled by K: leave-one-shape-out on sweep +
             # heldout, docs/cublas-h200.rst), at most one slice per 8 products
-            if _s1688_rule_kernel(near):
-                p, how = s1688_slices(m, n, k), "grid z by the s1688 128 x 128 rule"
+            if _split_rule_kernel(near):
+                p, how = cutlass_split(m, n, k, near.tile), "grid z by the split rule of large cutlass tiles"
             else:
                 p = 1 if not near.s or not near.p else max(1, min(near.p, -(-k // CUTLASS_SLICE_UNIT)))
                 how = "grid z of the nearest measured call"
@@ -695,19 +695,21 @@ class Predictor:
                             tiles=padded_tiles(m, n, near.tile, near.cluster) if near.tile and near.cluster else None)
 
 
-def _s1688_rule_kernel(choice: KernelChoice) -> bool:
-    """Whether ``choice`` runs a cutlass ``mma.sync`` m16n8k8 kernel with 128 x 128 tiles (the
-    kernels :func:`s1688_slices` predicts the split of)."""
-    return (choice.kernel is not None and choice.tile == S1688_RULE_TILE
-            and kernel_family(choice.kernel) == "cutlass-s1688")
+def _split_rule_kernel(choice: KernelChoice) -> bool:
+    """Whether ``choice`` runs a cutlass ``mma.sync`` kernel (``s1688``, ``s16816``) whose tile
+    has a CTA budget in :data:`CUTLASS_CTA_BUDGETS` (the kernels :func:`cutlass_split`
+    predicts the split of)."""
+    return (choice.kernel is not None and choice.tile in CUTLASS_CTA_BUDGETS
+            and kernel_family(choice.kernel) in ("cutlass-s1688", "cutlass-s16816"))
 
 
-def s1688_slices(m: int, n: int, k: int) -> int:
-    """Grid z of a cutlass ``s1688`` 128 x 128 kernel at M x N x K (FPS-CUB-4): min(floor(264 /
-    T), ceil(K / 72)), at least 1, T = ceil(M / 128) ceil(N / 128) (:data:`S1688_CTA_BUDGET`,
-    :data:`S1688_MIN_SLICE`)."""
-    t = -(-m // S1688_RULE_TILE[0]) * -(-n // S1688_RULE_TILE[1])
-    return max(1, min(S1688_CTA_BUDGET // t, -(-k // S1688_MIN_SLICE)))
+def cutlass_split(m: int, n: int, k: int, tile: tuple[int, int]) -> int:
+    """Grid z of a large-tile cutlass ``mma.sync`` kernel at M x N x K (FPS-CUB-4): min(floor(B /
+    T), ceil(K / 72)), at least 1, with T = ceil(cm / TM) ceil(cn / TN) for the kernel's tile
+    (TM, TN) in cuBLAS's m, n (FPS-CUB-2) and B its :data:`CUTLASS_CTA_BUDGETS` entry."""
+    cm, cn = _cublas_mn(m, n)
+    t = -(-cm // tile[0]) * -(-cn // tile[1])
+    return max(1, min(CUTLASS_CTA_BUDGETS[tile] // t, -(-k // CUTLASS_MIN_SLICE)))
 
 
 class _Points(NamedTuple):

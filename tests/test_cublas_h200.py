@@ -313,22 +313,33 @@ def test_fps_cub_5_nearest_estimates():
     assert (c.source, c.p, c.s) == ((21, 41, 5776), 66, 96)
 
 
-def test_fps_cub_4_s1688_split_rule():
-    """FPS-CUB-4: a cutlass s1688 kernel with 128 x 128 tiles splits K into z = min(floor(264 /
-    T), ceil(K / 72)) slices, T its output tiles: the budget bound at 96 x 881 x 4720 (T = 7:
-    z = 37, as recorded), the K bound at 144 x 457 x 1800 (z = 25, as recorded), at least 1.
-    Offline, a shape whose nearest cutlass call ran such a kernel takes the rule's z, not that
-    call's (69 x 837 x 1869 next to train's 69 x 835 x 1869: z = 26, S = 72); a 64 x 64
-    s1688 kernel keeps its nearest call's z (test_fps_cub_5_nearest_estimates)."""
-    assert (ch.S1688_CTA_BUDGET, ch.S1688_MIN_SLICE, ch.S1688_RULE_TILE) == (264, 72, (128, 128))
-    assert ch.s1688_slices(96, 881, 4720) == 37 and ch.s1688_slices(144, 457, 1800) == 25
-    assert ch.s1688_slices(1000, 1001, 3000) == 4 and ch.s1688_slices(3000, 3000, 100) == 1
+def test_fps_cub_4_cutlass_split_rule():
+    """FPS-CUB-4: a cutlass mma.sync kernel with large tiles splits K into z = min(floor(B / T),
+    ceil(K / 72)) slices, T its output tiles in cuBLAS's orientation, B = 264 CTAs for 128 x
+    128 tiles and 132 for 128 x 256 and 256 x 128: the budget bound at 96 x 881 x 4720 (s1688,
+    T = 7: z = 37, as recorded), the K bound at 144 x 457 x 1800 (z = 25, as recorded), and
+    for s16816 216 x 400 x 12766 (tiles 128 x 256 over cuBLAS's m = N: T = 4, z = 33) and 960 x
+    216 x 24822 (256 x 128: T = 8, z = 16), as recorded.  Offline, a shape whose nearest
+    cutlass call ran such a kernel takes the rule's z, not that call's (69 x 837 x 1869 next
+    to train's 69 x 835 x 1869: z = 26, S = 72; 1000 x 1001 x 3000 next to 1023 x 1025 x 3500,
+    which ran z = 7: 4); a 64 x 64 s1688 kernel keeps its nearest call's z."""
+    assert ch.CUTLASS_CTA_BUDGETS == {(128, 128): 264, (128, 256): 132, (256, 128): 132}
+    assert ch.CUTLASS_MIN_SLICE == 72
+    assert ch.cutlass_split(96, 881, 4720, (128, 128)) == 37 and ch.cutlass_split(144, 457, 1800, (128, 128)) == 25
+    assert ch.cutlass_split(216, 400, 12766, (128, 256)) == 33 and ch.cutlass_split(960, 216, 24822, (256, 128)) == 16
+    # the orientation matters: 216 x 280 x 22474 ran 128 x 256 tiles with z = 44 (T = 3);
+    # the tile read the other way round would give T = 4 and z = 33
+    assert ch.cutlass_split(216, 280, 22474, (128, 256)) == 44 and ch.cutlass_split(216, 280, 22474, (256, 128)) == 33
+    assert ch.cutlass_split(3000, 3000, 100, (128, 128)) == 1
     c = ch.predict("torch-bf16", 69, 837, 1869)
     assert (c.kernel, c.confidence, c.p, c.s, c.source) == (
         "cutlass_75_tensorop_s1688gemm_bf16_128x128_tn_align1", "nearest", 26, 72, (69, 835, 1869))
-    assert "s1688 128 x 128 rule" in c.note
-    c = ch.predict("torch-bf16", 1000, 1001, 3000)  # nearest 1023 x 1025 x 3500 ran z = 7; the rule: 4
+    assert "split rule" in c.note
+    c = ch.predict("torch-bf16", 1000, 1001, 3000)
     assert (c.source, c.p, c.s) == ((1023, 1025, 3500), 4, 752)
+    c = ch.predict("torch-bf16", 584, 322, 13490)
+    assert (c.kernel, c.p, c.source) == ("cutlass_80_tensorop_s16816gemm_bf16_128x256_64x3_tn_align2", 14,
+                                         (584, 320, 13490))
     assert "nearest measured call" in ch.predict("torch-bf16", 33, 65, 6000).note
 
 
