@@ -48,6 +48,9 @@ __all__ = [
     "CUTLASS_WHOLE_UNIT",
     "cutlass_slice_unit",
     "cutlass_slices",
+    "CUTLASS_CTA_BUDGETS",
+    "CUTLASS_MIN_SLICE",
+    "cutlass_split",
     "NEAREST_AREA_FLOOR",
     "NEAREST_K_WEIGHT",
     "NEAREST_ASPECT_WEIGHT",
@@ -666,9 +669,10 @@ class Predictor:
                                     source=near.shape if near else None,
                                     note=f"a {kclass} kernel is not modelled" if near is None or near.kclass == kclass
                                     else f"the nearest swept kernel is {near.kclass}: not modelled")
-            # the nearest measured cutlass call's kernel; z by the s1688 128 x 128 rule, else that
-            # call's grid z as it is (FPS-CUB-4; not scaled by K: leave-one-shape-out on sweep +
-            # heldout, docs/cublas-h200.rst), at most one slice per 8 products
+            # the nearest measured cutlass call's kernel; z by the split rule of the large-tile
+            # mma.sync kernels, else that call's grid z as it is (FPS-CUB-4; not scaled by K:
+            # leave-one-shape-out on sweep + heldout, docs/cublas-h200.rst), at most one slice
+            # per 8 products
             if _split_rule_kernel(near):
                 p, how = cutlass_split(m, n, k, near.tile), "grid z by the split rule of large cutlass tiles"
             else:
