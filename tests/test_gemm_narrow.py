@@ -241,7 +241,7 @@ def test_fpsgemm10_narrow_window_bound_is_exact():
     FP16 under a 25-bit window in groups of 16 (pa + pb = 27) take the int32 lanes, 17 products
     would not; and where a group's kept sum may pass 2^31 - 1 the row kernel keeps int64."""
     m = get_model("km-h100-fp8")
-    edge = (2 ** 31 - 1) // ((2 ** 11 - 1) * (2 ** 4 - 1))   # 69939 groups of the largest products
+    edge = (2 ** 31 - 1) // ((2 ** 11 - 1) * (2 ** 4 - 1))   # a group of 69939 of the largest products
     assert narrow_window(m, edge, 10, 11, 3, 4, 10)
     assert not narrow_window(m, edge + 1, 10, 11, 3, 4, 10)
     assert not narrow_window(m, 32, 5, 11, 3, 4, 10)        # wa + wb < F
