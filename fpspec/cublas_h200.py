@@ -679,7 +679,8 @@ class Predictor:
                 p = 1 if not near.s or not near.p else max(1, min(near.p, -(-k // CUTLASS_SLICE_UNIT)))
                 how = "grid z of the nearest measured call"
             plan = cutlass_slices(k, p, cutlass_slice_unit(k))
-            return _replace(near, shape=shape, confidence="nearest", p=p, s=plan[0] if plan else None,
+            # (the nearest call's launch size says nothing of this shape's: ctas unknown)
+            return _replace(near, shape=shape, confidence="nearest", p=p, s=plan[0] if plan else None, ctas=None,
                             source=near.shape, note=f"cutlass kernel of the nearest measured call, {how}")
         cap = slice_cap(k, tg.kt)
         if cap <= 1:

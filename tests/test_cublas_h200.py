@@ -332,8 +332,8 @@ def test_fps_cub_4_cutlass_split_rule():
     assert ch.cutlass_split(216, 280, 22474, (128, 256)) == 44 and ch.cutlass_split(216, 280, 22474, (256, 128)) == 33
     assert ch.cutlass_split(3000, 3000, 100, (128, 128)) == 1
     c = ch.predict("torch-bf16", 69, 837, 1869)
-    assert (c.kernel, c.confidence, c.p, c.s, c.source) == (
-        "cutlass_75_tensorop_s1688gemm_bf16_128x128_tn_align1", "nearest", 26, 72, (69, 835, 1869))
+    assert (c.kernel, c.confidence, c.p, c.s, c.source, c.ctas) == (
+        "cutlass_75_tensorop_s1688gemm_bf16_128x128_tn_align1", "nearest", 26, 72, (69, 835, 1869), None)
     assert "split rule" in c.note
     c = ch.predict("torch-bf16", 1000, 1001, 3000)
     assert (c.source, c.p, c.s) == ((1023, 1025, 3500), 4, 752)
