@@ -30,6 +30,7 @@ from .errors import FpspecError
 from .exact.blocks import quantize_view_exact, rht16_exact, round_bf16_exact
 from .fast.blocks import (
     BINARY32_OVERFLOW,
+    TAKES_BLOCK_AMAX,
     dequant_factors,
     dequantize_blocks,
     quantize_view_fast,
@@ -49,16 +50,21 @@ _RBITS_DTYPES = (np.uint8, np.uint16, np.uint32)
 
 
 class PreparedView(NamedTuple):
-    """Step 0's result: the (M, K) view to quantize, its shape before padding, and max |view|
-    as binary32 when it is already known (it is unless the view was transformed)."""
+    """Step 0's result: the (M, K) view to quantize, its shape before padding, max |view|
+    as binary32 when it is already known (it is unless the view was transformed), and
+    max |view| of every 1xB block, flat, when the input scan measured them (a binary32
+    rowwise view of whole blocks, not transformed; else None)."""
 
     view: np.ndarray
     shape: tuple[int, int]
     amax: np.float32 | None
+    block_amax: np.ndarray | None = None
 
 
-def _check_input(x: object) -> tuple[np.ndarray, np.float32]:
-    """The input as a 2-D binary32/binary64 array and fp32(max |x|); refuses what no scheme takes."""
+def _check_input(x: object, block: int = 0) -> tuple[np.ndarray, np.float32, np.ndarray | None]:
+    """The input as a 2-D binary32/binary64 array, fp32(max |x|), and (``block`` > 0, binary32
+    input, rows of whole blocks) max |x| of every run of ``block`` values along the last axis;
+    refuses what no scheme takes."""
     x = np.asarray(x)
     if x.dtype.name not in _FLOAT_DTYPES:
         raise FpspecError(f"input must be a float array ({', '.join(_FLOAT_DTYPES)}), got {x.dtype}")
@@ -68,7 +74,8 @@ def _check_input(x: object) -> tuple[np.ndarray, np.float32]:
         x = x.astype(np.float32)  # exact widening
     shape = x.shape
     flat = np.ascontiguousarray(x).reshape(-1)
-    scan = scan_values(flat)
+    whole = block > 0 and len(shape) > 0 and shape[-1] % block == 0
+    scan = scan_values(flat, block if whole else 0)
     if scan.bad >= 0:
         idx = tuple(int(i) for i in np.unravel_index(scan.bad, shape))
         v = float(flat[scan.bad])
@@ -81,13 +88,17 @@ def _check_input(x: object) -> tuple[np.ndarray, np.float32]:
     x2 = flat.reshape(shape)
     if x2.ndim > 2:
         x2 = x2.reshape(-1, shape[-1])
-    return x2, np.float32(scan.amax)
+    return x2, np.float32(scan.amax), scan.block_amax
 
 
 def prepare_view(x: np.ndarray, spec: BlockSpec, *, columnwise: bool = False, pad: bool = False,
                  rht: bool = False, impl: str = "fast") -> PreparedView:
     """Step 0: the view that is quantized (FPS-BLK-1, FPS-BLK-10, FPS-BLK-20)."""
-    x, known_amax = _check_input(x)
+    # a rowwise, untransformed 1xB view is the input's own rows: the fast kernels that read block
+    # amaxes get them from the input scan (one pass over the input fewer)
+    same_rows = (spec.tile == "1xB" and not columnwise and not rht and impl == "fast"
+                 and spec.arithmetic in TAKES_BLOCK_AMAX)
+    x, known_amax, block_amax = _check_input(x, spec.block if same_rows else 0)
     v = np.ascontiguousarray(x.T if columnwise else x)
     if spec.arithmetic.binary32_input and v.dtype != np.float32:
         v = v.astype(np.float32)  # binary32 profiles read binary32 (RNE; max |v| rounds the same way)
@@ -110,7 +121,9 @@ def prepare_view(x: np.ndarray, spec: BlockSpec, *, columnwise: bool = False, pa
         known: np.float32 | None = None
     else:
         known = known_amax
-    return PreparedView(v, (m, k), known)
+    if v.dtype != np.float32 or not same_rows or pk:
+        block_amax = None  # (the scan measures blocks of binary32 rows only: a guard, not a case)
+    return PreparedView(v, (m, k), known, block_amax)
 
 
 def tensor_amax(v: np.ndarray, impl: str = "fast") -> np.float32:
@@ -154,14 +167,17 @@ def _check_rbits(rbits: object, spec: BlockSpec, shape: tuple[int, int]) -> np.n
 
 
 def quantize_view(v: np.ndarray, spec: BlockSpec, amax: np.float32, rbits: np.ndarray | None = None,
-                  impl: str = "fast", want_dequant: bool = True) -> BlockResult:
-    """Steps 1-2 on a prepared view (used by quantize and by the GEMM models)."""
+                  impl: str = "fast", want_dequant: bool = True,
+                  block_amax: np.ndarray | None = None) -> BlockResult:
+    """Steps 1-2 on a prepared view (used by quantize and by the GEMM models); ``block_amax``:
+    the view's block amaxes as :func:`prepare_view` measured them (fast path only; the exact
+    path measures its own)."""
     if spec.rounding.stochastic:
         rbits = _check_rbits(rbits, spec, v.shape)
     if impl == "exact":
         return quantize_view_exact(v, spec, float(amax), rbits)
     if impl == "fast":
-        return quantize_view_fast(v, spec, float(amax), rbits, want_dequant=want_dequant)
+        return quantize_view_fast(v, spec, float(amax), rbits, want_dequant=want_dequant, block_amax=block_amax)
     raise FpspecError(f"impl must be 'fast' or 'exact', got {impl!r}")
 
 
@@ -206,12 +222,12 @@ def quantize(x: np.ndarray, scheme: str = "ue5m3", *, profile: str | None = None
     spec = resolve_spec(scheme, profile, block=block, tile=tile, target=target, scale_format=scale_format,
                         zero_scale_rule=zero_scale_rule, rounding=rounding, nbits=nbits, sr_eval=sr_eval,
                         rht_output=rht_output, payload_format=payload_format)
-    v, orig, known = prepare_view(x, spec, columnwise=columnwise, pad=pad, rht=rht, impl=impl)
+    v, orig, known, block_amax = prepare_view(x, spec, columnwise=columnwise, pad=pad, rht=rht, impl=impl)
     if amax is not None:
         g = _given_amax(amax)
     else:
         g = known if known is not None else tensor_amax(v, impl)
-    res = quantize_view(v, spec, g, rbits, impl, want_dequant=False)
+    res = quantize_view(v, spec, g, rbits, impl, want_dequant=False, block_amax=block_amax)
     params = {
         "target": None if spec.target is None else str(spec.target),
         "zero_scale_rule": spec.zero_scale_rule,

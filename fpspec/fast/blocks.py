@@ -52,8 +52,8 @@ from ..schemes import (AmaxZero, Arithmetic, BlockResult, BlockSpec, Dequant, Mx
 from .log2 import float_log2_ceil_of, float_log2_floor_of
 from .rounding import decode_table
 
-__all__ = ["quantize_view_fast", "block_amax_grid_fast", "rht16_fast", "round_bf16_fast", "scan_values",
-           "dequantize_blocks", "e2m1_magnitude", "minifloat_magnitude", "scale_code_rne", "ScanResult",
+__all__ = ["quantize_view_fast", "TAKES_BLOCK_AMAX", "block_amax_grid_fast", "rht16_fast", "round_bf16_fast",
+           "scan_values", "dequantize_blocks", "e2m1_magnitude", "minifloat_magnitude", "scale_code_rne", "ScanResult",
            "ElemArgs", "elem_args"]
 
 _MODE_IDS = {m: i for i, m in enumerate(RoundingMode)}
@@ -269,6 +269,15 @@ def _round_scale_candidate(v, m, emin, max_code):
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
+def _scale_code_of_quotient(p, d, m, emin, max_code):
+    """The candidate of :func:`scale_code_rne`: the RNE code of fp64(p / d), or 0 when p is far
+    below half the smallest scale (p < 2^-900).  Branch-free (a select), so that a loop of it
+    over blocks vectorizes."""
+    c = _round_scale_candidate(p / d, m, emin, max_code)
+    return c if p >= _TINY else np.int64(0)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
 def scale_code_rne(a, t, d, wide, m, emin, max_code, stable):
     """RNE scale code of the exact ratio a t / d (a, t, d >= 0, d > 0) (twin of
     ``round_to_code(a_B * G / 6, scale_format, "rne")``).
@@ -281,10 +290,8 @@ def scale_code_rne(a, t, d, wide, m, emin, max_code, stable):
     the two neighbouring midpoints times d (exact: at most m + 2 bits times d), ties to even.
     """
     p = a * t
-    if p < _TINY:
-        return np.int64(0)  # far below half the smallest scale
-    c = _round_scale_candidate(p / d, m, emin, max_code)
-    if wide:
+    c = _scale_code_of_quotient(p, d, m, emin, max_code)
+    if wide and p >= _TINY:
         pe = _two_product_err(a, t, p)
         if c > 0:
             mid = 0.5 * (stable[c - 1] + stable[c]) * d
@@ -403,12 +410,21 @@ def block_amax_grid_fast(x: np.ndarray, block: int, tile: str) -> np.ndarray:
     return np.abs(flat.reshape(m, k // block, block)).max(axis=2).astype(np.float64)
 
 
-def _tile_amax(flat: np.ndarray, m: int, k: int, spec: BlockSpec) -> np.ndarray:
-    if spec.tile != "BxB":
-        return np.zeros(1)
-    out = np.empty((m // spec.block) * (k // spec.block))
-    _tile_amax_kernel(flat, m, k, spec.block, out)
-    return out
+def _known_amax(flat: np.ndarray, m: int, k: int, spec: BlockSpec,
+                block_amax: np.ndarray | None) -> tuple[np.ndarray, bool]:
+    """The amax of every scale slot when the kernel is not to measure it block by block, and
+    whether it is given: a BxB tile's amax (measured here), or a 1xB view's block amaxes
+    measured by the input scan (:func:`scan_values` with ``block``); else (nothing, False)."""
+    if spec.tile == "BxB":
+        out = np.empty((m // spec.block) * (k // spec.block), dtype=flat.dtype)  # exact: maxima of values
+        _tile_amax_kernel(flat, m, k, spec.block, out)
+        return out, True
+    if block_amax is None:
+        return np.zeros(1, dtype=flat.dtype), False
+    if block_amax.shape != (m * (k // spec.block),) or block_amax.dtype != flat.dtype:
+        raise FpspecError(f"block amaxes must be {flat.dtype}, one per block of the {m}x{k} view "
+                          f"({m * (k // spec.block)}), got {block_amax.dtype} {block_amax.shape}")
+    return block_amax, True
 
 
 # -------------------------------------------------------- payload loops
@@ -504,28 +520,31 @@ def _block_slot(bn, nbr, block, tile2d):
 
 
 @numba.njit(cache=True, parallel=True, error_model="numpy")
-def _exact_profile_blocks(x, nbr, block, tile2d, tile_amax, t, six_t, g, wide, sm, semin, smax_code, stable,
-                          zero_rule, one_code, mode, rbits, use_r, nbits, codes, scales):
+def _exact_profile_blocks(x, nbr, block, tile2d, known_amax, amax_known, t, six_t, g, wide, sm, semin, smax_code,
+                          stable, zero_rule, one_code, mode, rbits, use_r, nbits, codes, scales):
     """Steps 2-4 of :func:`fpspec.exact.blocks._exact_profile` (FPS-BLK-2) for every block."""
     nblocks = x.shape[0] // block
     num = six_t if g > 0.0 else 1.0
+    # 2. u_B = a_B G / 6 = a_B T / g (a_B / 6 when g = 0): the ratio a_B tt / dd
+    tt, dd, gd = (t, g, g) if g > 0.0 else (1.0, 6.0, 1.0)
     for c in numba.prange((nblocks + _CHUNK - 1) // _CHUNK):
         b0 = c * _CHUNK
         b1 = min(nblocks, b0 + _CHUNK)
         divisor = np.empty(b1 - b0)
-        for bn in range(b0, b1):
-            sidx = _block_slot(bn, nbr, block, tile2d)
-            a_b = tile_amax[sidx] if tile2d else _block_amax(x, bn * block, block)
-            # 2. u_B = a_B G / 6 = a_B T / g (a_B / 6 when g = 0), RNE in the scale format
-            if g > 0.0:
-                code = scale_code_rne(a_b, t, g, wide, sm, semin, smax_code, stable)
-            else:
-                code = scale_code_rne(a_b, 1.0, 6.0, wide, sm, semin, smax_code, stable)
-            # 3. zero-scale rule
-            if code == 0 and zero_rule:
-                code = one_code
-            scales[sidx] = code
-            divisor[bn - b0] = g * stable[code] if g > 0.0 else stable[code]
+        if amax_known and not tile2d and not wide:
+            for bn in range(b0, b1):  # binary32 block amaxes given: branch-free, vectorized across blocks
+                code = _scale_code_of_quotient(np.float64(known_amax[bn]) * tt, dd, sm, semin, smax_code)
+                code = one_code if (code == 0) & zero_rule else code  # 3. zero-scale rule
+                scales[bn] = code
+                divisor[bn - b0] = gd * stable[code]
+        else:
+            for bn in range(b0, b1):
+                sidx = _block_slot(bn, nbr, block, tile2d)
+                a_b = known_amax[sidx] if amax_known else _block_amax(x, bn * block, block)
+                code = scale_code_rne(a_b, tt, dd, wide, sm, semin, smax_code, stable)
+                code = one_code if (code == 0) & zero_rule else code  # 3. zero-scale rule
+                scales[sidx] = code
+                divisor[bn - b0] = gd * stable[code]
         for bn in range(b0, b1):
             # 4. q = E2M1(x G / s_B) = E2M1(|x| 6T / (g s_B)); s_B = 0: nonzero x -> +-6
             d = divisor[bn - b0]
@@ -537,32 +556,40 @@ def _exact_profile_blocks(x, nbr, block, tile2d, tile_amax, t, six_t, g, wide, s
                 _payload_ratio(x, codes, rbits, use_r, wide, bn * block, block, num, d, mode, nbits)
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _fp32_scale(a_b, mulf, gd, cap, smax32, sm, semin, smax_code, stable, zero_rule, one_code):
+    """Steps 3-5 of :func:`fpspec.exact.blocks._fp32_profile` for one block of binary32 amax a_b:
+    its scale code and payload multiplier (branch-free: selects only)."""
+    # 3. sc = fp32(a_B * mulf), min(sc, FLT_MAX, U), RNE (sc is a binary32 value: exact)
+    sc = a_b * mulf
+    sc = sc if sc < _FLT_MAX32 else _FLT_MAX32
+    sc = sc if sc < smax32 else smax32
+    code = _round_scale_candidate(np.float64(sc), sm, semin, smax_code)
+    code = one_code if (code == 0) & zero_rule else code  # 4. zero-scale rule
+    # 5. mult = fp32(1 / fp32(s_B * gd)), capped at FLT_MAX
+    mult = np.float32(1.0) / (np.float32(stable[code]) * gd)
+    return code, (mult if (mult < _FLT_MAX32) | (not cap) else _FLT_MAX32)
+
+
 @numba.njit(cache=True, parallel=True, error_model="numpy")
-def _fp32_profile_blocks(x, nbr, block, tile2d, tile_amax, mulf, gd, cap, smax32, sm, semin, smax_code, stable,
-                         zero_rule, one_code, pos_zero, mode, sr_fp32, rbits, use_r, nbits, codes, scales):
+def _fp32_profile_blocks(x, nbr, block, tile2d, known_amax, amax_known, mulf, gd, cap, smax32, sm, semin, smax_code,
+                         stable, zero_rule, one_code, pos_zero, mode, sr_fp32, rbits, use_r, nbits, codes, scales):
     """Steps 3-6 of :func:`fpspec.exact.blocks._fp32_profile` (FPS-BLK-3, FPS-BLK-8) for every block."""
     nblocks = x.shape[0] // block
     for c in numba.prange((nblocks + _CHUNK - 1) // _CHUNK):
         b0 = c * _CHUNK
         b1 = min(nblocks, b0 + _CHUNK)
         multiplier = np.empty(b1 - b0, dtype=np.float32)
-        for bn in range(b0, b1):
-            sidx = _block_slot(bn, nbr, block, tile2d)
-            a_b = np.float32(tile_amax[sidx]) if tile2d else np.float32(_block_amax(x, bn * block, block))
-            # 3. sc = fp32(a_B * mulf), min(sc, FLT_MAX, U), RNE (sc is a binary32 value: exact)
-            sc = a_b * mulf
-            sc = sc if sc < _FLT_MAX32 else _FLT_MAX32
-            sc = sc if sc < smax32 else smax32
-            code = _round_scale_candidate(np.float64(sc), sm, semin, smax_code)
-            # 4. zero-scale rule
-            if code == 0 and zero_rule:
-                code = one_code
-            scales[sidx] = code
-            # 5. mult = fp32(1 / fp32(s_B * gd)), capped at FLT_MAX
-            mult = np.float32(1.0) / (np.float32(stable[code]) * gd)
-            if cap:
-                mult = mult if mult < _FLT_MAX32 else _FLT_MAX32
-            multiplier[bn - b0] = mult
+        if amax_known and not tile2d:
+            for bn in range(b0, b1):  # binary32 block amaxes given: branch-free, vectorized across blocks
+                scales[bn], multiplier[bn - b0] = _fp32_scale(np.float32(known_amax[bn]), mulf, gd, cap, smax32, sm,
+                                                              semin, smax_code, stable, zero_rule, one_code)
+        else:
+            for bn in range(b0, b1):
+                sidx = _block_slot(bn, nbr, block, tile2d)
+                a_b = np.float32(known_amax[sidx] if amax_known else _block_amax(x, bn * block, block))
+                scales[sidx], multiplier[bn - b0] = _fp32_scale(a_b, mulf, gd, cap, smax32, sm, semin, smax_code,
+                                                                stable, zero_rule, one_code)
         for bn in range(b0, b1):
             # 6. q = E2M1(fp32(x * mult)); y = -0.0 gets 0x0 under signed_zero = positive
             mult = multiplier[bn - b0]
@@ -573,8 +600,8 @@ def _fp32_profile_blocks(x, nbr, block, tile2d, tile_amax, mulf, gd, cap, smax32
 
 
 @numba.njit(cache=True, parallel=True, error_model="numpy")
-def _torchao_profile_blocks(x, nbr, block, tile2d, tile_amax, pts, ipts, cuda, smin32, smax32, sm, semin,
-                            smax_code, stable, mode, rbits, use_r, nbits, codes, scales):
+def _torchao_profile_blocks(x, nbr, block, tile2d, known_amax, amax_known, pts, ipts, cuda, smin32, smax32, sm,
+                            semin, smax_code, stable, mode, rbits, use_r, nbits, codes, scales):
     """Steps 2-3 of :func:`fpspec.exact.blocks._torchao_profile` (FPS-BLK-18) for every block."""
     nblocks = x.shape[0] // block
     for c in numba.prange((nblocks + _CHUNK - 1) // _CHUNK):
@@ -583,7 +610,7 @@ def _torchao_profile_blocks(x, nbr, block, tile2d, tile_amax, pts, ipts, cuda, s
         reciprocal = np.empty(b1 - b0, dtype=np.float32)
         for bn in range(b0, b1):
             sidx = _block_slot(bn, nbr, block, tile2d)
-            a_b = np.float32(tile_amax[sidx]) if tile2d else np.float32(_block_amax(x, bn * block, block))
+            a_b = np.float32(known_amax[sidx] if amax_known else _block_amax(x, bn * block, block))
             # 2. sbs = fp32(fp32(a_B / 6) / pts), clamped to [2^-6, 448], RNE (a_B / 6 as on the device)
             sbs = _scalar_quotient(a_b, 6.0, cuda) / pts
             sbs = sbs if sbs > smin32 else smin32
@@ -673,9 +700,9 @@ def _exact_profile(spec: BlockSpec, amax: float) -> _Run:
             dec = np.float32(g / six_t)  # quotients of <= 26-bit values)
     sm, semin, smax_code, stable = _scale_args(spec)
 
-    def run(x, tile_amax, m, k, rbits, use_r, codes, scales):
-        _exact_profile_blocks(x, k // spec.block, spec.block, spec.tile == "BxB", tile_amax, t, six_t, g,
-                              x.dtype == np.float64, sm, semin, smax_code, stable, spec.zero_scale_rule,
+    def run(x, known_amax, amax_known, m, k, rbits, use_r, codes, scales):
+        _exact_profile_blocks(x, k // spec.block, spec.block, spec.tile == "BxB", known_amax, amax_known, t, six_t,
+                              g, x.dtype == np.float64, sm, semin, smax_code, stable, spec.zero_scale_rule,
                               spec.one_code, _MODE_IDS[spec.rounding], rbits, use_r, spec.nbits, codes, scales)
     return enc, dec, run
 
@@ -701,8 +728,8 @@ def _fp32_profile(spec: BlockSpec, amax: float) -> _Run:
     sm, semin, smax_code, stable = _scale_args(spec)
     smax32 = f32(float(spec.scale_format.max_finite))
 
-    def run(x, tile_amax, m, k, rbits, use_r, codes, scales):
-        _fp32_profile_blocks(x, k // spec.block, spec.block, spec.tile == "BxB", tile_amax, mulf, gd,
+    def run(x, known_amax, amax_known, m, k, rbits, use_r, codes, scales):
+        _fp32_profile_blocks(x, k // spec.block, spec.block, spec.tile == "BxB", known_amax, amax_known, mulf, gd,
                              prof.cap_multiplier, smax32, sm, semin, smax_code, stable, spec.zero_scale_rule,
                              spec.one_code, prof.signed_zero is SignedZero.POSITIVE, _MODE_IDS[spec.rounding],
                              spec.sr_eval is SrEvaluation.FP32, rbits, use_r, spec.nbits, codes, scales)
@@ -725,9 +752,9 @@ def _torchao_profile(spec: BlockSpec, amax: float) -> _Run:
     sm, semin, smax_code, stable = _scale_args(spec)
     sf = spec.scale_format
 
-    def run(x, tile_amax, m, k, rbits, use_r, codes, scales):
-        _torchao_profile_blocks(x, k // spec.block, spec.block, spec.tile == "BxB", tile_amax, pts, ipts, cuda,
-                                f32(float(sf.min_normal)), f32(float(sf.max_finite)), sm, semin, smax_code,
+    def run(x, known_amax, amax_known, m, k, rbits, use_r, codes, scales):
+        _torchao_profile_blocks(x, k // spec.block, spec.block, spec.tile == "BxB", known_amax, amax_known, pts, ipts,
+                                cuda, f32(float(sf.min_normal)), f32(float(sf.max_finite)), sm, semin, smax_code,
                                 stable, _MODE_IDS[spec.rounding], rbits, use_r, spec.nbits, codes, scales)
     return ipts, pts, run
 
@@ -741,7 +768,7 @@ def _mx_run(spec: BlockSpec) -> _Run:
 
     ea = elem_args(spec.payload_format)
 
-    def run(x, tile_amax, m, k, rbits, use_r, codes, scales):
+    def run(x, known_amax, amax_known, m, k, rbits, use_r, codes, scales):
         _mx_blocks(x, spec.block, _MX_IDS[prof.mx_mode], _ZERO_BYTE_IDS[prof.mx_zero_byte], mxc,
                    prof.torch_device is TorchDevice.CUDA, _MODE_IDS[spec.rounding], rbits, use_r, spec.nbits,
                    codes, scales, *ea)
@@ -767,6 +794,10 @@ def _zero_amax(spec: BlockSpec) -> None:
     raise FpspecError(spec.profile.zero_amax_refusal())
 
 
+#: The arithmetics whose kernels read 1xB block amaxes measured by the input scan
+#: (``quantize_view_fast(block_amax=...)``); the MX kernels measure their own.
+TAKES_BLOCK_AMAX = frozenset({Arithmetic.EXACT, Arithmetic.FP32, Arithmetic.TORCHAO})
+
 #: Arithmetic -> profile function (the same table as in :mod:`fpspec.exact.blocks`).
 _PROFILE_FUNCTIONS = {
     Arithmetic.EXACT: _exact_profile,
@@ -779,12 +810,14 @@ _PROFILE_FUNCTIONS = {
 
 
 def quantize_view_fast(x: np.ndarray, spec: BlockSpec, amax: float, rbits: np.ndarray | None = None,
-                       want_dequant: bool = True) -> BlockResult:
+                       want_dequant: bool = True, block_amax: np.ndarray | None = None) -> BlockResult:
     """Fast twin of :func:`fpspec.exact.blocks.quantize_view_exact`; same result.
 
     ``x`` is the prepared (M, K) view: binary32, or binary64 for exact and MX profiles
     (exact products are then held as TwoProduct pairs).  ``want_dequant=False``
-    leaves ``dequant`` as None.
+    leaves ``dequant`` as None.  ``block_amax``: max |x| of every 1xB block of the view,
+    flat, as the input scan measured it (:func:`scan_values`); None: the kernel measures
+    them (as the MX kernels always do: :data:`TAKES_BLOCK_AMAX`).
     """
     m, k = x.shape
     b = spec.block
@@ -803,7 +836,7 @@ def quantize_view_fast(x: np.ndarray, spec: BlockSpec, amax: float, rbits: np.nd
     tile2d = spec.tile == "BxB"
     codes = np.empty(m * k, dtype=np.uint8)
     scales = np.empty((m // b if tile2d else m) * (k // b), dtype=np.uint8)
-    run(flat, _tile_amax(flat, m, k, spec), m, k, rflat, use_r, codes, scales)
+    run(flat, *_known_amax(flat, m, k, spec, block_amax), m, k, rflat, use_r, codes, scales)
     res = BlockResult(codes.reshape(m, k), scales.reshape((m // b if tile2d else m), k // b),
                       np.float32(enc), np.float32(dec), None)
     if want_dequant:
@@ -897,11 +930,31 @@ def dequantize_blocks(codes: np.ndarray, factors: np.ndarray, block: int, tile: 
 
 # --------------------------------------------------------------- input scan
 class ScanResult(NamedTuple):
-    """max |x| (NaN when there is a NaN), the first bad flat index or -1, and why it is bad."""
+    """max |x| (NaN when there is a NaN), the first bad flat index or -1, and why it is bad;
+    with a block length, max |x| of every block too (binary32, exact; None when the scan
+    found a bad value or measured no blocks)."""
 
     amax: float
     bad: int
     why: str
+    block_amax: np.ndarray | None = None
+
+
+@numba.njit(cache=True, parallel=True)
+def _absmax16_bits32(bits, out):
+    """out[s] = max over the 16 values 16s .. 16s + 15 of bits & 0x7FFFFFFF: max |x| of every run
+    of 16 binary32 values given as bits (>= 0x7F800000: a NaN or an Inf).  The integer order of
+    those bits is the order of the magnitudes; a run of constant length keeps LLVM's vector
+    lanes 32 bits wide (one per value)."""
+    n = out.shape[0]
+    for c in numba.prange((n + _CHUNK - 1) // _CHUNK):
+        for s in range(c * _CHUNK, min(n, (c + 1) * _CHUNK)):
+            o = s * 16
+            a = np.uint32(0)
+            for j in range(16):
+                v = bits[o + j] & np.uint32(0x7FFFFFFF)
+                a = v if v > a else a
+            out[s] = a
 
 
 @numba.njit(cache=True, parallel=True)
@@ -941,12 +994,25 @@ def _absmax_f64(x):
     return r
 
 
-def scan_values(flat: np.ndarray) -> ScanResult:
+def scan_values(flat: np.ndarray, block: int = 0) -> ScanResult:
     """max |x| of a flat binary32 or binary64 array in one parallel pass, and the first value
     block quantization cannot take: NaN, +-inf, or (binary64) a magnitude whose binary32
-    rounding is infinite (FPS-BLK-1)."""
+    rounding is infinite (FPS-BLK-1).
+
+    ``block`` (16 or 32, dividing the size): for binary32 values, the same pass also gives
+    max |x| of every run of ``block`` consecutive values (``block_amax``), and max |x| is
+    their maximum (a maximum is exact in any order)."""
     if flat.size == 0:
         return ScanResult(0.0, -1, "")
+    if flat.dtype == np.float32 and block in (16, 32) and flat.size % block == 0:
+        runs = np.empty(flat.size // 16, dtype=np.uint32)
+        _absmax16_bits32(flat.view(np.uint32), runs)
+        if block == 32:
+            runs = np.maximum(runs[0::2], runs[1::2])
+        top = runs.max()  # the bits of the largest magnitude
+        if top < 0x7F800000:
+            return ScanResult(float(top.view(np.float32)), -1, "", runs.view(np.float32))
+        return ScanResult(float("nan"), int(np.flatnonzero(~np.isfinite(flat))[0]), "non-finite")
     if flat.dtype == np.float32:
         m = np.uint32(_absmax_bits32(flat.view(np.uint32)))
         if m < 0x7F800000:
