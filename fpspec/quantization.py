@@ -39,6 +39,7 @@ from .fast.blocks import (
     scan_values,
 )
 from .fast.rounding import decode_table
+from .fast.transpose import transpose_fast
 from .formats import get_format
 from .quantized import QuantizedTensor
 from .schemes import BlockResult, BlockSpec, Dequant, RhtOutput, parse_target, get_profile, get_scheme, resolve_spec
@@ -99,7 +100,10 @@ def prepare_view(x: np.ndarray, spec: BlockSpec, *, columnwise: bool = False, pa
     same_rows = (spec.tile == "1xB" and not columnwise and not rht and impl == "fast"
                  and spec.arithmetic in TAKES_BLOCK_AMAX)
     x, known_amax, block_amax = _check_input(x, spec.block if same_rows else 0)
-    v = np.ascontiguousarray(x.T if columnwise else x)
+    if columnwise:
+        v = transpose_fast(x) if impl == "fast" else np.ascontiguousarray(x.T)
+    else:
+        v = np.ascontiguousarray(x)
     if spec.arithmetic.binary32_input and v.dtype != np.float32:
         v = v.astype(np.float32)  # binary32 profiles read binary32 (RNE; max |v| rounds the same way)
     m, k = v.shape
