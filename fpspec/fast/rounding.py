@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import numba
 import numpy as np
+from numba import types
+from numba.extending import intrinsic
 
 from ..choices import (
     DEFAULT_SR_BITS,
@@ -259,6 +261,16 @@ def _encode_range_rne(bits, in_man, in_exp_mask, in_bias, in_sign_shift, out, lo
 _U32 = np.uint32
 
 
+@intrinsic
+def _shr_u32(typingctx, a, s):
+    """a >> s as one 32-bit logical shift (a, s uint32, s < 32).  Numba types a uint32 shift
+    as a 64-bit one, and the compiler then vectorizes the loop in 64-bit lanes (half as many
+    per vector, with widenings and narrowings around each shift)."""
+    def codegen(context, builder, signature, args):
+        return builder.lshr(args[0], args[1])
+    return types.uint32(types.uint32, types.uint32), codegen
+
+
 @numba.njit(cache=True, nogil=True)
 def _encode_range_rne_f32(bits, out, lo, hi, m, emin, limit, sign_shift, sign_bit, nan_base, nan_sign):
     """:func:`_encode_one` for the common case, branch-free in 32-bit lanes: float32 input
@@ -268,10 +280,10 @@ def _encode_range_rne_f32(bits, out, lo, hi, m, emin, limit, sign_shift, sign_bi
     becomes; ``sat`` only in formats without Inf),
     and any NaN policy but ``error`` folded into ``nan_base ^ (sign & nan_sign)``.
     Returns (1, -1) when a NaN was seen (the caller decides whether that is a refusal), else
-    (0, -1).  Every shift is by the same amount in every lane, so that the compiler keeps
-    32-bit vector lanes; the loop runs over zero-based slices, because an index that may be
-    negative makes Numba wrap it around and the loop then stays scalar (3.4 times slower
-    here).  The steps (docs/rounding.rst, FPS-RND-0), with ``a = |x|`` as bits and
+    (0, -1).  Every shift is by the same amount in every lane and is a 32-bit shift
+    (:func:`_shr_u32`), so that the compiler keeps 32-bit vector lanes; the loop runs over
+    zero-based slices, because an index that may be negative makes Numba wrap it around and
+    the loop then stays scalar (3.4 times slower here).  The steps (docs/rounding.rst, FPS-RND-0), with ``a = |x|`` as bits and
     ``drop = 23 - m``:
 
     5. binade: ``a >= 2^emin`` (a normal target binade) or below it (the subnormal binade).
@@ -304,13 +316,13 @@ def _encode_range_rne_f32(bits, out, lo, hi, m, emin, limit, sign_shift, sign_bi
     for i in range(hi - lo):  # from 0: the compiler can drop negative-index wraparound and vectorise
         u = src[i]
         a = _U32(u & _U32(0x7FFFFFFF))
-        normal = _U32(_U32(_U32(a + offset) + _U32(_U32(a >> drop) & _U32(1))) >> drop)
+        normal = _shr_u32(_U32(_U32(a + offset) + _U32(_shr_u32(a, drop) & _U32(1))), drop)
         v = abs(vals[i])
         v = v if v < sub_top else sub_top  # (NaN and the normal range: clamped, then not selected)
         subnormal = _U32(np.int32(np.rint(v * sub_scale)))
         code = normal if a >= low_normal else subnormal
         code = code if code < lim else lim
-        sgn = _U32(_U32(u >> ss) & sb)
+        sgn = _U32(_shr_u32(u, ss) & sb)
         nan = a > _U32(0x7F800000)
         code = _U32(nb ^ _U32(sgn & ns)) if nan else _U32(code | sgn)
         seen_nan = _U32(seen_nan | _U32(nan))
