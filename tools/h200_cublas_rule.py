@@ -5,6 +5,7 @@ per-call search results (tools/h200_cublas_fit.py).
     python3 tools/h200_cublas_rule.py emit SWEEP [SWEEP ...] --out fpspec/cublas_h200_table.py
     python3 tools/h200_cublas_rule.py evaluate SWEEP --fit-records DIR/fit_records.jsonl [--out REPORT.json]
     python3 tools/h200_cublas_rule.py scan [SWEEP] [--aspect]
+    python3 tools/h200_cublas_rule.py curve HELDOUT [HELDOUT ...] [--fractions 0.25 0.5 1] [--seeds 3] [--json]
 
 ``emit`` writes the generated module from one or more sweep files (in order): every
 swept call as shape, GEMM kernel (short name) and launch grid, and the sweep's device
@@ -21,6 +22,12 @@ count for the predicted S are counted here with the fit's evaluator.
 ``scan`` prints the leave-one-shape-out share of nvjet calls whose predicted S equals
 the kernel's, for a grid of the nearest-shape constants (how they were chosen), on a
 sweep or on the committed table (no SWEEP); ``--aspect`` scans the aspect weight.
+
+``curve`` is the rule's learning curve: predictors built from random shares of the
+committed table's calls (whole targets' calls drawn with a seeded generator), each scored
+on held-out runs that are not in the table, as the share of their nvjet calls whose
+predicted S is the kernel's (the measure ``scan`` uses).  A flat curve says that more
+sweeps of the same kind would not raise the offline rate.
 """
 
 from __future__ import annotations
@@ -360,6 +367,50 @@ def scan(sweep: str | Path | None, log=print, aspect: bool = False) -> list[tupl
     return out
 
 
+CURVE_TARGETS = ("torch-bf16", "torch-fp16", "torch-scaled-mm", "torch-scaled-mm-fast")
+
+
+def nvjet_s_rate(pred: ch.Predictor, heldout: dict[str, list[ch.Observation]], target: str) -> tuple[int, int]:
+    """(calls whose predicted S is the kernel's, nvjet calls with a known S) of one target's
+    held-out calls; a call that splits in neither is right whatever its S."""
+    ok = n = 0
+    for o in heldout.get(target, []):
+        truth = ch._observed_plan(target, o)
+        if truth.kclass != "nvjet" or truth.confidence in ("unknown", "candidates"):
+            continue
+        got = pred.predict(target, o.m, o.n, o.k)
+        n += 1
+        ok += got.s == truth.s or ((got.p or 1) <= 1 and (truth.p or 1) <= 1)
+    return ok, n
+
+
+def curve(heldout_runs: Sequence[str | Path], fractions: Sequence[float], seeds: int, log=print) -> list[dict]:
+    """The learning curve (see the module docstring): one row per (fraction, seed)."""
+    heldout: dict[str, list[ch.Observation]] = {}
+    for run in heldout_runs:
+        for target, rows in observations(read_sweep(run)[1]).items():
+            heldout.setdefault(target, []).extend(rows)
+    table = ch.observations_from_table()
+    seen = {(t, o.m, o.n, o.k) for t, rows in table.items() for o in rows}
+    before = sum(len(v) for v in heldout.values())
+    heldout = {t: [o for o in rows if (t, o.m, o.n, o.k) not in seen] for t, rows in heldout.items()}
+    log(f"{before - sum(len(v) for v in heldout.values())} held-out calls left out: their shapes are in the table")
+    out = []
+    for frac in fractions:
+        for seed in range(seeds if frac < 1 else 1):
+            rng = np.random.default_rng(seed)
+            part = {t: [o for o in rows if rng.random() < frac] for t, rows in table.items()}
+            pred = ch.Predictor(part)
+            row: dict[str, Any] = {"fraction": frac, "seed": seed,
+                                   "table_calls": sum(len(v) for v in part.values())}
+            for target in CURVE_TARGETS:
+                ok, n = nvjet_s_rate(pred, heldout, target)
+                row[target] = [ok, n]
+            out.append(row)
+            log(f"{frac:5.2f} seed {seed}  " + "  ".join(f"{t[6:]} {_pct(*row[t])}" for t in CURVE_TARGETS))
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -373,6 +424,11 @@ def main(argv: list[str] | None = None) -> int:
     s = sub.add_parser("scan", help="leave-one-out S rates over the nearest-shape constants")
     s.add_argument("sweep", nargs="?", default=None, help="a sweep .jsonl (default: the committed table)")
     s.add_argument("--aspect", action="store_true", help="scan the aspect weight (NEAREST_ASPECT_WEIGHT) instead")
+    c = sub.add_parser("curve", help="the rule's learning curve on held-out runs (shares of the table)")
+    c.add_argument("heldout", nargs="+", help="held-out sweep .jsonl(.gz) files, not in the table")
+    c.add_argument("--fractions", nargs="+", type=float, default=[0.25, 0.5, 0.75, 1.0])
+    c.add_argument("--seeds", type=int, default=3, help="draws per fraction below 1")
+    c.add_argument("--json", action="store_true", help="print the rows as one JSON list")
     args = p.parse_args(argv)
     if args.cmd == "emit":
         if any(Path(x).is_dir() for x in args.sweep):
@@ -382,6 +438,12 @@ def main(argv: list[str] | None = None) -> int:
         rep = evaluate(args.sweep, args.fit_records)
         if args.out:
             Path(args.out).write_text(json.dumps(rep, indent=1, default=list) + "\n")
+    elif args.cmd == "curve":
+        if any(not 0 < f <= 1 for f in args.fractions):
+            p.error("fractions must lie in (0, 1]")
+        rows = curve(args.heldout, args.fractions, args.seeds, log=(lambda *a: None) if args.json else print)
+        if args.json:
+            print(json.dumps(rows, indent=1))
     else:
         scan(args.sweep, aspect=args.aspect)
     return 0
