@@ -30,7 +30,6 @@ from .errors import FpspecError
 from .exact.blocks import quantize_view_exact, rht16_exact, round_bf16_exact
 from .fast.blocks import (
     BINARY32_OVERFLOW,
-    TAKES_BLOCK_AMAX,
     dequant_factors,
     dequantize_blocks,
     quantize_view_fast,
@@ -95,10 +94,9 @@ def _check_input(x: object, block: int = 0) -> tuple[np.ndarray, np.float32, np.
 def prepare_view(x: np.ndarray, spec: BlockSpec, *, columnwise: bool = False, pad: bool = False,
                  rht: bool = False, impl: str = "fast") -> PreparedView:
     """Step 0: the view that is quantized (FPS-BLK-1, FPS-BLK-10, FPS-BLK-20)."""
-    # a rowwise, untransformed 1xB view is the input's own rows: the fast kernels that read block
-    # amaxes get them from the input scan (one pass over the input fewer)
-    same_rows = (spec.tile == "1xB" and not columnwise and not rht and impl == "fast"
-                 and spec.arithmetic in TAKES_BLOCK_AMAX)
+    # a rowwise, untransformed 1xB view is the input's own rows: the fast kernels get its block
+    # amaxes from the input scan (one pass over the input fewer)
+    same_rows = spec.tile == "1xB" and not columnwise and not rht and impl == "fast"
     x, known_amax, block_amax = _check_input(x, spec.block if same_rows else 0)
     if columnwise:
         v = transpose_fast(x) if impl == "fast" else np.ascontiguousarray(x.T)

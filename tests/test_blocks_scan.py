@@ -2,7 +2,7 @@
 
 For a binary32 rowwise 1xB view, ``prepare_view`` takes max |x| of every block from the
 same pass that refuses bad input and measures the tensor amax, and the fast kernels of the
-exact, binary32 and torchao profiles read them instead of measuring each block again.
+profiles read them instead of measuring each block again.
 These tests hold that scan to numpy's reductions, hold the kernels' results with the
 scanned amaxes to their results without them, and show that the kernels do read them.
 """
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from fpspec.errors import FpspecError
-from fpspec.fast.blocks import TAKES_BLOCK_AMAX, quantize_view_fast, scan_values
+from fpspec.fast.blocks import quantize_view_fast, scan_values
 from fpspec.quantization import prepare_view, quantize
 from fpspec.schemes import BLOCK_SCHEMES, PROFILES, resolve_spec
 
@@ -86,18 +86,17 @@ def test_prepare_view_hands_on_block_amaxes_only_for_rowwise_binary32_views():
     assert prepare_view(x, _spec("ue5m3", "exact", tile="BxB")).block_amax is None
     assert prepare_view(x.astype(np.float64), spec).block_amax is None
     assert prepare_view(x[:, :40], spec, pad=True).block_amax is None      # padded
-    assert prepare_view(x[:, :64], _spec("mxfp4", "floor")).block_amax is None     # MX kernels measure
+    assert prepare_view(x, _spec("mxfp4", "floor")).block_amax.shape == (16 * 64 // 32,)  # blocks of 32
 
 
-_READERS = sorted((s, p) for (s, p), prof in PROFILES.items()
-                  if prof.arithmetic in TAKES_BLOCK_AMAX and "1xB" in BLOCK_SCHEMES[s].tiles)
+_READERS = sorted((s, p) for (s, p) in PROFILES if "1xB" in BLOCK_SCHEMES[s].tiles)
 
 
 @pytest.mark.parametrize("scheme,profile", _READERS)
 def test_kernels_with_scanned_amaxes_equal_kernels_measuring_them(scheme, profile):
     rng = np.random.default_rng(11)
-    x = _edge_values(rng, 48 * 1360).reshape(48, 1360)  # 4080 blocks: chunks and a partial one
-    x[:, 1000:] = rng.standard_normal((48, 360)).astype(np.float32)
+    x = _edge_values(rng, 48 * 1344).reshape(48, 1344)  # 4032 blocks of 16: chunks and a partial one
+    x[:, 1000:] = rng.standard_normal((48, 344)).astype(np.float32)
     spec = _spec(scheme, profile)
     scan = scan_values(x.reshape(-1), spec.block)
     try:
@@ -113,12 +112,13 @@ def test_kernels_with_scanned_amaxes_equal_kernels_measuring_them(scheme, profil
     assert np.array_equal(full.codes, measured.codes) and np.array_equal(full.scales, measured.scales)
 
 
-@pytest.mark.parametrize("profile", ["exact", "seed-fp32"])
-def test_kernels_read_the_given_block_amaxes(profile):
+@pytest.mark.parametrize("scheme,profile", [("ue5m3", "exact"), ("ue5m3", "seed-fp32"), ("nvfp4", "torchao-0.18"),
+                                            ("mxfp4", "floor"), ("mxfp8", "rceil")])
+def test_kernels_read_the_given_block_amaxes(scheme, profile):
     """A mutation: one block's given amax quadrupled moves that block's scale code, and only it."""
-    x = np.random.default_rng(3).standard_normal((4, 64)).astype(np.float32)
-    spec = _spec("ue5m3", profile)
-    scan = scan_values(x.reshape(-1), 16)
+    x = np.random.default_rng(3).standard_normal((4, 64 * 8)).astype(np.float32)
+    spec = _spec(scheme, profile)
+    scan = scan_values(x.reshape(-1), spec.block)
     wrong = scan.block_amax.copy()
     wrong[5] *= np.float32(4.0)
     a = quantize_view_fast(x, spec, scan.amax, want_dequant=False, block_amax=scan.block_amax)

@@ -52,7 +52,7 @@ from ..schemes import (AmaxZero, Arithmetic, BlockResult, BlockSpec, Dequant, Mx
 from .log2 import float_log2_ceil_of, float_log2_floor_of
 from .rounding import decode_table
 
-__all__ = ["quantize_view_fast", "TAKES_BLOCK_AMAX", "block_amax_grid_fast", "rht16_fast", "round_bf16_fast",
+__all__ = ["quantize_view_fast", "block_amax_grid_fast", "rht16_fast", "round_bf16_fast",
            "scan_values", "dequantize_blocks", "e2m1_magnitude", "minifloat_magnitude", "scale_code_rne", "ScanResult",
            "ElemArgs", "elem_args"]
 
@@ -649,8 +649,8 @@ def _payload_minifloat(x, codes, base, block, d, mode, m, emin, max_code, sign_m
 
 
 @numba.njit(cache=True, parallel=True, error_model="numpy")
-def _mx_blocks(x, block, mx_mode, zero_byte, fp32_quotient, cuda, mode, rbits, use_r, nbits, codes, scales,
-               e2m1, m, emin, emax, max_code, sign_mask, top, even_field, top_field):
+def _mx_blocks(x, block, known_amax, amax_known, mx_mode, zero_byte, fp32_quotient, cuda, mode, rbits, use_r,
+               nbits, codes, scales, e2m1, m, emin, emax, max_code, sign_mask, top, even_field, top_field):
     """Steps 2-3 of :func:`fpspec.exact.blocks._mx_blocks` (FPS-BLK-12, FPS-BLK-13, FPS-BLK-23,
     FPS-BLK-24, FPS-BLK-27, FPS-BLK-28) for every block; the payload format as :class:`ElemArgs`."""
     nblocks = x.shape[0] // block
@@ -659,8 +659,8 @@ def _mx_blocks(x, block, mx_mode, zero_byte, fp32_quotient, cuda, mode, rbits, u
         b1 = min(nblocks, b0 + _CHUNK)
         for bn in range(b0, b1):
             # 2. e from the bits of a_B (or its binary32 log2); c_B = e + 127
-            scales[bn] = _mx_exponent(_block_amax(x, bn * block, block), mx_mode, emax, top, even_field,
-                                      top_field, cuda) + 127
+            a_b = np.float64(known_amax[bn]) if amax_known else _block_amax(x, bn * block, block)
+            scales[bn] = _mx_exponent(a_b, mx_mode, emax, top, even_field, top_field, cuda) + 127
         for bn in range(b0, b1):
             # 3. q = payload(x / d): E2M1: |x| against t d (exact); FP8: the exact quotient's
             #    binade and fraction; or microxcaling's binary32 steps
@@ -769,7 +769,7 @@ def _mx_run(spec: BlockSpec) -> _Run:
     ea = elem_args(spec.payload_format)
 
     def run(x, known_amax, amax_known, m, k, rbits, use_r, codes, scales):
-        _mx_blocks(x, spec.block, _MX_IDS[prof.mx_mode], _ZERO_BYTE_IDS[prof.mx_zero_byte], mxc,
+        _mx_blocks(x, spec.block, known_amax, amax_known, _MX_IDS[prof.mx_mode], _ZERO_BYTE_IDS[prof.mx_zero_byte], mxc,
                    prof.torch_device is TorchDevice.CUDA, _MODE_IDS[spec.rounding], rbits, use_r, spec.nbits,
                    codes, scales, *ea)
     return np.float32(1.0), np.float32(1.0), run
@@ -794,10 +794,6 @@ def _zero_amax(spec: BlockSpec) -> None:
     raise FpspecError(spec.profile.zero_amax_refusal())
 
 
-#: The arithmetics whose kernels read 1xB block amaxes measured by the input scan
-#: (``quantize_view_fast(block_amax=...)``); the MX kernels measure their own.
-TAKES_BLOCK_AMAX = frozenset({Arithmetic.EXACT, Arithmetic.FP32, Arithmetic.TORCHAO})
-
 #: Arithmetic -> profile function (the same table as in :mod:`fpspec.exact.blocks`).
 _PROFILE_FUNCTIONS = {
     Arithmetic.EXACT: _exact_profile,
@@ -817,7 +813,7 @@ def quantize_view_fast(x: np.ndarray, spec: BlockSpec, amax: float, rbits: np.nd
     (exact products are then held as TwoProduct pairs).  ``want_dequant=False``
     leaves ``dequant`` as None.  ``block_amax``: max |x| of every 1xB block of the view,
     flat, as the input scan measured it (:func:`scan_values`); None: the kernel measures
-    them (as the MX kernels always do: :data:`TAKES_BLOCK_AMAX`).
+    them.
     """
     m, k = x.shape
     b = spec.block
