@@ -283,8 +283,8 @@ def _encode_range_rne_f32(bits, out, lo, hi, m, emin, limit, sign_shift, sign_bi
     (0, -1).  Every shift is by the same amount in every lane and is a 32-bit shift
     (:func:`_shr_u32`), so that the compiler keeps 32-bit vector lanes; the loop runs over
     zero-based slices, because an index that may be negative makes Numba wrap it around and
-    the loop then stays scalar (3.4 times slower here).  The steps (docs/rounding.rst, FPS-RND-0), with ``a = |x|`` as bits and
-    ``drop = 23 - m``:
+    the loop then stays scalar (3.4 times slower here).  The steps (docs/rounding.rst,
+    FPS-RND-0), with ``a = |x|`` as bits and ``drop = 23 - m``:
 
     5. binade: ``a >= 2^emin`` (a normal target binade) or below it (the subnormal binade).
     6.-7. neighbours and RNE, normal target: the bits of ``a`` from the binade below the
