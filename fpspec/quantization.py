@@ -30,7 +30,7 @@ from .errors import FpspecError
 from .exact.blocks import quantize_view_exact, rht16_exact, round_bf16_exact
 from .fast.blocks import (
     BINARY32_OVERFLOW,
-    dequant_factors,
+    dequant_factor_table,
     dequantize_blocks,
     quantize_view_fast,
     rht16_fast,
@@ -310,13 +310,17 @@ def _dequantize_view(qt: QuantizedTensor, overflow: str) -> np.ndarray:
     if not math.isfinite(amax) or amax < 0:
         raise FpspecError(f"quantized tensor has amax {amax!r}; it must be finite and >= 0")
     _check_payload_codes(qt)
-    finite_scale = np.isfinite(decode_table(qt.scale_format))[qt.scales]
-    if not finite_scale.all():
-        idx = tuple(int(i) for i in np.argwhere(~finite_scale)[0])
+    finite = np.isfinite(decode_table(qt.scale_format))
+    bad_codes = np.flatnonzero(~finite)
+    # a non-finite scale code can only be present if one lies within [min, max] of the scales (two
+    # vectorized reductions); then the element-wise look finds it
+    in_range = qt.scales.size > 0 and bool(((bad_codes >= qt.scales.min()) & (bad_codes <= qt.scales.max())).any())
+    if in_range and not finite[qt.scales].all():
+        idx = tuple(int(i) for i in np.argwhere(~finite[qt.scales])[0])
         raise FpspecError(f"scale code {int(qt.scales[idx])} of block {list(idx)} is not a finite "
                           f"{qt.scale_format} value")
-    factors, divisor = dequant_factors(prof.dequant, qt.scales, qt.scale_format, amax, target, qt.decode_scale)
-    out, bad = dequantize_blocks(qt.codes, factors, qt.block, qt.tile, divisor, qt.payload_format)
+    table, divisor = dequant_factor_table(prof.dequant, qt.scale_format, amax, target, qt.decode_scale)
+    out, bad = dequantize_blocks(qt.codes, qt.scales, table, qt.block, qt.tile, divisor, qt.payload_format)
     if bad >= 0 and overflow == "error":
         idx = tuple(int(i) for i in np.unravel_index(bad, qt.codes.shape))
         raise FpspecError(f"the dequantized value of element {list(idx)} is {float(out[idx])!r}: "

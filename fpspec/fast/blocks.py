@@ -52,9 +52,9 @@ from ..schemes import (AmaxZero, Arithmetic, BlockResult, BlockSpec, Dequant, Mx
 from .log2 import float_log2_ceil_of, float_log2_floor_of
 from .rounding import decode_table
 
-__all__ = ["quantize_view_fast", "block_amax_grid_fast", "rht16_fast", "round_bf16_fast",
-           "scan_values", "dequantize_blocks", "e2m1_magnitude", "minifloat_magnitude", "scale_code_rne", "ScanResult",
-           "ElemArgs", "elem_args"]
+__all__ = ["quantize_view_fast", "block_amax_grid_fast", "rht16_fast", "round_bf16_fast", "scan_values",
+           "dequantize_blocks", "dequant_factors", "dequant_factor_table", "e2m1_magnitude", "minifloat_magnitude",
+           "scale_code_rne", "ScanResult", "ElemArgs", "elem_args"]
 
 _MODE_IDS = {m: i for i, m in enumerate(RoundingMode)}
 _RNE, _RTZ, _RNA, _UP, _DOWN, _SRM, _SRA, _SRU = (_MODE_IDS[RoundingMode(v)] for v in (
@@ -836,26 +836,51 @@ def quantize_view_fast(x: np.ndarray, spec: BlockSpec, amax: float, rbits: np.nd
     res = BlockResult(codes.reshape(m, k), scales.reshape((m // b if tile2d else m), k // b),
                       np.float32(enc), np.float32(dec), None)
     if want_dequant:
-        factors, divisor = dequant_factors(spec.profile.dequant, res.scales, spec.scale_format,
-                                           amax, spec.target, res.decode_scale)
-        res.dequant, _ = dequantize_blocks(res.codes, factors, b, spec.tile, divisor, spec.payload_format.name)
+        table, divisor = dequant_factor_table(spec.profile.dequant, spec.scale_format, amax, spec.target,
+                                              res.decode_scale)
+        res.dequant, _ = dequantize_blocks(res.codes, res.scales, table, b, spec.tile, divisor,
+                                           spec.payload_format.name)
     return res
 
 
 # ------------------------------------------------------------ dequantization
 @numba.njit(cache=True, parallel=True, error_model="numpy")
-def _dequant_kernel(codes, factors, nbr, block, tile2d, divisor, mags, sign_mask, out, first_bad):
-    """out = fp32((q F) / D) per element, q F exact in binary64 (FPS-BLK-14); ``mags`` holds the
-    magnitude of each payload code below the sign bit ``sign_mask``."""
+def _dequant_kernel(codes, scales, factor_table, nbr, block, tile2d, divisor, mags, sign_mask, out, first_bad):
+    """out = fp32((q F) / D) per element, q F exact in binary64 (FPS-BLK-14), F the factor of
+    the block's scale code (``factor_table[scale]``); ``mags`` holds the magnitude of each
+    payload code below the sign bit ``sign_mask``.
+
+    When a block has more elements than its format has codes (E2M1: 16 codes, blocks of 16
+    or 32), the block's value of every code is computed once, by the same expression, and
+    each element looks its code up (half the divisions or fewer); the first non-finite
+    value is then looked for only in a block whose table holds one.  FP8 payloads (256
+    codes) are computed element by element."""
     n = codes.shape[0]
     nblocks = n // block
     nch = (nblocks + _CHUNK - 1) // _CHUNK
     mag_mask = sign_mask - 1
+    by_table = 2 * sign_mask <= block
     for c in numba.prange(nch):
         bad = -1
+        table = np.empty(2 * sign_mask if by_table else 1, dtype=np.float32)
         for bn in range(c * _CHUNK, min(nblocks, (c + 1) * _CHUNK)):
             i = bn // nbr
-            f = factors[(i // block) * nbr + (bn - i * nbr) if tile2d else bn]
+            f = factor_table[scales[(i // block) * nbr + (bn - i * nbr) if tile2d else bn]]
+            if by_table:
+                finite = True
+                for q in range(sign_mask):
+                    v = np.float32((mags[q] * f) / divisor)
+                    table[q] = v
+                    table[q + sign_mask] = -v
+                    finite &= np.isfinite(v)
+                for j in range(bn * block, (bn + 1) * block):
+                    out[j] = table[codes[j]]
+                if not finite and bad < 0:
+                    for j in range(bn * block, (bn + 1) * block):
+                        if not np.isfinite(out[j]):
+                            bad = j
+                            break
+                continue
             for j in range(bn * block, (bn + 1) * block):
                 q = codes[j]
                 v = np.float32((mags[q & mag_mask] * f) / divisor)
@@ -897,6 +922,15 @@ def dequant_factors(formula: Dequant, scales: np.ndarray, scale_format, amax: fl
     raise FpspecError(f"no dequantization formula {formula!r}")
 
 
+def dequant_factor_table(formula: Dequant, scale_format, amax: float, target, decode_scale
+                         ) -> tuple[np.ndarray, float]:
+    """:func:`dequant_factors` of every code of the scale format, a table the dequantization
+    kernel indexes by each block's scale code (the factor depends on the code alone), and D."""
+    codes = np.arange(get_format(scale_format).num_codes, dtype=np.uint8)
+    factors, divisor = dequant_factors(formula, codes, scale_format, amax, target, decode_scale)
+    return np.ascontiguousarray(factors, dtype=np.float64), divisor
+
+
 def _magnitudes(payload_format: str) -> tuple[np.ndarray, int]:
     """The magnitude of each payload code below the sign bit, and the sign bit."""
     fmt = get_format(payload_format)
@@ -907,10 +941,11 @@ def _magnitudes(payload_format: str) -> tuple[np.ndarray, int]:
     return mags, fmt.sign_mask
 
 
-def dequantize_blocks(codes: np.ndarray, factors: np.ndarray, block: int, tile: str,
+def dequantize_blocks(codes: np.ndarray, scales: np.ndarray, factor_table: np.ndarray, block: int, tile: str,
                       divisor: float, payload_format: str = "e2m1") -> tuple[np.ndarray, int]:
-    """float32 values of (M, K) payload codes (E2M1, or the FP8 codes of mxfp8) under per-block
-    factors; and the flat index of the first non-finite value (-1 when all are finite)."""
+    """float32 values of (M, K) payload codes (E2M1, or the FP8 codes of mxfp8) under the
+    blocks' scale codes and the factor of each code (:func:`dequant_factor_table`); and the
+    flat index of the first non-finite value (-1 when all are finite)."""
     m, k = codes.shape
     flat = np.ascontiguousarray(codes).reshape(-1)
     out = np.empty(m * k, dtype=np.float32)
@@ -918,7 +953,8 @@ def dequantize_blocks(codes: np.ndarray, factors: np.ndarray, block: int, tile: 
     first_bad = np.empty(max(1, (nblocks + _CHUNK - 1) // _CHUNK), dtype=np.int64)
     first_bad[:] = -1
     mags, sign_mask = _magnitudes(payload_format)
-    _dequant_kernel(flat, np.ascontiguousarray(factors, dtype=np.float64), k // block, block, tile == "BxB",
+    _dequant_kernel(flat, np.ascontiguousarray(scales, dtype=np.uint8).reshape(-1),
+                    np.ascontiguousarray(factor_table, dtype=np.float64), k // block, block, tile == "BxB",
                     float(divisor), mags, sign_mask, out, first_bad)
     bad = first_bad[first_bad >= 0]
     return out.reshape(m, k), int(bad.min()) if bad.size else -1
