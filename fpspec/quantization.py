@@ -30,7 +30,7 @@ from .errors import FpspecError
 from .exact.blocks import quantize_view_exact, rht16_exact, round_bf16_exact
 from .fast.blocks import (
     BINARY32_OVERFLOW,
-    dequant_factor_table,
+    dequant_value_table,
     dequantize_blocks,
     quantize_view_fast,
     rht16_fast,
@@ -319,8 +319,8 @@ def _dequantize_view(qt: QuantizedTensor, overflow: str) -> np.ndarray:
         idx = tuple(int(i) for i in np.argwhere(~finite[qt.scales])[0])
         raise FpspecError(f"scale code {int(qt.scales[idx])} of block {list(idx)} is not a finite "
                           f"{qt.scale_format} value")
-    table, divisor = dequant_factor_table(prof.dequant, qt.scale_format, amax, target, qt.decode_scale)
-    out, bad = dequantize_blocks(qt.codes, qt.scales, table, qt.block, qt.tile, divisor, qt.payload_format)
+    table = dequant_value_table(prof.dequant, qt.scale_format, qt.payload_format, amax, target, qt.decode_scale)
+    out, bad = dequantize_blocks(qt.codes, qt.scales, table, qt.block, qt.tile)
     if bad >= 0 and overflow == "error":
         idx = tuple(int(i) for i in np.unravel_index(bad, qt.codes.shape))
         raise FpspecError(f"the dequantized value of element {list(idx)} is {float(out[idx])!r}: "
@@ -339,8 +339,16 @@ def _check_payload_codes(qt: QuantizedTensor) -> None:
         return
     fmt = get_format(qt.payload_format)
     finite = np.isfinite(decode_table(fmt))
-    ok = finite[qt.codes]
-    if not ok.all():
+    mags = np.arange(finite.size) % fmt.sign_mask
+    lim = int(mags[~finite].min(initial=fmt.sign_mask))  # the smallest NaN or Inf magnitude
+    if (finite == (mags < lim)).all():
+        # E4M3, E5M2: NaN and Inf are every magnitude from lim up, in both signs; the largest
+        # magnitude present says whether one occurs (two vectorized passes)
+        present = int((qt.codes & (fmt.sign_mask - 1)).max(initial=0)) >= lim
+    else:
+        present = not finite[qt.codes].all()
+    if present:
+        ok = finite[qt.codes]
         idx = tuple(int(i) for i in np.argwhere(~ok)[0])
         code = int(qt.codes[idx])
         what = "a NaN" if fmt.kind(code).value == "nan" else "an Inf"

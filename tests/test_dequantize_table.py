@@ -75,3 +75,20 @@ def test_a_non_finite_scale_code_is_refused_with_its_block(scheme, code):
     with pytest.raises(FpspecError, match=rf"scale code {code} of block \[2, 3\] is not a finite"):
         dequantize(bad)
     assert np.array_equal(dequantize(dataclasses.replace(qt, scales=qt.scales.copy())), dequantize(qt))
+
+
+@pytest.mark.parametrize("fmt,code,what", [("e4m3", 0x7F, "a NaN"), ("e4m3", 0xFF, "a NaN"),
+                                           ("e5m2", 0x7C, "an Inf"), ("e5m2", 0xFE, "a NaN")])
+def test_an_fp8_nan_or_inf_payload_code_is_refused_with_its_element(fmt, code, what):
+    """FPS-BLK-28: an MX quantizer saturates and never writes NaN or Inf codes; dequantize
+    names the first one (a later one does not hide it)."""
+    x = np.random.default_rng(2).standard_normal((8, 128)).astype(np.float32)
+    qt = quantize(x, "mxfp8", payload_format=fmt)
+    codes = qt.codes.copy()
+    codes[5, 70] = code
+    codes[7, 1] = code
+    with pytest.raises(FpspecError, match=rf"payload code 0x{code:02x} is {what} code of {fmt}.*\[5, 70\]"):
+        dequantize(dataclasses.replace(qt, codes=codes))
+    largest = codes.copy()
+    largest[5, 70] = largest[7, 1] = 0x7B if fmt == "e5m2" else 0x7E  # the largest finite magnitude
+    assert np.isfinite(dequantize(dataclasses.replace(qt, codes=largest), overflow="ieee")).all()

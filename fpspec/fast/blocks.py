@@ -20,8 +20,10 @@ of ``mxfp8`` through :func:`minifloat_magnitude` (the exact binary64 quotient x 
 split into binade, integer part and fraction); every UE5M3/UE4M3 scale through
 :func:`scale_code_rne`.  The element format reaches the MX kernel as data
 (:class:`ElemArgs`).  Dequantization is one kernel for every profile
-(:func:`dequantize_blocks`): each profile's formula is a per-block factor F and
-a divisor D with value = fp32(q F / D) (docs/scheme-ue5m3.rst, FPS-BLK-14).
+(:func:`dequantize_blocks`): each profile's formula is a factor F of the scale code and
+a divisor D with value = fp32(q F / D) (docs/scheme-ue5m3.rst, FPS-BLK-14), tabled for
+every (scale code, payload code) pair (:func:`dequant_value_table`), so that the kernel
+looks values up.
 
 Why it is exact (docs/scheme-ue5m3.rst, "The fast path"): every decision is a
 comparison of an exact value X = |x| 6T (or a_B T, |y|, |x|) with an exact
@@ -53,7 +55,7 @@ from .log2 import float_log2_ceil_of, float_log2_floor_of
 from .rounding import decode_table
 
 __all__ = ["quantize_view_fast", "block_amax_grid_fast", "rht16_fast", "round_bf16_fast", "scan_values",
-           "dequantize_blocks", "dequant_factors", "dequant_factor_table", "e2m1_magnitude", "minifloat_magnitude",
+           "dequantize_blocks", "dequant_factors", "dequant_value_table", "e2m1_magnitude", "minifloat_magnitude",
            "scale_code_rne", "ScanResult", "ElemArgs", "elem_args"]
 
 _MODE_IDS = {m: i for i, m in enumerate(RoundingMode)}
@@ -836,57 +838,34 @@ def quantize_view_fast(x: np.ndarray, spec: BlockSpec, amax: float, rbits: np.nd
     res = BlockResult(codes.reshape(m, k), scales.reshape((m // b if tile2d else m), k // b),
                       np.float32(enc), np.float32(dec), None)
     if want_dequant:
-        table, divisor = dequant_factor_table(spec.profile.dequant, spec.scale_format, amax, spec.target,
-                                              res.decode_scale)
-        res.dequant, _ = dequantize_blocks(res.codes, res.scales, table, b, spec.tile, divisor,
-                                           spec.payload_format.name)
+        table = dequant_value_table(spec.profile.dequant, spec.scale_format, spec.payload_format.name, amax,
+                                    spec.target, res.decode_scale)
+        res.dequant, _ = dequantize_blocks(res.codes, res.scales, table, b, spec.tile)
     return res
 
 
 # ------------------------------------------------------------ dequantization
 @numba.njit(cache=True, parallel=True, error_model="numpy")
-def _dequant_kernel(codes, scales, factor_table, nbr, block, tile2d, divisor, mags, sign_mask, out, first_bad):
-    """out = fp32((q F) / D) per element, q F exact in binary64 (FPS-BLK-14), F the factor of
-    the block's scale code (``factor_table[scale]``); ``mags`` holds the magnitude of each
-    payload code below the sign bit ``sign_mask``.
-
-    When a block has more elements than its format has codes (E2M1: 16 codes, blocks of 16
-    or 32), the block's value of every code is computed once, by the same expression, and
-    each element looks its code up (half the divisions or fewer); the first non-finite
-    value is then looked for only in a block whose table holds one.  FP8 payloads (256
-    codes) are computed element by element."""
+def _dequant_kernel(codes, scales, values, row_bad, nbr, block, tile2d, out, first_bad):
+    """out[j] = values[s, q] for each element j of payload code q in a block of scale code s
+    (``values``: :func:`dequant_value_table`), and each chunk's first non-finite output,
+    looked for only in blocks whose row of the table holds a non-finite value."""
     n = codes.shape[0]
     nblocks = n // block
     nch = (nblocks + _CHUNK - 1) // _CHUNK
-    mag_mask = sign_mask - 1
-    by_table = 2 * sign_mask <= block
     for c in numba.prange(nch):
         bad = -1
-        table = np.empty(2 * sign_mask if by_table else 1, dtype=np.float32)
         for bn in range(c * _CHUNK, min(nblocks, (c + 1) * _CHUNK)):
             i = bn // nbr
-            f = factor_table[scales[(i // block) * nbr + (bn - i * nbr) if tile2d else bn]]
-            if by_table:
-                finite = True
-                for q in range(sign_mask):
-                    v = np.float32((mags[q] * f) / divisor)
-                    table[q] = v
-                    table[q + sign_mask] = -v
-                    finite &= np.isfinite(v)
-                for j in range(bn * block, (bn + 1) * block):
-                    out[j] = table[codes[j]]
-                if not finite and bad < 0:
-                    for j in range(bn * block, (bn + 1) * block):
-                        if not np.isfinite(out[j]):
-                            bad = j
-                            break
-                continue
+            s = scales[(i // block) * nbr + (bn - i * nbr) if tile2d else bn]
+            row = values[s]
             for j in range(bn * block, (bn + 1) * block):
-                q = codes[j]
-                v = np.float32((mags[q & mag_mask] * f) / divisor)
-                out[j] = -v if q & sign_mask else v
-                if bad < 0 and not np.isfinite(v):
-                    bad = j
+                out[j] = row[codes[j]]
+            if row_bad[s] and bad < 0:
+                for j in range(bn * block, (bn + 1) * block):
+                    if not np.isfinite(out[j]):
+                        bad = j
+                        break
         first_bad[c] = bad
 
 
@@ -922,13 +901,26 @@ def dequant_factors(formula: Dequant, scales: np.ndarray, scale_format, amax: fl
     raise FpspecError(f"no dequantization formula {formula!r}")
 
 
-def dequant_factor_table(formula: Dequant, scale_format, amax: float, target, decode_scale
-                         ) -> tuple[np.ndarray, float]:
-    """:func:`dequant_factors` of every code of the scale format, a table the dequantization
-    kernel indexes by each block's scale code (the factor depends on the code alone), and D."""
+def dequant_value_table(formula: Dequant, scale_format, payload_format: str, amax: float, target,
+                        decode_scale) -> tuple[np.ndarray, np.ndarray]:
+    """fp32((q F) / D) for every pair (scale code, payload code), a (scale codes x payload
+    codes) binary32 table (FPS-BLK-14): F of each scale code from :func:`dequant_factors`,
+    q the payload code's value.  q F is exact in binary64 and the one binary64 quotient
+    rounds to binary32 as the real quotient does (docs/scheme-ue5m3.rst, "The fast path");
+    NumPy's binary64 operations are IEEE operations, so every entry is the element-wise
+    formula's value, and dequantizing a block is a row look-up.  Also, per scale code, whether
+    its row holds a non-finite value for a finite payload code (the payload's NaN and Inf
+    codes are refused before dequantization)."""
     codes = np.arange(get_format(scale_format).num_codes, dtype=np.uint8)
     factors, divisor = dequant_factors(formula, codes, scale_format, amax, target, decode_scale)
-    return np.ascontiguousarray(factors, dtype=np.float64), divisor
+    mags, sign_mask = _magnitudes(payload_format)
+    q = np.arange(2 * sign_mask)
+    with np.errstate(over="ignore", invalid="ignore"):
+        v = ((mags[q & (sign_mask - 1)][None, :] * np.asarray(factors, dtype=np.float64)[:, None])
+             / float(divisor)).astype(np.float32)
+    values = np.ascontiguousarray(np.where((q & sign_mask) != 0, -v, v))
+    finite_q = np.isfinite(mags[q & (sign_mask - 1)])
+    return values, ~np.isfinite(values[:, finite_q]).all(axis=1)
 
 
 def _magnitudes(payload_format: str) -> tuple[np.ndarray, int]:
@@ -941,21 +933,20 @@ def _magnitudes(payload_format: str) -> tuple[np.ndarray, int]:
     return mags, fmt.sign_mask
 
 
-def dequantize_blocks(codes: np.ndarray, scales: np.ndarray, factor_table: np.ndarray, block: int, tile: str,
-                      divisor: float, payload_format: str = "e2m1") -> tuple[np.ndarray, int]:
+def dequantize_blocks(codes: np.ndarray, scales: np.ndarray, table: tuple[np.ndarray, np.ndarray], block: int,
+                      tile: str) -> tuple[np.ndarray, int]:
     """float32 values of (M, K) payload codes (E2M1, or the FP8 codes of mxfp8) under the
-    blocks' scale codes and the factor of each code (:func:`dequant_factor_table`); and the
-    flat index of the first non-finite value (-1 when all are finite)."""
+    blocks' scale codes and the table of every pair's value (:func:`dequant_value_table`);
+    and the flat index of the first non-finite value (-1 when all are finite)."""
+    values, row_bad = table
     m, k = codes.shape
     flat = np.ascontiguousarray(codes).reshape(-1)
     out = np.empty(m * k, dtype=np.float32)
     nblocks = flat.shape[0] // block
     first_bad = np.empty(max(1, (nblocks + _CHUNK - 1) // _CHUNK), dtype=np.int64)
     first_bad[:] = -1
-    mags, sign_mask = _magnitudes(payload_format)
-    _dequant_kernel(flat, np.ascontiguousarray(scales, dtype=np.uint8).reshape(-1),
-                    np.ascontiguousarray(factor_table, dtype=np.float64), k // block, block, tile == "BxB",
-                    float(divisor), mags, sign_mask, out, first_bad)
+    _dequant_kernel(flat, np.ascontiguousarray(scales, dtype=np.uint8).reshape(-1), values, row_bad, k // block,
+                    block, tile == "BxB", out, first_bad)
     bad = first_bad[first_bad >= 0]
     return out.reshape(m, k), int(bad.min()) if bad.size else -1
 
