@@ -194,6 +194,7 @@ def test_bench_quantize_json_reports_the_element_passes(capsys):
     assert r["elements"] == 65536 and r["element_passes_s"] > 0
     assert r["of_element_passes"] == pytest.approx(r["fpspec_s"] / r["element_passes_s"], abs=0.006)
     assert r["peak_memory_x_input"] >= 1.0
+    assert r["dequantize_s"] > 0 and r["dequantize_elem_per_s"] == pytest.approx(65536 / r["dequantize_s"])
 
 
 def test_bench_ratio_text():

@@ -149,7 +149,8 @@ def _ratio_text(ratio: float) -> str:
 
 
 #: Optional row keys printed after the fixed columns, as ``key=value`` (a benchmark's extras).
-NOTE_KEYS = ("path", "partials", "fallback_share", "resum_share", "of_element_passes", "goal", "meets_goal")
+NOTE_KEYS = ("path", "partials", "fallback_share", "resum_share", "of_element_passes", "dequantize_s", "goal",
+             "meets_goal")
 
 
 def _note(key: str, value: object) -> str:

@@ -116,7 +116,10 @@ def bench_quantize(args: argparse.Namespace) -> list[dict]:
     passes no block quantizer of a fresh tensor avoids (``element_passes_s``): the tensor
     amax scan and a float32 -> E2M1 encode of the same array (one read each, the encode
     also writing a byte per element), timed in the same run, so that the row says how
-    much of fpspec's time is block work (``of_element_passes``: fpspec time / that time).
+    much of fpspec's time is block work (``of_element_passes``: fpspec time / that time), and
+    the best time of :func:`fpspec.quantization.dequantize` of the result (``dequantize_s``,
+    the other half of a quantize-dequantize round trip, with its rate
+    ``dequantize_elem_per_s``).
     """
     k = args.k
     m = max(1, args.n // k)
@@ -133,9 +136,12 @@ def bench_quantize(args: argparse.Namespace) -> list[dict]:
 
         first, t_ours, t_theirs = interleaved_times(ours, lambda: x.astype(ml_dtypes.float4_e2m1fn), args.repeat)
         _, t_passes = best_time(element_passes, args.repeat)
+        q = ours()
+        _, t_dequant = best_time(lambda: dequantize(q), args.repeat)
         rows.append(result_row(f"ue5m3/{profile} B={args.block} rne", x.size, t_ours,
                                "ml_dtypes astype e2m1", t_theirs, first,
                                element_passes_s=t_passes, of_element_passes=round(t_ours / t_passes, 2),
+                               dequantize_s=t_dequant, dequantize_elem_per_s=x.size / t_dequant,
                                peak_memory_x_input=round(peak_memory(ours, x.nbytes), 2),
                                peak_memory_with_dequant_x_input=round(
                                    peak_memory(lambda: dequantize(ours()), x.nbytes), 2)))
