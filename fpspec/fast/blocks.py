@@ -771,8 +771,8 @@ def _mx_run(spec: BlockSpec) -> _Run:
     ea = elem_args(spec.payload_format)
 
     def run(x, known_amax, amax_known, m, k, rbits, use_r, codes, scales):
-        _mx_blocks(x, spec.block, known_amax, amax_known, _MX_IDS[prof.mx_mode], _ZERO_BYTE_IDS[prof.mx_zero_byte], mxc,
-                   prof.torch_device is TorchDevice.CUDA, _MODE_IDS[spec.rounding], rbits, use_r, spec.nbits,
+        _mx_blocks(x, spec.block, known_amax, amax_known, _MX_IDS[prof.mx_mode], _ZERO_BYTE_IDS[prof.mx_zero_byte],
+                   mxc, prof.torch_device is TorchDevice.CUDA, _MODE_IDS[spec.rounding], rbits, use_r, spec.nbits,
                    codes, scales, *ea)
     return np.float32(1.0), np.float32(1.0), run
 
