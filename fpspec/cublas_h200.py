@@ -711,9 +711,9 @@ def _split_rule_kernel(choice: KernelChoice) -> bool:
 def cutlass_split(m: int, n: int, k: int, tile: tuple[int, int]) -> int:
     """Grid z of a large-tile cutlass ``mma.sync`` kernel at M x N x K (FPS-CUB-4): min(floor(B /
     T), ceil(K / 72)), at least 1, with T = ceil(cm / TM) ceil(cn / TN) for the kernel's tile
-    (TM, TN) in cuBLAS's m, n (FPS-CUB-2) and B its :data:`CUTLASS_CTA_BUDGETS` entry."""
-    cm, cn = _cublas_mn(m, n)
-    t = -(-cm // tile[0]) * -(-cn // tile[1])
+    (TM, TN) in cuBLAS's m, n (FPS-CUB-2: :func:`padded_tiles` without clusters) and B its
+    :data:`CUTLASS_CTA_BUDGETS` entry."""
+    t = padded_tiles(m, n, tile)
     return max(1, min(CUTLASS_CTA_BUDGETS[tile] // t, -(-k // CUTLASS_MIN_SLICE)))
 
 
