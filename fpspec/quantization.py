@@ -74,7 +74,7 @@ def _check_input(x: object, block: int = 0) -> tuple[np.ndarray, np.float32, np.
         x = x.astype(np.float32)  # exact widening
     shape = x.shape
     flat = np.ascontiguousarray(x).reshape(-1)
-    whole = block > 0 and len(shape) > 0 and shape[-1] % block == 0
+    whole = block > 0 and shape[-1] % block == 0
     scan = scan_values(flat, block if whole else 0)
     if scan.bad >= 0:
         idx = tuple(int(i) for i in np.unravel_index(scan.bad, shape))
@@ -123,7 +123,7 @@ def prepare_view(x: np.ndarray, spec: BlockSpec, *, columnwise: bool = False, pa
         known: np.float32 | None = None
     else:
         known = known_amax
-    if v.dtype != np.float32 or not same_rows or pk:
+    if v.dtype != np.float32 or pk:
         block_amax = None  # (the scan measures blocks of binary32 rows only: a guard, not a case)
     return PreparedView(v, (m, k), known, block_amax)
 
@@ -310,13 +310,8 @@ def _dequantize_view(qt: QuantizedTensor, overflow: str) -> np.ndarray:
     if not math.isfinite(amax) or amax < 0:
         raise FpspecError(f"quantized tensor has amax {amax!r}; it must be finite and >= 0")
     _check_payload_codes(qt)
-    finite = np.isfinite(decode_table(qt.scale_format))
-    bad_codes = np.flatnonzero(~finite)
-    # a non-finite scale code can only be present if one lies within [min, max] of the scales (two
-    # vectorized reductions); then the element-wise look finds it
-    in_range = qt.scales.size > 0 and bool(((bad_codes >= qt.scales.min()) & (bad_codes <= qt.scales.max())).any())
-    if in_range and not finite[qt.scales].all():
-        idx = tuple(int(i) for i in np.argwhere(~finite[qt.scales])[0])
+    idx = _first_ruled_out_code(qt.scales, np.isfinite(decode_table(qt.scale_format)))
+    if idx is not None:
         raise FpspecError(f"scale code {int(qt.scales[idx])} of block {list(idx)} is not a finite "
                           f"{qt.scale_format} value")
     table = dequant_value_table(prof.dequant, qt.scale_format, qt.payload_format, amax, target, qt.decode_scale)
@@ -329,6 +324,27 @@ def _dequantize_view(qt: QuantizedTensor, overflow: str) -> np.ndarray:
     return out
 
 
+def _first_ruled_out_code(codes: np.ndarray, allowed: np.ndarray) -> tuple[int, ...] | None:
+    """Index of the first of ``codes`` (uint8) that ``allowed`` (a flag per code of the format:
+    a power-of-two count) rules out, or None.  Vectorized reductions settle the usual case before any code
+    is looked up: no ruled-out code lies within [min, max] of the codes; or, where the
+    ruled-out codes are every magnitude from some m up under both signs (the NaN and Inf codes
+    of E4M3 and E5M2), the largest magnitude present is below m."""
+    bad = np.flatnonzero(~allowed)
+    if codes.size == 0 or bad.size == 0:
+        return None
+    present = bool(((bad >= codes.min()) & (bad <= codes.max())).any())
+    half = allowed.size // 2
+    mags = np.arange(allowed.size) % half
+    top = int(mags[~allowed].min())
+    if present and (allowed == (mags < top)).all():
+        present = int((codes & (half - 1)).max()) >= top
+    if not present:
+        return None
+    hit = ~allowed[codes]
+    return tuple(int(i) for i in np.argwhere(hit)[0]) if hit.any() else None
+
+
 def _check_payload_codes(qt: QuantizedTensor) -> None:
     """Every payload code is a finite code of the tensor's payload format: 0..15 for E2M1; for
     E4M3 and E5M2 not a NaN or Inf code, which a saturating MX quantizer never writes (FPS-BLK-28)."""
@@ -338,18 +354,8 @@ def _check_payload_codes(qt: QuantizedTensor) -> None:
             raise FpspecError(f"payload code {int(qt.codes[idx])} is not an E2M1 code (0..15)", idx)
         return
     fmt = get_format(qt.payload_format)
-    finite = np.isfinite(decode_table(fmt))
-    mags = np.arange(finite.size) % fmt.sign_mask
-    lim = int(mags[~finite].min(initial=fmt.sign_mask))  # the smallest NaN or Inf magnitude
-    if (finite == (mags < lim)).all():
-        # E4M3, E5M2: NaN and Inf are every magnitude from lim up, in both signs; the largest
-        # magnitude present says whether one occurs (two vectorized passes)
-        present = int((qt.codes & (fmt.sign_mask - 1)).max(initial=0)) >= lim
-    else:
-        present = not finite[qt.codes].all()
-    if present:
-        ok = finite[qt.codes]
-        idx = tuple(int(i) for i in np.argwhere(~ok)[0])
+    idx = _first_ruled_out_code(qt.codes, np.isfinite(decode_table(fmt)))
+    if idx is not None:
         code = int(qt.codes[idx])
         what = "a NaN" if fmt.kind(code).value == "nan" else "an Inf"
         raise FpspecError(f"payload code 0x{code:02x} is {what} code of {fmt.name}, not a finite value (an MX "

@@ -915,12 +915,11 @@ def dequant_value_table(formula: Dequant, scale_format, payload_format: str, ama
     factors, divisor = dequant_factors(formula, codes, scale_format, amax, target, decode_scale)
     mags, sign_mask = _magnitudes(payload_format)
     q = np.arange(2 * sign_mask)
+    mag_q = mags[q & (sign_mask - 1)]
     with np.errstate(over="ignore", invalid="ignore"):
-        v = ((mags[q & (sign_mask - 1)][None, :] * np.asarray(factors, dtype=np.float64)[:, None])
-             / float(divisor)).astype(np.float32)
+        v = ((mag_q[None, :] * np.asarray(factors, dtype=np.float64)[:, None]) / float(divisor)).astype(np.float32)
     values = np.ascontiguousarray(np.where((q & sign_mask) != 0, -v, v))
-    finite_q = np.isfinite(mags[q & (sign_mask - 1)])
-    return values, ~np.isfinite(values[:, finite_q]).all(axis=1)
+    return values, ~np.isfinite(values[:, np.isfinite(mag_q)]).all(axis=1)
 
 
 def _magnitudes(payload_format: str) -> tuple[np.ndarray, int]:
