@@ -51,6 +51,7 @@ from ..errors import FpspecError
 from ..formats import E2M1, FloatFormat, get_format
 from ..schemes import (AmaxZero, Arithmetic, BlockResult, BlockSpec, Dequant, MxScaleMode, MxZeroByte, SignedZero,
                        SrEvaluation, TorchDevice)
+from . import jit as _jit  # noqa: F401 - its cache locators must be in place before the kernels below
 from .log2 import float_log2_ceil_of, float_log2_floor_of
 from .rounding import decode_table
 

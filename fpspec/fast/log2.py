@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import numba
 import numpy as np
-from llvmlite import ir
-from numba import types
-from numba.extending import intrinsic
+
+from . import jit as _jit  # noqa: F401 - its cache locators must be in place before the kernels below
+from .bits import f32_bits
 
 __all__ = ["BELOW_COUNTS", "ABOVE_COUNTS", "float_log2_floor", "float_log2_ceil", "float_log2_floor_of",
            "float_log2_ceil_of", "float_log2_floor_f32", "float_log2_ceil_f32"]
@@ -66,14 +66,6 @@ _BELOW = np.array(BELOW_COUNTS, dtype=np.int64)
 _ABOVE = np.array(ABOVE_COUNTS, dtype=np.int64)
 
 
-@intrinsic
-def _f32_bits(typingctx, v):
-    """The IEEE bits of a binary32 value (a no-op bit cast)."""
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], ir.IntType(32))
-    return types.uint32(types.float32), codegen
-
-
 @numba.njit(cache=True, nogil=True, inline="always")
 def _exponent(b):
     """floor(log2 x) of a positive finite binary32 x with bits b, and bits(2^that)."""
@@ -113,13 +105,13 @@ def float_log2_ceil(b):
 @numba.njit(cache=True, nogil=True, inline="always")
 def float_log2_floor_of(v):
     """FL of a positive finite binary32 value v (a float32)."""
-    return float_log2_floor(_f32_bits(np.float32(v)))
+    return float_log2_floor(f32_bits(np.float32(v)))
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def float_log2_ceil_of(v):
     """CL of a positive finite binary32 value v (a float32)."""
-    return float_log2_ceil(_f32_bits(np.float32(v)))
+    return float_log2_ceil(f32_bits(np.float32(v)))
 
 
 def float_log2_floor_f32(x: np.ndarray) -> np.ndarray:

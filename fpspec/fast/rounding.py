@@ -45,6 +45,7 @@ from ..choices import (
 )
 from ..errors import FpspecError
 from ..formats import FloatFormat, get_format
+from . import jit as _jit  # noqa: F401 - its cache locators must be in place before the kernels below
 from .parallel import run_chunks
 
 __all__ = ["encode_fast", "decode_fast", "decode_table", "fp32_nan_to_float64_bits", "MAX_SR_BITS",
