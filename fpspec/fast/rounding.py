@@ -25,8 +25,6 @@ from __future__ import annotations
 
 import numba
 import numpy as np
-from numba import types
-from numba.extending import intrinsic
 
 from ..choices import (
     DEFAULT_SR_BITS,
@@ -46,6 +44,7 @@ from ..choices import (
 from ..errors import FpspecError
 from ..formats import FloatFormat, get_format
 from . import jit as _jit  # noqa: F401 - its cache locators must be in place before the kernels below
+from .bits import bits_f32, f32_bits, shr_u32
 from .parallel import run_chunks
 
 __all__ = ["encode_fast", "decode_fast", "decode_table", "fp32_nan_to_float64_bits", "MAX_SR_BITS",
@@ -262,14 +261,39 @@ def _encode_range_rne(bits, in_man, in_exp_mask, in_bias, in_sign_shift, out, lo
 _U32 = np.uint32
 
 
-@intrinsic
-def _shr_u32(typingctx, a, s):
-    """a >> s as one 32-bit logical shift (a, s uint32, s < 32).  Numba types a uint32 shift
-    as a 64-bit one, and the compiler then vectorizes the loop in 64-bit lanes (half as many
-    per vector, with widenings and narrowings around each shift)."""
-    def codegen(context, builder, signature, args):
-        return builder.lshr(args[0], args[1])
-    return types.uint32(types.uint32, types.uint32), codegen
+@numba.njit(cache=True, nogil=True, inline="always")
+def rne_f32_magnitude(a, m, emin, limit):
+    """Steps 5-8 of :func:`_encode_one` for a binary32 magnitude, branch-free in 32-bit lanes:
+    the RNE magnitude code of ``a = |x|`` as bits (uint32) in a format with ``m >= 1``
+    mantissa bits, subnormals and smallest normal exponent ``emin`` (its smallest
+    subnormal at least 2^-124), saturated at ``limit`` (uint32; +-Inf and NaN bits give
+    codes past every limit).  Every shift is a 32-bit shift by the same amount in every lane
+    (:func:`fpspec.fast.bits.shr_u32`); the block quantizer's binary32 payloads take the same
+    steps (docs/rounding.rst, FPS-RND-0), with ``drop = 23 - m``:
+
+    5. binade: ``a >= 2^emin`` (a normal target binade) or below it (the subnormal binade).
+    6.-7. neighbours and RNE, normal target: the bits of ``a`` from the binade below the
+       target's lowest normal one on, ``a - (127 + emin - 1) 2^23``, are the target code
+       times ``2^drop`` plus the dropped fraction; one integer round-half-even shift by
+       ``drop`` gives the code, and a carry out of the significand moves into the next
+       binade by itself.  Subnormal target: with ``c = 2^(emin - m + 23)``, the binary32
+       sum ``|x| + c`` (default round-to-nearest-even) lies in c's binade, whose spacing is
+       the target's subnormal quantum 2^(emin - m), so ``bits(|x| + c) - bits(c)`` is the
+       RNE multiple of that quantum, the code (``2^m``, the lowest normal code, when it rounds
+       up out of the subnormals).  A binary32 subnormal gives 0, as it must: it is below half
+       of any such format's smallest subnormal, and a processor that flushes it to zero
+       gives the same sum.
+    8. overflow: ``min(code, limit)``.
+    """
+    drop = _U32(23 - m)
+    low_normal = _U32(_U32(127 + emin) << _U32(23))
+    # -(bits of 2^(emin - 1)) + (2^(drop - 1) - 1): the binade offset and the round-half bias in one
+    offset = _U32(_U32(_U32(_U32(1) << _U32(drop - _U32(1))) - _U32(1)) - _U32(low_normal - _U32(0x800000)))
+    c_bits = _U32(_U32(127 + emin - m + 23) << _U32(23))
+    normal = shr_u32(_U32(_U32(a + offset) + _U32(shr_u32(a, drop) & _U32(1))), drop)
+    subnormal = _U32(f32_bits(bits_f32(a) + bits_f32(c_bits)) - c_bits)
+    code = normal if a >= low_normal else subnormal
+    return code if code < limit else limit
 
 
 @numba.njit(cache=True, nogil=True)
@@ -281,54 +305,27 @@ def _encode_range_rne_f32(bits, out, lo, hi, m, emin, limit, sign_shift, sign_bi
     becomes; ``sat`` only in formats without Inf),
     and any NaN policy but ``error`` folded into ``nan_base ^ (sign & nan_sign)``.
     Returns (1, -1) when a NaN was seen (the caller decides whether that is a refusal), else
-    (0, -1).  Every shift is by the same amount in every lane and is a 32-bit shift
-    (:func:`_shr_u32`), so that the compiler keeps 32-bit vector lanes; the loop runs over
+    (0, -1).  Steps 5-8 are :func:`rne_f32_magnitude`; 1. NaN and 9. sign are selects, no
+    branches, and a NaN is seen when the largest ``|x|`` bits are a NaN's.  The loop runs over
     zero-based slices, because an index that may be negative makes Numba wrap it around and
-    the loop then stays scalar (3.4 times slower here).  The steps (docs/rounding.rst,
-    FPS-RND-0), with ``a = |x|`` as bits and ``drop = 23 - m``:
-
-    5. binade: ``a >= 2^emin`` (a normal target binade) or below it (the subnormal binade).
-    6.-7. neighbours and RNE, normal target: the bits of ``a`` from the binade below the
-       target's lowest normal one on, ``a - (127 + emin - 1) 2^23``, are the target code
-       times ``2^drop`` plus the dropped fraction; one integer round-half-even shift by
-       ``drop`` gives the code, and a carry out of the significand moves into the next
-       binade by itself.  Subnormal target: ``a 2^(m - emin)`` is exact (a power-of-two
-       scaling of a binary32 value, below ``2^m``) and its RNE integer (``rint``, binary32
-       arithmetic in its default round-to-nearest-even mode) is the code.  A float32
-       subnormal gives 0, as it must: it is below half of any such format's smallest
-       subnormal.
-    8. overflow: ``min(code, limit)`` (+-Inf and NaN bits give codes past every limit).
-    1. NaN and 9. sign: selects, no branches.
+    the loop then stays scalar (3.4 times slower here).
     """
-    drop = _U32(23 - m)
-    low_normal = _U32(_U32(127 + emin) << _U32(23))
-    # -(bits of 2^(emin - 1)) + (2^(drop - 1) - 1): the binade offset and the round-half bias in one
-    offset = _U32(_U32(_U32(_U32(1) << _U32(drop - _U32(1))) - _U32(1)) - _U32(low_normal - _U32(0x800000)))
-    sub_top = np.float32(2.0 ** emin)
-    sub_scale = np.float32(2.0 ** (m - emin))
     lim = _U32(limit)
     ss = _U32(sign_shift)
     sb = _U32(sign_bit)
     nb = _U32(nan_base)
     ns = _U32(nan_sign)
-    seen_nan = _U32(0)
+    a_max = _U32(0)
     src, dst = bits[lo:hi], out[lo:hi]
-    vals = bits.view(np.float32)[lo:hi]
     for i in range(hi - lo):  # from 0: the compiler can drop negative-index wraparound and vectorise
         u = src[i]
         a = _U32(u & _U32(0x7FFFFFFF))
-        normal = _shr_u32(_U32(_U32(a + offset) + _U32(_shr_u32(a, drop) & _U32(1))), drop)
-        v = abs(vals[i])
-        v = v if v < sub_top else sub_top  # (NaN and the normal range: clamped, then not selected)
-        subnormal = _U32(np.int32(np.rint(v * sub_scale)))
-        code = normal if a >= low_normal else subnormal
-        code = code if code < lim else lim
-        sgn = _U32(_shr_u32(u, ss) & sb)
-        nan = a > _U32(0x7F800000)
-        code = _U32(nb ^ _U32(sgn & ns)) if nan else _U32(code | sgn)
-        seen_nan = _U32(seen_nan | _U32(nan))
+        code = rne_f32_magnitude(a, m, emin, lim)
+        sgn = _U32(shr_u32(u, ss) & sb)
+        code = _U32(nb ^ _U32(sgn & ns)) if a > _U32(0x7F800000) else _U32(code | sgn)
+        a_max = a_max if a_max > a else a
         dst[i] = code
-    return np.int64(seen_nan), np.int64(-1)
+    return np.int64(a_max > _U32(0x7F800000)), np.int64(-1)
 
 
 def _rne_f32_args(fmt: FloatFormat, pol: Policies) -> tuple[int, ...] | None:
