@@ -42,9 +42,6 @@ from typing import NamedTuple
 
 import numba
 import numpy as np
-from llvmlite import ir
-from numba import types
-from numba.extending import intrinsic
 
 from ..choices import RoundingMode
 from ..errors import FpspecError
@@ -52,8 +49,9 @@ from ..formats import E2M1, FloatFormat, get_format
 from ..schemes import (AmaxZero, Arithmetic, BlockResult, BlockSpec, Dequant, MxScaleMode, MxZeroByte, SignedZero,
                        SrEvaluation, TorchDevice)
 from . import jit as _jit  # noqa: F401 - its cache locators must be in place before the kernels below
+from .bits import bits_f32, bits_f64, f32_bits, f64_bits, shr_u32
 from .log2 import float_log2_ceil_of, float_log2_floor_of
-from .rounding import decode_table
+from .rounding import decode_table, rne_f32_magnitude
 
 __all__ = ["quantize_view_fast", "block_amax_grid_fast", "rht16_fast", "round_bf16_fast", "scan_values",
            "dequantize_blocks", "dequant_factors", "dequant_value_table", "e2m1_magnitude", "minifloat_magnitude",
@@ -76,41 +74,27 @@ _CHUNK = 1024
 
 #: E2M1 magnitudes of codes 0..7.
 _E2M1_MAG = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0])
+_U32 = np.uint32
 #: 2^-s for s in 0..64, exact binary64 constants.
 _POW2_NEG = np.array([2.0 ** -s for s in range(65)])
 
 
 # ------------------------------------------------------------ bit helpers
-@intrinsic
-def _f64_bits(typingctx, v):
-    """The IEEE bits of a binary64 value (a no-op bit cast)."""
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], ir.IntType(64))
-    return types.uint64(types.float64), codegen
-
-
-@intrinsic
-def _bits_f64(typingctx, u):
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], ir.DoubleType())
-    return types.float64(types.uint64), codegen
-
-
 @numba.njit(cache=True, nogil=True, inline="always")
 def _pow2(n):
     """2^n for -1022 <= n <= 1023, built from its exponent bits."""
-    return _bits_f64(np.uint64(n + 1023) << np.uint64(52))
+    return bits_f64(np.uint64(n + 1023) << np.uint64(52))
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def _floor_log2(v):
     """floor(log2 v) of a positive normal binary64 value, from its exponent bits."""
-    return np.int64((_f64_bits(v) >> np.uint64(52)) & np.uint64(0x7FF)) - 1023
+    return np.int64((f64_bits(v) >> np.uint64(52)) & np.uint64(0x7FF)) - 1023
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def _mantissa(v):
-    return _f64_bits(v) & np.uint64(0xFFFFFFFFFFFFF)
+    return f64_bits(v) & np.uint64(0xFFFFFFFFFFFFF)
 
 
 # ---------------------------------------------------- exact comparisons
@@ -189,6 +173,52 @@ def e2m1_magnitude(p, pe, d, mode, r, nbits):
     l = _two_product_err(theta, d, h) if h >= _TINY else 0.0
     up = _gt(p, pe, h, l) if mode == _SRU else _ge(p, pe, h, l)
     return lo + np.int64(up)
+
+
+#: The decision points t of E2M1 RNE (midpoints of neighbouring magnitudes) in the order
+#: :func:`e2m1_magnitude` counts them, and whether X must lie strictly above t d (a tie
+#: goes down, to the even code) or may equal it (a tie goes up).
+_E2M1_RNE_POINTS = np.array([0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0])
+_E2M1_RNE_STRICT = np.array([True, False, True, False, True, False, True])
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _bound_holds(v, h, num, strict):
+    """Whether v num <= h (``strict``) or v num < h, for a binary32 v >= 0 (v num is exact)."""
+    p = np.float64(v) * num
+    return (p <= h) if strict else (p < h)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _f32_bound(h, num, strict):
+    """The largest binary32 v >= 0 with v num <= h (``strict``) or v num < h, or -1 when there is
+    none: then |x| num > h (or >= h) holds exactly when |x| > v.  The start, fp32(fp64(h / num)),
+    is within an ulp or two of v; the steps that follow test exact products."""
+    v = np.float32(min(h / num, 3.4028234663852886e38))
+    while v > 0 and not _bound_holds(v, h, num, strict):
+        v = bits_f32(_U32(f32_bits(v) - _U32(1)))
+    while v < _FLT_MAX32 and _bound_holds(bits_f32(_U32(f32_bits(v) + _U32(1))), h, num, strict):
+        v = bits_f32(_U32(f32_bits(v) + _U32(1)))
+    return v if _bound_holds(v, h, num, strict) else np.float32(-1.0)
+
+
+@numba.njit(cache=True, nogil=True)
+def _e2m1_rne_bounds_kernel(stable, gd, num, out):
+    for c in range(stable.shape[0]):
+        d = gd * stable[c]
+        for k in range(_E2M1_RNE_POINTS.shape[0]):
+            out[c, k] = _f32_bound(_E2M1_RNE_POINTS[k] * d, num, _E2M1_RNE_STRICT[k])
+
+
+def e2m1_rne_bounds(stable: np.ndarray, gd: float, num: float) -> np.ndarray:
+    """For each scale code c, the binary32 bounds v_1..v_7 with which the RNE step of
+    :func:`e2m1_magnitude` on a binary32 input becomes a count: for X = |x| num (exact, ``num``
+    a value of at most 26 significant bits) and d = fp64(gd stable[c]), X > t_k d (or >= t_k d,
+    as the tie rule of t_k says) exactly when |x| > v_k, so the magnitude is the number of
+    v_k below |x|.  Returns float32[len(stable), 7] (docs/scheme-ue5m3.rst, "The fast path")."""
+    out = np.empty((stable.shape[0], _E2M1_RNE_POINTS.shape[0]), dtype=np.float32)
+    _e2m1_rne_bounds_kernel(np.asarray(stable, dtype=np.float64), float(gd), float(num), out)
+    return out
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -463,6 +493,22 @@ def _payload_ratio(x, codes, rbits, use_r, wide, base, block, num, d, mode, nbit
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
+def _payload_bounds_rne(x, codes, base, block, bounds):
+    """RNE codes of the exact ratios |x| num / d for binary32 x, from the block's binary32 bounds
+    (a row of :func:`e2m1_rne_bounds`): the magnitude is the number of bounds below |x|."""
+    b0, b1, b2, b3, b4, b5, b6 = bounds[0], bounds[1], bounds[2], bounds[3], bounds[4], bounds[5], bounds[6]
+    for h in range(base, base + block, 16):
+        xs = x[h:h + 16]
+        out = codes[h:h + 16]
+        for j in range(16):
+            u = f32_bits(xs[j])
+            a = bits_f32(_U32(u & _U32(0x7FFFFFFF)))
+            mag = (_U32(a > b0) + _U32(a > b1) + _U32(a > b2) + _U32(a > b3) + _U32(a > b4) + _U32(a > b5)
+                   + _U32(a > b6))
+            out[j] = mag | _U32(shr_u32(u, _U32(28)) & _U32(8))
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
 def _payload_zero_scale(x, codes, base, block):
     """A zero scale without the zero-scale rule: nonzero x -> +-6, zeros stay (signed) zeros."""
     for h in range(base, base + block, 16):
@@ -481,13 +527,21 @@ def _negative(y, pos_zero):
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def _payload_product_rne(x, codes, base, block, mult, pos_zero):
-    """RNE codes of y = fp32(x * mult): the hot loop of :func:`_payload_product`."""
+    """RNE codes of y = fp32(x * mult): the hot loop of :func:`_payload_product`.  y is a binary32
+    value, so its E2M1 magnitude is the encoder's, from its bits in 32-bit lanes
+    (:func:`fpspec.fast.rounding.rne_f32_magnitude`, saturating at 6); +-inf gives 6, and a NaN
+    (0 * inf, which only an uncapped multiplier can give) magnitude 0, as
+    :func:`e2m1_magnitude` gives them."""
     for h in range(base, base + block, 16):
         xs = x[h:h + 16]
         out = codes[h:h + 16]
         for j in range(16):
-            y = xs[j] * mult
-            out[j] = e2m1_magnitude(abs(np.float64(y)), 0.0, 1.0, _RNE, 0, 0) | (8 if _negative(y, pos_zero) else 0)
+            u = f32_bits(xs[j] * mult)
+            a = _U32(u & _U32(0x7FFFFFFF))
+            number = a <= _U32(0x7F800000)
+            mag = rne_f32_magnitude(a, 1, 0, _U32(7)) if number else _U32(0)
+            sign = _U32(shr_u32(u, _U32(28)) & _U32(8))  # signbit(y), or y < 0 under pos_zero
+            out[j] = mag | (sign if (not pos_zero) | (number & (a != _U32(0))) else _U32(0))
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -524,7 +578,7 @@ def _block_slot(bn, nbr, block, tile2d):
 
 @numba.njit(cache=True, parallel=True, error_model="numpy")
 def _exact_profile_blocks(x, nbr, block, tile2d, known_amax, amax_known, t, six_t, g, wide, sm, semin, smax_code,
-                          stable, zero_rule, one_code, mode, rbits, use_r, nbits, codes, scales):
+                          stable, bounds, zero_rule, one_code, mode, rbits, use_r, nbits, codes, scales):
     """Steps 2-4 of :func:`fpspec.exact.blocks._exact_profile` (FPS-BLK-2) for every block."""
     nblocks = x.shape[0] // block
     num = six_t if g > 0.0 else 1.0
@@ -534,11 +588,13 @@ def _exact_profile_blocks(x, nbr, block, tile2d, known_amax, amax_known, t, six_
         b0 = c * _CHUNK
         b1 = min(nblocks, b0 + _CHUNK)
         divisor = np.empty(b1 - b0)
+        block_code = np.empty(b1 - b0, dtype=np.int64)
         if amax_known and not tile2d and not wide:
             for bn in range(b0, b1):  # binary32 block amaxes given: branch-free, vectorized across blocks
                 code = _scale_code_of_quotient(np.float64(known_amax[bn]) * tt, dd, sm, semin, smax_code)
                 code = one_code if (code == 0) & zero_rule else code  # 3. zero-scale rule
                 scales[bn] = code
+                block_code[bn - b0] = code
                 divisor[bn - b0] = gd * stable[code]
         else:
             for bn in range(b0, b1):
@@ -547,14 +603,15 @@ def _exact_profile_blocks(x, nbr, block, tile2d, known_amax, amax_known, t, six_
                 code = scale_code_rne(a_b, tt, dd, wide, sm, semin, smax_code, stable)
                 code = one_code if (code == 0) & zero_rule else code  # 3. zero-scale rule
                 scales[sidx] = code
+                block_code[bn - b0] = code
                 divisor[bn - b0] = gd * stable[code]
         for bn in range(b0, b1):
             # 4. q = E2M1(x G / s_B) = E2M1(|x| 6T / (g s_B)); s_B = 0: nonzero x -> +-6
             d = divisor[bn - b0]
             if d == 0.0:
                 _payload_zero_scale(x, codes, bn * block, block)
-            elif mode == _RNE and not wide:
-                _payload_ratio_rne(x, codes, bn * block, block, num, d)
+            elif mode == _RNE and not wide:  # the bounds of d = gd stable[code] (e2m1_rne_bounds)
+                _payload_bounds_rne(x, codes, bn * block, block, bounds[block_code[bn - b0]])
             else:
                 _payload_ratio(x, codes, rbits, use_r, wide, bn * block, block, num, d, mode, nbits)
 
@@ -702,10 +759,11 @@ def _exact_profile(spec: BlockSpec, amax: float) -> _Run:
             enc = np.float32(six_t / g)  # reported only: fp32(G), fp32(1/G) (double rounding is exact:
             dec = np.float32(g / six_t)  # quotients of <= 26-bit values)
     sm, semin, smax_code, stable = _scale_args(spec)
+    bounds = e2m1_rne_bounds(stable, g if g > 0 else 1.0, six_t if g > 0 else 1.0)  # the kernel's gd and num
 
     def run(x, known_amax, amax_known, m, k, rbits, use_r, codes, scales):
         _exact_profile_blocks(x, k // spec.block, spec.block, spec.tile == "BxB", known_amax, amax_known, t, six_t,
-                              g, x.dtype == np.float64, sm, semin, smax_code, stable, spec.zero_scale_rule,
+                              g, x.dtype == np.float64, sm, semin, smax_code, stable, bounds, spec.zero_scale_rule,
                               spec.one_code, _MODE_IDS[spec.rounding], rbits, use_r, spec.nbits, codes, scales)
     return enc, dec, run
 
