@@ -17,7 +17,11 @@ per-block steps: block amax, scale code, payload codes.  Every payload goes thro
 rounding helper, the twin of :func:`fpspec.exact.blocks.payload_code`: E2M1 payloads
 through :func:`e2m1_magnitude` (comparisons with the decision points), the FP8 payloads
 of ``mxfp8`` through :func:`minifloat_magnitude` (the exact binary64 quotient x / 2^e
-split into binade, integer part and fraction); every UE5M3/UE4M3 scale through
+split into binade, integer part and fraction).  Two RNE hot loops take the same decisions
+in 32-bit lanes: the ``exact`` profile's binary32 payloads count the binary32 bounds of
+their scale code (:func:`e2m1_rne_bounds`), and the binary32 profiles' y = fp32(x mult)
+takes the encoder's steps (:func:`fpspec.fast.rounding.rne_f32_magnitude`).  Every
+UE5M3/UE4M3 scale goes through
 :func:`scale_code_rne`.  The element format reaches the MX kernel as data
 (:class:`ElemArgs`).  Dequantization is one kernel for every profile
 (:func:`dequantize_blocks`): each profile's formula is a factor F of the scale code and
