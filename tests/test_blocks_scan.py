@@ -134,3 +134,22 @@ def test_given_block_amaxes_are_checked():
         quantize_view_fast(x, spec, 1.0, block_amax=np.ones(15, np.float32))
     with pytest.raises(FpspecError, match="must be float32"):
         quantize_view_fast(x, spec, 1.0, block_amax=np.ones(16, np.float64))
+
+
+@pytest.mark.parametrize("tile", ["1xB", "BxB"])
+@pytest.mark.parametrize("block", [16, 32])
+def test_block_amax_grid_fast_equals_the_exact_grid(tile, block):
+    """The fast twin of block_amax_grid_exact (FPS-BLK-6): max |x| per block or tile, exactly."""
+    from fractions import Fraction
+
+    from fpspec.exact.blocks import block_amax_grid_exact
+    from fpspec.fast.blocks import block_amax_grid_fast
+
+    rng = np.random.default_rng(block)
+    x = _edge_values(rng, 4 * block * 3 * block).reshape(4 * block, 3 * block)
+    x[:block, :block] = 0.0  # an all-zero tile and blocks
+    got = block_amax_grid_fast(x, block, tile)
+    want = block_amax_grid_exact(x, block, tile)
+    assert got.shape == (len(want), len(want[0])) and got.dtype == np.float64
+    assert [[Fraction(float(v)) for v in row] for row in got] == want
+    assert got[0, 0] == 0.0 and got.max() == float(np.abs(x).max())

@@ -466,7 +466,8 @@ def _known_amax(flat: np.ndarray, m: int, k: int, spec: BlockSpec,
 
 # -------------------------------------------------------- payload loops
 # Every block length is a multiple of 16: the element loops run over 16-element slices,
-# a constant trip count that LLVM unrolls and vectorizes.
+# a constant trip count that LLVM unrolls fully.  (Numba runs LLVM without its SLP
+# vectorizer, so an unrolled body is vectorized only where the loop vectorizer got to it first.)
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def _payload_ratio_rne(x, codes, base, block, num, d):
