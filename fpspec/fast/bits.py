@@ -18,36 +18,25 @@ from numba.extending import intrinsic
 __all__ = ["f32_bits", "bits_f32", "f64_bits", "bits_f64", "shr_u32"]
 
 
-@intrinsic
-def f32_bits(typingctx, v):
-    """The IEEE bits of a binary32 value as a uint32."""
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], ir.IntType(32))
-    return types.uint32(types.float32), codegen
+def _bit_cast(name: str, src: types.Type, dst: types.Type, llvm_type: ir.Type, doc: str):
+    """An intrinsic that reinterprets a ``src`` value as ``dst`` (one LLVM ``bitcast``)."""
+    def typer(typingctx, v):
+        def codegen(context, builder, signature, args):
+            return builder.bitcast(args[0], llvm_type)
+        return dst(src), codegen
+    typer.__name__ = typer.__qualname__ = name
+    typer.__doc__ = doc
+    return intrinsic(typer)
 
 
-@intrinsic
-def bits_f32(typingctx, u):
-    """The binary32 value whose IEEE bits are the uint32 ``u``."""
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], ir.FloatType())
-    return types.float32(types.uint32), codegen
-
-
-@intrinsic
-def f64_bits(typingctx, v):
-    """The IEEE bits of a binary64 value as a uint64."""
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], ir.IntType(64))
-    return types.uint64(types.float64), codegen
-
-
-@intrinsic
-def bits_f64(typingctx, u):
-    """The binary64 value whose IEEE bits are the uint64 ``u``."""
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], ir.DoubleType())
-    return types.float64(types.uint64), codegen
+f32_bits = _bit_cast("f32_bits", types.float32, types.uint32, ir.IntType(32),
+                     "The IEEE bits of a binary32 value as a uint32.")
+bits_f32 = _bit_cast("bits_f32", types.uint32, types.float32, ir.FloatType(),
+                     "The binary32 value whose IEEE bits are the given uint32.")
+f64_bits = _bit_cast("f64_bits", types.float64, types.uint64, ir.IntType(64),
+                     "The IEEE bits of a binary64 value as a uint64.")
+bits_f64 = _bit_cast("bits_f64", types.uint64, types.float64, ir.DoubleType(),
+                     "The binary64 value whose IEEE bits are the given uint64.")
 
 
 @intrinsic
