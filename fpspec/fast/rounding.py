@@ -305,10 +305,12 @@ def _encode_range_rne_f32(bits, out, lo, hi, m, emin, limit, sign_shift, sign_bi
     becomes; ``sat`` only in formats without Inf),
     and any NaN policy but ``error`` folded into ``nan_base ^ (sign & nan_sign)``.
     Returns (1, -1) when a NaN was seen (the caller decides whether that is a refusal), else
-    (0, -1).  Steps 5-8 are :func:`rne_f32_magnitude`; 1. NaN and 9. sign are selects, no
-    branches, and a NaN is seen when the largest ``|x|`` bits are a NaN's.  The loop runs over
-    zero-based slices, because an index that may be negative makes Numba wrap it around and
-    the loop then stays scalar (3.4 times slower here).
+    (0, -1).  Steps 5-8 are :func:`rne_f32_magnitude` and 9. sign an OR, no branches.  A NaN's
+    bits lie above every limit, so the loop gives it ``limit | sign``; 1. NaN is then a second
+    pass over the slice, run only when the largest ``|x|`` bits are a NaN's, that writes the
+    NaN codes (a select per element in the main loop cost 3-10 % of its time).  The loops run
+    over zero-based slices, because an index that may be negative makes Numba wrap it around
+    and the loop then stays scalar (3.4 times slower here).
     """
     lim = _U32(limit)
     ss = _U32(sign_shift)
@@ -320,12 +322,15 @@ def _encode_range_rne_f32(bits, out, lo, hi, m, emin, limit, sign_shift, sign_bi
     for i in range(hi - lo):  # from 0: the compiler can drop negative-index wraparound and vectorise
         u = src[i]
         a = _U32(u & _U32(0x7FFFFFFF))
-        code = rne_f32_magnitude(a, m, emin, lim)
-        sgn = _U32(shr_u32(u, ss) & sb)
-        code = _U32(nb ^ _U32(sgn & ns)) if a > _U32(0x7F800000) else _U32(code | sgn)
+        dst[i] = _U32(rne_f32_magnitude(a, m, emin, lim) | _U32(shr_u32(u, ss) & sb))
         a_max = a_max if a_max > a else a
-        dst[i] = code
-    return np.int64(a_max > _U32(0x7F800000)), np.int64(-1)
+    if a_max <= _U32(0x7F800000):
+        return np.int64(0), np.int64(-1)
+    for i in range(hi - lo):  # 1. NaN: the slice holds one
+        u = src[i]
+        if _U32(u & _U32(0x7FFFFFFF)) > _U32(0x7F800000):
+            dst[i] = _U32(nb ^ _U32(_U32(shr_u32(u, ss) & sb) & ns))
+    return np.int64(1), np.int64(-1)
 
 
 def _rne_f32_args(fmt: FloatFormat, pol: Policies) -> tuple[int, ...] | None:
