@@ -53,7 +53,7 @@ from ..formats import E2M1, FloatFormat, get_format
 from ..schemes import (AmaxZero, Arithmetic, BlockResult, BlockSpec, Dequant, MxScaleMode, MxZeroByte, SignedZero,
                        SrEvaluation, TorchDevice)
 from . import jit as _jit  # noqa: F401 - its cache locators must be in place before the kernels below
-from .bits import bits_f32, bits_f64, f32_bits, f64_bits, shr_u32
+from .bits import bits_f32, bits_f64, f32_bits, f64_bits
 from .log2 import float_log2_ceil_of, float_log2_floor_of
 from .rounding import decode_table, rne_f32_magnitude
 
@@ -506,11 +506,10 @@ def _payload_bounds_rne(x, codes, base, block, bounds):
         xs = x[h:h + 16]
         out = codes[h:h + 16]
         for j in range(16):
-            u = f32_bits(xs[j])
-            a = bits_f32(_U32(u & _U32(0x7FFFFFFF)))
+            a = abs(xs[j])
             mag = (_U32(a > b0) + _U32(a > b1) + _U32(a > b2) + _U32(a > b3) + _U32(a > b4) + _U32(a > b5)
                    + _U32(a > b6))
-            out[j] = mag | _U32(shr_u32(u, _U32(28)) & _U32(8))
+            out[j] = mag | (_U32(8) if np.signbit(xs[j]) else _U32(0))
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -541,12 +540,10 @@ def _payload_product_rne(x, codes, base, block, mult, pos_zero):
         xs = x[h:h + 16]
         out = codes[h:h + 16]
         for j in range(16):
-            u = f32_bits(xs[j] * mult)
-            a = _U32(u & _U32(0x7FFFFFFF))
-            number = a <= _U32(0x7F800000)
-            mag = rne_f32_magnitude(a, 1, 0, _U32(7)) if number else _U32(0)
-            sign = _U32(shr_u32(u, _U32(28)) & _U32(8))  # signbit(y), or y < 0 under pos_zero
-            out[j] = mag | (sign if (not pos_zero) | (number & (a != _U32(0))) else _U32(0))
+            y = xs[j] * mult
+            a = _U32(f32_bits(y) & _U32(0x7FFFFFFF))
+            mag = rne_f32_magnitude(a, 1, 0, _U32(7)) if a <= _U32(0x7F800000) else _U32(0)
+            out[j] = mag | (_U32(8) if _negative(y, pos_zero) else _U32(0))
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
