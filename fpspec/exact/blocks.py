@@ -30,8 +30,9 @@ on the scheme.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from fractions import Fraction
-from typing import Callable
+from typing import Callable, cast
 
 import numpy as np
 
@@ -45,7 +46,7 @@ from .log2 import float_log2_ceil, float_log2_floor
 from .rounding import round_to_code
 
 __all__ = ["quantize_view_exact", "block_amax_grid_exact", "rht16_exact", "round_bf16_exact", "payload_code",
-           "RHT_SIGNS"]
+           "RHT_SIGNS", "block_trace_exact", "BlockTrace", "ElementTrace"]
 
 #: TransformerEngine's wgrad sign vector for the 16-point random Hadamard transform.
 RHT_SIGNS = (1, 1, 1, -1, 1, -1, -1, -1, -1, -1, -1, 1, -1, 1, -1, -1)
@@ -56,18 +57,21 @@ def block_amax_grid_exact(x: np.ndarray, block: int, tile: str) -> list[list[Fra
     """max |x| over each block (1xB) or tile (BxB), exactly, as Fractions (FPS-BLK-6)."""
     m, k = x.shape
     rows = m // block if tile == "BxB" else m
-    grid = []
-    for bi in range(rows):
-        row = []
-        for bj in range(k // block):
-            r0, r1 = (bi * block, (bi + 1) * block) if tile == "BxB" else (bi, bi + 1)
-            a = Fraction(0)
-            for i in range(r0, r1):
-                for j in range(bj * block, (bj + 1) * block):
-                    a = max(a, abs(Fraction(float(x[i, j]))))
-            row.append(a)
-        grid.append(row)
-    return grid
+    return [[_block_amax(x, block, tile, bi, bj) for bj in range(k // block)] for bi in range(rows)]
+
+
+def _block_cells(block: int, tile: str, bi: int, bj: int) -> list[tuple[int, int]]:
+    """The (row, column) indices of the view that block (bi, bj) of the scale grid covers, in row-major order."""
+    r0, r1 = (bi * block, (bi + 1) * block) if tile == "BxB" else (bi, bi + 1)
+    return [(i, j) for i in range(r0, r1) for j in range(bj * block, (bj + 1) * block)]
+
+
+def _block_amax(x: np.ndarray, block: int, tile: str, bi: int, bj: int) -> Fraction:
+    """max |x| over block (bi, bj) of the scale grid, exactly (FPS-BLK-6)."""
+    a = Fraction(0)
+    for i, j in _block_cells(block, tile, bi, bj):
+        a = max(a, abs(Fraction(float(x[i, j]))))
+    return a
 
 
 def rht16_exact(x: np.ndarray) -> np.ndarray:
@@ -207,7 +211,20 @@ def _microxcaling_code(v: float, fmt: FloatFormat, rounding: str) -> int:
 
 
 # ----------------------------------------------------------- the quantizer
-BlockFn = Callable[[Fraction], tuple[int, Callable[[float, "int | None"], tuple[int, float]]]]
+def _record(trace: dict[str, object] | None, **values: object) -> None:
+    """Write a step's intermediates into ``trace`` when one is asked for (the quantizer passes none)."""
+    if trace is not None:
+        trace.update(values)
+
+
+# Each step takes an optional ``trace`` dict, where it writes its intermediates when one is given
+# (:func:`block_trace_exact`; the quantizer passes none): a block step records ``scale_unrounded``
+# (the value rounded to the scale format; None for MX profiles, whose scale is an exponent) and,
+# for MX, ``exponent``; an element step records ``scaled`` (the value :func:`payload_code` rounds).
+#: elem(x, r, trace=None) -> (payload code, dequantized value)
+ElemFn = Callable[..., tuple[int, float]]
+#: block_fn(a_B, trace=None) -> (scale code, elem)
+BlockFn = Callable[..., tuple[int, ElemFn]]
 
 
 def quantize_view_exact(x: np.ndarray, spec: BlockSpec, amax: float,
@@ -239,6 +256,67 @@ def quantize_view_exact(x: np.ndarray, spec: BlockSpec, amax: float,
     return BlockResult(codes, scales, np.float32(enc), np.float32(dec), deq)
 
 
+@dataclass(frozen=True)
+class ElementTrace:
+    """One element of a traced block: its view index, input, the scaled value the payload
+    rounding takes (a Fraction for exact profiles, a binary32 float for binary32 ones), its
+    payload code and dequantized value."""
+
+    index: tuple[int, int]
+    x: float
+    scaled: float | Fraction
+    code: int
+    value: float
+
+
+@dataclass(frozen=True)
+class BlockTrace:
+    """The intermediates of one block of :func:`quantize_view_exact`, computed by the same steps.
+
+    ``block`` is the block's index in the scale grid; ``amax`` the tensor amax g; ``block_amax``
+    a_B (exact); ``scale_unrounded`` the value the profile rounds to the scale format (the exact
+    u_B of exact profiles, the binary32 value of binary32 ones, None for MX profiles, whose
+    scale is the exponent ``exponent``); ``scale_code`` c_B after the zero-scale rule."""
+
+    block: tuple[int, int]
+    amax: float
+    encode_scale: float
+    block_amax: Fraction
+    scale_unrounded: float | Fraction | None
+    exponent: int | None
+    scale_code: int
+    elements: tuple[ElementTrace, ...]
+
+
+def block_trace_exact(x: np.ndarray, spec: BlockSpec, amax: float, block_index: tuple[int, int],
+                      rbits: np.ndarray | None = None) -> BlockTrace:
+    """The intermediates of block ``block_index`` = (row of the scale grid, block along K) of the
+    (M, K) view ``x``, quantized as :func:`quantize_view_exact` quantizes it (the same profile
+    functions, asked to record their steps): a_B, the unrounded scale, c_B and every element's
+    scaled value, code and dequantized value (FPS-BLK-2, FPS-BLK-3, FPS-BLK-12, FPS-CHK-4)."""
+    m, k = x.shape
+    b = spec.block
+    rows = m // b if spec.tile == "BxB" else m
+    bi, bj = (int(i) for i in block_index)
+    if not (0 <= bi < rows and 0 <= bj < k // b):
+        raise FpspecError(f"block {block_index} is outside the scale grid ({rows}, {k // b}) of view {x.shape}")
+    a_b = _block_amax(x, b, spec.tile, bi, bj)
+    enc, _, block_fn = _PROFILE_FUNCTIONS[spec.arithmetic](spec, amax)
+    steps: dict[str, object] = {}
+    scale_code, elem = block_fn(a_b, steps)
+    stochastic = spec.rounding.stochastic
+    elements = []
+    for i, j in _block_cells(b, spec.tile, bi, bj):
+        r = int(rbits[i, j]) if (stochastic and rbits is not None) else None
+        e_steps: dict[str, object] = {}
+        code, value = elem(float(x[i, j]), r, e_steps)
+        scaled = cast("float | Fraction", e_steps["scaled"])
+        elements.append(ElementTrace((i, j), float(x[i, j]), scaled, code, value))
+    exponent = cast("int | None", steps.get("exponent"))
+    unrounded = cast("float | Fraction | None", steps["scale_unrounded"])
+    return BlockTrace((bi, bj), float(amax), float(enc), a_b, unrounded, exponent, scale_code, tuple(elements))
+
+
 def _zero_amax(spec: BlockSpec) -> None:
     """Step 1 for g = 0 under a profile whose formula divides 0 by 0 (FPS-BLK-5)."""
     raise FpspecError(spec.profile.zero_amax_refusal())
@@ -259,19 +337,22 @@ def _exact_profile(spec: BlockSpec, amax: float) -> tuple[float, float, BlockFn]
     big_g = 6 * t / g if g > 0 else Fraction(1)                        # 1
     sf = spec.scale_format
 
-    def block_fn(a_b: Fraction):
-        code = round_to_code(a_b * big_g / 6, sf, "rne")                # 2
+    def block_fn(a_b: Fraction, trace: dict[str, object] | None = None):
+        u_b = a_b * big_g / 6
+        _record(trace, scale_unrounded=u_b)
+        code = round_to_code(u_b, sf, "rne")                            # 2
         if code == 0 and spec.zero_scale_rule:                          # 3
             code = spec.one_code
         s = _fmt_value(sf, code)
 
-        def elem(xv: float, r: int | None) -> tuple[int, float]:
+        def elem(xv: float, r: int | None, trace: dict[str, object] | None = None) -> tuple[int, float]:
             if s == 0:                                                  # 4
                 v: float | Fraction = xv if xv == 0 else math.copysign(math.inf, xv)
             elif xv == 0:
                 v = xv  # keeps the sign of zero
             else:
                 v = Fraction(xv) * big_g / s
+            _record(trace, scaled=v)
             q = payload_code(v, spec, r)
             qv = _signed_value(spec.payload_format, q)                      # 5
             return q, math.copysign(f32(abs(Fraction(qv)) * s / big_g), qv)
@@ -310,9 +391,10 @@ def _fp32_profile(spec: BlockSpec, amax: float) -> tuple[float, float, BlockFn]:
     mulf = f32_mul(ge, f32_div(1.0, 6.0))
     inv_six_t = f32_div(1.0, six_t)
 
-    def block_fn(a_b: Fraction):
+    def block_fn(a_b: Fraction, trace: dict[str, object] | None = None):
         sc = f32_mul(float(a_b), mulf)                                  # 3
         sc = min(sc, FLT_MAX, smax)
+        _record(trace, scale_unrounded=sc)
         code = round_to_code(sc, sf, "rne")
         if code == 0 and spec.zero_scale_rule:                          # 4
             code = spec.one_code
@@ -322,8 +404,9 @@ def _fp32_profile(spec: BlockSpec, amax: float) -> tuple[float, float, BlockFn]:
             mult = min(mult, FLT_MAX)
         dscale = f32_mul(f32_mul(s, amax), inv_six_t)
 
-        def elem(xv: float, r: int | None) -> tuple[int, float]:
+        def elem(xv: float, r: int | None, trace: dict[str, object] | None = None) -> tuple[int, float]:
             y = f32_mul(xv, mult)                                       # 6
+            _record(trace, scaled=y)
             q = payload_code(y, spec, r)
             qv = _signed_value(spec.payload_format, q)                      # 7
             if prof.dequant is Dequant.TE:
@@ -360,17 +443,20 @@ def _torchao_profile(spec: BlockSpec, amax: float) -> tuple[float, float, BlockF
     if math.isinf(inv_pts):
         raise FpspecError(f"profile {spec.profile.name} overflows 1/per_tensor_scale for amax {amax!r}")
 
-    def block_fn(a_b: Fraction):
+    def block_fn(a_b: Fraction, trace: dict[str, object] | None = None):
         bs = _scalar_quotient(float(a_b), 6.0, device)                  # 2
         sbs = f32_div(bs, pts)
         sbs = min(max(sbs, smin), smax)
+        _record(trace, scale_unrounded=sbs)
         code = round_to_code(sbs, sf, "rne")
         s = float(_fmt_value(sf, code))
         recip = f32_div(inv_pts, s)                                     # 3
         dscale = f32_mul(pts, s)
 
-        def elem(xv: float, r: int | None) -> tuple[int, float]:
-            q = payload_code(f32_mul(xv, recip), spec, r)
+        def elem(xv: float, r: int | None, trace: dict[str, object] | None = None) -> tuple[int, float]:
+            y = f32_mul(xv, recip)
+            _record(trace, scaled=y)
+            q = payload_code(y, spec, r)
             return q, f32_mul(_signed_value(spec.payload_format, q), dscale)  # 4
         return code, elem
 
@@ -436,16 +522,18 @@ def _mx_blocks(spec: BlockSpec) -> BlockFn:
     assert prof.mx_mode is not None and prof.mx_zero_byte is not None
     fp32_quotient = spec.arithmetic is Arithmetic.MICROXCALING
 
-    def block_fn(a_b: Fraction):
+    def block_fn(a_b: Fraction, trace: dict[str, object] | None = None):
         e = _mx_exponent(a_b, prof.mx_mode, spec.payload_format, prof.torch_device)  # 2
+        _record(trace, scale_unrounded=None, exponent=e)
         d = _mx_divisor(e, prof.mx_zero_byte)
         scale = Fraction(2) ** e
 
-        def elem(xv: float, r: int | None) -> tuple[int, float]:
+        def elem(xv: float, r: int | None, trace: dict[str, object] | None = None) -> tuple[int, float]:
             if fp32_quotient:                                           # 3
                 v: float | Fraction = f32_div(xv, float(d))
             else:
                 v = xv if xv == 0 else Fraction(xv) / d
+            _record(trace, scaled=v)
             q = payload_code(v, spec, r)
             qv = _signed_value(spec.payload_format, q)                  # 4
             val = abs(Fraction(qv)) * scale
