@@ -1,7 +1,11 @@
-"""What a GEMM accepts, checked once (FPS-GEMM-4, FPS-GEMM-9).
+"""What a GEMM accepts, checked once (FPS-GEMM-4, FPS-GEMM-9, FPS-GEMM-25).
 
 :func:`fpspec.matmul.gemm` and :func:`fpspec.exact.accumulate.gemm_exact` both call
 :func:`check_operands`; the fast path receives operands already checked.
+:func:`fpspec.matmul.gemm` also holds the operands to the model's operand contract
+(:func:`contract_violation`, :class:`fpspec.models.OperandContract`) and places their tensor
+scales (:func:`place_tensor_scales`): applied as the model's or the contract's alpha, folded
+into decoded operands, or refused, never dropped.
 """
 
 from __future__ import annotations
@@ -10,11 +14,14 @@ import numpy as np
 
 from .errors import FpspecError
 from .formats import get_format
-from .models import GemmModel
+from .models import GemmModel, OperandContract
 from .quantized import QuantizedTensor
+from .schemes import BLOCK_SCHEMES
 
 __all__ = ["CODE_FORMATS", "QUANTIZED_PAYLOADS", "TF32_DROPPED_BITS", "operand_formats", "code_format",
-           "tf32_truncate", "check_operands", "check_code_pair", "check_quantized_pair", "check_codes_in_range"]
+           "tf32_truncate", "check_operands", "check_code_pair", "check_quantized_pair", "check_codes_in_range",
+           "GemmWhatIfWarning", "WHAT_IF_HINT", "has_tensor_scale", "describe_operand", "contract_violation",
+           "place_tensor_scales"]
 
 #: Plain operand formats accepted as code arrays (FPS-GEMM-4); ``tf32`` is an operand
 #: format, not a format of its own: FP32 codes (uint32) of which the instruction keeps the
@@ -133,3 +140,107 @@ def check_codes_in_range(q, name: str) -> None:
         flat = int(np.argmax(q.scales.reshape(-1) >= sf.num_codes))
         raise FpspecError(f"{name}: scale code {int(q.scales.reshape(-1)[flat])} out of range for "
                           f"{sf.name}", tuple(int(x) for x in np.unravel_index(flat, q.scales.shape)))
+
+
+# ------------------------------------------------------------ operand contracts (FPS-GEMM-25)
+class GemmWhatIfWarning(UserWarning):
+    """A GEMM ran on operands outside its model's operand contract because the caller asked for
+    a what-if run (``allow_what_if=True``, ``fpspec gemm --allow-what-if``): the result is a
+    hypothetical, no hardware or library computes it (FPS-GEMM-25)."""
+
+
+#: How a refusal names the way to run the combination anyway (FPS-GEMM-25).
+WHAT_IF_HINT = "a hypothetical run: allow_what_if=True, fpspec gemm --allow-what-if"
+
+
+def has_tensor_scale(q: QuantizedTensor) -> bool:
+    """Whether a quantized operand carries a tensor scale (its scheme has one: ue5m3, nvfp4);
+    MX tensors and tensors built from codes have none (FPS-GEMM-25)."""
+    scheme = BLOCK_SCHEMES.get(q.scheme)
+    return scheme is not None and scheme.tensor_scale
+
+
+def describe_operand(q: QuantizedTensor) -> str:
+    """A quantized operand in words: ``nvfp4: E2M1 with UE4M3 scales in 1x16 blocks``."""
+    tile = f"1x{q.block}" if q.tile == "1xB" else f"{q.block}x{q.block}"
+    return f"{q.scheme}: {q.payload_format.upper()} with {q.scale_format.upper()} scales in {tile} blocks"
+
+
+def contract_violation(a, bt, name: str, contract: OperandContract, fmt) -> str | None:
+    """The first rule of ``contract`` the operand pair breaks, as the refusal's text naming the
+    model, the rule and the operand (A or BT); None where the pair is accepted (FPS-GEMM-25).
+    Malformed operands pass here and are refused by :func:`check_operands`."""
+    if contract.any_operands:
+        return None
+    takes = f"{name} takes {contract.rule()}"
+    if isinstance(a, QuantizedTensor) and isinstance(bt, QuantizedTensor):
+        return _quantized_violation(a, bt, takes, contract)
+    if isinstance(a, QuantizedTensor) or isinstance(bt, QuantizedTensor):
+        return None  # a mixed pair is refused by check_operands
+    try:
+        fa, fb = operand_formats(fmt)
+    except FpspecError:
+        return None
+    if not contract.plain:
+        return f"{takes}, not code arrays; A is {fa} codes"
+    for who, f in (("A", fa), ("BT", fb)):
+        if f not in contract.plain:
+            return f"{takes}; {who} is {f} codes"
+    if fa != fb and not contract.mixed:
+        return f"{takes}; BT is {fb} codes, A {fa}"
+    return None
+
+
+def _quantized_violation(a: QuantizedTensor, bt: QuantizedTensor, takes: str,
+                         contract: OperandContract) -> str | None:
+    if not contract.quantized:
+        return f"{takes}, not quantized tensors; A is quantized ({describe_operand(a)})"
+    for who, q in (("A", a), ("BT", bt)):
+        why = _form_violation(q, contract)
+        if why is not None:
+            return f"{takes}; {who} has {why}"
+    if (a.scale_format, a.block) != (bt.scale_format, bt.block):
+        return (f"{takes}; BT has {bt.scale_format} scales in blocks of {bt.block}, A {a.scale_format} in "
+                f"blocks of {a.block}")
+    if a.payload_format != bt.payload_format and not contract.mixed:
+        return f"{takes}; BT has {bt.payload_format} payloads, A {a.payload_format}"
+    return None
+
+
+def _form_violation(q: QuantizedTensor, contract: OperandContract) -> str | None:
+    """What of one operand no form of the contract takes: its scale format, its payload, its
+    block or its tile (in that order); None where a form takes it."""
+    if any(f.takes(q.payload_format, q.scale_format, q.block, q.tile) for f in contract.quantized):
+        return None
+    forms = [f for f in contract.quantized if f.scale_format == q.scale_format]
+    if not forms:
+        return f"{q.scale_format} scales"
+    forms = [f for f in forms if q.payload_format in f.payloads]
+    if not forms:
+        return f"{q.payload_format} payloads"
+    if not any(q.block in f.blocks for f in forms):
+        return f"{q.scale_format} scales in blocks of {q.block}"
+    return f"{q.tile} tiles"
+
+
+def place_tensor_scales(a, bt, model: GemmModel, name: str, contract: OperandContract,
+                        overrides: dict) -> GemmModel:
+    """The model that applies the tensor scales of quantized operands (FPS-GEMM-25, FPS-GEMM-8).
+
+    Unchanged where no operand carries a tensor scale, where the model folds them into decoded
+    operands, or where its own alpha applies them.  A model without alpha (an instruction's
+    chain) takes the contract's epilogue alpha (``alpha_source``, ``alpha_rounding``; an
+    ``alpha_rounding`` override is kept).  Anything else would drop them: FpspecError (an
+    ``alpha_source=none`` override included)."""
+    if not isinstance(a, QuantizedTensor):
+        return model
+    scaled = [who for who, q in (("A", a), ("BT", bt)) if has_tensor_scale(q)]
+    if not scaled or model.operand_domain != "encoded" or model.alpha_source != "none":
+        return model
+    if contract.epilogue is not None and "alpha_source" not in overrides:
+        source, rounding = contract.epilogue
+        return model.replace(alpha_source=source, alpha_rounding=overrides.get("alpha_rounding", rounding))
+    q = a if scaled[0] == "A" else bt
+    raise FpspecError(f"{name} has alpha_source=none and encoded operands: the tensor scale of {scaled[0]} "
+                      f"({q.scheme}, decode scale {float(q.decode_scale)!r}) would be dropped; set alpha_source="
+                      "amax or decode-scales, or give operands without a tensor scale")

@@ -14,6 +14,7 @@ bit-equal and falls back to the exact spec for the few configurations it does no
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -21,15 +22,16 @@ import numpy as np
 from .errors import FpspecError
 from .exact.accumulate import gemm_exact, rowdot_exact, tensor_alpha
 from .fast.accumulate import FastPathUnsupported, gemm_fast, rowdot_fast, supports
-from .gemm_operands import CODE_FORMATS, check_codes_in_range, check_operands
-from .models import LIBRARY_PRESETS, GemmModel, get_model, resolve
+from .gemm_operands import (CODE_FORMATS, WHAT_IF_HINT, GemmWhatIfWarning, check_codes_in_range, check_operands,
+                            contract_violation, place_tensor_scales)
+from .models import LIBRARY_PRESETS, GemmModel, contract_of, get_model, resolve
 from .quantized import QuantizedTensor
 
-__all__ = ["gemm", "rowdot", "CODE_FORMATS"]
+__all__ = ["gemm", "rowdot", "CODE_FORMATS", "GemmWhatIfWarning"]
 
 
 def gemm(a: Any, bt: Any, model: "str | GemmModel", *, fmt: str | None = None, impl: str = "fast",
-         shape: "tuple[int, int, int] | None" = None, **overrides: Any) -> np.ndarray:
+         shape: "tuple[int, int, int] | None" = None, allow_what_if: bool = False, **overrides: Any) -> np.ndarray:
     """``A @ BT^T`` under an accumulation model, float32 (M, N) (FPS-GEMM-1).
 
     Args:
@@ -41,24 +43,34 @@ def gemm(a: Any, bt: Any, model: "str | GemmModel", *, fmt: str | None = None, i
         shape: (M, N, K) of the GEMM a library preset (``cublas-h200-*``) is resolved at
             (FPS-CUB-6): the operands may be sampled rows of A and of BT of a larger GEMM
             (K equal, M and N at least the rows given); default: the operands' shape.
+        allow_what_if: run operands outside the preset's operand contract (FPS-GEMM-25) as a
+            hypothetical; the run is flagged with a :class:`GemmWhatIfWarning`.
         **overrides: model parameters to change (names or aliases G, F, N_C, L, neab).
 
+    Quantized operands with a tensor scale (ue5m3, nvfp4) are scaled by alpha: the model's
+    own, or the epilogue of the preset's contract where the model's chain has none (the
+    instruction presets: TransformerEngine's FP32 alpha after the MMA); a model that would
+    drop them is refused (FPS-GEMM-25).
+
     Raises:
-        FpspecError: shape or dtype mismatch, K not a multiple of G where the model
-            requires whole groups, unknown preset or parameter, out-of-range codes.
+        FpspecError: shape or dtype mismatch, operands outside the preset's operand contract
+            (the message names the operand, the model and the rule), tensor scales that would
+            be dropped, K not a multiple of G where the model requires whole groups, unknown
+            preset or parameter, out-of-range codes.
     """
-    m, a, bt, quantized = _checked(a, bt, model, fmt, impl, overrides, shape)
+    m, a, bt, quantized = _checked(a, bt, model, fmt, impl, overrides, shape, allow_what_if)
     return _evaluate(gemm_exact, gemm_fast, a, bt, m, fmt, impl, quantized)
 
 
 def rowdot(a: Any, bt: Any, model: "str | GemmModel", *, fmt: str | None = None, impl: str = "fast",
-           shape: "tuple[int, int, int] | None" = None, **overrides: Any) -> np.ndarray:
+           shape: "tuple[int, int, int] | None" = None, allow_what_if: bool = False,
+           **overrides: Any) -> np.ndarray:
     """The diagonal of :func:`gemm`: ``y[i] = A[i] . BT[i]``, float32 (M,), for A and BT of
     the same shape (M x K) (FPS-GEMM-1).  Arguments as for :func:`gemm`.
 
     This is what a probe needs (one dot product per probe row): M outputs instead of M^2.
     """
-    m, a, bt, quantized = _checked(a, bt, model, fmt, impl, overrides, shape)
+    m, a, bt, quantized = _checked(a, bt, model, fmt, impl, overrides, shape, allow_what_if)
     if a.shape != bt.shape:
         raise FpspecError(f"rowdot needs A and BT of one shape, got {a.shape[0]}x{a.shape[1]} and "
                           f"{bt.shape[0]}x{bt.shape[1]}")
@@ -101,14 +113,25 @@ def _library_model(model, a, bt, fmt, shape) -> "str | GemmModel":
     return resolve(model, call_shape(model, (mm, nn, kk)))
 
 
-def _checked(a, bt, model, fmt, impl, overrides, shape=None):
+def _checked(a, bt, model, fmt, impl, overrides, shape=None, allow_what_if=False):
     """The model (with overrides) and the validated operands (FPS-GEMM-9); a library
-    preset resolved at the shape (FPS-CUB-6)."""
+    preset resolved at the shape (FPS-CUB-6); the operands held to the model's contract and
+    their tensor scales placed (FPS-GEMM-25)."""
+    if not isinstance(allow_what_if, bool):
+        raise FpspecError(f"allow_what_if must be True or False, got {allow_what_if!r}")
+    contract = contract_of(model)
     m = get_model(_library_model(model, a, bt, fmt, shape), **overrides)
     if impl not in ("fast", "exact"):
         raise FpspecError(f"impl must be 'fast' or 'exact', got {impl!r}")
     if fmt is not None and isinstance(a, QuantizedTensor):
         raise FpspecError("fmt is only for code-array operands; quantized tensors carry their formats")
+    name = model if isinstance(model, str) else "the given model"
+    violation = contract_violation(a, bt, name, contract, fmt)
+    if violation is not None:
+        if not allow_what_if:
+            raise FpspecError(f"{violation} (for {WHAT_IF_HINT})")
+        warnings.warn(f"what-if: {violation}; the result is a hypothetical", GemmWhatIfWarning, stacklevel=3)
+    m = place_tensor_scales(a, bt, m, name, contract, overrides)
     a, bt, quantized = check_operands(a, bt, m, fmt)
     if quantized:
         check_codes_in_range(a, "A")

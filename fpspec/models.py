@@ -113,6 +113,14 @@ __all__ = [
     "parse_overrides",
     "preset_names",
     "presets_json",
+    "OperandContract",
+    "QuantizedForm",
+    "CONTRACTS",
+    "GENERIC_CONTRACT",
+    "TENSOR_SCALE_PLACES",
+    "TE_NVFP4_EPILOGUE",
+    "SEED_EPILOGUE",
+    "contract_of",
 ]
 
 Rounding = Literal["rne", "rtz"]
@@ -906,6 +914,208 @@ LIBRARY_PRESETS: tuple[str, ...] = tuple(LIBRARY)
 #: The names of the instruction-level presets, NVIDIA tensor-core and AMD matrix-core
 #: instructions, each the chain of its instruction from C = 0 (FPS-GEMM-21).
 INSTRUCTION_PRESETS: tuple[str, ...] = tuple(p.name for p in _INSTRUCTION_PRESETS)
+
+# ------------------------------------------------------------ operand contracts
+#: Where a contract puts the tensor scales of quantized operands (FPS-GEMM-25): ``folded`` into
+#: the decoded operands (operand_domain decoded-*), the model's own ``alpha`` (step 7), the
+#: library's ``epilogue`` alpha after the MMA (an instruction's chain has none), or ``refused``.
+TENSOR_SCALE_PLACES = ("folded", "alpha", "epilogue", "refused")
+
+#: The FP32 alpha epilogue of a Blackwell NVFP4 GEMM as TransformerEngine launches it with cuBLASLt:
+#: ``compute_nvfp4_per_tensor_scale_kernel`` (transformer_engine/common/recipe/nvfp4.cu) forms
+#: ``alpha = 1.0f * amax_A * amax_B * factor_inv``, each step a binary32 product, with ``factor_inv``
+#: the binary32 constant 1 / (6 * 6 * 448 * 448); cuBLASLt then scales the FP32 accumulator by it
+#: (D = RNE32(alpha acc)).  That is ``alpha_source=amax, alpha_rounding=fp32-reciprocal``
+#: (RNE32(RNE32(amax_a amax_b) RNE32(1 / (6 T_a)(6 T_b)))) for T = 448; torchao's NVFP4 matmul instead
+#: multiplies by the product of the two decode scales (``alpha_source=decode-scales,
+#: alpha_rounding=once``), a choice left to ``--set``.
+TE_NVFP4_EPILOGUE = ("amax", "fp32-reciprocal")
+_TE_EPILOGUE_SRC = ("NVIDIA/TransformerEngine transformer_engine/common/recipe/nvfp4.cu "
+                    "compute_nvfp4_per_tensor_scale_kernel (alpha = amax_A * amax_B * factor_inv in FP32), "
+                    "applied by cuBLASLt as the FP32 alpha of D = alpha (A B)")
+#: The seed's alpha: probe_matched_fp4_gemm (MrHuff/ue5m3-fp4 backends/triton/api.py) multiplies
+#: issue_rz_bf16_gemm's (snapped) output by ``_encoded_global_alpha``, the FP32 CUDA tensor
+#: (amax_a amax_b).to(float32) / ((T_a 6)(T_b 6)): fp32-reciprocal on CUDA (see _SEED).
+SEED_EPILOGUE = ("amax", "fp32-reciprocal")
+_SEED_EPILOGUE_SRC = ("MrHuff/ue5m3-fp4 src/ue5m3_fp4/backends/triton/api.py probe_matched_fp4_gemm: "
+                      "issue_rz_bf16_gemm(encoded A, encoded B) * _encoded_global_alpha(amax_a, amax_b, T_a, T_b), "
+                      "the alpha as torch forms it on CUDA (tools/seed_alpha_cuda.py)")
+
+
+@dataclass(frozen=True)
+class QuantizedForm:
+    """One block-scaled operand form a model takes (FPS-GEMM-25): its payload formats, its
+    scale format, the block sizes and the tiles (a ``BxB`` tile reaches a row-scaled MMA as B
+    equal ``1xB`` scales per row)."""
+
+    payloads: tuple[str, ...]
+    scale_format: str
+    blocks: tuple[int, ...]
+    tiles: tuple[str, ...] = ("1xB", "BxB")
+
+    def takes(self, payload: str, scale_format: str, block: int, tile: str) -> bool:
+        return payload in self.payloads and scale_format == self.scale_format and block in self.blocks \
+            and tile in self.tiles
+
+    def describe(self, with_payloads: bool = True) -> str:
+        blocks = " or ".join(str(b) for b in self.blocks)
+        tiles = "" if self.tiles == ("1xB", "BxB") else f", {' or '.join(self.tiles)} tiles"
+        head = f"{' or '.join(p.upper() for p in self.payloads)} with " if with_payloads else ""
+        return f"{head}{self.scale_format.upper()} scales in blocks of {blocks}{tiles}"
+
+
+@dataclass(frozen=True)
+class OperandContract:
+    """What a GEMM model takes as operands, as data (FPS-GEMM-25): the code formats of plain
+    operands, the block-scaled forms of quantized ones, whether A and BT may differ
+    (``mixed``: two payload or code formats; the scale format and block are always one for
+    both), and the alpha epilogue that carries the operands' tensor scales where the model's
+    chain has none.  ``any_operands``: every operand fpspec computes (the reference models).
+    :func:`fpspec.gemm_operands.check_contract` refuses anything else (FpspecError naming the
+    operand, the model and the rule) unless the caller asks for a what-if run."""
+
+    plain: tuple[str, ...] = ()
+    quantized: tuple[QuantizedForm, ...] = ()
+    mixed: bool = False
+    any_operands: bool = False
+    epilogue: tuple[str, str] | None = None
+    source: str = ""
+    epilogue_source: str = ""
+
+    def rule(self) -> str:
+        """The contract in words, as the refusals quote it."""
+        if self.any_operands:
+            return "every operand fpspec computes (code arrays of any format, quantized tensors of any scheme)"
+        parts = []
+        if self.plain:
+            kind = "code arrays"
+            if len(self.plain) > 1:
+                kind += " (A and BT may differ)" if self.mixed else ", one format for both"
+            parts.append(f"{' or '.join(self.plain)} {kind}")
+        if self.quantized:
+            forms, payloads = [], None
+            for f in self.quantized:
+                forms.append(f.describe(with_payloads=f.payloads != payloads))
+                payloads = f.payloads
+            mixed = " (payloads may differ)" if self.mixed and any(len(f.payloads) > 1 for f in self.quantized) \
+                else ""
+            parts.append(f"{_either(forms)}, one scaling for both operands{mixed}")
+        return "; or ".join(parts) if parts else "no operands"
+
+    def tensor_scales(self, model: "GemmModel") -> str:
+        """Where this contract puts the tensor scales under ``model`` (:data:`TENSOR_SCALE_PLACES`)."""
+        if model.operand_domain != "encoded":
+            return "folded"
+        if model.alpha_source != "none":
+            return "alpha"
+        return "epilogue" if self.epilogue is not None else "refused"
+
+    def tensor_scales_text(self, model: "GemmModel") -> str:
+        """:meth:`tensor_scales` in words, with the alpha's source and rounding (the docs' table)."""
+        place = self.tensor_scales(model)
+        if place == "folded":
+            return f"folded into the operands ({model.operand_domain})"
+        if place == "alpha":
+            return f"the model's alpha (alpha_source={model.alpha_source}, alpha_rounding={model.alpha_rounding})"
+        if place == "epilogue":
+            assert self.epilogue is not None
+            return (f"FP32 alpha epilogue after the chain (alpha_source={self.epilogue[0]}, "
+                    f"alpha_rounding={self.epilogue[1]})")
+        return "refused (the model has no alpha)"
+
+
+def _either(items: list[str]) -> str:
+    """``a``, ``a or b``, ``a, b, or c``."""
+    return items[0] if len(items) == 1 else (" or ".join(items) if len(items) == 2 else
+                                             ", ".join(items[:-1]) + ", or " + items[-1])
+
+
+#: The contract of every model given as parameters (a GemmModel, not a preset name): any operand;
+#: tensor scales go where the parameters say, and are refused where they would be dropped.
+GENERIC_CONTRACT = OperandContract(any_operands=True, source="a model given as parameters: no hardware contract")
+
+_E2M1 = ("e2m1",)
+_FP8 = ("e4m3", "e5m2")
+_F16 = ("fp16", "bf16")
+_NVFP4_FORMS = (QuantizedForm(_E2M1, "ue4m3", (16,)), QuantizedForm(_E2M1, "ue8m0", (32, 16)))
+_MX_F8F6F4_FORMS = (QuantizedForm(("e4m3", "e5m2", "e2m1"), "ue8m0", (32,)),)
+_UE5M3_FORMS = (QuantizedForm(_E2M1, "ue5m3", (16, 32)), QuantizedForm(_E2M1, "ue5m3fnu", (16, 32)))
+_PTX = "PTX ISA, the instruction's operand types (docs/hardware-models.rst); "
+
+
+def _instruction_contract(plain: tuple[str, ...] = (), quantized: tuple[QuantizedForm, ...] = (),
+                          mixed: bool = False, why: str = "") -> OperandContract:
+    return OperandContract(plain=plain, quantized=quantized, mixed=mixed, epilogue=TE_NVFP4_EPILOGUE,
+                           source=_PTX + why, epilogue_source=_TE_EPILOGUE_SRC)
+
+
+_SEED_CONTRACT = OperandContract(
+    quantized=(*_UE5M3_FORMS, QuantizedForm(_E2M1, "ue4m3", (16,))),
+    source="arXiv 2609.02846: the model of a Blackwell NVFP4 GEMM (UE4M3 scales, block 16), applied by the "
+           "seed to E2M1 with UE5M3 scales (probe_matched_fp4_gemm: block_size 16 or 32)")
+_SEED_TRITON_CONTRACT = OperandContract(
+    plain=("bf16",), quantized=_UE5M3_FORMS, epilogue=SEED_EPILOGUE,
+    source="MrHuff/ue5m3-fp4 issue_rz_bf16_gemm (BF16 operands) and probe_matched_fp4_gemm (E2M1 with UE5M3 "
+           "scales, block 16 or 32, materialised as BF16 in the encoded domain: exact)",
+    epilogue_source=_SEED_EPILOGUE_SRC)
+_REFERENCE_CONTRACT = OperandContract(any_operands=True, source="fpspec reference: no hardware")
+_KM_FP8 = OperandContract(plain=_FP8, mixed=True, source="Khattak & Mikaitis' FP8 tensor-core model: "
+                          "e4m3 / e5m2 operands (mixed as the wgmma / tcgen05 FP8 instructions take them)")
+_KM_F16 = OperandContract(plain=_F16, source="Khattak & Mikaitis' FP16/BF16 tensor-core model: one type for "
+                          "both operands (mma .f16.f16 or .bf16.bf16)")
+
+#: Each preset's operand contract (FPS-GEMM-25), by name.
+CONTRACTS: dict[str, OperandContract] = {
+    "seed-probe-matched": _SEED_CONTRACT, "seed-probe-matched-nosnap": _SEED_CONTRACT,
+    "seed-triton-h200": _SEED_TRITON_CONTRACT, "seed-triton-h200-snap": _SEED_TRITON_CONTRACT,
+    "decoded-fp32": _REFERENCE_CONTRACT, "exact": _REFERENCE_CONTRACT,
+    "km-h100-fp8": _KM_FP8, "km-h100-fp8-promote128": _KM_FP8, "km-b200-fp8": _KM_FP8,
+    "km-h100-bf16": _KM_F16, "km-a100-bf16": _KM_F16,
+    "km-v100-fp16": OperandContract(plain=("fp16",), source="Khattak & Mikaitis' V100 model: FP16 (Volta has "
+                                    "no BF16)"),
+    "sm70-f16": _instruction_contract(("fp16",), why="mma.m8n8k4 .f16.f16 (Volta has no BF16)"),
+    "sm75-f16": _instruction_contract(("fp16",), why="mma.m16n8k8 .f16.f16 (Turing has no BF16)"),
+    "sm80-f16": _instruction_contract(_F16, why="mma.m16n8k16 .f16.f16 or .bf16.bf16"),
+    "sm80-f16-f16acc": _instruction_contract(("fp16",), why="mma.m16n8k16 .f16.f16.f16.f16"),
+    "sm89-fp8": _instruction_contract(_FP8, mixed=True, why="mma.m16n8k32 .{e4m3,e5m2}.{e4m3,e5m2}"),
+    "sm90-f16": _instruction_contract(_F16, why="wgmma m64nNk16 .f16.f16 or .bf16.bf16"),
+    "sm90-f16-f16acc": _instruction_contract(("fp16",), why="wgmma m64nNk16 .f16.f16.f16"),
+    "sm90-fp8": _instruction_contract(_FP8, mixed=True, why="wgmma m64nNk32 .{e4m3,e5m2}.{e4m3,e5m2}"),
+    "sm100-f16": _instruction_contract(_F16, why="tcgen05.mma kind::f16"),
+    "sm100-f8f6f4": _instruction_contract(_FP8, mixed=True, why="tcgen05.mma kind::f8f6f4"),
+    "sm100-mxf8f6f4": _instruction_contract(quantized=_MX_F8F6F4_FORMS, mixed=True,
+                                            why="tcgen05.mma kind::mxf8f6f4.block_scale: UE8M0, scale_vec::1X "
+                                                "(block 32)"),
+    "sm100-mxf4nvf4": _instruction_contract(quantized=_NVFP4_FORMS,
+                                            why="tcgen05.mma kind::mxf4nvf4.block_scale: E2M1 with UE4M3 "
+                                                "scale_vec::4X (block 16) or UE8M0 scale_vec::2X / 4X (block 32 / "
+                                                "16), one scale type for A and B"),
+    "sm120-f8f6f4": _instruction_contract(_FP8, mixed=True, why="mma.m16n8k32 kind::f8f6f4"),
+    "sm120-mxf8f6f4": _instruction_contract(quantized=_MX_F8F6F4_FORMS, mixed=True,
+                                            why="mma.m16n8k32 kind::mxf8f6f4.block_scale (UE8M0, block 32)"),
+    "sm120-mxf4nvf4": _instruction_contract(quantized=_NVFP4_FORMS,
+                                            why="mma.m16n8k64 kind::mxf4nvf4.block_scale (as tcgen05)"),
+    "cdna3-f16": OperandContract(plain=_F16, source="AMD CDNA3 ISA v_mfma_f32_*_{f16,bf16}: one type for both"),
+    "cdna3-fp8": OperandContract(plain=("e4m3fnuz", "e5m2fnuz"), mixed=True,
+                                 source="AMD CDNA3 ISA v_mfma_f32_16x16x32_{fp8,bf8}_{fp8,bf8}"),
+    "cublas-h200-bf16": OperandContract(plain=("bf16",), source="torch.mm on BF16 (the measured call)"),
+    "cublas-h200-fp16": OperandContract(plain=("fp16",), source="torch.mm on FP16 (the measured call)"),
+    "cublas-h200-fp8": OperandContract(plain=("e4m3",), source="torch._scaled_mm on float8_e4m3fn with scales 1 "
+                                       "(the measured call; its kernel table holds no e5m2 call)"),
+    "cublas-h200-fp8-fast": OperandContract(plain=("e4m3",), source="torch._scaled_mm on float8_e4m3fn, "
+                                            "use_fast_accum=True (the measured call)"),
+}
+
+
+def contract_of(model: "str | GemmModel") -> OperandContract:
+    """The operand contract of a preset (by name) or of a model given as parameters
+    (:data:`GENERIC_CONTRACT`) (FPS-GEMM-25)."""
+    if isinstance(model, GemmModel):
+        return GENERIC_CONTRACT
+    try:
+        return CONTRACTS[model]
+    except (KeyError, TypeError):
+        raise FpspecError(f"unknown GEMM model preset {model!r}; known: {', '.join([*PRESETS, *LIBRARY])}") from None
 
 
 def preset_names() -> list[str]:
