@@ -3,7 +3,9 @@
 ``impl="fast"`` (default) runs the Numba path, ``impl="exact"`` the executable
 spec in :mod:`fpspec.exact.rounding`; the two are bit-equal by test.  Every
 argument is checked before any element is read; a bad one raises
-:class:`~fpspec.errors.FpspecError` naming it (FPS-RND-16).
+:class:`~fpspec.errors.FpspecError` naming it (FPS-RND-16).  Arrays in the other
+byte order (``>f4``, ``>u2``) are taken by value: they are brought to the native
+order here, at the door, so no kernel sees one.
 """
 
 from __future__ import annotations
@@ -18,10 +20,13 @@ from .errors import FpspecError
 from .exact.rounding import decode_exact_array, encode_exact
 from .fast.rounding import decode_fast, encode_fast, fp32_nan_to_float64_bits
 from .formats import CodeKind, FloatFormat, get_format
+from .io import native_byte_order
 
-__all__ = ["encode", "decode", "resolve_policies", "resolve_format"]
+__all__ = ["encode", "decode", "resolve_policies", "resolve_format", "check_random_values"]
 
 _IMPLS = ("fast", "exact")
+#: The dtypes random values of stochastic rounding may have.
+_RANDOM_DTYPES = (np.dtype(np.uint8), np.dtype(np.uint16), np.dtype(np.uint32))
 
 
 def resolve_format(fmt: object) -> FloatFormat:
@@ -43,6 +48,16 @@ def _check_impl(impl: object) -> str:
     return impl
 
 
+def check_random_values(rbits: np.ndarray, nbits: int) -> None:
+    """Every random value of stochastic rounding is below 2^nbits, whatever its dtype: a uint16
+    or uint32 array is taken for nbits = 8 when its values fit, and refused, naming the first
+    value that does not and its index, when one does not (FPS-RND-16)."""
+    if nbits >= 32 or rbits.size == 0 or rbits.dtype not in _RANDOM_DTYPES or int(rbits.max()) < (1 << nbits):
+        return  # (a dtype other than uint8/16/32 is refused by the caller's own check, by name)
+    idx = tuple(int(i) for i in np.argwhere(rbits >= (1 << nbits))[0])
+    raise FpspecError(f"random value {int(rbits[idx])} is not below 2^{nbits} (nbits = {nbits})", idx)
+
+
 def resolve_policies(fmt: FloatFormat | str, *, overflow: str | None = None, nan: str | None = None,
                      negative: str | None = None, zero: str | None = None) -> Policies:
     """The format's default policies with the given ones replaced (names as in :mod:`fpspec.choices`);
@@ -60,8 +75,8 @@ def encode(x: np.ndarray, fmt: FloatFormat | str, rounding: RoundingMode | str =
     """Round every element of a float array once, from its exact value, to a code of ``fmt``.
 
     Returns codes in ``fmt.storage_dtype`` (uint8 / uint16 / uint32), the shape of ``x``.
-    Stochastic modes take ``rbits`` (uint8/16/32, same shape, values < 2^nbits), with
-    ``1 <= nbits <= 32``.
+    Stochastic modes take ``rbits`` (uint8/16/32, same shape, values < 2^nbits, whatever the
+    dtype: a larger value is refused, naming it and its index), with ``1 <= nbits <= 32``.
     """
     fmt = resolve_format(fmt)
     mode = RoundingMode.parse(rounding)
@@ -70,6 +85,9 @@ def encode(x: np.ndarray, fmt: FloatFormat | str, rounding: RoundingMode | str =
         nbits = check_nbits(nbits, MAX_SR_BITS)
     validate_mode(fmt, mode)
     pol = resolve_policies(fmt, overflow=overflow, nan=nan, negative=negative, zero=zero)
+    x, rbits = native_byte_order(x), native_byte_order(rbits)
+    if mode.stochastic and isinstance(rbits, np.ndarray) and rbits.shape == np.shape(x):
+        check_random_values(rbits, nbits)
     if impl == "fast":
         return encode_fast(x, fmt, mode, rbits=rbits, nbits=nbits, policies=pol)
     return encode_exact(x, fmt, mode, rbits=rbits, nbits=nbits, policies=pol)
@@ -85,6 +103,7 @@ def decode(codes: np.ndarray, fmt: FloatFormat | str, *,
     """
     fmt = resolve_format(fmt)
     impl = _check_impl(impl)
+    codes = native_byte_order(codes)
     if impl == "fast":
         return decode_fast(codes, fmt)
     return decode_exact_codes(codes, fmt)

@@ -6,7 +6,11 @@ before any memory is allocated, with ``allow_pickle`` never set.  Each problem
 is one :class:`~fpspec.errors.FpspecError` that names the file (and the archive
 member): an empty file, text or garbage, a bad header, truncated data, a damaged
 or truncated zip archive, a ``.npy`` where an ``.npz`` belongs and the reverse.
-Only an array of Python objects is refused for needing pickle.
+Only an array of Python objects is refused for needing pickle.  An array stored in
+the other byte order (a big-endian ``>f4`` written on another machine) is valid
+data: it comes back in this machine's byte order, with the same values
+(:func:`native_byte_order`, which the public verbs apply to the arrays they are
+given, so no kernel sees a non-native array).
 
 Writing is atomic (FPS-CLI-4): the bytes go to a temporary file beside the
 target, which is flushed to disk and then renamed over the target.  A killed
@@ -29,7 +33,7 @@ from numpy.lib import format as npy_format
 from .errors import FpspecError
 
 __all__ = ["load_npy", "load_npz", "save_npy", "save_npz", "atomic_write", "write_text",
-           "check_output", "check_output_folder", "NPY_MAGIC"]
+           "check_output", "check_output_folder", "native_byte_order", "NPY_MAGIC"]
 
 NPY_MAGIC = b"\x93NUMPY"
 _ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")
@@ -38,6 +42,19 @@ _MAX_DEFLATE_RATIO = 1032
 
 
 # ---------------------------------------------------------------------- reading
+def native_byte_order(a: object) -> object:
+    """``a`` with its elements in this machine's byte order when it is a NumPy array stored in
+    the other one (``>f4``, ``>f8``, ``>u2``, ...): a copy with the same values.  Anything else
+    (a native array, a list, a scalar, a QuantizedTensor) is returned as it is.
+
+    This is the one door where the byte order is settled: the ``.npy`` readers here and the
+    public verbs (``encode``, ``decode``, ``quantize``, ``gemm``) call it on what they are
+    given, so the kernels only ever see native arrays (docs/cli.rst, "Input arrays")."""
+    if isinstance(a, np.ndarray) and not a.dtype.isnative:
+        return a.astype(a.dtype.newbyteorder("="))
+    return a
+
+
 def _describe_start(head: bytes) -> str:
     """Why a file is not a NumPy file, judged from its first bytes."""
     if not head:
@@ -109,6 +126,8 @@ def _read_npy(fh: IO[bytes], where: str, size: int) -> np.ndarray:
         arr = np.frombuffer(data, dtype=dtype, count=count)
     except ValueError as exc:
         raise FpspecError(f"{where}: bad .npy header ({_one_line(exc)})") from None
+    if not dtype.isnative:  # the other byte order: valid data, swapped in place (the buffer is ours)
+        arr = arr.byteswap(inplace=True).view(dtype.newbyteorder("="))
     if fortran:
         return arr.reshape(shape[::-1]).transpose()
     return arr.reshape(shape)
@@ -257,7 +276,8 @@ def check_output(path: str | os.PathLike[str], *, suffix: str | None = None,
     p = Path(path)
     parent = p.parent
     if suffix is not None and p.suffix.lower() != suffix:
-        raise FpspecError(f"{flag} {path}: the name must end in {suffix} (fpspec writes exactly the name given)")
+        raise FpspecError(f"{flag} {path}: the name must end in {suffix}, the suffix of what this command writes "
+                          f"(fpspec never adds or changes a suffix; e.g. {p.with_suffix(suffix).name})")
     if p.is_dir():
         raise FpspecError(f"{flag} {path}: is a folder; give a file name")
     if p.exists() and not p.is_file():

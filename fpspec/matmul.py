@@ -24,6 +24,7 @@ from .exact.accumulate import gemm_exact, rowdot_exact, tensor_alpha
 from .fast.accumulate import FastPathUnsupported, gemm_fast, rowdot_fast, supports
 from .gemm_operands import (CODE_FORMATS, WHAT_IF_HINT, GemmWhatIfWarning, check_codes_in_range, check_operands,
                             contract_violation, place_tensor_scales)
+from .io import native_byte_order
 from .models import LIBRARY_PRESETS, GemmModel, contract_of, get_model, resolve
 from .quantized import QuantizedTensor
 
@@ -117,6 +118,7 @@ def _checked(a, bt, model, fmt, impl, overrides, shape=None, allow_what_if=False
     """The model (with overrides) and the validated operands (FPS-GEMM-9); a library
     preset resolved at the shape (FPS-CUB-6); the operands held to the model's contract and
     their tensor scales placed (FPS-GEMM-25)."""
+    a, bt = native_byte_order(a), native_byte_order(bt)  # '>u2' code arrays are taken by value
     if not isinstance(allow_what_if, bool):
         raise FpspecError(f"allow_what_if must be True or False, got {allow_what_if!r}")
     contract = contract_of(model)

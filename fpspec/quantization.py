@@ -26,6 +26,7 @@ from typing import Literal, NamedTuple
 import numpy as np
 
 from .choices import DEFAULT_SR_BITS
+from .convert import check_random_values
 from .errors import FpspecError
 from .exact.blocks import quantize_view_exact, rht16_exact, round_bf16_exact
 from .fast.blocks import (
@@ -40,8 +41,10 @@ from .fast.blocks import (
 from .fast.rounding import decode_table
 from .fast.transpose import transpose_fast
 from .formats import get_format
+from .io import native_byte_order
 from .quantized import QuantizedTensor
-from .schemes import BlockResult, BlockSpec, Dequant, RhtOutput, parse_target, get_profile, get_scheme, resolve_spec
+from .schemes import BLOCK_SCHEMES, BlockResult, BlockSpec, Dequant, RhtOutput, parse_target, get_profile, get_scheme, \
+    resolve_spec
 
 __all__ = ["quantize", "dequantize", "quantize_view", "prepare_view", "tensor_amax", "PreparedView"]
 
@@ -162,9 +165,7 @@ def _check_rbits(rbits: object, spec: BlockSpec, shape: tuple[int, int]) -> np.n
     if rb.shape != shape or rb.dtype not in _RBITS_DTYPES:
         raise FpspecError(f"rbits must be uint8, uint16 or uint32 of shape {shape} (the quantized view), "
                           f"got {rb.dtype} {rb.shape}")
-    if spec.nbits < 32 and rb.size and int(rb.max()) >= (1 << spec.nbits):
-        idx = tuple(int(i) for i in np.argwhere(rb >= (1 << spec.nbits))[0])
-        raise FpspecError(f"random value {int(rb[idx])} is not below 2^{spec.nbits} (nbits = {spec.nbits})", idx)
+    check_random_values(rb, spec.nbits)
     return rb
 
 
@@ -183,6 +184,17 @@ def quantize_view(v: np.ndarray, spec: BlockSpec, amax: np.float32, rbits: np.nd
     raise FpspecError(f"impl must be 'fast' or 'exact', got {impl!r}")
 
 
+def _check_names(scheme: str, profile: object, block: object) -> None:
+    """``profile`` is None (the scheme's default) or a non-empty name; ``block`` None or an
+    integer (a float such as 16.0 is refused, not taken as 16); the scheme checks the values."""
+    if profile is not None and (not isinstance(profile, str) or not profile.strip()):
+        raise FpspecError(f"profile must be a profile name of {scheme!r} or None (the default), got {profile!r}")
+    if block is not None and (isinstance(block, (bool, np.bool_)) or not isinstance(block, (int, np.integer))):
+        sizes = " or ".join(map(str, get_scheme(scheme).blocks)) if scheme in BLOCK_SCHEMES else "a block length"
+        raise FpspecError(f"block must be an integer ({sizes}) or None (the scheme's default), "
+                          f"got {type(block).__name__} {block!r}")
+
+
 def quantize(x: np.ndarray, scheme: str = "ue5m3", *, profile: str | None = None, block: int | None = None,
              tile: str = "1xB", target: float | None = None, amax: float | None = None,
              rounding: str = "rne", rbits: np.ndarray | None = None, nbits: int = DEFAULT_SR_BITS,
@@ -197,11 +209,12 @@ def quantize(x: np.ndarray, scheme: str = "ue5m3", *, profile: str | None = None
             M; the container records ``source_shape`` and ``dequantize`` restores it).
             Exact and OCP MX profiles use each element's exact value; binary32 profiles
             (``seed-fp32``, ``seed-portable``, ``te-*``, ``torchao-0.18*``, ``microxcaling``)
-            narrow it to binary32 (RNE), as their operation sequences do.  NaN, Inf and magnitudes whose binary32 rounding
-            is infinite are refused.
+            narrow it to binary32 (RNE), as their operation sequences do.  NaN, Inf and magnitudes
+            whose binary32 rounding is infinite are refused.  An array in the other byte order
+            (``>f4``, ``>f8``) is taken by value (brought to the native order here).
         scheme: ``ue5m3``, ``nvfp4``, ``mxfp4`` or ``mxfp8`` (:data:`fpspec.schemes.BLOCK_SCHEMES`).
         profile: arithmetic profile name (default per scheme, see :mod:`fpspec.schemes`).
-        block: block length B (default: the scheme's, 16; 32 for mxfp4 and mxfp8).
+        block: block length B, an integer (default: the scheme's, 16; 32 for mxfp4 and mxfp8).
         tile: ``1xB`` (one scale per B consecutive elements along K) or ``BxB``.
         target: T, the scale the tensor amax maps to (default 448).
         amax: a given (held) tensor amax, >= 0 (delayed scaling); None measures max |V|.
@@ -221,7 +234,9 @@ def quantize(x: np.ndarray, scheme: str = "ue5m3", *, profile: str | None = None
     """
     if impl not in ("fast", "exact"):
         raise FpspecError(f"impl must be 'fast' or 'exact', got {impl!r}")
-    spec = resolve_spec(scheme, profile, block=block, tile=tile, target=target, scale_format=scale_format,
+    _check_names(scheme, profile, block)
+    x, rbits = native_byte_order(x), native_byte_order(rbits)
+    spec = resolve_spec(scheme, profile, block=None if block is None else int(block), tile=tile, target=target, scale_format=scale_format,
                         zero_scale_rule=zero_scale_rule, rounding=rounding, nbits=nbits, sr_eval=sr_eval,
                         rht_output=rht_output, payload_format=payload_format)
     v, orig, known, block_amax = prepare_view(x, spec, columnwise=columnwise, pad=pad, rht=rht, impl=impl)
@@ -293,6 +308,9 @@ def dequantize(qt: QuantizedTensor, *, overflow: Literal["error", "ieee"] = "err
     refused, naming the first such element; ``overflow="ieee"`` returns the formula's
     IEEE result instead, as the source's kernel does.
     """
+    if not isinstance(qt, QuantizedTensor):
+        raise FpspecError(f"dequantize takes a QuantizedTensor (from fpspec.quantize, or "
+                          f"QuantizedTensor.from_npz for a file), got {_described(qt)}")
     if overflow not in ("error", "ieee"):
         raise FpspecError(f"overflow must be 'error' or 'ieee', got {overflow!r}")
     values = _dequantize_view(qt, overflow)
@@ -301,6 +319,14 @@ def dequantize(qt: QuantizedTensor, *, overflow: Literal["error", "ieee"] = "err
         rows, k = math.prod(src[:-1]), src[-1]
         return values[:rows, :k].reshape(src)
     return values
+
+
+def _described(obj: object) -> str:
+    """What was given, in a few words: a type and a short value, or an array's dtype and shape."""
+    if isinstance(obj, np.ndarray):
+        return f"a {obj.dtype} array of shape {obj.shape}"
+    text = repr(obj)
+    return f"{type(obj).__name__} {text if len(text) <= 60 else text[:57] + '...'}"
 
 
 def _dequantize_view(qt: QuantizedTensor, overflow: str) -> np.ndarray:
