@@ -63,18 +63,30 @@ class RangeBounds:
         return d
 
 
+def _target(target: object) -> Fraction:
+    """T as an exact Fraction: a finite, positive number (an int, float, Fraction or a string
+    such as '448' or '1/2'); an infinite or NaN T has no bounds and is refused."""
+    if isinstance(target, bool):
+        raise FpspecError(f"target T must be a number, got {target!r}")
+    try:
+        t = Fraction(target)  # type: ignore[arg-type]
+    except OverflowError:  # Fraction(inf)
+        raise FpspecError(f"target T must be finite, got {target!r}") from None
+    except (TypeError, ValueError, ZeroDivisionError):
+        raise FpspecError(f"target T must be a finite number, got {target!r}") from None
+    if t <= 0:
+        raise FpspecError(f"target T must be positive, got {target!r}")
+    return t
+
+
 def range_bounds(scale_format: str, target: Fraction | float | int = 448) -> RangeBounds:
-    """The bounds of :mod:`fpspec.bounds` for one scale format and T (FPS-BND-1..3)."""
+    """The bounds of :mod:`fpspec.bounds` for one scale format and T (FPS-BND-1..3); T must
+    be finite and positive (FpspecError otherwise)."""
     if scale_format not in SCALE_FORMATS:
         raise FpspecError(f"bounds are defined for scale formats {', '.join(SCALE_FORMATS)}, "
                           f"got {scale_format!r}")
     fmt = get_format(scale_format)
-    try:
-        t = Fraction(target)
-    except (TypeError, ValueError):
-        raise FpspecError(f"target T must be a number, got {target!r}") from None
-    if t <= 0:
-        raise FpspecError(f"target T must be positive, got {target!r}")
+    t = _target(target)
     u_max = fmt.max_finite
     s_min = fmt.min_positive
     if fmt.has_zero:

@@ -2,7 +2,8 @@
 
 Each subcommand lives in its own module with a ``register(subparsers)`` function;
 nothing numeric lives here.  Exit status: 0 success, 2 bad input or usage, and
-the checker's own codes (docs/cli.rst, docs/checker.rst) for ``fpspec check``.
+the checker's own codes (docs/cli.rst, docs/checker.rst) for ``fpspec check``;
+:data:`BROKEN_PIPE_STATUS` when the reader of stdout goes away (``| head``).
 Options that several commands share are parsed in :mod:`fpspec.cli.options`.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from typing import Sequence
 
@@ -27,6 +29,14 @@ COMMAND_MODULES = [
     "fpspec.cli.vectors",
     "fpspec.cli.check",
 ]
+
+
+#: Exit status when the reader of stdout closes it early (``fpspec codebook fp16 | head``):
+#: 128 + SIGPIPE (13), the status a shell reports for a Unix tool that SIGPIPE ends (``seq 1 100000 |
+#: head -1`` under ``set -o pipefail``), so a script can tell that the output was cut.  Nothing is
+#: printed: the reader chose to stop.  (fpspec writes to no other pipe, so a BrokenPipeError is
+#: always stdout's, or stderr's.)
+BROKEN_PIPE_STATUS = 128 + 13
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -48,10 +58,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     name = " ".join(n for n in (args.command, getattr(args, "vectors_command", None)) if n)
     try:
-        return int(args.func(args) or 0)
+        status = int(args.func(args) or 0)
+        sys.stdout.flush()  # output still buffered meets a closed pipe here, not at interpreter exit
+        return status
+    except BrokenPipeError:
+        return _stdout_closed()
     except (FpspecError, OSError, ValueError) as exc:
         print(f"fpspec {name}: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2
+
+
+def _stdout_closed() -> int:
+    """The reader of stdout has gone: point stdout's file descriptor at the null device, so the
+    interpreter's last flush of what is still buffered does not fail again, and exit quietly with
+    :data:`BROKEN_PIPE_STATUS`."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, sys.stdout.fileno())
+        finally:
+            os.close(devnull)
+    except (AttributeError, OSError, ValueError):  # a stdout with no file descriptor (an in-process caller's)
+        pass
+    return BROKEN_PIPE_STATUS
 
 
 if __name__ == "__main__":  # pragma: no cover

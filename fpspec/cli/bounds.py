@@ -5,8 +5,14 @@ from __future__ import annotations
 import argparse
 import json
 
-from ..bounds import SCALE_FORMATS, range_bounds
+from ..bounds import SCALE_FORMATS, RangeBounds, range_bounds
 from .options import parse_target
+
+
+def _headroom_value(b: RangeBounds) -> str:
+    """U/T exactly and as a float ('960/7 = 137.14x'); a huge one as a float alone ('3.79779e+35x')."""
+    h = float(b.headroom)
+    return f"{b.headroom} = {h:.2f}x" if h < 1e6 else f"{h:.6g}x"
 
 
 def _cmd_bounds(args: argparse.Namespace) -> int:
@@ -17,10 +23,8 @@ def _cmd_bounds(args: argparse.Namespace) -> int:
     t = b.target
     print(f"scale format {b.scale_format}, target T = {t} ({float(t):g})")
     print(f"  max scale U           = {b.max_scale} ({float(b.max_scale):g})")
-    h = float(b.headroom)
-    print(f"  headroom U/T          = {b.headroom} = {h:.2f}x " if h < 1e6 else
-          f"  headroom U/T          = {h:.6g}x "
-          f"(every block unsaturated iff T*rho <= U, rho = block amax / tensor amax)")
+    print(f"  headroom U/T          = {_headroom_value(b)} "
+          "(every block unsaturated iff T*rho <= U, rho = block amax / tensor amax)")
     if b.min_nonzero_exclusive:
         print(f"  nonzero scale iff rho > {b.min_nonzero_ratio} = {float(b.min_nonzero_ratio):.6g} "
               f"(s_min/2T; the tie rho = s_min/2T rounds to scale code 0)")

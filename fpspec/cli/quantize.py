@@ -15,13 +15,16 @@ from ..fast.rounding import MAX_SR_BITS
 from ..io import check_output, load_npy, save_npy
 from ..quantization import dequantize, quantize, tensor_amax
 from ..quantized import QuantizedTensor
-from ..schemes import PROFILES, SCHEMES
+from ..schemes import PROFILES, SCHEMES, profiles_of
 from .bench import best_time, interleaved_times, register_benchmark, result_row
 from .options import TILES, add_payload_format, parse_number, parse_size, parse_target, parse_tile
 
 
 def _cmd_quantize(args: argparse.Namespace) -> int:
     check_output(args.out, suffix=".npz", inputs=[args.input, args.rbits])
+    if args.profile is not None and not args.profile.strip():
+        raise FpspecError(f"--profile must name a profile of {args.scheme} ({', '.join(profiles_of(args.scheme))}), "
+                          f"got {args.profile!r}; leave it out for the default, {SCHEMES[args.scheme]}")
     target = parse_target(args.target)
     amax = parse_number(args.amax, "--amax")
     tile, block = parse_tile(args.tile, args.block)
@@ -35,7 +38,10 @@ def _cmd_quantize(args: argparse.Namespace) -> int:
                   amax=amax, rounding=args.rounding, rbits=rbits, nbits=nbits, columnwise=args.columnwise,
                   rht=args.rht, scale_format=args.scale_format, zero_scale_rule=zr, pad=args.pad,
                   impl=args.impl, payload_format=args.payload_format)
-    qt.to_npz(args.out, dequant=dequantize(qt))
+    if args.npz_format == "plain":
+        qt.to_plain_npz(args.out)
+    else:
+        qt.to_npz(args.out, dequant=dequantize(qt))
     return 0
 
 
@@ -77,10 +83,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--zero-scale-rule", choices=["on", "off"], help="zero-scale-to-one rule (default: profile's)")
     p.add_argument("--pad", action="store_true", help="zero-pad to whole blocks instead of refusing")
     p.add_argument("--impl", choices=["fast", "exact"], default="fast", help=argparse.SUPPRESS)
+    p.add_argument("--npz-format", choices=["fpspec", "plain"], default="fpspec",
+                   help="fpspec: the file described above (default); plain: a plain operand v1 file of plain "
+                        "arrays, no dequant (docs/operands.rst)")
     p.add_argument("--out", required=True, metavar="OUT.npz", help="output (.npz; written atomically)")
     p.set_defaults(func=_cmd_quantize)
 
-    p = sub.add_parser("dequantize", help="dequantize an OUT.npz of fpspec quantize to float32",
+    p = sub.add_parser("dequantize", help="dequantize an OUT.npz of fpspec quantize (or a plain operand file) "
+                       "to float32",
                        description="Recompute the float32 values of a quantized tensor with its profile's "
                                    "dequantization formula, in the source's shape when it had more than two "
                                    "dimensions and was quantized rowwise, else in the quantized view's. The "
