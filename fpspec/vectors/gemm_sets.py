@@ -69,12 +69,13 @@ def _plain_formats(kind: str) -> tuple[str, str] | None:
 
 
 def _qt(inputs: dict[str, np.ndarray], prefix: str, i: int, op: dict[str, Any]) -> QuantizedTensor:
+    """A quantized operand of case i; ``target`` None (MXFP4: no tensor scale) gives no params."""
     f32 = lambda k: np.uint32(inputs[f"{prefix}_{k}"][i]).view(np.float32)  # noqa: E731
     return QuantizedTensor(codes=inputs[f"{prefix}_codes"][i], scales=inputs[f"{prefix}_scales"][i],
                            scale_format=op["scale_format"], block=op["block"], tile=op["tile"],
                            encode_scale=f32("encode_scale"), decode_scale=f32("decode_scale"),
                            amax=f32("amax"), scheme=op["scheme"], profile=op["profile"],
-                           params={"target": str(op["target"])})
+                           params={} if op["target"] is None else {"target": str(op["target"])})
 
 
 def _code_qt(inputs: dict[str, np.ndarray], prefix: str, i: int, op: dict[str, Any]) -> QuantizedTensor:
@@ -93,7 +94,7 @@ def gemm_op(meta: dict[str, Any], inputs: dict[str, np.ndarray], impl: str) -> d
         if fmts is not None:
             c = gemm(inputs["a"][i], inputs["bt"][i], model, fmt=fmts if fmts[0] != fmts[1] else fmts[0],
                      impl=impl)
-        elif kind in _CODE_OPERANDS:
+        elif meta["operand"]["scheme"] == CODES_SCHEME:  # operands built from codes (gemm-instruction, gemm-shapes)
             c = gemm(_code_qt(inputs, "a", i, meta["operand"]), _code_qt(inputs, "bt", i, meta["operand"]), model,
                      impl=impl)
         else:
@@ -331,3 +332,5 @@ def model_gemm_instruction(level: int) -> list[SetPlan]:
 coverage.COVERAGE_MODELS["gemm-order-independent"] = model_gemm_order_independent
 coverage.COVERAGE_MODELS["gemm-model-wide"] = model_gemm_wide
 coverage.COVERAGE_MODELS["gemm-instruction"] = model_gemm_instruction
+
+from . import gemm_shapes  # noqa: E402,F401  (coverage model gemm-shapes registers itself after these)
