@@ -6,7 +6,7 @@ The main verbs, at the top as in numpy and ml_dtypes::
     codes = fpspec.encode(x, "e2m1")                      # convert (docs/rounding.rst)
     qt = fpspec.quantize(x, "ue5m3")                      # block-quantize (docs/scheme-*.rst)
     y = fpspec.gemm(qa, qb, "seed-probe-matched")         # GEMM models (docs/gemm.rst)
-    report = fpspec.check("vectors/v1", "results")        # the checker (docs/checker.rst)
+    report = fpspec.check("vectors/v1", "results", declaration="impl.yaml")  # the checker (docs/checker.rst)
 
 The names are loaded on first use, so ``import fpspec`` stays cheap (no Numba
 start-up until a fast path runs).

@@ -1,4 +1,4 @@
-"""``fpspec check PACK RESULTS``: the conformance checker's command line (FPS-CHK-1..7)."""
+"""``fpspec check PACK RESULTS``: the conformance checker's command line (FPS-CHK-1..7, FPS-CNF-3)."""
 
 from __future__ import annotations
 
@@ -24,10 +24,12 @@ def _check(args: argparse.Namespace) -> int:
         raise FpspecError(f"--max-report must be 0 or more, got {args.max_report}")
     decl = load_declaration(args.declare)
     report = check(args.pack, args.results, select=args.select, declaration=decl, max_report=args.max_report)
-    print(format_text(report, args.max_report))
+    print(format_text(report, args.max_report, verbose=args.verbose))
     for e in report.errors:  # also on stderr, as every command reports bad input
         kind = "integrity error" if report.exit_code == EXIT_INTEGRITY else "error"
         print(f"fpspec check: {kind}: {e}", file=sys.stderr)
+    for why in report.incomplete:  # a check that checks nothing for a pattern is not a silent pass
+        print(f"fpspec check: incomplete: {why}", file=sys.stderr)
     if args.report:
         write_json(report, args.report)
     if args.junit:
@@ -40,12 +42,15 @@ def register(sub: argparse._SubParsersAction) -> None:
         "check", help="check an implementation's results against a vector pack, bit for bit",
         description="Exit status: 0 pass, 1 mismatch, 2 usage or I/O error (wrong shape or dtype "
                     "included), 3 integrity error (pack hash or schema, results from another pack), "
-                    "4 incomplete (declared outputs missing from the results).")
+                    "4 incomplete (declared outputs missing from the results, a --select or declaration "
+                    "sets glob that matches no set, or a declaration that selects no output).")
     p.add_argument("pack", help="vector pack folder (holding MANIFEST.json)")
     p.add_argument("results", help="results folder of <set>.npz files, or one .npz with <set>/out_<name> keys")
     p.add_argument("--select", help="comma-separated globs of set names to check")
     p.add_argument("--declare", help="YAML or JSON file declaring what the implementation supports")
     p.add_argument("--max-report", type=int, default=20, help="mismatches printed in full (default 20)")
+    p.add_argument("--verbose", "-v", action="store_true",
+                   help="print the full table of sets and outputs (default: one summary line per operation)")
     p.add_argument("--report", metavar="OUT.json", help="write the full report as JSON here (atomically)")
     p.add_argument("--junit", metavar="OUT.xml", help="write a JUnit XML report here (atomically)")
     p.set_defaults(func=_check)

@@ -10,11 +10,14 @@ For Python and torch teams::
     report = h.report()                             # same CheckReport as ``fpspec check``
     assert report.exit_code == 0, h.text()
 
-Outputs are NumPy arrays of bit patterns.  Other array types come in through a
-converter to bit patterns: ``Harness(..., to_bits=f)``, or one an adapter
-registers with :func:`register_converter` when imported
-(:mod:`fpspec.adapters.torch_vectors` registers torch tensors).  The harness
-itself imports no adapter.
+Outputs are NumPy arrays of bit patterns, or NumPy float arrays (float16, float32,
+ml_dtypes' bfloat16 and float8 types) whose element size is the output's: those are taken
+as their bit patterns (a view, no value conversion), as torch tensors are.  Other array
+types come in through a converter to bit patterns: ``Harness(..., to_bits=f)``, or one an
+adapter registers with :func:`register_converter` when imported
+(:mod:`fpspec.adapters.torch_vectors` registers torch tensors).  The harness itself
+imports no adapter.  ``submit`` takes a set by name or as the :class:`HarnessSet` (or
+:class:`~fpspec.vectors.pack.VectorSet`) that :meth:`Harness.sets` gave.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from .ops import float_view
 from .pack import Pack, VectorSet
 from .results import write_results
 
-__all__ = ["Harness", "HarnessSet", "register_converter"]
+__all__ = ["Harness", "HarnessSet", "register_converter", "numpy_to_bits"]
 
 #: (accepts, to_bits) pairs registered by adapters, tried in order on a submitted output
 #: that is not a NumPy array.
@@ -42,6 +45,24 @@ def register_converter(accepts: Callable[[Any], bool], to_bits: Callable[[Any], 
     """Let :meth:`Harness.submit` take objects for which ``accepts(obj)`` is true, as ``to_bits(obj)``."""
     if (accepts, to_bits) not in _CONVERTERS:
         _CONVERTERS.append((accepts, to_bits))
+
+
+def _is_float(dtype: np.dtype) -> bool:
+    """NumPy's float types and ml_dtypes' (bfloat16, float8_*, float4_*: registered as kind 'V')."""
+    return dtype.kind == "f" or (dtype.kind == "V" and dtype.names is None and dtype.itemsize in (1, 2))
+
+
+def numpy_to_bits(a: np.ndarray, want: np.dtype | None, where: str) -> np.ndarray:
+    """A submitted NumPy output as bit patterns: a float array whose element size is the output's
+    is viewed as its bits (no value conversion), as :func:`fpspec.adapters.torch_vectors.torch_to_bits`
+    does for tensors; an unsigned array is returned as it is (the checker compares dtype and shape)."""
+    if want is None or not _is_float(a.dtype) or a.dtype == want:
+        return a
+    if a.dtype.itemsize != want.itemsize:
+        raise FpspecError(f"{where}: a {a.dtype} array cannot hold the output's {want} bit patterns "
+                          f"({a.dtype.itemsize} bytes per element, the output has {want.itemsize}); "
+                          f"submit {want} bit patterns or floats of {want.itemsize} bytes")
+    return np.ascontiguousarray(a).view(want)
 
 
 class HarnessSet:
@@ -68,7 +89,7 @@ class HarnessSet:
 
     def submit(self, outputs: Mapping[str, Any]) -> None:
         """Hand in this set's outputs (NumPy arrays of bit patterns, or tensors through an adapter)."""
-        self._h.submit(self.name, outputs)
+        self._h.submit(self, outputs)
 
 
 class Harness:
@@ -91,18 +112,27 @@ class Harness:
             if s.outputs:
                 yield s
 
-    def submit(self, set_name: str, outputs: Mapping[str, Any]) -> None:
+    def submit(self, vector_set: "str | HarnessSet | VectorSet", outputs: Mapping[str, Any]) -> None:
+        """Hand in one set's outputs; the set by name or as the object :meth:`sets` gave."""
+        set_name = vector_set.name if isinstance(vector_set, (HarnessSet, VectorSet)) else vector_set
+        if not isinstance(set_name, str):
+            kind = f"{type(vector_set).__module__}.{type(vector_set).__qualname__}"
+            raise FpspecError(f"submit takes a set name or a set of Harness.sets(), got a {kind}")
         if set_name not in self.pack.entries:
             raise FpspecError(f"no set named {set_name!r} in {self.pack.root}")
+        meta = vector_set.meta if isinstance(vector_set, (HarnessSet, VectorSet)) else None
         conv = {}
         for k, v in outputs.items():
             k = k[4:] if k.startswith("out_") else k
-            conv[f"out_{k}"] = self._bits(set_name, k, v)
+            if isinstance(v, (np.ndarray, np.generic)) and _is_float(np.asarray(v).dtype) and meta is None:
+                meta = self.pack.load(set_name).meta  # the output dtypes, read only when floats come in
+            spec = (meta or {}).get("outputs", {}).get(k)
+            conv[f"out_{k}"] = self._bits(set_name, k, v, None if spec is None else np.dtype(spec["dtype"]))
         self.results.setdefault(set_name, {}).update(conv)
 
-    def _bits(self, set_name: str, name: str, v: Any) -> np.ndarray:
+    def _bits(self, set_name: str, name: str, v: Any, want: np.dtype | None) -> np.ndarray:
         if isinstance(v, (np.ndarray, np.generic)):
-            return np.asarray(v)
+            return numpy_to_bits(np.asarray(v), want, f"{set_name}/{name}")
         if self.to_bits is not None:
             return np.asarray(self.to_bits(v))
         for accepts, to_bits in _CONVERTERS:
@@ -119,8 +149,9 @@ class Harness:
         return check(self.pack, self.results, select=self.select, declaration=self.declaration,
                      max_report=max_report)
 
-    def text(self, max_report: int = 20) -> str:
-        return format_text(self.report(max_report), max_report)
+    def text(self, max_report: int = 20, verbose: bool = False) -> str:
+        """The checker's text report (``verbose``: with the full table of sets and outputs)."""
+        return format_text(self.report(max_report), max_report, verbose=verbose)
 
     def save(self, out: str | Path) -> None:
         """Write the submitted results as a results folder for ``fpspec check``."""

@@ -18,7 +18,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping
 
-from .checker import EXIT_PASS, check, format_text
+from ..errors import FpspecError
+from .checker import EXIT_PASS, check, empty_selections, format_text
 from .declare import Declaration
 from .harness import Harness, HarnessSet
 
@@ -27,11 +28,16 @@ __all__ = ["vector_sets", "assert_set"]
 
 def vector_sets(pack: str | Path, declaration: Declaration | str | Path | None = None,
                 select: str | None = None, argname: str = "vector_set"):
-    """A ``pytest.mark.parametrize`` over the sets of a pack the declaration supports."""
+    """A ``pytest.mark.parametrize`` over the sets of a pack the declaration supports; none is an
+    :class:`~fpspec.errors.FpspecError` naming the glob that matched nothing (FPS-CHK-8, FPS-CNF-3)."""
     import pytest
 
     h = Harness(pack, declaration, select)
     sets = list(h.sets())
+    if not sets:  # a test over no set checks nothing: refused at collection, not skipped (FPS-CNF-3)
+        why = "; ".join(empty_selections(h.pack, select, h.declaration))
+        raise FpspecError(f"vector_sets: no set of {h.pack.root} has an output the declaration "
+                          f"{h.declaration.name} supports" + (f" ({why})" if why else ""))
     return pytest.mark.parametrize(argname, sets, ids=[s.name for s in sets])
 
 
@@ -39,7 +45,7 @@ def assert_set(vector_set: HarnessSet, outputs: Mapping[str, Any], max_report: i
     """Check one set's outputs; raise AssertionError with the decoded report on any problem."""
     h = Harness(vector_set._h.pack, vector_set._h.declaration, select=vector_set.name,
                 to_bits=vector_set._h.to_bits)
-    h.submit(vector_set.name, outputs)
+    h.submit(vector_set, outputs)
     report = check(h.pack, h.results, select=vector_set.name, declaration=h.declaration,
                    max_report=max_report)
     if report.exit_code != EXIT_PASS:
