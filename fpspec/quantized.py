@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from fractions import Fraction
 from pathlib import Path
 
@@ -41,7 +41,7 @@ from .formats import get_format
 from .io import load_npz, save_npz
 from .schemes import BLOCK_SCHEMES, get_profile, resolve_spec
 
-__all__ = ["QuantizedTensor", "NPZ_KEYS", "CODES_SCHEME", "CODES_PAYLOAD_FORMATS"]
+__all__ = ["QuantizedTensor", "NPZ_KEYS", "CODES_SCHEME", "CODES_PAYLOAD_FORMATS", "row_indices"]
 
 #: Keys of the .npz written by ``fpspec quantize`` (``dequant`` is optional on load).
 NPZ_KEYS = ("codes", "scales", "encode_scale", "decode_scale", "amax", "dequant", "meta")
@@ -121,6 +121,49 @@ class QuantizedTensor:
         if self.tile == "BxB":
             s = np.repeat(s, self.block, axis=0)
         return np.repeat(s, self.block, axis=1)
+
+    # ------------------------------------------------------------- row slices
+    def rows(self, index: object) -> "QuantizedTensor":
+        """The rows ``index`` of the (M, K) view as a tensor of their own (FPS-OPD-7).
+
+        ``index`` is a slice, a 1-D array or sequence of row numbers (0 <= i < M, in any
+        order, repeats allowed) or a boolean mask of M flags; ``qt[index]`` is the same.  The
+        slice keeps every row's codes and block scales, the tensor amax, the encode and decode
+        scales, scheme, profile and params, so it dequantizes to those rows of the full tensor
+        bit for bit and a GEMM of slices gives those elements of the full GEMM (for every model
+        whose output element depends only on its row of A and its row of BT; the library
+        presets ``cublas-h200-*`` need the full shape: :func:`fpspec.sampled.gemm_sample`).
+        The source shape is dropped and ``params["view_shape"]`` counts the slice's rows that
+        were rows of the unpadded view (the column view of a columnwise tensor: its rows are
+        columns of X).
+
+        A ``BxB``-tiled tensor holds one scale per B x B tile: its rows are taken by whole
+        tiles (B consecutive rows from a multiple of B, in order; the tiles in any order),
+        anything else is refused (:func:`fpspec.sampled.whole_tile_rows` widens a selection
+        to its tiles).  A single row number is refused (write ``qt[i:i + 1]``): the result is
+        always a 2-D tensor.
+        """
+        idx = row_indices(index, self.shape[0])
+        if self.tile == "BxB":
+            scales = self.scales[_whole_tiles(idx, self.block)]
+        else:
+            scales = self.scales[idx]
+        params = dict(self.params)
+        view = params.get("view_shape")
+        if isinstance(view, list) and len(view) == 2 and isinstance(view[0], int):
+            params["view_shape"] = [int(np.count_nonzero(idx < view[0])), view[1]]
+        return replace(self, codes=np.ascontiguousarray(self.codes[idx]), scales=np.ascontiguousarray(scales),
+                       params=params, source_shape=None)
+
+    def __getitem__(self, index: object) -> "QuantizedTensor":
+        """``qt[rows]``: :meth:`rows` (FPS-OPD-7); a (rows, columns) pair is refused."""
+        if isinstance(index, tuple):
+            raise FpspecError("a QuantizedTensor is sliced by rows only (qt[rows]): a column slice would cut "
+                              "its scale blocks")
+        return self.rows(index)
+
+    #: Not iterable (``qt[i]`` takes rows, it does not make the tensor a sequence).
+    __iter__ = None
 
     def meta(self) -> dict:
         d = {k: v for k, v in asdict(self).items()
@@ -253,13 +296,29 @@ class QuantizedTensor:
             arrays["dequant"] = np.asarray(dequant, dtype=np.float32)
         save_npz(path, arrays)
 
+    def to_plain_npz(self, path: str | Path) -> None:
+        """Write the tensor as a plain operand v1 file (FPS-OPD-6, docs/operands.rst): uncompressed,
+        no pickle, atomically; :meth:`from_npz` reads it back to the same bits."""
+        from .plain_operand import plain_arrays
+
+        save_npz(path, plain_arrays(self))
+
     @classmethod
     def from_npz(cls, path: str | Path) -> "QuantizedTensor":
-        """Read and validate an .npz of ``fpspec quantize``; every problem names the file."""
+        """Read and validate an .npz of ``fpspec quantize`` or a plain operand v1 file (its ``format``
+        entry tells them apart, FPS-OPD-1); every problem names the file (and the entry)."""
         z = load_npz(path)
+        from .plain_operand import FORMAT_ID, is_plain, read_plain
+
+        if is_plain(z):
+            try:
+                return read_plain(z)
+            except FpspecError as exc:
+                raise FpspecError(f"{path}: {exc}") from None
         missing = [k for k in ("codes", "scales", *_SCALARS, "meta") if k not in z]
         if missing:
-            raise FpspecError(f"{path}: not an fpspec quantized tensor, missing {missing}")
+            raise FpspecError(f"{path}: neither an fpspec quantized tensor (missing {missing}) nor a plain "
+                              f"operand file (no 'format' entry {FORMAT_ID!r}; docs/operands.rst)")
         if z["meta"].dtype.kind != "U" or z["meta"].ndim != 0:
             raise FpspecError(f"{path}: meta must be one JSON string, got {_describe(z['meta'])}")
         try:
@@ -286,6 +345,49 @@ class QuantizedTensor:
         except FpspecError as exc:
             raise FpspecError(f"{path}: {exc}") from None
         return qt
+
+
+def row_indices(index: object, m: int) -> np.ndarray:
+    """Row numbers (int64, 1-D) of a row selection of M rows: a slice, a boolean mask of M
+    flags, or a 1-D sequence of row numbers 0 <= i < M (FPS-OPD-7)."""
+    if isinstance(index, slice):
+        return np.arange(m, dtype=np.int64)[index]
+    if isinstance(index, (bool, int, np.integer, np.bool_)):
+        raise FpspecError(f"row selection {index!r} is one row number; give a slice (i:i+1) or a list of rows")
+    try:
+        a = np.asarray(index)
+    except (TypeError, ValueError) as exc:
+        raise FpspecError(f"row selection must be a slice, a mask or a list of row numbers ({exc})") from None
+    if a.dtype == np.bool_:
+        if a.shape != (m,):
+            raise FpspecError(f"a row mask has one flag per row ({m}), got shape {a.shape}")
+        return np.flatnonzero(a).astype(np.int64)
+    if a.ndim != 1 or (a.size and a.dtype.kind not in "ui"):
+        raise FpspecError(f"row selection must be a 1-D list of integer row numbers, got {a.dtype} of shape "
+                          f"{a.shape}")
+    a = a.astype(np.int64)
+    bad = np.flatnonzero((a < 0) | (a >= m))
+    if bad.size:
+        raise FpspecError(f"row number {int(a[bad[0]])} (position {int(bad[0])} of the selection) is outside "
+                          f"0..{m - 1}")
+    return a
+
+
+def _whole_tiles(idx: np.ndarray, block: int) -> np.ndarray:
+    """The tile numbers of a selection of whole BxB tiles' rows; FpspecError naming the first row
+    that breaks one (FPS-OPD-7)."""
+    if idx.size % block:
+        raise FpspecError(f"rows of a BxB-tiled tensor are taken by whole tiles of {block} rows: {idx.size} rows "
+                          "selected (fpspec.sampled.whole_tile_rows widens a selection to its tiles)")
+    groups = idx.reshape(-1, block)
+    want = groups[:, :1] - groups[:, :1] % block + np.arange(block)
+    wrong = np.flatnonzero((groups != want).reshape(-1))
+    if wrong.size:
+        p = int(wrong[0])
+        raise FpspecError(f"rows of a BxB-tiled tensor are taken by whole tiles of {block} rows: row {int(idx[p])} "
+                          f"at position {p} of the selection is not row {p % block} of a tile started in order "
+                          "(fpspec.sampled.whole_tile_rows widens a selection to its tiles)")
+    return groups[:, 0] // block
 
 
 def _describe(a: object) -> str:

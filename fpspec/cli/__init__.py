@@ -24,6 +24,7 @@ COMMAND_MODULES = [
     "fpspec.cli.quantize",
     "fpspec.cli.bounds",
     "fpspec.cli.gemm",
+    "fpspec.cli.sample",
     "fpspec.cli.bench",
     "fpspec.cli.probe",
     "fpspec.cli.vectors",
