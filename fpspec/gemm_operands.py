@@ -15,7 +15,7 @@ import numpy as np
 from .errors import FpspecError
 from .formats import get_format
 from .models import GemmModel, OperandContract
-from .quantized import QuantizedTensor
+from .quantized import CODES_SCHEME, QuantizedTensor
 from .schemes import BLOCK_SCHEMES
 
 __all__ = ["CODE_FORMATS", "QUANTIZED_PAYLOADS", "TF32_DROPPED_BITS", "operand_formats", "code_format",
@@ -154,10 +154,15 @@ WHAT_IF_HINT = "a hypothetical run: allow_what_if=True, fpspec gemm --allow-what
 
 
 def has_tensor_scale(q: QuantizedTensor) -> bool:
-    """Whether a quantized operand carries a tensor scale (its scheme has one: ue5m3, nvfp4);
-    MX tensors and tensors built from codes have none (FPS-GEMM-25)."""
+    """Whether a quantized operand carries a tensor scale (FPS-GEMM-25): its scheme has one
+    (ue5m3, nvfp4); MX tensors and tensors built from codes have none; a tensor of a scheme
+    fpspec does not know carries one where it has a decode scale other than 1 or a target T."""
+    if q.scheme == CODES_SCHEME:
+        return False
     scheme = BLOCK_SCHEMES.get(q.scheme)
-    return scheme is not None and scheme.tensor_scale
+    if scheme is not None:
+        return scheme.tensor_scale
+    return float(q.decode_scale) != 1.0 or q.params.get("target", q.params.get("T")) is not None
 
 
 def describe_operand(q: QuantizedTensor) -> str:
@@ -232,8 +237,8 @@ def place_tensor_scales(a, bt, model: GemmModel, name: str, contract: OperandCon
     chain) takes the contract's epilogue alpha (``alpha_source``, ``alpha_rounding``; an
     ``alpha_rounding`` override is kept).  Anything else would drop them: FpspecError (an
     ``alpha_source=none`` override included)."""
-    if not isinstance(a, QuantizedTensor):
-        return model
+    if not (isinstance(a, QuantizedTensor) and isinstance(bt, QuantizedTensor)):
+        return model  # code arrays carry no tensor scale (a mixed pair is refused by check_operands)
     scaled = [who for who, q in (("A", a), ("BT", bt)) if has_tensor_scale(q)]
     if not scaled or model.operand_domain != "encoded" or model.alpha_source != "none":
         return model

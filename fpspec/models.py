@@ -1050,9 +1050,10 @@ def _instruction_contract(plain: tuple[str, ...] = (), quantized: tuple[Quantize
 
 
 _SEED_CONTRACT = OperandContract(
-    quantized=(*_UE5M3_FORMS, QuantizedForm(_E2M1, "ue4m3", (16,))),
-    source="arXiv 2609.02846: the model of a Blackwell NVFP4 GEMM (UE4M3 scales, block 16), applied by the "
-           "seed to E2M1 with UE5M3 scales (probe_matched_fp4_gemm: block_size 16 or 32)")
+    quantized=(*_UE5M3_FORMS, *_NVFP4_FORMS),
+    source="arXiv 2609.02846: the model of a Blackwell FP4 GEMM (the operands of kind::mxf4nvf4: UE4M3 scales "
+           "in blocks of 16, UE8M0 in blocks of 32 or 16), applied by the seed to E2M1 with UE5M3 scales "
+           "(probe_matched_fp4_gemm: block_size 16 or 32)")
 _SEED_TRITON_CONTRACT = OperandContract(
     plain=("bf16",), quantized=_UE5M3_FORMS, epilogue=SEED_EPILOGUE,
     source="MrHuff/ue5m3-fp4 issue_rz_bf16_gemm (BF16 operands) and probe_matched_fp4_gemm (E2M1 with UE5M3 "

@@ -11,7 +11,7 @@ import pytest
 
 from fpspec.cli import main
 from fpspec.errors import FpspecError
-from fpspec.matmul import gemm
+from fpspec.matmul import GemmWhatIfWarning, gemm
 from fpspec.models import LIBRARY, PRESETS, GemmModel, get_model, parse_overrides
 from fpspec.quantization import quantize
 from fpspec.quantized import QuantizedTensor
@@ -112,15 +112,17 @@ def test_fpsgemm2_specials_overflow_and_zero_sign():
     assert both(a2, b2, "exact", fmt="bf16")[0, 0].view(np.uint32) == 0
     assert both(a2, b2, "km-h100-bf16", fmt="bf16")[0, 0].view(np.uint32) == 0
     assert np.isnan(both(a2, b2, "decoded-fp32", fmt="bf16")[0, 0])
-    assert np.isnan(both(a2, b2, "seed-probe-matched-nosnap", fmt="bf16", group_size=1)[0, 0])
+    # the seed's chain as parameters (its preset takes quantized FP4 operands only, FPS-GEMM-25)
+    assert np.isnan(both(a2, b2, get_model("seed-probe-matched-nosnap", group_size=1), fmt="bf16")[0, 0])
 
 
 def test_fpsgemm2_cancellation_gives_plus_zero():
-    """FPS-GEMM-2: 1 - 1 = +0 in every preset."""
+    """FPS-GEMM-2: 1 - 1 = +0 in every preset's chain (given as parameters: most presets'
+    operand contracts take no e4m3 codes, FPS-GEMM-25)."""
     a = codes_of(np.array([[1.0, -1.0] + [0.0] * 62]), "e4m3")
     b = codes_of(np.array([[1.0, 1.0] + [0.0] * 62]), "e4m3")
     for name in PRESETS:
-        assert _bits(both(a, b, name, fmt="e4m3"))[0, 0] == 0, name
+        assert _bits(both(a, b, get_model(name), fmt="e4m3"))[0, 0] == 0, name
 
 
 # -------------------------------------------------------------- operands
@@ -133,14 +135,14 @@ def _qt(codes, scales, scale_format="ue4m3", block=16, amax=2688.0, target=448, 
 
 def test_fpsgemm4_layout_bt_rows_are_columns():
     """FPS-GEMM-4: C[m, n] = sum_k A[m, k] BT[n, k]; checked on integer-valued codes where
-    every preset is exact."""
+    every preset's chain (given as parameters, FPS-GEMM-25) is exact."""
     a = np.array([[1, 2, 0, 0], [3, -1, 4, 0]], dtype=float)
     bt = np.array([[1, 1, 1, 1], [2, 0, -1, 0], [0, 0, 0, 6]], dtype=float)
     pad = np.zeros((2, 60)), np.zeros((3, 60))
     ac = codes_of(np.hstack([a, pad[0]]), "e4m3")
     bc = codes_of(np.hstack([bt, pad[1]]), "e4m3")
     for name in PRESETS:
-        assert np.array_equal(both(ac, bc, name, fmt="e4m3"), (a @ bt.T).astype(np.float32)), name
+        assert np.array_equal(both(ac, bc, get_model(name), fmt="e4m3"), (a @ bt.T).astype(np.float32)), name
 
 
 def test_fpsgemm4_quantized_operands_from_quantize():
@@ -189,7 +191,7 @@ def test_fpsgemm8_alpha_once_twice_decode():
     assert y3 == np.float32(0.125)
     # code arrays have no alpha
     assert both(codes_of(np.ones((1, 64)), "e4m3"), codes_of(np.ones((1, 64)), "e4m3"),
-                "seed-probe-matched-nosnap", fmt="e4m3")[0, 0] == 64.0
+                get_model("seed-probe-matched-nosnap"), fmt="e4m3")[0, 0] == 64.0
 
 
 def test_fpsgemm8_snap_before_alpha():
@@ -207,14 +209,14 @@ def test_fpsgemm8_snap_before_alpha():
 def test_fpsgemm4_scale_placement_block_vs_product():
     """FPS-GEMM-4: three products 1.5 x 1 with scales 1 and a window of F = 0 bits.
     Per product (exponent 0, quantum 1) each 1.5 keeps 1 -> 3.  Folded into one block
-    term 4.5 (exponent 2, quantum 4) it keeps 4."""
+    term 4.5 (exponent 2, quantum 4) it keeps 4.  Decode scales 1: alpha = 1 (FPS-GEMM-8)."""
     qa = _qt([[3, 3, 3] + [0] * 13], [[0x38]])
     qb = _qt([[2, 2, 2] + [0] * 13], [[0x38]])
-    common = dict(window_bits=0, product_exponent="exact", alpha_source="none", snap_bits=None)
+    common = dict(window_bits=0, product_exponent="exact", alpha_source="decode-scales", snap_bits=None)
     assert both(qa, qb, "seed-probe-matched", scale_placement="product", **common)[0, 0] == 3.0
     assert both(qa, qb, "seed-probe-matched", scale_placement="block", **common)[0, 0] == 4.0
     # without a window the placement does not matter
-    assert both(qa, qb, "seed-probe-matched", scale_placement="block", alpha_source="none")[0, 0] == 4.5
+    assert both(qa, qb, "seed-probe-matched", scale_placement="block", alpha_source="decode-scales")[0, 0] == 4.5
 
 
 def test_fpsgemm12_output_bf16():
@@ -272,11 +274,19 @@ def test_fpsgemm11_cli_quantized_codes_bits_and_errors(tmp_path, capsys):
     assert main(["gemm", str(tmp_path / "A.npz"), str(tmp_path / "B.npz"), "--model", "seed-probe-matched",
                  "--out", str(out)]) == 0
     assert np.array_equal(np.load(out), gemm(qa, qb, "seed-probe-matched"))
+    # NVFP4 through an FP8 model: outside its contract (FPS-GEMM-25), refused, or run as a what-if
     assert main(["gemm", str(tmp_path / "A.npz"), str(tmp_path / "B.npz"), "--model", "km-h100-fp8",
-                 "--set", "G=16", "--set", "require_full_groups=false", "--bits", "--out", str(out)]) == 0
+                 "--set", "G=16", "--set", "require_full_groups=false", "--bits", "--out", str(out)]) == 2
+    assert "km-h100-fp8 takes e4m3 or e5m2 code arrays" in capsys.readouterr().err
+    assert main(["gemm", str(tmp_path / "A.npz"), str(tmp_path / "B.npz"), "--model", "km-h100-fp8",
+                 "--set", "G=16", "--set", "require_full_groups=false", "--bits", "--allow-what-if",
+                 "--out", str(out)]) == 0
+    assert capsys.readouterr().err.startswith("fpspec gemm: warning: what-if: km-h100-fp8 takes")
     got = np.load(out)
     assert got.dtype == np.uint32
-    assert np.array_equal(got, gemm(qa, qb, "km-h100-fp8", group_size=16).view(np.uint32))
+    with pytest.warns(GemmWhatIfWarning, match="what-if: km-h100-fp8"):
+        want = gemm(qa, qb, "km-h100-fp8", group_size=16, allow_what_if=True)
+    assert np.array_equal(got, want.view(np.uint32))
     a8 = rng.integers(0, 0x7E, (3, 64)).astype(np.uint8)
     b8 = rng.integers(0, 0x7E, (2, 64)).astype(np.uint8)
     np.save(tmp_path / "a.npy", a8)
@@ -422,5 +432,5 @@ def test_fpsgemm2_alpha_underflow_and_bf16_keep_the_sign():
     assert both(ac, bc, "exact", fmt="bf16", output_format="bf16")[0, 0].view(np.uint32) == 0x80000000
     a[0, 1], bb[0, 1] = 2.0 ** -75, 2.0 ** -74  # cancels: the chain's zero is +0, and so the output
     ac, bc = codes_of(a, "bf16"), codes_of(bb, "bf16")
-    for name in ("exact", "km-h100-bf16", "seed-probe-matched"):
-        assert both(ac, bc, name, fmt="bf16", output_format="bf16")[0, 0].view(np.uint32) == 0, name
+    for name in ("exact", "km-h100-bf16", "seed-probe-matched"):  # chains given as parameters (FPS-GEMM-25)
+        assert both(ac, bc, get_model(name, output_format="bf16"), fmt="bf16")[0, 0].view(np.uint32) == 0, name

@@ -5,13 +5,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import warnings
 
 import ml_dtypes
 import numpy as np
 
 from ..errors import FpspecError
 from ..io import check_output, load_npy, save_npy
-from ..matmul import CODE_FORMATS, gemm
+from ..gemm_operands import WHAT_IF_HINT
+from ..matmul import CODE_FORMATS, GemmWhatIfWarning, gemm
 from ..cublas_h200 import call_shape, resolve_choice
 from ..models import LIBRARY, PARAMETER_HELP, PRESETS, parse_overrides, presets_json, resolve
 from ..quantization import quantize
@@ -32,13 +34,13 @@ def _cmd_gemm(args: argparse.Namespace) -> int:
                                   "(or give --operand-format for .npy code arrays)")
         a = QuantizedTensor.from_npz(args.a)
         bt = QuantizedTensor.from_npz(args.bt)
-        y = gemm(a, bt, args.model, impl=args.impl, **overrides)
+        y = _what_if_gemm(args, a, bt, impl=args.impl, **overrides)
     else:
         a = load_npy(args.a)
         bt = load_npy(args.bt)
         fmt = args.operand_format if args.bt_format is None else (args.operand_format, args.bt_format)
         try:
-            y = gemm(a, bt, args.model, fmt=fmt, impl=args.impl, shape=_shape(args.shape), **overrides)
+            y = _what_if_gemm(args, a, bt, fmt=fmt, impl=args.impl, shape=_shape(args.shape), **overrides)
         except FpspecError as exc:
             raise FpspecError(f"{args.a}, {args.bt}: {exc}") from None
         if args.model in LIBRARY:  # say which kernel the output stands for, and how sure that is
@@ -48,6 +50,25 @@ def _cmd_gemm(args: argparse.Namespace) -> int:
     bits = np.uint16 if y.dtype == np.float16 else np.uint32
     save_npy(args.out, y.view(bits) if args.bits else y)
     return 0
+
+
+def _what_if_gemm(args: argparse.Namespace, a, bt, **kw) -> np.ndarray:
+    """:func:`fpspec.matmul.gemm` with ``--allow-what-if``: a run outside the model's operand
+    contract prints its :class:`~fpspec.matmul.GemmWhatIfWarning` as one warning line on stderr
+    (FPS-GEMM-25); the refusal's hint names the flag."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", GemmWhatIfWarning)
+        try:
+            y = gemm(a, bt, args.model, allow_what_if=args.allow_what_if, **kw)
+        except FpspecError as exc:
+            raise FpspecError(str(exc).replace(f"(for {WHAT_IF_HINT})", "(--allow-what-if runs it as a "
+                                                                         "hypothetical)")) from None
+    for w in caught:
+        if issubclass(w.category, GemmWhatIfWarning):
+            print(f"fpspec gemm: warning: {w.message}", file=sys.stderr)
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return y
 
 
 def _shape(text: str | None) -> tuple[int, int, int] | None:
@@ -152,6 +173,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--shape", default=None, metavar="M,N,K",
                    help="the GEMM shape a library preset (cublas-h200-*) is resolved at: the operands may be "
                         "sampled rows of A and BT of a larger GEMM (K equal); default: the operands' shape")
+    p.add_argument("--allow-what-if", action="store_true",
+                   help="run operands outside the model's operand contract (what its hardware or library takes; "
+                        "'fpspec models' lists each) as a hypothetical, flagged by a warning line on stderr")
     p.add_argument("--out", required=True, metavar="C.npy", help="output (.npy; written atomically)")
     p.set_defaults(func=_cmd_gemm)
 
