@@ -174,7 +174,7 @@ def describe_operand(q: QuantizedTensor) -> str:
 def contract_violation(a, bt, name: str, contract: OperandContract, fmt) -> str | None:
     """The first rule of ``contract`` the operand pair breaks, as the refusal's text naming the
     model, the rule and the operand (A or BT); None where the pair is accepted (FPS-GEMM-25).
-    Malformed operands pass here and are refused by :func:`check_operands`."""
+    The operands have passed :func:`check_operands` (shapes, dtypes, formats)."""
     if contract.any_operands:
         return None
     takes = f"{name} takes {contract.rule()}"

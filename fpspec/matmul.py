@@ -127,6 +127,7 @@ def _checked(a, bt, model, fmt, impl, overrides, shape=None, allow_what_if=False
         raise FpspecError(f"impl must be 'fast' or 'exact', got {impl!r}")
     if fmt is not None and isinstance(a, QuantizedTensor):
         raise FpspecError("fmt is only for code-array operands; quantized tensors carry their formats")
+    a, bt, quantized = check_operands(a, bt, m, fmt)
     name = model if isinstance(model, str) else "the given model"
     violation = contract_violation(a, bt, name, contract, fmt)
     if violation is not None:
@@ -134,7 +135,6 @@ def _checked(a, bt, model, fmt, impl, overrides, shape=None, allow_what_if=False
             raise FpspecError(f"{violation} (for {WHAT_IF_HINT})")
         warnings.warn(f"what-if: {violation}; the result is a hypothetical", GemmWhatIfWarning, stacklevel=3)
     m = place_tensor_scales(a, bt, m, name, contract, overrides)
-    a, bt, quantized = check_operands(a, bt, m, fmt)
     if quantized:
         check_codes_in_range(a, "A")
         check_codes_in_range(bt, "BT")
