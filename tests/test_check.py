@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from fpspec.cli import main
+from fpspec.errors import FpspecError
 from fpspec.vectors.checker import check, format_text
 from fpspec.vectors.declare import Declaration
 from fpspec.vectors.harness import Harness
@@ -277,3 +278,132 @@ def test_unknown_result_files_are_named(small, capsys):
     shutil.copy(small / "decode-e2m1.npz", small / "decode-e2m1-typo.npz")
     assert main(["check", str(PACK), str(small), "--select", SMALL]) == 0
     assert "NOTE: results for sets the pack does not have (ignored): decode-e2m1-typo" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------ a check that checks nothing (FPS-CNF-3)
+EMPTY_SELECTIONS = [
+    # (case id, --select, declaration text or None, expected stderr lines after "fpspec check: incomplete: ")
+    ("select-typo", "no-such-*", None, [r"--select 'no-such-\*' matches no set of .*vectors/v1$"]),
+    ("select-one-glob-of-two", "decode-e2m1,decod-e4m3", None, [r"--select 'decod-e4m3' matches no set of "]),
+    ("declaration-sets-typo", "decode-e2m1", "name: typo\nsets: [decod-*]\n",
+     [r"declaration typo: sets 'decod-\*' matches no set of ",
+      r"declaration typo supports no output of the 1 selected set\(s\): nothing was checked "
+      r"\(FPS-CNF-3: X\(D\) must not be empty\)"]),
+    ("declaration-one-sets-glob-of-two", "decode-e2m1", "name: half\nsets: [decode-e2m1, quantiz-*]\n",
+     [r"declaration half: sets 'quantiz-\*' matches no set of "]),
+    ("declaration-selects-nothing", SMALL, "name: gemm-only\noperations: [gemm]\n",
+     [r"declaration gemm-only supports no output of the 4 selected set\(s\): nothing was checked"]),
+]
+
+
+@pytest.mark.parametrize("select, declaration, messages", [c[1:] for c in EMPTY_SELECTIONS],
+                         ids=[c[0] for c in EMPTY_SELECTIONS])
+def test_a_pattern_that_matches_nothing_is_incomplete(small, tmp_path, capsys, select, declaration, messages):
+    """FPS-CHK-2, FPS-CNF-3: a --select glob or a declaration sets glob that matches no set, and a
+    declaration that selects no output, make the check incomplete (exit 4), never a pass; each is
+    named on stderr and in the JSON report (status incomplete)."""
+    import re
+
+    argv = ["check", str(PACK), str(small), "--select", select, "--report", str(tmp_path / "r.json")]
+    if declaration is not None:
+        (tmp_path / "d.yaml").write_text(declaration)
+        argv += ["--declare", str(tmp_path / "d.yaml")]
+    assert main(argv) == 4
+    captured = capsys.readouterr()
+    err = captured.err.strip().splitlines()
+    assert len(err) == len(messages), err
+    for line, pattern in zip(err, messages):
+        assert line.startswith("fpspec check: incomplete: ") and re.search(pattern, line), line
+    assert captured.out.count("INCOMPLETE: ") == len(messages)
+    data = json.loads((tmp_path / "r.json").read_text())
+    assert data["status"] == "incomplete" and data["exit_code"] == 4 and len(data["incomplete"]) == len(messages)
+
+
+def test_a_mismatch_outranks_an_empty_glob(small, capsys):
+    """FPS-CHK-2: the order 3, 2, 1, 4: a wrong answer beside a glob matching nothing exits 1."""
+    with np.load(small / "decode-e2m1.npz") as z:
+        v = z["out_value"].copy()
+    v[3] ^= np.uint32(1)
+    _rewrite(small / "decode-e2m1.npz", out_value=v)
+    assert main(["check", str(PACK), str(small), "--select", "decode-e2m1,no-such-*"]) == 1
+    assert "INCOMPLETE: --select 'no-such-*' matches no set" in capsys.readouterr().out
+
+
+def test_check_api_takes_a_declaration_path(small, tmp_path):
+    """FPS-CHK-5, FPS-CHK-8: fpspec.check(pack, results, declaration=PATH) reads the file, as
+    --declare does; a missing file is a usage error in the report (exit 2), not an exception."""
+    import fpspec
+
+    decl = tmp_path / "impl.yaml"
+    decl.write_text("name: e2m1-rne\noperations: [encode]\nformats: [e2m1, fp32]\nrounding: {e2m1: [rne]}\n")
+    for given in (decl, str(decl)):
+        rep = fpspec.check(PACK, small, select=SMALL, declaration=given)
+        assert rep.exit_code == 0 and rep.declaration.name == "e2m1-rne"
+        assert [(o.set, o.output) for o in rep.outputs if o.status == "pass"] == [("encode-fp32-e2m1-boundary", "rne")]
+    rep = fpspec.check(PACK, small, select=SMALL, declaration=tmp_path / "nope.yaml")
+    assert rep.exit_code == 2 and rep.errors == [f"{tmp_path / 'nope.yaml'}: no such declaration file"]
+
+
+def test_default_report_is_one_line_per_operation(small, tmp_path, capsys):
+    """FPS-CHK-4: by default one summary line per operation; --verbose adds the table of every set
+    and output; --report JSON holds every output either way."""
+    argv = ["check", str(PACK), str(small), "--select", SMALL, "--report", str(tmp_path / "r.json")]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "decode    2 set(s), 2 output(s): pass 2" in out.splitlines()
+    assert "encode    2 set(s), 7 output(s): pass 7" in out.splitlines()
+    assert "set/output" not in out and "decode-e2m1/value" not in out
+    data = json.loads((tmp_path / "r.json").read_text())
+    assert len(data["outputs"]) == 9 and {o["operation"] for o in data["outputs"]} == {"decode", "encode"}
+    assert main(argv + ["--verbose"]) == 0
+    out = capsys.readouterr().out
+    assert "set/output" in out and any(line.startswith("decode-e2m1/value ") and " pass " in line
+                                       for line in out.splitlines())
+
+
+# ------------------------------------------------------------ harness: numpy like torch, sets as objects
+def _float_view(a: np.ndarray) -> np.ndarray:
+    import ml_dtypes
+    return a.view({1: ml_dtypes.float8_e4m3fn, 2: np.float16, 4: np.float32}[a.dtype.itemsize])
+
+
+@pytest.mark.parametrize("convert, by_object", [
+    (lambda a: a, False),                      # bit patterns, by name
+    (lambda a: a, True),                       # bit patterns, by the set object
+    (_float_view, False),                      # float arrays of the output's width: their bits
+    (_float_view, True),
+])
+def test_harness_takes_numpy_floats_as_bits(convert, by_object):
+    """FPS-CHK-8, FPS-CHK-9: a float32 array for an fp32 output (and any NumPy or ml_dtypes float of
+    the output's width) is taken as its bit patterns, as torch tensors are; submit takes the set
+    object as well as its name."""
+    h = Harness(PACK, select="decode-e4m3,encode-fp32-e4m3-boundary")
+    for s in h.sets():
+        outs = {k: convert(v) for k, v in compute(s.meta, s.inputs, "fast").items()}
+        h.submit(s if by_object else s.name, outs)
+    rep = h.report()
+    assert rep.exit_code == 0 and rep.counts() == {"pass": 7}
+
+
+def test_harness_refuses_what_it_cannot_take():
+    """FPS-CHK-8: a float of another width, an object that is not a set: one message each."""
+    h = Harness(PACK, select="decode-e2m1")
+    s = next(h.sets())
+    value = compute(s.meta, s.inputs, "fast")["value"]
+    with pytest.raises(FpspecError, match=r"decode-e2m1/value: a float64 array cannot hold the output's uint32 "
+                                          r"bit patterns \(8 bytes per element, the output has 4\)"):
+        s.submit({"value": value.view(np.float32).astype(np.float64)})
+    with pytest.raises(FpspecError, match=r"submit takes a set name or a set of Harness\.sets\(\), got a "
+                                          r"builtins\.int"):
+        h.submit(5, {"value": value})
+    with pytest.raises(FpspecError, match=r"no set named 'decode-e9m9'"):
+        h.submit("decode-e9m9", {"value": value})
+    h.submit(s.vs, {"value": value.view(np.float32)})  # the VectorSet itself is taken too
+    assert h.report().exit_code == 0
+
+
+def test_vector_sets_over_nothing_is_refused():
+    """FPS-CHK-8, FPS-CNF-3: a pytest parametrization over no set is an error naming the glob."""
+    with pytest.raises(FpspecError, match=r"no set of .* has an output the declaration undeclared supports "
+                                          r"\(--select 'decod-\*' matches no set of"):
+        vector_sets(PACK, select="decod-*")
