@@ -324,6 +324,8 @@ def _coverage(model: GemmModel, kind: str, shape: tuple[int, int, int], contents
     g = model.group_size
     return {"m": m, "n": n, "k": k, "group_size": g, "k_tail": (k % g) if g else 0,
             "require_full_groups": model.require_full_groups, "instruction_k": model.instruction_k,
+            "k_tile": model.k_tile, "k_tile_tail": (k % model.k_tile) if model.k_tile else 0,
+            "k_slices": len(model.slice_lengths(k)),
             "tensor_scale": tensor,
             "zero_blocks": sum(c.zero_blocks for row in contents for c in row),
             "tiny_blocks": sum(c.tiny_blocks for row in contents for c in row),
@@ -343,6 +345,7 @@ def _describe(preset: str, kind: str, shape: tuple[int, int, int], cov: dict[str
     else:
         ops = f"{kind} codes"
     tail = (f"K tail of {cov['k_tail']} past whole groups of {cov['group_size']}" if cov["k_tail"]
+            else f"a partial K tile of {cov['k_tile_tail']} (tiles of {cov['k_tile']})" if cov["k_tile_tail"]
             else "whole groups (the model requires them)" if cov["require_full_groups"] or cov["instruction_k"]
             else "K in whole groups")
     return (f"{m} x {n} x {k} under {preset}: {ops}; M and N at and across tile edges, {tail}; ordinary, "
