@@ -27,6 +27,9 @@ def _same_bits(x: np.ndarray, y: np.ndarray) -> None:
 
 
 def _both(a, bt, model, **kw):
+    """Exact and fast bits of one GEMM; a preset runs as its parameters (a GemmModel), so that its
+    chain is compared on every operand kind, not only those of its operand contract (FPS-GEMM-25)."""
+    model = get_model(model) if isinstance(model, str) else model
     ye = gemm(a, bt, model, impl="exact", **kw)
     yf = gemm(a, bt, model, impl="fast", **kw)
     _same_bits(ye, yf)
