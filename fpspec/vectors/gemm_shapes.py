@@ -14,17 +14,21 @@ A set's arrays hold one shape for all its cases, so each shape is its own set
 (``gemm-shapes-<preset>-<operands>-<M>x<N>x<K>``).  A ladder of a few shapes per preset
 and operand kind, instead of every shape for every preset, keeps the pack small:
 
-* quantized FP4 operands (UE5M3 and NVFP4 with tensor scales, MXFP4; the presets that
-  take them): 129 x 17 x 16, 7 x 129 x 144, 17 x 7 x 1040 and 1 x 3 x 4112;
-* plain codes (FP8, FP16, BF16, MXFP8 and FP4 built from codes for the instruction
-  presets): 129 x 17 x 80 and 1 x 3 x 4112;
+* quantized FP4 operands (UE5M3 and NVFP4 with tensor scales, MXFP4; the presets whose
+  operand contract takes them, FPS-GEMM-25): 129 x 17 x 16, 7 x 129 x 144, 17 x 7 x 1040 and
+  1 x 3 x 4112; the two ends only where another preset's ladder holds the same chain
+  (:data:`SHORT_LADDER_OF`);
+* plain codes (FP8, FP16, BF16; MXFP8 and block-16 MXFP4 built from codes for the
+  instruction presets): 129 x 17 x 80 and 1 x 3 x 4112;
 * the cuBLAS library presets, whose model depends on the shape: 129 x 17 x 80 and
   3 x 17 x 4112 (shapes cuBLAS runs on tensor-core kernels fpspec models, with K slices).
 
 Inputs and outputs are laid out as in :mod:`fpspec.vectors.gemm_sets` (``gemm``
 operation); quantized operands carry their tensor scales (``X_amax``,
-``X_encode_scale``, ``X_decode_scale``) and the meta's ``operand`` names scheme,
-profile, block, tile and T.  Expected outputs come from :func:`fpspec.matmul.gemm`
+``X_encode_scale``, ``X_decode_scale``), applied where the preset's contract puts them
+(folded into decoded operands, the model's alpha, or the FP32 alpha epilogue after an
+instruction chain: ``shape_coverage.tensor_scales``), and the meta's ``operand`` names
+scheme, profile, block, tile and T.  Expected outputs come from :func:`fpspec.matmul.gemm`
 (fast path, bit-equal to the exact spec by test).
 """
 
@@ -38,7 +42,7 @@ import numpy as np
 
 from ..convert import encode
 from ..formats import CodeKind, get_format
-from ..models import LIBRARY, PRESETS, GemmModel, resolve
+from ..models import LIBRARY, PRESETS, GemmModel, contract_of, resolve
 from ..quantization import quantize
 from ..quantized import CODES_SCHEME, QuantizedTensor
 from . import coverage
@@ -52,6 +56,9 @@ __all__ = ["SHAPE_PRESETS", "QUANTIZED_LADDER", "PLAIN_LADDER", "LIBRARY_LADDER"
 #: row (a GEMV), 3 and 7 (below an 8-wide tile), 17 (one past 16), 129 (one past 128); K: one
 #: block, 128 + 16, 1024 + 16 and 4096 + 16 (a partial group of 16 for G = 32, 64, 128).
 QUANTIZED_LADDER = ((129, 17, 16), (7, 129, 144), (17, 7, 1040), (1, 3, 4112))
+#: The two ends of the quantized ladder, for a preset whose chain and operands another preset's full
+#: ladder already covers (:data:`SHORT_LADDER_OF`).
+QUANTIZED_SHORT = ((129, 17, 16), (1, 3, 4112))
 PLAIN_LADDER = ((129, 17, 80), (1, 3, 4112))
 #: cuBLAS runs BF16 and FP16 GEMMs of 1 x 3 x 4112 on a SIMT kernel fpspec does not model: their
 #: long shape is 3 x 17 x 4112 (K split into slices on the H200); FP8 calls are padded to 16
@@ -81,18 +88,26 @@ _PLAIN_KINDS = {"e4m3": ("e4m3", "e4m3"), "e5m2": ("e5m2", "e5m2"), "bf16": ("bf
 #: natural inputs; FP4 with tensor scales where the model applies alpha).
 SHAPE_PRESETS: dict[str, list[str]] = {
     "seed-probe-matched": ["ue5m3", "nvfp4"], "seed-probe-matched-nosnap": ["ue5m3", "nvfp4"],
-    "seed-triton-h200": ["bf16"], "seed-triton-h200-snap": ["bf16"],
+    "seed-triton-h200": ["bf16", "ue5m3"], "seed-triton-h200-snap": ["bf16", "ue5m3"],
     "decoded-fp32": ["ue5m3", "nvfp4", "mxfp4"], "exact": ["ue5m3", "nvfp4", "mxfp4"],
     "km-h100-fp8": ["e4m3"], "km-h100-fp8-promote128": ["e4m3"], "km-b200-fp8": ["e4m3"],
     "km-h100-bf16": ["bf16"], "km-a100-bf16": ["bf16"], "km-v100-fp16": ["fp16"],
     "sm70-f16": ["fp16"], "sm75-f16": ["fp16"], "sm80-f16": ["bf16"], "sm80-f16-f16acc": ["fp16"],
     "sm89-fp8": ["e4m3-e5m2"], "sm90-f16": ["bf16"], "sm90-f16-f16acc": ["fp16"], "sm90-fp8": ["e4m3"],
     "sm100-f16": ["bf16"], "sm100-f8f6f4": ["e4m3-e5m2"], "sm100-mxf8f6f4": ["mxfp8-e4m3"],
-    "sm100-mxf4nvf4": ["nvfp4-codes", "mxfp4-codes"], "sm120-f8f6f4": ["e5m2"],
-    "sm120-mxf8f6f4": ["mxfp8-e5m2"], "sm120-mxf4nvf4": ["nvfp4-codes", "mxfp4-b16-codes"],
+    "sm100-mxf4nvf4": ["nvfp4", "mxfp4"], "sm120-f8f6f4": ["e5m2"],
+    "sm120-mxf8f6f4": ["mxfp8-e5m2"], "sm120-mxf4nvf4": ["nvfp4", "mxfp4-b16-codes"],
     "cdna3-f16": ["bf16"], "cdna3-fp8": ["e4m3fnuz-e5m2fnuz"],
     "cublas-h200-bf16": ["bf16"], "cublas-h200-fp16": ["fp16"], "cublas-h200-fp8": ["e4m3"],
     "cublas-h200-fp8-fast": ["e4m3"],
+}
+
+#: (preset, quantized kind) -> why two shapes (:data:`QUANTIZED_SHORT`) suffice: another preset's full
+#: ladder holds the same chain on the same operands, or the chain and the operands apart.
+_SEED_TRITON_SHORT = "its chain is the BF16 sets', its UE5M3 operands have seed-probe-matched's full ladder"
+SHORT_LADDER_OF: dict[tuple[str, str], str] = {
+    ("sm120-mxf4nvf4", "nvfp4"): "its chain is sm100-mxf4nvf4's, which has the full ladder",
+    ("seed-triton-h200", "ue5m3"): _SEED_TRITON_SHORT, ("seed-triton-h200-snap", "ue5m3"): _SEED_TRITON_SHORT,
 }
 
 #: Seeds: 5400 + the set's index in this model's list (a new preset or shape appends).
@@ -317,12 +332,14 @@ def _operands(kind: str, rng: np.random.Generator, cases: int, m: int, n: int, k
     return inputs, meta, None, contents
 
 
-def _coverage(model: GemmModel, kind: str, shape: tuple[int, int, int], contents: list[list[_Case]],
+def _coverage(preset: str, model: GemmModel, shape: tuple[int, int, int], contents: list[list[_Case]],
               tensor: bool) -> dict[str, Any]:
-    """The meta's ``shape_coverage``: what the set's cases hold (the tests check these claims)."""
+    """The meta's ``shape_coverage``: what the set's cases hold (the tests check these claims);
+    ``tensor_scales``: where the preset's contract puts the operands' tensor scales (FPS-GEMM-25)."""
     m, n, k = shape
     g = model.group_size
     return {"m": m, "n": n, "k": k, "group_size": g, "k_tail": (k % g) if g else 0,
+            "tensor_scales": contract_of(preset).tensor_scales(model) if tensor else None,
             "require_full_groups": model.require_full_groups, "instruction_k": model.instruction_k,
             "k_tile": model.k_tile, "k_tile_tail": (k % model.k_tile) if model.k_tile else 0,
             "k_slices": len(model.slice_lengths(k)),
@@ -334,11 +351,12 @@ def _coverage(model: GemmModel, kind: str, shape: tuple[int, int, int], contents
             "zero_rows": {"a": 0 if m > 1 else None, "bt": 1 if n > 1 else None}}
 
 
-def _describe(preset: str, kind: str, shape: tuple[int, int, int], cov: dict[str, Any],
+def _describe(preset: str, model: GemmModel, kind: str, shape: tuple[int, int, int], cov: dict[str, Any],
               target: float | None) -> str:
     m, n, k = shape
     if kind in QUANTIZED_KINDS:
-        ops = (f"{kind} operands quantized with tensor scales (T = {target:g}; alpha applied as the model says)"
+        ops = (f"{kind} operands quantized with tensor scales (T = {target:g}), the tensor scales "
+               + contract_of(preset).tensor_scales_text(model)
                if target is not None else f"{kind} operands (E8M0 scales, no tensor scale)")
     elif kind in CODE_KINDS:
         ops = f"{kind} operands given as payload codes and scale bytes (no tensor scale)"
@@ -348,9 +366,11 @@ def _describe(preset: str, kind: str, shape: tuple[int, int, int], cov: dict[str
             else f"a partial K tile of {cov['k_tile_tail']} (tiles of {cov['k_tile']})" if cov["k_tile_tail"]
             else "whole groups (the model requires them)" if cov["require_full_groups"] or cov["instruction_k"]
             else "K in whole groups")
+    short = SHORT_LADDER_OF.get((preset, kind))
     return (f"{m} x {n} x {k} under {preset}: {ops}; M and N at and across tile edges, {tail}; ordinary, "
             "wide-range, tiny and zero blocks, a zero row of A and of BT"
-            + (", special codes" if cov["specials"] else "") + " (one set per shape: a set's arrays have one shape)")
+            + (", special codes" if cov["specials"] else "") + " (one set per shape: a set's arrays have one shape"
+            + (f"; two shapes only: {short})" if short else ")"))
 
 
 def _plan(preset: str, kind: str, shape: tuple[int, int, int], level: int, seed: int) -> SetPlan:
@@ -369,7 +389,7 @@ def _plan(preset: str, kind: str, shape: tuple[int, int, int], level: int, seed:
                  "layout": f"{'FP16' if fp16 else 'FP32'} bits of C, row-major",
                  "depends_on": [f"gemm-model:{preset}"]}}
     tensor = kind in QUANTIZED_KINDS and target is not None
-    cov = _coverage(model, kind, shape, contents, tensor)
+    cov = _coverage(preset, model, shape, contents, tensor)
     used = {i["format"] for i in in_meta.values()} | {out["c"]["format"]}
     extra: dict[str, Any] = {"params": {"model": preset, "operands": kind}, "model": preset,
                              "formats_used": sorted(used), "shape_coverage": cov}
@@ -380,7 +400,7 @@ def _plan(preset: str, kind: str, shape: tuple[int, int, int], level: int, seed:
     name = f"gemm-shapes-{preset}-{kind}-{m}x{n}x{k}"
     reqs = ["FPS-GEMM-1", "FPS-GEMM-3", "FPS-VEC-8"] + (["FPS-GEMM-8"] if tensor else []) \
         + (["FPS-GEMM-2"] if cov["specials"] else []) + (["FPS-CUB-6"] if preset in LIBRARY else [])
-    meta = make_meta(name, "gemm", "gemm-shapes", _describe(preset, kind, shape, cov, target), reqs, seed,
+    meta = make_meta(name, "gemm", "gemm-shapes", _describe(preset, model, kind, shape, cov, target), reqs, seed,
                      level, cases, in_meta, out, key="array", **extra)
     tags = tag_mask("wide_range", "profile_dependent", "zero_block")
     if cov["specials"]:
@@ -393,6 +413,8 @@ def _plan(preset: str, kind: str, shape: tuple[int, int, int], level: int, seed:
 def _ladder(preset: str, kind: str) -> tuple[tuple[int, int, int], ...]:
     if preset in LIBRARY and kind != "e4m3":
         return LIBRARY_LADDER
+    if (preset, kind) in SHORT_LADDER_OF:
+        return QUANTIZED_SHORT
     return QUANTIZED_LADDER if kind in QUANTIZED_KINDS else PLAIN_LADDER
 
 
