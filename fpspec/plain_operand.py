@@ -18,6 +18,7 @@ description; :data:`ENTRIES` lists the entries.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from fractions import Fraction
 from typing import Mapping
 
@@ -201,6 +202,8 @@ def _quantized_tensor(arrays: Mapping[str, np.ndarray], scheme: str, common: dic
     if sch.tensor_scale:
         if amax is None:
             raise FpspecError(f"missing entry 'amax': {scheme} has a tensor scale, computed from the tensor amax")
+        if target is not None and not (np.isfinite(target) and target > 0):
+            raise FpspecError(f"entry 'target': must be a positive finite float32, got {_bits(target)}")
         t = Fraction(float(target)) if target is not None else prof.target
     else:
         if target is not None:
@@ -209,15 +212,16 @@ def _quantized_tensor(arrays: Mapping[str, np.ndarray], scheme: str, common: dic
         amax = np.float32(0) if amax is None else amax
     if not np.isfinite(amax) or amax < 0:
         raise FpspecError(f"entry 'amax': must be a finite non-negative float32, got {_bits(amax)}")
+    params = {"target": None if t is None else str(t)}
+    layout = cls(**common, encode_scale=np.float32(1), decode_scale=np.float32(1), amax=np.float32(amax),
+                 scheme=scheme, profile=profile, payload_format=payload_format, params=params)  # shapes checked
     enc, dec = derived_scales(scheme, profile, common, payload_format, t, amax)
     for name, want in (("encode_scale", enc), ("decode_scale", dec)):
         got = _float32(arrays, name)
         if got is not None and np.float32(got).view(np.uint32) != np.float32(want).view(np.uint32):
             raise FpspecError(f"entry {name!r}: {_bits(got)} is not the {name} {scheme}/{profile} derives from "
                               f"amax {_bits(amax)} and T = {t}: {_bits(want)}")
-    params = {"target": None if t is None else str(t)}
-    qt = cls(**common, encode_scale=np.float32(enc), decode_scale=np.float32(dec), amax=np.float32(amax),
-             scheme=scheme, profile=profile, payload_format=payload_format, params=params)
+    qt = replace(layout, encode_scale=np.float32(enc), decode_scale=np.float32(dec))
     qt.validate()
     return qt
 
