@@ -39,8 +39,8 @@ def test_fpsgemm3_rtz_is_canonical_rz_an_alias():
     # the alias is a name for the same rounding: identical outputs
     rng = np.random.default_rng(6)
     a, bt = wide_codes(rng, (2, 64), "bf16"), wide_codes(rng, (3, 64), "bf16")
-    y1 = gemm(a, bt, "seed-probe-matched-nosnap", fmt="bf16", group_rounding="rz")
-    y2 = gemm(a, bt, "seed-probe-matched-nosnap", fmt="bf16", group_rounding="rtz")
+    y1 = gemm(a, bt, get_model("seed-probe-matched-nosnap", group_rounding="rz"), fmt="bf16")
+    y2 = gemm(a, bt, get_model("seed-probe-matched-nosnap", group_rounding="rtz"), fmt="bf16")
     assert np.array_equal(y1.view(np.uint32), y2.view(np.uint32))
 
 
@@ -74,11 +74,14 @@ def test_fpsgemm11_set_none_is_the_choice_none(tmp_path, capsys):
     x = np.random.default_rng(1).standard_normal((4, 64)).astype(np.float32)
     quantize(x, "nvfp4").to_npz(tmp_path / "A.npz")
     out = tmp_path / "C.npy"
+    # alpha_source=none on NVFP4 operands would drop their tensor scales: refused (FPS-GEMM-25)
     assert main(["gemm", str(tmp_path / "A.npz"), str(tmp_path / "A.npz"), "--model", "seed-probe-matched",
-                 "--set", "alpha_source=none", "--set", "group_rounding=none", "--out", str(out)]) == 0
+                 "--set", "alpha_source=none", "--set", "group_rounding=none", "--out", str(out)]) == 2
+    assert "tensor scale of A (nvfp4" in capsys.readouterr().err
+    assert main(["gemm", str(tmp_path / "A.npz"), str(tmp_path / "A.npz"), "--model", "seed-probe-matched",
+                 "--set", "group_rounding=none", "--out", str(out)]) == 0
     qa = quantize(x, "nvfp4")
-    assert np.array_equal(np.load(out), gemm(qa, qa, "seed-probe-matched", alpha_source="none",
-                                             group_rounding="none"))
+    assert np.array_equal(np.load(out), gemm(qa, qa, "seed-probe-matched", group_rounding="none"))
 
 
 # ----------------------------------------------------------- bad parameters
@@ -118,6 +121,7 @@ def test_fpsgemm9_huge_counts_run_without_huge_buffers():
     rng = np.random.default_rng(40)
     a, bt = wide_codes(rng, (2, 96), "bf16", span=20), wide_codes(rng, (3, 96), "bf16", span=20)
     for name in ("seed-probe-matched-nosnap", "km-h100-bf16", "exact"):
+        name = get_model(name)  # the chain as parameters (FPS-GEMM-25: the seed preset takes FP4 operands)
         want = gemm(a, bt, name, fmt="bf16", group_size=None, require_full_groups=False, impl="exact")
         for over in (dict(group_size=2 ** 40), dict(group_size=2 ** 40, promotion_interval=2 ** 80),
                      dict(group_size=np.int64(2 ** 40), split_k=2 ** 62)):

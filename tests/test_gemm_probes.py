@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from fpspec.matmul import gemm
-from fpspec.models import PRESETS
+from fpspec.models import PRESETS, get_model
 
 from gemm_helpers import codes_of
 
@@ -36,8 +36,9 @@ def dot(pairs, k, fmt, model, **over):
         a[0, pos] = x
         b[0, pos] = y
     ac, bc = codes_of(a, fmt), codes_of(b, fmt)
-    ye = gemm(ac, bc, model, fmt=fmt, impl="exact", **over)
-    yf = gemm(ac, bc, model, fmt=fmt, impl="fast", **over)
+    model = get_model(model, **over)  # the preset's chain as parameters, on any code format (FPS-GEMM-25)
+    ye = gemm(ac, bc, model, fmt=fmt, impl="exact")
+    yf = gemm(ac, bc, model, fmt=fmt, impl="fast")
     assert ye.view(np.uint32)[0, 0] == yf.view(np.uint32)[0, 0], (ye, yf)
     return ye[0, 0]
 
