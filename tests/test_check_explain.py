@@ -110,6 +110,22 @@ def test_mx_profile_trace_names_the_exponent(pack):
     assert "block [2, 0] of case 10: tensor amax g = " in text
 
 
+def test_scale_mismatch_trace(pack):
+    """FPS-CHK-4: a wrong scale code names its block (not an element of x), shows the expected and
+    submitted scale codes, and the block's first element whose code differs."""
+    name = "quantize-nvfp4-te-fp32-1x16"
+    vs = pack.load(name)
+    outs = {k: v.copy() for k, v in compute(vs.meta, vs.inputs, "fast").items()}
+    outs["scales"][CASE, ROW, 1] += 1
+    outs["codes"][CASE, ROW, 19] ^= 1
+    rep = check(pack, {name: _as_results(outs)}, select=name)
+    m = next(m for m in rep.mismatches if m.output == "scales")
+    assert m.inputs["x"] == "array uint32[16, 32], block [2, 1] of its scale grid"
+    want = int(vs.outputs["scales"][CASE, ROW, 1])
+    assert f"-> scale code 0x{want:02x} ue4m3 " in m.trace[1] and f", submitted 0x{want + 1:02x} ue4m3 " in m.trace[1]
+    assert m.trace[2].startswith("element [2, 19]: ")
+
+
 def test_trace_is_the_quantizer():
     """FPS-BLK-15: block_trace_exact gives the codes, scales and dequantized values of
     quantize_view_exact, block by block, for every profile family."""

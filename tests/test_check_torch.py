@@ -114,7 +114,7 @@ def test_example_quantizer_passes(tmp_path, capsys):
                      "quantize-ue5m3-seed-fp32-1x16-colwise", "quantize-ue5m3-seed-fp32-1x16-t2048"]
     h.save(tmp_path / "res")
     code = main(["check", str(PACK), str(tmp_path / "res"), "--declare",
-                 str(EXAMPLES / "torch_ue5m3_seed_fp32.yaml")])
+                 str(EXAMPLES / "torch_ue5m3_seed_fp32.yaml"), "--verbose"])
     out = capsys.readouterr().out
     assert code == 0, out
     assert "pass 16; exit 0" in out

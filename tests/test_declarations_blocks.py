@@ -56,7 +56,7 @@ EXPECTED = {
 
 
 def _check(results: Path, capsys, declare: str | None = None, select: str | None = None) -> tuple[int, str]:
-    args = ["check", str(PACK), str(results), "--max-report", "3"]
+    args = ["check", str(PACK), str(results), "--max-report", "3", "--verbose"]
     if declare:
         args += ["--declare", str(DECL / declare)]
     if select:

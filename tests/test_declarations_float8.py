@@ -30,7 +30,7 @@ TORCH_211_VENV = Path(os.environ.get("FPSPEC_TORCH211_PYTHON", "/work/scratch/ve
 
 
 def _check(results: Path, select: str, declare: Path | None, capsys) -> tuple[int, str]:
-    args = ["check", str(PACK), str(results), "--select", select, "--max-report", "3"]
+    args = ["check", str(PACK), str(results), "--select", select, "--max-report", "3", "--verbose"]
     if declare is not None:
         args += ["--declare", str(declare)]
     code = main(args)

@@ -202,7 +202,7 @@ class CheckReport:
         }
 
 
-def _input_text(vs: VectorSet, case: int, element: tuple[int, ...] | None) -> dict[str, str]:
+def _input_text(vs: VectorSet, case: int, element: tuple[int, ...] | None, oname: str = "") -> dict[str, str]:
     """Each input of a case; for array inputs the element that produced the output element."""
     out = {}
     op = vs.meta["operation"]
@@ -219,6 +219,8 @@ def _input_text(vs: VectorSet, case: int, element: tuple[int, ...] | None) -> di
         elif op == "gemm" and element is not None and len(element) == 2:
             row = element[0] if k.startswith("a") else element[1]
             out[k] = f"row {row} of {spec['dtype']}{list(a.shape)} ({fmt})"
+        elif op == "quantize" and k == "x" and oname == "scales" and element is not None:
+            out[k] = f"array {spec['dtype']}{list(a.shape)}, block {list(element)} of its scale grid"
         elif op == "quantize" and k == "x" and params.get("rht"):
             out[k] = f"array {spec['dtype']}{list(a.shape)} (Hadamard-transformed before quantization)"
         elif el is not None and len(el) == a.ndim and all(e < s for e, s in zip(el, a.shape)):
@@ -268,7 +270,7 @@ def _check_output(vs: VectorSet, oname: str, got: np.ndarray, decl: Declaration,
             report.mismatches.append(Mismatch(
                 vs.name, oname, int(c), int(keys[c]), tag_names(int(vs.tags[c])),
                 list(element) if element is not None else None, e_code, g_code, fmt,
-                _input_text(vs, int(c), element), code_distance(e_code, g_code, fmt),
+                _input_text(vs, int(c), element, oname), code_distance(e_code, g_code, fmt),
                 _trace(vs, submitted, oname, int(c), element)))
     return res
 
