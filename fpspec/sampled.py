@@ -201,6 +201,8 @@ def _selection_item(item: str, n: int, seed: int, what: str) -> np.ndarray:
         except ValueError:
             raise FpspecError(f"{what} item {item!r}: {t!r} is not a whole number") from None
 
+    if item == "":
+        raise FpspecError(f"{what} item {item!r}: an empty item (two commas, or one at an end)")
     if item == "all":
         return np.arange(n, dtype=np.int64)
     if item.startswith("random:"):
