@@ -137,6 +137,13 @@ def test_wrong_quantizer_is_rejected(bug, tag, tmp_path, capsys):
     assert "MISMATCH quantize-ue5m3-seed-fp32-" in out and f"{tag}=" in out
     rep = h.report(max_report=1000)
     assert rep.mismatches and all(tag in m.tags for m in rep.mismatches)
+    # the checker names the choice the wrong quantizer made, on each of its four sets
+    choice = {"no-zero-scale-rule": "the zero-scale rule off", "ties-away": "payload rounding rna"}[bug]
+    assert rep.explanations == {name: f"your outputs match ue5m3/seed-fp32 with {choice}"
+                                for name in ("quantize-ue5m3-seed-fp32-16x16", "quantize-ue5m3-seed-fp32-1x16",
+                                             "quantize-ue5m3-seed-fp32-1x16-colwise",
+                                             "quantize-ue5m3-seed-fp32-1x16-t2048")}
+    assert f"EXPLAIN quantize-ue5m3-seed-fp32-1x16: your outputs match ue5m3/seed-fp32 with {choice}" in out
     if bug == "no-zero-scale-rule":
         # scale code 0 instead of 0x78 (1.0), and payloads saturated at +-6 instead of 0
         assert "expected      0x78 ue5m3 e=01111 m=000 = 1" in format_text(rep, 1000)
