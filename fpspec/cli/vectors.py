@@ -1,4 +1,5 @@
-"""``fpspec vectors generate | verify | run-reference | list`` (FPS-VEC-5, FPS-VEC-10, FPS-CHK-6)."""
+"""``fpspec vectors generate | verify | run-reference | list | mutants`` (FPS-VEC-5, FPS-VEC-10, FPS-CHK-6,
+FPS-MUT-3)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from ..vectors.checker import EXIT_INTEGRITY, select_names
 from ..vectors.generate import generate
 from ..vectors.pack import IntegrityError, Pack
 from ..vectors.results import run_reference
+from . import mutants
 from .options import add_quiet, progress_stream
 
 
@@ -86,3 +88,4 @@ def register(sub: argparse._SubParsersAction) -> None:
     ls.add_argument("pack")
     ls.add_argument("--select")
     ls.set_defaults(func=_list)
+    mutants.register(vs)

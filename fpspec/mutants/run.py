@@ -1,0 +1,125 @@
+"""Running the mutant catalogue on a pack (FPS-MUT-3).
+
+Each mutant computes the outputs of every set its globs name, and those outputs are compared
+with the pack's expected outputs as the checker compares them under the default declaration
+(:func:`fpspec.vectors.checker.check`: every output bit-equal).  A mutant is *killed* when some
+output of some set differs (or when it refuses a set's inputs, as a kernel that fails on valid
+input fails the check), *equivalent* when it survives and carries a written argument that it
+is the same function, and *survived* otherwise; *no set* when the pack has none of its sets.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+import numpy as np
+
+from ..errors import FpspecError
+from ..vectors.pack import Pack, VectorSet
+from .catalogue import CATALOGUE, Mutant
+
+__all__ = ["MutantOutcome", "MutationReport", "run_mutants", "first_difference"]
+
+
+@dataclass
+class MutantOutcome:
+    """What one mutant did on the pack."""
+
+    mutant: Mutant
+    status: str                       # killed | survived | equivalent | no-set
+    sets: list[str] = field(default_factory=list)
+    killed_by: str = ""               # "set/output case i" of the first difference, or the refusal
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"mutant": self.mutant.name, "family": self.mutant.family, "status": self.status,
+                "description": self.mutant.description, "sets": self.sets, "killed_by": self.killed_by,
+                "equivalent": self.mutant.equivalent, "seconds": round(self.seconds, 3)}
+
+
+@dataclass
+class MutationReport:
+    pack: str
+    outcomes: list[MutantOutcome]
+
+    def counts(self) -> dict[str, int]:
+        out = {"killed": 0, "equivalent": 0, "survived": 0, "no-set": 0}
+        for o in self.outcomes:
+            out[o.status] += 1
+        return out
+
+    @property
+    def kill_rate(self) -> float:
+        """Killed over mutants that are not equivalent (1.0 for none)."""
+        c = self.counts()
+        live = c["killed"] + c["survived"] + c["no-set"]
+        return c["killed"] / live if live else 1.0
+
+    @property
+    def exit_code(self) -> int:
+        """0: every mutant killed or argued equivalent; 1: some survived (or had no set)."""
+        c = self.counts()
+        return 0 if c["survived"] == 0 and c["no-set"] == 0 else 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"pack": self.pack, "mutants": len(self.outcomes), "counts": self.counts(),
+                "kill_rate": round(self.kill_rate, 6), "outcomes": [o.to_dict() for o in self.outcomes]}
+
+
+def first_difference(vs: VectorSet, outputs: dict[str, np.ndarray]) -> str:
+    """'' when every output equals the set's expected one bit for bit, else where they first part."""
+    for name in sorted(vs.outputs):
+        exp = vs.outputs[name]
+        got = outputs.get(name)
+        if got is None:
+            return f"{vs.name}/{name}: missing"
+        got = np.asarray(got)
+        if got.dtype != exp.dtype or got.shape != exp.shape:
+            return f"{vs.name}/{name}: {got.dtype}{list(got.shape)} where {exp.dtype}{list(exp.shape)} is expected"
+        diff = got != exp
+        if diff.any():
+            case = int(np.argwhere(diff.reshape(diff.shape[0], -1).any(axis=1))[0][0])
+            return f"{vs.name}/{name} case {case}"
+    return ""
+
+
+def _matching(names: Iterable[str], globs: str) -> list[str]:
+    pats = [g.strip() for g in globs.split(",") if g.strip()]
+    return sorted(n for n in names if any(fnmatch.fnmatchcase(n, p) for p in pats))
+
+
+def run_mutants(pack: Pack | str | Path, mutants: Iterable[Mutant] | None = None,
+                progress: Callable[[MutantOutcome, int, int], None] | None = None) -> MutationReport:
+    """Run each mutant (default: the whole catalogue) on its sets of ``pack``."""
+    pack = pack if isinstance(pack, Pack) else Pack(pack)
+    todo = list(CATALOGUE if mutants is None else mutants)
+    names = pack.names()
+    cache: dict[str, VectorSet] = {}
+    outcomes = []
+    for i, m in enumerate(todo):
+        t0 = time.perf_counter()
+        sets = _matching(names, m.sets)
+        outcome = MutantOutcome(m, "no-set", sets)
+        for name in sets:
+            vs = cache.get(name) or cache.setdefault(name, pack.load(name))
+            try:
+                outs = m.variation.outputs(vs.meta, vs.inputs)
+            except FpspecError as exc:
+                outcome.status, outcome.killed_by = "killed", f"{name}: refused ({exc})"
+                break
+            where = first_difference(vs, outs)
+            if where:
+                outcome.status, outcome.killed_by = "killed", where
+                break
+            outcome.status = "survived"
+        if outcome.status == "survived" and m.equivalent:
+            outcome.status = "equivalent"
+        outcome.seconds = time.perf_counter() - t0
+        outcomes.append(outcome)
+        if progress is not None:
+            progress(outcome, i + 1, len(todo))
+    return MutationReport(str(pack.root), outcomes)
