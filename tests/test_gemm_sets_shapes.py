@@ -160,3 +160,14 @@ def test_size_within_budget(plans):
         out = np.dtype(p.meta["outputs"]["c"]["dtype"]).itemsize * int(np.prod(p.meta["outputs"]["c"]["shape"]))
         total += sum(a.nbytes for a in p.inputs.values()) + out * p.meta["cases"]
     assert total < 2.9e6
+
+
+def test_a_declaration_selects_a_library_presets_sets(plans):
+    """FPS-CHK-5: a declaration may name a library preset (cublas-h200-*) as its model; its sets are
+    then supported and another preset's are not."""
+    from fpspec.vectors.declare import Declaration
+
+    decl = Declaration.from_mapping({"name": "lib", "operations": ["gemm"], "models": ["cublas-h200-bf16"]}, "t")
+    ok, _ = decl.supports(plans["gemm-shapes-cublas-h200-bf16-bf16-129x17x80"].meta, "c")
+    other, why = decl.supports(plans["gemm-shapes-km-h100-bf16-bf16-129x17x80"].meta, "c")
+    assert ok and not other and why == "model km-h100-bf16 not declared"
