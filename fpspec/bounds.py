@@ -21,6 +21,7 @@ adds floats for JSON.
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -68,8 +69,11 @@ def _target(target: object) -> Fraction:
     such as '448' or '1/2'); an infinite or NaN T has no bounds and is refused."""
     if isinstance(target, bool):
         raise FpspecError(f"target T must be a number, got {target!r}")
+    value = target
+    if isinstance(value, numbers.Real) and not isinstance(value, numbers.Rational):
+        value = float(value)  # NumPy floats too (np.float32(448)); a float is exact as a Fraction
     try:
-        t = Fraction(target)  # type: ignore[arg-type]
+        t = Fraction(value)  # type: ignore[arg-type]
     except OverflowError:  # Fraction(inf)
         raise FpspecError(f"target T must be finite, got {target!r}") from None
     except (TypeError, ValueError, ZeroDivisionError):

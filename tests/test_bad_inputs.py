@@ -8,6 +8,15 @@ holds Python objects; no traceback), and that nothing was written: every file in
 the work folder is byte-identical afterwards and no new file (temporary files
 included) appears, so an existing output (``existing.npy``) is never changed.
 
+Inputs that are valid though unusual (big-endian arrays, a uint16 ``--rbits`` whose
+values fit ``--nbits``) are rows of status 0: the command succeeds, prints nothing
+on stderr, its stdout matches the regex, and it writes exactly its ``--out``
+(``existing.npy`` or ``existing.npz``, restored afterwards) and nothing else.  Rows
+of status 141 run with a stdout whose reader has gone (every write raises
+BrokenPipeError, as ``| head`` does): the command stops quietly, nothing on stderr.
+The API side follows the table: :data:`API_CASES` (bad arguments, one FpspecError
+each) and the big-endian results compared bit for bit with the native-order ones.
+
 Left out on purpose (fixed in parallel by other tasks, added after merging):
 NVFP4 profiles turning a finite 3.4e38 into NaN, float64 input beyond the
 float32 range, ``encode --nan zero`` into ue8m0, a float ``nbits``, an absurd
@@ -21,17 +30,23 @@ import io
 import json
 import re
 import shutil
+import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from fpspec.cli import main
-from fpspec.convert import encode
+import fpspec
+from fpspec.bounds import SCALE_FORMATS, range_bounds
+from fpspec.cli import BROKEN_PIPE_STATUS, main
+from fpspec.convert import decode, encode
 from fpspec.errors import FpspecError
 from fpspec.formats import get_format
-from fpspec.quantization import quantize
+from fpspec.io import load_npy, load_npz
+from fpspec.quantization import dequantize, quantize
+from fpspec.quantized import QuantizedTensor
 from fpspec.vectors.pack import MANIFEST, pack_id_of
 from fpspec.vectors.results import run_reference
 
@@ -209,7 +224,7 @@ def _tampered(base: dict[str, np.ndarray], meta: dict) -> dict[str, tuple[dict[s
         "meta-list": (dict(base, meta=np.array("[1, 2]")), r"meta must be a JSON object, got list"),
         "meta-key": (with_meta(evil=1), r"meta has unknown keys \['evil'\]"),
         "meta-int": (dict(base, meta=np.array(5)), r"meta must be one JSON string, got int64"),
-        "no-codes": (without("codes"), r"not an fpspec quantized tensor, missing \['codes'\]"),
+        "no-codes": (without("codes"), r"(not|neither) an fpspec quantized tensor,? \(?missing \['codes'\]"),
         "no-meta": (without("meta"), r"missing \['meta'\]"),
         "no-amax": (without("amax"), r"missing \['amax'\]"),
     }
@@ -251,6 +266,20 @@ def w(tmp_path_factory) -> Path:
     q.to_npz(d / "q.npz")
     quantize(x, "mxfp4", block=32).to_npz(d / "qmx.npz")
     quantize(x.reshape(2, 2, 32), "ue5m3").to_npz(d / "existing.npz")
+    # valid data in unusual dress: big-endian arrays, wide random values that fit --nbits 8
+    np.save(d / "x-be4.npy", x.astype(">f4"))
+    np.save(d / "x-be8.npy", x.astype(">f8"))
+    np.save(d / "x-fortran-be4.npy", np.asfortranarray(x.astype(">f4")))
+    np.save(d / "codes16-be.npy", encode(x, "fp16").astype(">u2"))
+    np.save(d / "a16-be.npy", encode(rng.standard_normal((4, 64)), "fp16").astype(">u2"))
+    np.save(d / "b16-be.npy", encode(rng.standard_normal((3, 64)), "fp16").astype(">u2"))
+    small = rng.integers(0, 256, (4, 32), dtype=np.uint16)
+    np.save(d / "r16-fits.npy", small)
+    np.save(d / "r16-fits-be.npy", small.astype(">u2"))
+    with np.load(d / "q.npz", allow_pickle=False) as z:
+        arrays = {k: z[k].astype(z[k].dtype.newbyteorder(">")) for k in z.files}
+    with open(d / "q-be.npz", "wb") as fh:
+        np.savez(fh, **arrays)
     # bad .npy files
     bad = d / "bad"
     bad.mkdir()
@@ -398,6 +427,13 @@ CASES: list[tuple[str, list[str], int, str]] = [
     *[(f"out-is-folder-{c[0]}", [*c, "--out", f"{{w}}/bad/folder{s}"], 2, rf"--out .*folder\{s}: is a folder")
       for c, s in ((E, ".npy"), (Q, ".npz"), (D, ".npy"))],
     ("out-suffix-bin", [*E, "--out", "{w}/o.bin"], 2, r"--out .*o\.bin: the name must end in \.npy"),
+    # the refusal says what to do and does not contradict itself (it once added "fpspec writes
+    # exactly the name given" to a refusal of the name given)
+    ("out-suffix-bin-message", [*E, "--out", "{w}/codes.bin"], 2,
+     r"^(?!.*exactly the name given).*--out .*codes\.bin: the name must end in \.npy, the suffix of what this "
+     r"command writes \(fpspec never adds or changes a suffix; e\.g\. codes\.npy\)$"),
+    ("out-suffix-npz-message", [*Q, "--out", "{w}/q.bin"], 2,
+     r"q\.bin: the name must end in \.npz, the suffix of what this command writes \(.*e\.g\. q\.npz\)$"),
     ("out-suffix-none", [*E, "--out", "{w}/o"], 2, r"--out .*/o: the name must end in \.npy"),
     ("out-suffix-npz-for-npy", [*E, "--out", "{w}/o.npz"], 2, r"must end in \.npy"),
     ("out-suffix-npy-for-npz", [*Q, "--out", "{w}/o.npy"], 2, r"--out .*o\.npy: the name must end in \.npz"),
@@ -523,6 +559,12 @@ CASES: list[tuple[str, list[str], int, str]] = [
      r"argument --scheme: invalid choice: 'fp4x'"),
     ("profile-unknown", [*Q, "--profile", "fastest", "--out", "{w}/o.npz"], 2,
      r"unknown profile 'fastest' for scheme 'ue5m3'"),
+    *[(f"profile-empty-{i}", [*Q[:3], scheme, "--profile", text, "--out", "{w}/o.npz"], 2, m)
+      for i, (scheme, text, m) in enumerate((
+          ("ue5m3", "", r"--profile must name a profile of ue5m3 \(exact, seed-fp32, .*\), got ''; leave it out for "
+                        r"the default, exact$"),
+          ("ue5m3", "  ", r"--profile must name a profile of ue5m3 .*, got ' +'"),  # (the line folds spaces)
+          ("nvfp4", "", r"--profile must name a profile of nvfp4 \(te-fp32, .*\), got ''; .*default, te-fp32$")))],
     ("scale-format-unknown", [*Q, "--scale-format", "ue9m9", "--out", "{w}/o.npz"], 2,
      r"scale format 'ue9m9' is not accepted by ue5m3/exact"),
     ("zero-rule-mxfp4", ["quantize", "{w}/x.npy", "--scheme", "mxfp4", "--zero-scale-rule", "on", "--out",
@@ -537,6 +579,32 @@ CASES: list[tuple[str, list[str], int, str]] = [
      r"r-f32\.npy: random values must be unsigned integers, got float32"),
     ("rbits-too-big-for-nbits", [*Q, "--rounding", "sr", "--rbits", "{w}/r16.npy", "--nbits", "8", "--out",
                                  "{w}/o.npz"], 2, r"random value 45008 is not below 2\^8 \(nbits = 8\) \(first at index \[0, 0\]\)"),
+    ("rbits-too-big-for-nbits-encode", [*E, "--rounding", "sr", "--rbits", "{w}/r16.npy", "--nbits", "8", "--out",
+                                        "{w}/o.npy"], 2,
+     r"fpspec encode: error: random value 45008 is not below 2\^8 \(nbits = 8\) \(first at index \[0, 0\]\)$"),
+    ("rbits-too-big-for-nbits-exact", [*E, "--rounding", "sr", "--rbits", "{w}/r16.npy", "--nbits", "8", "--impl",
+                                       "exact", "--out", "{w}/o.npy"], 2, r"random value 45008 is not below 2\^8"),
+    ("rbits-too-big-for-nbits-12", [*E, "--rounding", "sr", "--rbits", "{w}/r16.npy", "--nbits", "12", "--out",
+                                    "{w}/o.npy"], 2, r"random value 45008 is not below 2\^12 .*\[0, 0\]"),
+    # a wider dtype whose values all fit --nbits is taken (docs/cli.rst, FPS-CLI-7)
+    ("rbits-uint16-fits-quantize", [*Q, "--rounding", "sr", "--rbits", "{w}/r16-fits.npy", "--nbits", "8", "--out",
+                                    "{w}/existing.npz"], 0, r"^$"),
+    ("rbits-uint16-fits-encode", [*E, "--rounding", "sr", "--rbits", "{w}/r16-fits.npy", "--nbits", "8", "--out",
+                                  "{w}/existing.npy"], 0, r"^$"),
+    ("rbits-uint16-big-endian", [*Q, "--rounding", "sr", "--rbits", "{w}/r16-fits-be.npy", "--out",
+                                 "{w}/existing.npz"], 0, r"^$"),
+    # ---- big-endian arrays are valid data, converted where they enter (FPS-CLI-7)
+    *[(f"big-endian-{n}", argv, 0, r"^$") for n, argv in (
+        ("encode-f4", ["encode", "{w}/x-be4.npy", "--to", "e2m1", "--out", "{w}/existing.npy"]),
+        ("encode-f8-exact", ["encode", "{w}/x-be8.npy", "--to", "e4m3", "--impl", "exact", "--out",
+                             "{w}/existing.npy"]),
+        ("quantize-f4", ["quantize", "{w}/x-be4.npy", "--scheme", "ue5m3", "--out", "{w}/existing.npz"]),
+        ("quantize-f8", ["quantize", "{w}/x-be8.npy", "--scheme", "nvfp4", "--out", "{w}/existing.npz"]),
+        ("quantize-fortran", ["quantize", "{w}/x-fortran-be4.npy", "--scheme", "mxfp4", "--out", "{w}/existing.npz"]),
+        ("decode-u2", ["decode", "{w}/codes16-be.npy", "--from", "fp16", "--out", "{w}/existing.npy"]),
+        ("gemm-u2", ["gemm", "{w}/a16-be.npy", "{w}/b16-be.npy", "--operand-format", "fp16", "--model", "exact",
+                     "--out", "{w}/existing.npy"]),
+        ("dequantize-npz", ["dequantize", "{w}/q-be.npz", "--out", "{w}/existing.npy"]))],
     *[(f"nbits-{n}", [*Q, "--rounding", "sr", "--rbits", "{w}/r8.npy", "--nbits", n, "--out", "{w}/o.npz"], 2, m)
       for n, m in (("0", r"--nbits must be between 1 and 32, got 0"), ("33", r"--nbits must be between 1 and 32"),
                    ("-8", r"--nbits must be between 1 and 32"), ("abc", r"--nbits must be an integer, got 'abc'"))],
@@ -555,6 +623,20 @@ CASES: list[tuple[str, list[str], int, str]] = [
                    ("0", "must be positive"), ("-1", "must be positive"), ("abc", "must be a number"),
                    ("1/3", "not exactly a binary32 value"), ("nan", "must be a number"), ("2^-200", "not exactly"))],
     ("bounds-scale-format", ["bounds", "--scale-format", "e9m9"], 2, r"argument --scale-format: invalid choice"),
+    ("bounds-target-inf", ["bounds", "--scale-format", "ue5m3", "--target", "inf"], 2,
+     r"--target must be a number .*got 'inf'"),
+    # the headroom line carries its explanation for every scale format (an f-string conditional
+    # once swallowed it for the small headrooms, U/T < 1e6)
+    *[(f"bounds-headroom-line-{f}", ["bounds", "--scale-format", f], 0,
+       rf"(?m)^  headroom U/T {{10}}= {h} \(every block unsaturated iff T\*rho <= U, rho = block amax / tensor amax\)$")
+      for f, h in (("ue5m3", r"960/7 = 137\.14x"), ("ue5m3fnu", r"256 = 256\.00x"), ("ue4m3", r"1 = 1\.00x"),
+                   ("e4m3", r"1 = 1\.00x"), ("ue8m0", r"3\.79779e\+35x"))],
+    # ---- a reader that closes stdout early (| head): quiet, status 141 (docs/cli.rst, exit status)
+    *[(f"broken-pipe-{n}", argv, BROKEN_PIPE_STATUS, r"^$") for n, argv in (
+        ("codebook", ["codebook", "fp16"]), ("codebook-json", ["codebook", "e4m3", "--json"]),
+        ("formats", ["formats"]), ("bounds", ["bounds", "--scale-format", "ue5m3"]),
+        ("bounds-json", ["bounds", "--scale-format", "ue8m0", "--json"]),
+        ("vectors-list", ["vectors", "list", "{w}/pack"]))],
     # ---- probe sizes and options (checked before any GEMM runs)
     *[(f"probe-k-{k}", [*PROBE, "--k", k], 2, m)
       for k, m in (("1e8", r"--k must be between 1 and 131072, got 1e8"), ("100000000", r"--k must be between 1 and"),
@@ -619,8 +701,8 @@ CASES: list[tuple[str, list[str], int, str]] = [
     ("check-no-pack", ["check", "{w}/nopack", "{w}/res"], 2, r"nopack: not a folder"),
     ("check-not-a-pack", ["check", "{w}/bad", "{w}/res"], 2, r"MANIFEST\.json: no such file \(not a vector pack\)"),
     ("check-no-results", ["check", "{w}/pack", "{w}/nores"], 2, r"nores: no such results folder or \.npz file"),
-    ("check-select-nothing", ["check", "{w}/pack", "{w}/res", "--select", "nomatch*"], 2,
-     r"--select 'nomatch\*' matches no set of"),
+    ("check-select-nothing", ["check", "{w}/pack", "{w}/res", "--select", "nomatch*"], 4,
+     r"incomplete: --select 'nomatch\*' matches no set of"),
     ("check-results-truncated", ["check", "{w}/pack", "{w}/res-trunc"], 2,
      r"res-trunc/decode-e2m1\.npz: damaged or truncated \.npz archive"),
     ("check-results-npy", ["check", "{w}/pack", "{w}/x.npy"], 2, r"x\.npy: is a \.npy array, expected an \.npz archive"),
@@ -668,6 +750,20 @@ CASES: list[tuple[str, list[str], int, str]] = [
 ]
 
 
+class _GoneReader(io.TextIOBase):
+    """A stdout whose reader has gone (``fpspec ... | head`` after head exits): every write and
+    flush raises BrokenPipeError, and there is no file descriptor to redirect."""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        raise BrokenPipeError(32, "Broken pipe")
+
+    def flush(self) -> None:
+        raise BrokenPipeError(32, "Broken pipe")
+
+
 def _snapshot(root: Path) -> dict[str, str]:
     out = {}
     for p in sorted(root.rglob("*")):
@@ -679,14 +775,14 @@ def _snapshot(root: Path) -> dict[str, str]:
 def test_a_huge_group_size_is_one_group(w):
     """FPS-GEMM-1: G larger than K means one group of all K products; G = 2^40 allocates
     nothing of that size and equals G = None."""
-    from fpspec.io import load_npy
     from fpspec.matmul import gemm
 
-    a, b = load_npy(w / "a8.npy"), load_npy(w / "b8.npy")
-    huge = gemm(a, b, "seed-probe-matched-nosnap", fmt="e4m3", group_size=1 << 40)
-    one = gemm(a, b, "seed-probe-matched-nosnap", fmt="e4m3", group_size=None)
+    rng = np.random.default_rng(13)  # operands the model's contract takes: E2M1 with UE5M3 scales
+    a, b = quantize(rng.standard_normal((4, 64)), "ue5m3"), quantize(rng.standard_normal((3, 64)), "ue5m3")
+    huge = gemm(a, b, "seed-probe-matched-nosnap", group_size=1 << 40)
+    one = gemm(a, b, "seed-probe-matched-nosnap", group_size=None)
     assert huge.view(np.uint32).tolist() == one.view(np.uint32).tolist()
-    grouped = gemm(a, b, "seed-probe-matched-nosnap", fmt="e4m3")
+    grouped = gemm(a, b, "seed-probe-matched-nosnap")
     assert huge.shape == grouped.shape == (4, 3)
 
 
@@ -697,19 +793,25 @@ def test_at_least_150_cases():
 
 
 @pytest.mark.parametrize("argv, status, message", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
-def test_bad_input(w, capsys, argv, status, message):
+def test_bad_input(w, capsys, monkeypatch, argv, status, message):
     """FPS-CLI-2, FPS-CLI-3, FPS-CLI-4, FPS-CLI-5: documented exit status, one line naming the
     problem and the file or index, no traceback, nothing written, no existing output changed."""
+    out_name = argv[argv.index("--out") + 1].replace("{w}/", "") if "--out" in argv else None
     argv = [a.replace("{w}", str(w)) for a in argv]
     before = _snapshot(w)
+    kept = (w / out_name).read_bytes() if status == 0 and out_name else None
+    if status == BROKEN_PIPE_STATUS:
+        monkeypatch.setattr(sys, "stdout", _GoneReader())
     try:
         code = main(argv)
     except SystemExit as exc:  # argparse usage errors
         code = exc.code
-    _, err = capsys.readouterr()
+    out, err = capsys.readouterr()
     assert code == status, err
     assert "Traceback" not in err
-    if status != 0:
+    if status == BROKEN_PIPE_STATUS:
+        assert err == "", err  # the reader chose to stop: nothing to report
+    elif status != 0:
         last = err.strip().splitlines()[-1]
         assert last.startswith(f"fpspec {argv[0]}" if argv[0] != "vectors" else f"fpspec vectors {argv[1]}"), err
         assert re.search(message, last), last
@@ -719,10 +821,13 @@ def test_bad_input(w, capsys, argv, status, message):
             assert len(err.strip().splitlines()) == 1, err
     if code != 0:
         assert _snapshot(w) == before, "a failed command changed or created files"
-    else:  # the one successful case writes exactly its --out, atomically, nothing else
+    else:  # a successful case writes exactly its --out (an existing.* file), atomically, nothing else
+        assert err == "" and re.search(message, out), (err, out)
         after = _snapshot(w)
-        assert {k for k in after if after[k] != before.get(k)} == {"existing.npy"}
-        np.save(w / "existing.npy", np.arange(5, dtype=np.int64))
+        assert {k for k in after if after[k] != before.get(k)} == ({out_name} if out_name else set())
+        if out_name:
+            assert out_name in ("existing.npy", "existing.npz"), "a successful row writes over an existing.* file"
+            (w / out_name).write_bytes(kept)
 
 
 # ------------------------------------------------------------------ the API side
@@ -734,3 +839,191 @@ def test_get_format_refuses_with_fpspec_error(name, message):
     """FPS-CLI-2: an unknown format, given as a name of the wrong type too, is an FpspecError."""
     with pytest.raises(FpspecError, match=message):
         get_format(name)
+
+
+#: Bad arguments through the API: id -> (a call, regex of its FpspecError).  Each was once an
+#: AttributeError, OverflowError or TypeError, or silently taken (issue 28, item 5).
+_X = np.ones((4, 32), np.float32)
+_R16 = np.full((4, 32), 7, np.uint16)
+_R16[2, 5] = 300
+API_CASES: dict[str, tuple[object, str]] = {
+    "dequantize-none": (lambda: dequantize(None), r"dequantize takes a QuantizedTensor \(from fpspec\.quantize, or "
+                        r"QuantizedTensor\.from_npz for a file\), got NoneType None$"),
+    "dequantize-ndarray": (lambda: dequantize(_X),
+                           r"takes a QuantizedTensor .*got a float32 array of shape \(4, 32\)$"),
+    "dequantize-path": (lambda: dequantize("q.npz"), r"QuantizedTensor\.from_npz for a file\), got str 'q\.npz'$"),
+    "dequantize-dict": (lambda: dequantize({"codes": _X}), r"takes a QuantizedTensor .*got dict \{'codes'"),
+    **{f"range-bounds-{name}": (lambda t=t: range_bounds("ue5m3", target=t), m) for name, t, m in (
+        ("inf", float("inf"), r"target T must be finite, got inf$"),
+        ("minus-inf", float("-inf"), r"target T must be finite, got -inf$"),
+        ("nan", float("nan"), r"target T must be a finite number, got nan$"),
+        ("np-inf", np.float32("inf"), r"target T must be finite, got (np\.float32\()?inf\)?$"),
+        ("none", None, r"target T must be a finite number, got None$"),
+        ("bool", True, r"target T must be a number, got True$"),
+        ("zero", 0, r"target T must be positive, got 0$"))},
+    "range-bounds-inf-ue8m0": (lambda: range_bounds("ue8m0", float("inf")), r"target T must be finite, got inf"),
+    **{f"quantize-block-{name}": (lambda b=b, s=s: quantize(_X, s, block=b), m) for name, s, b, m in (
+        ("8.0", "ue5m3", 8.0,
+         r"block must be an integer \(16 or 32\) or None \(the scheme's default\), got float 8\.0$"),
+        ("16.0", "ue5m3", 16.0, r"block must be an integer \(16 or 32\) .*got float 16\.0$"),
+        ("32.0-mxfp4", "mxfp4", 32.0, r"block must be an integer \(32\) .*got float 32\.0$"),
+        ("str", "nvfp4", "16", r"block must be an integer \(16\) .*got str '16'$"),
+        ("bool", "ue5m3", True, r"block must be an integer .*got bool True$"),
+        ("array", "ue5m3", np.array([16]), r"block must be an integer .*got ndarray array\(\[16\]\)$"),
+        ("int-8", "ue5m3", 8, r"ue5m3 uses blocks of 16 or 32, got 8$"))},
+    **{f"quantize-profile-{name}": (lambda p=p: quantize(_X, "ue5m3", profile=p), m) for name, p, m in (
+        ("empty", "", r"profile must be a profile name of 'ue5m3' or None \(the default\), got ''$"),
+        ("blank", " ", r"got ' '$"), ("int", 3, r"got 3$"))},
+    "encode-rbits-above-nbits": (lambda: encode(_X, "e2m1", "sr", rbits=_R16, nbits=8),
+                                 r"random value 300 is not below 2\^8 \(nbits = 8\) \(first at index \[2, 5\]\)$"),
+    "encode-rbits-above-nbits-exact": (lambda: encode(_X, "e2m1", "sr", rbits=_R16, nbits=8, impl="exact"),
+                                       r"random value 300 is not below 2\^8 .*\[2, 5\]"),
+    "encode-rbits-big-endian-above": (lambda: encode(_X, "e2m1", "sr", rbits=_R16.astype(">u2"), nbits=8),
+                                      r"random value 300 is not below 2\^8 .*\[2, 5\]"),
+    "quantize-rbits-above-nbits": (lambda: quantize(_X, "ue5m3", rounding="sr", rbits=_R16, nbits=8),
+                                   r"random value 300 is not below 2\^8 \(nbits = 8\) \(first at index \[2, 5\]\)$"),
+}
+
+
+@pytest.mark.parametrize("call, message", API_CASES.values(), ids=API_CASES.keys())
+def test_api_bad_input(call, message):
+    """FPS-CLI-2: a bad argument of the public API is one FpspecError that names what was
+    given and what is expected."""
+    with pytest.raises(FpspecError, match=message):
+        call()
+
+
+def test_wide_random_values_that_fit_nbits_are_taken_as_they_are():
+    """FPS-CLI-7: a uint16 or uint32 rbits whose values are all below 2^nbits gives the codes of
+    the same values as uint8 (docs/cli.rst), in encode and quantize, on both paths."""
+    rng = np.random.default_rng(5)
+    x = (rng.standard_normal((4, 32)) * 3).astype(np.float32)
+    r8 = rng.integers(0, 256, x.shape, dtype=np.uint8)
+    want = encode(x, "e2m1", "sr", rbits=r8, nbits=8)
+    q8 = quantize(x, "ue5m3", rounding="sr", rbits=r8, nbits=8)
+    assert want.tolist() != encode(x, "e2m1").tolist()  # the random values matter on this input
+    for dt in (np.uint16, np.uint32, ">u2", ">u4"):
+        r = r8.astype(dt)
+        assert encode(x, "e2m1", "sr", rbits=r, nbits=8).tolist() == want.tolist(), dt
+        assert encode(x, "e2m1", "sr", rbits=r, nbits=8, impl="exact").tolist() == want.tolist(), dt
+        q = quantize(x, "ue5m3", rounding="sr", rbits=r, nbits=8)
+        assert q.codes.tolist() == q8.codes.tolist() and q.scales.tolist() == q8.scales.tolist(), dt
+
+
+# ------------------------------------------------------------- big-endian arrays, bit for bit
+def _bits(a: np.ndarray) -> list:
+    a = np.asarray(a)
+    return a.view(np.dtype(f"u{a.dtype.itemsize}")).tolist() if a.dtype.kind == "f" else a.tolist()
+
+
+def _same_tensor(got: QuantizedTensor, want: QuantizedTensor) -> None:
+    for field in ("codes", "scales", "amax", "encode_scale", "decode_scale"):
+        g, e = np.asarray(getattr(got, field)), np.asarray(getattr(want, field))
+        assert g.dtype == e.dtype and g.dtype.isnative and _bits(g) == _bits(e), field
+    for field in ("scheme", "profile", "block", "tile", "columnwise", "params", "source_shape"):
+        assert getattr(got, field) == getattr(want, field), field
+    assert _bits(dequantize(got)) == _bits(dequantize(want))
+
+
+_BE_X = (np.random.default_rng(21).standard_normal((32, 32)) * 4).astype(np.float32)
+
+
+@pytest.mark.parametrize("dt", [">f4", ">f8"])
+@pytest.mark.parametrize("scheme, kw", [
+    ("ue5m3", {}), ("ue5m3", {"profile": "seed-fp32", "columnwise": True}), ("ue5m3", {"tile": "BxB"}),
+    ("nvfp4", {}), ("nvfp4", {"rht": True}), ("mxfp4", {}), ("mxfp8", {}),
+    ("ue5m3", {"impl": "exact"}), ("mxfp4", {"impl": "exact"}),
+])
+def test_big_endian_quantize_equals_native(dt, scheme, kw):
+    """FPS-CLI-7: quantize of a big-endian array (C or Fortran order) gives the tensor of the
+    native-order array of the same values, bit for bit (once a Numba TypingError)."""
+    native = _BE_X.astype(dt.replace(">", "="))
+    want = quantize(native, scheme, **kw)
+    for arr in (_BE_X.astype(dt), np.asfortranarray(_BE_X.astype(dt))):
+        assert not arr.dtype.isnative
+        _same_tensor(quantize(arr, scheme, **kw), want)
+
+
+@pytest.mark.parametrize("dt", [">f2", ">f4", ">f8"])
+@pytest.mark.parametrize("impl", ["fast", "exact"])
+def test_big_endian_encode_equals_native(dt, impl):
+    """FPS-CLI-7: encode of a big-endian array, with big-endian random values too, gives the
+    codes of the native-order arrays, bit for bit."""
+    x = _BE_X[:4]
+    r = np.random.default_rng(3).integers(0, 1 << 12, x.shape, dtype=np.uint16)
+    for fmt, rounding, rbits in (("e2m1", "rne", None), ("e4m3", "rne", None), ("bf16", "rne", None),
+                                 ("e2m1", "sr", r), ("e5m2", "sr-add", r)):
+        want = encode(x.astype(dt.replace(">", "=")), fmt, rounding, rbits=rbits, nbits=12, impl=impl)
+        got = encode(x.astype(dt), fmt, rounding, nbits=12, impl=impl,
+                     rbits=None if rbits is None else rbits.astype(">u2"))
+        assert got.dtype == want.dtype and got.tolist() == want.tolist(), (fmt, rounding)
+
+
+@pytest.mark.parametrize("fmt", ["fp16", "bf16", "e4m3", "fp32"])
+def test_big_endian_decode_equals_native(fmt):
+    """FPS-CLI-7: decode of big-endian codes gives the native codes' values, bit for bit."""
+    codes = encode(_BE_X[:4], fmt)
+    for impl in ("fast", "exact"):
+        want = decode(codes, fmt, impl=impl)
+        got = decode(codes.astype(codes.dtype.newbyteorder(">")), fmt, impl=impl)
+        assert got.dtype == want.dtype == np.float64 and _bits(got) == _bits(want), impl
+
+
+@pytest.mark.parametrize("fmt, model", [("fp16", "exact"), ("bf16", "exact"), ("fp16", "sm90-f16"),
+                                        ("bf16", "km-h100-bf16"), ("e4m3", "km-h100-fp8")])
+def test_big_endian_gemm_operands_equal_native(fmt, model):
+    """FPS-CLI-7: gemm of big-endian code arrays gives the native arrays' product, bit for bit
+    (once refused as 'must be uint16, got >u2')."""
+    rng = np.random.default_rng(8)
+    a, bt = encode(rng.standard_normal((5, 64)), fmt), encode(rng.standard_normal((3, 64)), fmt)
+    want = fpspec.gemm(a, bt, model, fmt=fmt)
+    got = fpspec.gemm(a.astype(a.dtype.newbyteorder(">")), bt.astype(bt.dtype.newbyteorder(">")), model, fmt=fmt)
+    assert got.dtype == np.float32 and _bits(got) == _bits(want)
+
+
+def test_big_endian_files_are_read_by_value(w, tmp_path):
+    """FPS-CLI-7, FPS-CLI-3: the .npy and .npz readers return big-endian data in native order
+    with the same values; the CLI's results from big-endian files equal those from native
+    files byte for byte (encode, quantize, decode, gemm, dequantize)."""
+    be = load_npy(w / "x-be4.npy")
+    assert be.dtype == np.float32 and be.dtype.isnative and _bits(be) == _bits(load_npy(w / "x.npy"))
+    assert load_npy(w / "x-fortran-be4.npy").tolist() == be.tolist()
+    z = load_npz(w / "q-be.npz")
+    assert all(v.dtype.isnative for v in z.values()) and z["amax"].dtype == np.float32
+    np.save(tmp_path / "x-le8.npy", load_npy(w / "x-be8.npy"))
+    np.save(tmp_path / "codes16.npy", load_npy(w / "codes16-be.npy"))
+    np.save(tmp_path / "a16.npy", load_npy(w / "a16-be.npy"))
+    np.save(tmp_path / "b16.npy", load_npy(w / "b16-be.npy"))
+    pairs = [
+        (["encode", "{be}/x-be4.npy", "--to", "e2m1"], ["encode", "{w}/x.npy", "--to", "e2m1"], ".npy"),
+        (["quantize", "{be}/x-be4.npy", "--scheme", "ue5m3"], ["quantize", "{w}/x.npy", "--scheme", "ue5m3"], ".npz"),
+        (["quantize", "{be}/x-be8.npy", "--scheme", "nvfp4"], ["quantize", "{t}/x-le8.npy", "--scheme", "nvfp4"],
+         ".npz"),
+        (["decode", "{be}/codes16-be.npy", "--from", "fp16"], ["decode", "{t}/codes16.npy", "--from", "fp16"], ".npy"),
+        (["gemm", "{be}/a16-be.npy", "{be}/b16-be.npy", "--operand-format", "fp16", "--model", "exact"],
+         ["gemm", "{t}/a16.npy", "{t}/b16.npy", "--operand-format", "fp16", "--model", "exact"], ".npy"),
+        (["dequantize", "{be}/q-be.npz"], ["dequantize", "{w}/q.npz"], ".npy"),
+    ]
+    for i, (big, native, suffix) in enumerate(pairs):
+        outs = []
+        for j, argv in enumerate((big, native)):
+            out = tmp_path / f"out-{i}-{j}{suffix}"
+            argv = [a.replace("{be}", str(w)).replace("{w}", str(w)).replace("{t}", str(tmp_path)) for a in argv]
+            assert main([*argv, "--out", str(out)]) == 0, argv
+            outs.append(out.read_bytes() if suffix == ".npy" else  # (a zip member carries its write time)
+                        {k: (v.dtype.str, _bits(v)) for k, v in load_npz(out).items()})
+        assert outs[0] == outs[1], big[0]
+
+
+def test_a_closed_pipe_ends_the_command_quietly(tmp_path):
+    """docs/cli.rst (exit status 141): ``fpspec codebook fp16 | head -1`` in a real pipe: the
+    command exits with 128 + SIGPIPE and writes nothing on stderr (once 'error: [Errno 32]
+    Broken pipe'), and the interpreter's last flush does not complain either."""
+    proc = subprocess.Popen([sys.executable, "-m", "fpspec", "codebook", "fp16"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    assert proc.stdout.readline().startswith(b"fp16: ")
+    proc.stdout.close()  # the reader goes away, as head does after its first line
+    err = proc.stderr.read()
+    proc.stderr.close()
+    assert proc.wait(timeout=120) == BROKEN_PIPE_STATUS == 141, err
+    assert err == b"", err

@@ -145,7 +145,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_alias(p, "--format", "to", choices=list(FORMATS), metavar="FORMAT")
     p.add_argument("--rounding", default="rne", metavar="MODE",
                    help=f"rounding mode: {modes} (sr = sr-midpoint); default rne")
-    p.add_argument("--rbits", metavar="R.npy", help="random values for stochastic modes: uint8/16/32, same shape")
+    p.add_argument("--rbits", metavar="R.npy", help="random values for stochastic modes: uint8/16/32, same shape, "
+                   "each below 2^N (a value of 2^N or more is refused)")
     p.add_argument("--nbits", type=int, default=DEFAULT_SR_BITS,
                    help=f"width N of each random value (default {DEFAULT_SR_BITS}, the seed paper's byte)")
     p.add_argument("--overflow", choices=[o.value for o in OverflowPolicy],

@@ -73,8 +73,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "e.g. 448, 2048, 1/2, 2^11")
     p.add_argument("--amax", metavar="A", help="a given (held) tensor amax; default: measured")
     p.add_argument("--rounding", default="rne", help="payload rounding: rne, sr (8-bit midpoint), rna, ...")
-    p.add_argument("--rbits", metavar="R.npy", help="random values below 2^N (uint8 for N = 8), one per element "
-                   "of the quantized view")
+    p.add_argument("--rbits", metavar="R.npy", help="random values below 2^N (uint8 for N = 8; uint16 or uint32 "
+                   "when every value fits; a value of 2^N or more is refused), one per element of the quantized view")
     p.add_argument("--nbits", default=str(DEFAULT_SR_BITS), metavar="N",
                    help=f"width N of each random value (default {DEFAULT_SR_BITS}, the seed paper's byte)")
     p.add_argument("--columnwise", action="store_true", help="quantize X^T (the backward-GEMM layout)")
