@@ -92,7 +92,7 @@ def test_encode_stochastic_and_wide_targets(tmp_path, capsys):
     ("x", ["--to", "e2m1", "--rounding", "sr", "--rbits", "rshape"], "rbits shape"),
     ("x", ["--to", "e2m1", "--rounding", "sr", "--rbits", "rdtype"], "rbits must be uint8"),
     ("x", ["--to", "e2m1", "--rounding", "sr", "--rbits", "rbig", "--nbits", "4"],
-     r"random value not below 2\^4 \(first at index \[0, 1\]\)"),
+     r"random value 16 is not below 2\^4 \(nbits = 4\) \(first at index \[0, 1\]\)"),
     ("x", ["--to", "e2m1", "--rounding", "fastest"], "unknown rounding mode"),
     ("missing", ["--to", "e2m1"], "no such file"),
     ("neg", ["--to", "ue5m3"], r"negative input to unsigned ue5m3.*index \[0, 1\]"),
