@@ -73,7 +73,8 @@ def test_binary32_profile_trace(pack):
     assert _line(text, "unrounded scale").startswith(
         f"unrounded scale {str(sc)} (binary32 0x{bits(sc):08x}) -> scale code 0x{code:02x} ue4m3 ")
     assert f", submitted 0x{code:02x} ue4m3 " in _line(text, "unrounded scale")  # the scale itself is right
-    assert _line(text, "element [2, 21]") == (f"element [2, 21]: x = {str(x[ROW, COL])} (binary32 0x{bits(x[ROW, COL]):08x}), "
+    xe = x[ROW, COL]
+    assert _line(text, "element [2, 21]") == (f"element [2, 21]: x = {str(xe)} (binary32 0x{bits(xe):08x}), "
                                              f"scaled before payload rounding {str(y)} (binary32 0x{bits(y):08x})")
     want, got = int(vs.outputs["codes"][CASE, ROW, COL]), int(outs["codes"][CASE, ROW, COL])
     assert _line(text, "expected code").startswith(f"expected code 0x{want:x} e2m1 ")

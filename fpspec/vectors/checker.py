@@ -383,7 +383,8 @@ def check(pack: Pack | str | Path, results: ResultsDir | Mapping[str, Mapping[st
     name the choice the submitted outputs equal (:mod:`fpspec.vectors.explain`).
     """
     decl = declaration if isinstance(declaration, Declaration) else Declaration()
-    rpath = str(results) if isinstance(results, (str, Path)) else ("<in-process>" if not isinstance(results, ResultsDir) else str(results.path))
+    rpath = (str(results) if isinstance(results, (str, Path)) else
+             str(results.path) if isinstance(results, ResultsDir) else "<in-process>")
     report = CheckReport(str(pack.root if isinstance(pack, Pack) else pack), "", rpath, decl)
     try:
         if not isinstance(declaration, Declaration):
