@@ -49,8 +49,9 @@ from . import coverage
 from .coverage import SetPlan, make_meta
 from .schema import tag_mask
 
-__all__ = ["SHAPE_PRESETS", "QUANTIZED_LADDER", "PLAIN_LADDER", "LIBRARY_LADDER", "QUANTIZED_KINDS",
-           "CODE_KINDS", "model_gemm_shapes", "shape_k"]
+__all__ = ["SHAPE_PRESETS", "QUANTIZED_LADDER", "QUANTIZED_SHORT", "SHORT_LADDER_OF", "PLAIN_LADDER",
+           "LIBRARY_LADDER", "QUANTIZED_KINDS", "CODE_KINDS", "UE5M3_WIDE_TARGET", "model_gemm_shapes",
+           "shape_k", "shapes_of"]
 
 #: (M, N, K) of each ladder before K is fitted to the model (:func:`shape_k`).  M and N: one
 #: row (a GEMV), 3 and 7 (below an 8-wide tile), 17 (one past 16), 129 (one past 128); K: one
@@ -148,7 +149,8 @@ def shape_k(preset: str, k: int, block: int) -> int:
 
 def _block_kinds(rng: np.random.Generator, rows: int, blocks: int) -> np.ndarray:
     """A block kind index per (row, block); every kind at least once where there are 4 blocks."""
-    kinds = rng.choice(len(_KINDS), size=(rows, blocks), p=_WEIGHTS / _WEIGHTS.sum())
+    draw = rng.integers(0, int(_WEIGHTS.sum()), size=(rows, blocks), dtype=np.int64)  # integer draws (FPS-VEC-10)
+    kinds = np.searchsorted(np.cumsum(_WEIGHTS), draw, side="right")
     flat = kinds.reshape(-1)
     if flat.size >= len(_KINDS):
         flat[:len(_KINDS)] = np.arange(len(_KINDS))[::-1]  # row 0 starts with zero, tiny, wide, normal
