@@ -23,6 +23,11 @@ refused with a message that names the file, never computed with.
 A tensor that no quantizer produced (a hardware instruction's operands, given as payload
 codes and scale bytes) is built with :meth:`QuantizedTensor.from_codes`: scheme and
 profile :data:`CODES_SCHEME`, encode and decode scale 1, no tensor scale (alpha-free).
+
+:meth:`QuantizedTensor.from_npz` also reads a *plain operand v1* file, the same operand as
+plain arrays a C++ writer makes with cnpy (:mod:`fpspec.plain_operand`, FPS-OPD-1), and
+:meth:`QuantizedTensor.to_plain_npz` writes one.  ``qt[rows]`` / :meth:`QuantizedTensor.rows`
+take rows of the view, block scales and tensor scales kept (FPS-OPD-7).
 """
 
 from __future__ import annotations

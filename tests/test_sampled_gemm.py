@@ -131,6 +131,12 @@ def test_fps_opd_9_check_gemm_sample_reports_each_mismatch():
         check_gemm_sample(sampled, a, bt, "seed-probe-matched", rows=rows, cols=cols)
     with pytest.raises(FpspecError, match="give them as float32 values or uint32 bit patterns, got float64"):
         check_gemm_sample(c.astype(np.float64), a, bt, "seed-probe-matched", rows=rows, cols=cols)
+    h, g, fmt = _operands("fp16", 8, 6, 64)  # an FP16 output: float16 values or uint16 bits
+    c16 = fpspec.gemm(h, g, "sm90-f16-f16acc", fmt=fmt)
+    for given in (c16, c16.view(np.uint16)):
+        assert check_gemm_sample(given, h, g, "sm90-f16-f16acc", rows=[7, 1], fmt=fmt).passed
+    with pytest.raises(FpspecError, match="outputs are float16; give them as float16 values or uint16"):
+        check_gemm_sample(c16.astype(np.float32), h, g, "sm90-f16-f16acc", rows=[7, 1], fmt=fmt)
 
 
 def test_fps_opd_9_selections():
