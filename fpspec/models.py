@@ -1229,12 +1229,17 @@ def parse_overrides(items: "list[str] | tuple[str, ...] | None") -> dict[str, An
 
 
 def presets_json() -> str:
-    """JSON of every preset (``fpspec models --json``); instruction-level presets also carry
-    their architecture, instruction and arithmetic (:func:`arithmetic_summary`)."""
+    """JSON of every preset (``fpspec models --json``) with its operand contract (``operands``,
+    FPS-GEMM-25); instruction-level presets also carry their architecture, instruction and
+    arithmetic (:func:`arithmetic_summary`)."""
     out = {}
     for name, p in {**PRESETS, **LIBRARY}.items():
+        c = CONTRACTS[name]
         entry = {"summary": p.summary, "source": p.source, "backing": p.backing.to_dict(),
-                 "parameters": p.model.to_dict()}
+                 "parameters": p.model.to_dict(),
+                 "operands": {"takes": c.rule(), "tensor_scales": c.tensor_scales(p.model),
+                              "tensor_scales_detail": c.tensor_scales_text(p.model), "source": c.source,
+                              "epilogue_source": c.epilogue_source}}
         if p.library:
             entry["library"] = p.library
         if p.instruction:

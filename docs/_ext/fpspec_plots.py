@@ -157,35 +157,72 @@ def _plot_amax_window(path: str) -> None:
 GEMM_KS = (32, 64, 128, 256, 512, 1024, 2048, 4096, 8192)
 
 
+#: The operand kinds of the gemm-error figure, in the order a preset's contract is asked for one
+#: (FPS-GEMM-25): quantized with the scheme's default profile, or plain codes (RNE) of the same inputs.
+GEMM_ERROR_KINDS = ("nvfp4", "ue5m3", "bf16", "fp16", "e4m3")
+
+
+def _gemm_error_operands(kind: str, a, b):
+    """(A, BT, fmt, A's values, BT's values) of one figure kind: the values a preset multiplies
+    (dequantized, tensor scale included, or decoded codes) as float64."""
+    import numpy as np
+
+    from fpspec.convert import decode, encode
+    from fpspec.quantization import dequantize, quantize
+
+    if kind in ("nvfp4", "ue5m3"):
+        qa, qb = quantize(a, kind), quantize(b, kind)
+        return qa, qb, None, dequantize(qa).astype(np.float64), dequantize(qb).astype(np.float64)
+    ca, cb = encode(a, kind, "rne"), encode(b, kind, "rne")
+    return ca, cb, kind, decode(ca, kind).astype(np.float64), decode(cb, kind).astype(np.float64)
+
+
+def gemm_error_kind(name: str) -> str:
+    """The operand kind the gemm-error figure gives a preset: the first of :data:`GEMM_ERROR_KINDS`
+    its operand contract takes (FPS-GEMM-25)."""
+    import numpy as np
+
+    from fpspec.gemm_operands import contract_violation
+    from fpspec.models import CONTRACTS
+
+    x = np.ones((1, 64), np.float32)
+    for kind in GEMM_ERROR_KINDS:
+        a, b, fmt, _, _ = _gemm_error_operands(kind, x, x)
+        if contract_violation(a, b, name, CONTRACTS[name], fmt) is None:
+            return kind
+    raise ValueError(f"{name} takes none of {GEMM_ERROR_KINDS}")
+
+
 def gemm_error_data() -> dict[str, list[float | None]]:
     """Mean |y - y_exact| / sum_k |a_k b_k| over 8 x 8 outputs, per preset and K.
 
-    Operands: standard normal float32 (seeded PCG64), quantized with the nvfp4 scheme
-    (te-fp32 profile); y_exact is the ``exact`` preset.  None where a preset matches the
-    exact preset on every output (nothing to draw on a log axis).
+    Operands: standard normal float32 (seeded PCG64), given to each preset in the first
+    kind of :data:`GEMM_ERROR_KINDS` its operand contract takes (NVFP4 and UE5M3 quantized
+    with their schemes' default profiles, tensor scales applied as the preset's contract says;
+    else RNE codes); y_exact is the ``exact`` preset on the same operands.  None where a
+    preset matches the exact preset on every output (nothing to draw on a log axis).
     """
     import numpy as np
 
     from fpspec.matmul import gemm
     from fpspec.models import PRESETS
-    from fpspec.quantization import dequantize, quantize
 
     rng = np.random.default_rng(20261129)
     # the GEMM-level presets (the instruction presets of docs/hardware-models.rst need K in
     # whole instructions, and some accumulate in FP16)
-    out: dict[str, list[float | None]] = {name: [] for name, p in PRESETS.items()
-                                          if name != "exact" and not p.instruction}
+    kinds = {name: gemm_error_kind(name) for name, p in PRESETS.items() if name != "exact" and not p.instruction}
+    out: dict[str, list[float | None]] = {f"{name} ({kind})": [] for name, kind in kinds.items()}
     for k in GEMM_KS:
         a = rng.standard_normal((8, k)).astype(np.float32)
         b = rng.standard_normal((8, k)).astype(np.float32)
-        qa, qb = quantize(a, "nvfp4"), quantize(b, "nvfp4")
-        da, db = dequantize(qa).astype(np.float64), dequantize(qb).astype(np.float64)
-        scale = np.abs(da) @ np.abs(db).T  # exact enough for a normaliser: a plot, not a check
-        ref = gemm(qa, qb, "exact").astype(np.float64)
-        for name in out:
-            err = np.abs(gemm(qa, qb, name).astype(np.float64) - ref) / scale
-            m = float(err.mean())
-            out[name].append(m if m > 0 else None)
+        for kind in sorted(set(kinds.values())):
+            qa, qb, fmt, va, vb = _gemm_error_operands(kind, a, b)
+            scale = np.abs(va) @ np.abs(vb).T  # exact enough for a normaliser: a plot, not a check
+            ref = gemm(qa, qb, "exact", fmt=fmt).astype(np.float64)
+            for name in (n for n, kd in kinds.items() if kd == kind):
+                err = np.abs(gemm(qa, qb, name, fmt=fmt).astype(np.float64) - ref) / scale
+                m = float(err.mean())
+                out[f"{name} ({kind})"].append(m if m > 0 else None)
     return out
 
 
@@ -214,7 +251,7 @@ def _plot_gemm_error(path: str) -> None:
     ax.set_xlabel("K (reduction length)")
     ax.set_ylabel("mean |y - y_exact| / sum |a_k b_k|")
     ax.grid(alpha=0.3)
-    title = "accumulation error of each GEMM preset against the exact preset (nvfp4 operands)"
+    title = "accumulation error of each GEMM preset against the exact preset (on the operands its contract takes)"
     ax.set_title(title, fontsize=10)
     if never:
         ax.text(0.01, 0.01, "equal to exact at every K: " + ", ".join(never), transform=ax.transAxes,
@@ -291,12 +328,14 @@ PLOTS: dict[str, Plot] = {
         "dark: full precision). A stale (held) tensor amax needs rho > 1 to stay inside.",
         "representable block amax window against T for each scale format"),
     "gemm-error": Plot(
-        _plot_gemm_error, ("fpspec.models", "fpspec.matmul", "fpspec.exact.accumulate", "fpspec.fast.accumulate",
-                           "fpspec.quantization"),
-        "Mean accumulation error of each GEMM-level preset against the exact preset, normalised by "
-        "the sum of the magnitudes of the products, for 8 x 8 outputs of seeded standard-normal operands quantized with the "
-        "nvfp4 scheme (fpspec.matmul, at build time). Presets with no point at some K match the "
-        "exact preset bit for bit there.",
+        _plot_gemm_error, ("fpspec.models", "fpspec.matmul", "fpspec.gemm_operands", "fpspec.exact.accumulate",
+                           "fpspec.fast.accumulate", "fpspec.quantization"),
+        "Mean accumulation error of each GEMM-level preset against the exact preset on the same operands, "
+        "normalised by the sum of the magnitudes of the products, for 8 x 8 outputs of seeded standard-normal "
+        "inputs given to each preset as the first of NVFP4, UE5M3 (quantized, tensor scales applied as the "
+        "preset's operand contract says, FPS-GEMM-25), BF16, FP16, E4M3 codes that its contract takes (in "
+        "brackets; fpspec.matmul, at build time). Presets with no point at some K match the exact preset bit "
+        "for bit there.",
         "accumulation error against K for the GEMM presets"),
 }
 
@@ -383,6 +422,30 @@ class PlotDirective(Directive):
         return holder.children
 
 
+def _contracts_directive():
+    """``.. fpspec-gemm-contracts::``: each preset's operand contract (FPS-GEMM-25), generated from
+    ``fpspec.models.CONTRACTS`` so that the table cannot drift from what gemm refuses."""
+    from fpspec_tables import GeneratedDirective, Table, rst_escape
+
+    class ContractsDirective(GeneratedDirective):
+        depends_on = ("fpspec.models",)
+
+        def rst_lines(self) -> list:
+            from fpspec.models import CONTRACTS, LIBRARY, PRESETS
+
+            rows = []
+            for name, c in CONTRACTS.items():
+                model = (PRESETS.get(name) or LIBRARY[name]).model
+                source = c.source + (f"; epilogue: {c.epilogue_source}" if c.epilogue is not None else "")
+                rows.append([f"``{name}``", rst_escape(c.rule()), rst_escape(c.tensor_scales_text(model)),
+                             rst_escape(source)])
+            return [Table(["preset", "operands it takes", "tensor scales", "source"], rows,
+                          widths=(16, 34, 22, 28), classes="fpspec-table"), ""]
+
+    return ContractsDirective
+
+
 def setup(app):
     app.add_directive("fpspec-plot", PlotDirective)
+    app.add_directive("fpspec-gemm-contracts", _contracts_directive())
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -15,7 +15,7 @@ from ..io import check_output, load_npy, save_npy
 from ..gemm_operands import WHAT_IF_HINT
 from ..matmul import CODE_FORMATS, GemmWhatIfWarning, gemm
 from ..cublas_h200 import call_shape, resolve_choice
-from ..models import LIBRARY, PARAMETER_HELP, PRESETS, parse_overrides, presets_json, resolve
+from ..models import CONTRACTS, LIBRARY, PARAMETER_HELP, PRESETS, parse_overrides, presets_json, resolve
 from ..quantization import quantize
 from ..quantized import QuantizedTensor
 from .bench import best_time, register_benchmark, result_row
@@ -137,6 +137,8 @@ def _cmd_models(args: argparse.Namespace) -> int:
         b = p.backing
         where = f"; {b.device}, {b.outputs:,} outputs at {len(b.shapes)} shapes" if b.kind == "measured" else ""
         print(f"    backed by: {b.kind} ({b.detail}{where}; {b.reference})")
+        c = CONTRACTS[name]
+        print(f"    operands: {c.rule()}; tensor scales: {c.tensor_scales_text(p.model)}")
         if p.library:
             print(f"    library preset: resolved per shape (fpspec.models.resolve; gemm --shape M,N,K); "
                   f"the chain below is that of its Hopper kernels without a K split")
