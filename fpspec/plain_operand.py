@@ -33,7 +33,7 @@ __all__ = ["FORMAT_ID", "FORMAT_PREFIX", "ENTRIES", "is_plain", "read_plain", "p
 FORMAT_ID = "fpspec-plain-operand-v1"
 #: What every version's ``format`` entry starts with (a later version is refused by name).
 FORMAT_PREFIX = "fpspec-plain-operand-"
-#: Entry name -> what it holds (FPS-OPD-2); ``required`` entries first.
+#: Entry name -> what it holds (FPS-OPD-2), in the order of the table in docs/operands.rst.
 ENTRIES = {
     "format": "text, required: fpspec-plain-operand-v1",
     "codes": "uint8 (M, K), required: one payload code per byte (E2M1 in the low nibble, or an FP8 code)",
