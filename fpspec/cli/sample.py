@@ -1,4 +1,4 @@
-"""``fpspec gemm-sample``: sampled rows and columns of a big GEMM, computed or checked (FPS-OPD-9, docs/operands.rst)."""
+"""``fpspec gemm-sample``: sampled rows and columns of a big GEMM, computed or checked (FPS-OPD-9)."""
 
 from __future__ import annotations
 
@@ -45,6 +45,8 @@ def _cmd_gemm_sample(args: argparse.Namespace) -> int:
     if args.out is not None:
         check_output(args.out, suffix=".npy", inputs=inputs)
     overrides = parse_overrides(args.set)
+    if args.allow_what_if:
+        overrides["allow_what_if"] = True
     a, bt, fmt = _operands(args)
     m, n, k = gemm_shape(a, bt)
     rows = parse_selection(args.rows, m, seed=args.seed, what="--rows")
@@ -93,6 +95,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    f"{', '.join(LIBRARY)}")
     p.add_argument("--set", action="append", default=[], metavar="PARAM=VALUE",
                    help="override a model parameter (repeatable; see 'fpspec models')")
+    p.add_argument("--allow-what-if", action="store_true",
+                   help="run operands outside the model's operand contract, as 'fpspec gemm --allow-what-if' does")
     p.add_argument("--operand-format", choices=CODE_FORMATS, default=None, metavar="FORMAT",
                    help=f"code format of .npy operands: {', '.join(CODE_FORMATS)}")
     p.add_argument("--bt-format", choices=CODE_FORMATS, default=None, metavar="FORMAT",
