@@ -304,7 +304,8 @@ def test_a_pattern_that_matches_nothing_is_incomplete(small, tmp_path, capsys, s
     named on stderr and in the JSON report (status incomplete)."""
     import re
 
-    argv = ["check", str(PACK), str(small), "--select", select, "--report", str(tmp_path / "r.json")]
+    argv = ["check", str(PACK), str(small), "--select", select, "--report", str(tmp_path / "r.json"),
+            "--junit", str(tmp_path / "r.xml")]
     if declaration is not None:
         (tmp_path / "d.yaml").write_text(declaration)
         argv += ["--declare", str(tmp_path / "d.yaml")]
@@ -317,6 +318,8 @@ def test_a_pattern_that_matches_nothing_is_incomplete(small, tmp_path, capsys, s
     assert captured.out.count("INCOMPLETE: ") == len(messages)
     data = json.loads((tmp_path / "r.json").read_text())
     assert data["status"] == "incomplete" and data["exit_code"] == 4 and len(data["incomplete"]) == len(messages)
+    selection = [t for t in ET.parse(tmp_path / "r.xml").getroot() if t.get("name") == "selection"]
+    assert [t.find("failure").get("message") for t in selection] == data["incomplete"]
 
 
 def test_a_mismatch_outranks_an_empty_glob(small, capsys):

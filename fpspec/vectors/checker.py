@@ -529,7 +529,11 @@ def write_junit(report: CheckReport, path: str | Path) -> None:
         cases.append(f'  <testcase classname="fpspec.vectors" name={name}>{body}</testcase>')
     for e in report.errors:
         cases.append(f'  <testcase classname="fpspec.vectors" name="pack"><error message={quoteattr(e)}/></testcase>')
+    for why in report.incomplete:  # a selection that checks nothing fails the suite, never passes it
+        cases.append(f'  <testcase classname="fpspec.vectors" name="selection"><failure message={quoteattr(why)}/>'
+                     '</testcase>')
+    failures = c.get("fail", 0) + c.get("missing", 0) + len(report.incomplete)
     xml = (f'<?xml version="1.0" encoding="UTF-8"?>\n<testsuite name="fpspec-check" tests="{len(cases)}" '
-           f'failures="{c.get("fail", 0) + c.get("missing", 0)}" errors="{len(report.errors)}" '
+           f'failures="{failures}" errors="{len(report.errors)}" '
            f'skipped="{c.get("not-supported", 0)}">\n' + "\n".join(cases) + "\n</testsuite>\n")
     write_text(path, xml)
