@@ -95,14 +95,17 @@ def test_the_issue_witnesses_are_killed_by_built_cases(report):
 
 
 def test_issue_example_divide_first():
-    """g = 1000, a_B = 111.60715 (the issue's witness): scale code 0x65 divide-first, 0x64 in order."""
+    """g = 1000, a_B = 111.60715 (the issue's witness): scale code 0x65 in te-fp32's order (as fpspec's
+    quantizer gives it), 0x64 divide-first."""
     from fpspec.mutants.binary32 import quantize_view_fp32_steps
     spec = resolve_spec("nvfp4", "te-fp32")
     v = np.zeros((1, 16), np.float32)
     v[0, 0] = np.float32(111.60715)
     good = quantize_view_fp32_steps(v, spec, np.float32(1000))
     bad = quantize_view_fp32_steps(v, spec, np.float32(1000), steps=Fp32Steps(block_scale="divide-first"))
-    assert int(good["scales"][0, 0]) == 0x64 and int(bad["scales"][0, 0]) == 0x65
+    assert int(good["scales"][0, 0]) == 0x65 and int(bad["scales"][0, 0]) == 0x64
+    from fpspec.quantization import quantize
+    assert int(quantize(v, "nvfp4", profile="te-fp32", amax=1000.0).scales[0, 0]) == 0x65
 
 
 def test_witness_search_is_deterministic():

@@ -217,7 +217,8 @@ class EncodeVia(Variation):
     def outputs(self, meta: dict[str, Any], inputs: dict[str, np.ndarray]) -> Outputs:
         from ..vectors.ops import float_view
         xspec = meta["inputs"]["x"]
-        x = float_view(inputs["x"], xspec["format"]).astype(np.float64)
+        with np.errstate(invalid="ignore"):  # NaN inputs widen to float64 with a harmless warning
+            x = float_view(inputs["x"], xspec["format"]).astype(np.float64)
         if self.daz:
             tiny = float(get_format(xspec["format"]).min_normal)
             x = np.where(np.abs(x) < tiny, np.copysign(0.0, x), x)
