@@ -916,9 +916,9 @@ LIBRARY_PRESETS: tuple[str, ...] = tuple(LIBRARY)
 INSTRUCTION_PRESETS: tuple[str, ...] = tuple(p.name for p in _INSTRUCTION_PRESETS)
 
 # ------------------------------------------------------------ operand contracts
-#: Where a contract puts the tensor scales of quantized operands (FPS-GEMM-25): ``folded`` into
-#: the decoded operands (operand_domain decoded-*), the model's own ``alpha`` (step 7), the
-#: library's ``epilogue`` alpha after the MMA (an instruction's chain has none), or ``refused``.
+#: Where a contract puts the tensor scales of quantized operands: ``folded`` into the decoded
+#: operands (operand_domain decoded-*), the model's own ``alpha`` (step 7), the library's
+#: ``epilogue`` alpha after the MMA (an instruction's chain has none), or ``refused``.
 TENSOR_SCALE_PLACES = ("folded", "alpha", "epilogue", "refused")
 
 #: The FP32 alpha epilogue of a Blackwell NVFP4 GEMM as TransformerEngine launches it with cuBLASLt:
@@ -1096,7 +1096,8 @@ CONTRACTS: dict[str, OperandContract] = {
                                             why="mma.m16n8k32 kind::mxf8f6f4.block_scale (UE8M0, block 32)"),
     "sm120-mxf4nvf4": _instruction_contract(quantized=_NVFP4_FORMS,
                                             why="mma.m16n8k64 kind::mxf4nvf4.block_scale (as tcgen05)"),
-    "cdna3-f16": OperandContract(plain=_F16, source="AMD CDNA3 ISA v_mfma_f32_*_{f16,bf16}: one type for both"),
+    "cdna3-f16": OperandContract(plain=_F16, source="AMD CDNA3 ISA v_mfma_f32_16x16x16_{f16,bf16} (also "
+                                 "32x32x8): one type for both"),
     "cdna3-fp8": OperandContract(plain=("e4m3fnuz", "e5m2fnuz"), mixed=True,
                                  source="AMD CDNA3 ISA v_mfma_f32_16x16x32_{fp8,bf8}_{fp8,bf8}"),
     "cublas-h200-bf16": OperandContract(plain=("bf16",), source="torch.mm on BF16 (the measured call)"),
