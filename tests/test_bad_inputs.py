@@ -1027,3 +1027,23 @@ def test_a_closed_pipe_ends_the_command_quietly(tmp_path):
     proc.stderr.close()
     assert proc.wait(timeout=120) == BROKEN_PIPE_STATUS == 141, err
     assert err == b"", err
+
+
+def test_big_endian_outputs_submitted_to_the_harness_are_taken_by_value(w):
+    """FPS-CLI-7: the in-process harness takes big-endian outputs (bit patterns '>u4', or
+    floats '>f4' viewed as their bits) by value: fpspec's own outputs, byte-swapped, pass (once
+    '>f4' was read as swapped bits, a false mismatch, and '>u4' was refused)."""
+    from fpspec.vectors.harness import Harness
+
+    h = Harness(w / "pack")
+    checked = 0
+    for s in h.sets():
+        outs = {}
+        for k, v in s.vs.outputs.items():
+            floats = v.dtype == np.uint32 and k == "value"
+            outs[k] = v.view(np.float32).astype(">f4") if floats else v.astype(v.dtype.newbyteorder(">"))
+            checked += floats
+        h.submit(s.name, outs)
+    report = h.report()
+    assert report.exit_code == 0 and not report.mismatches, h.text()
+    assert checked >= 1 and len(h.results) == len(MINI_SETS)

@@ -28,6 +28,7 @@ from typing import Any, Callable, Iterator, Mapping
 import numpy as np
 
 from ..errors import FpspecError
+from ..io import native_byte_order
 from .checker import CheckReport, check, format_text, select_names
 from .declare import Declaration, load_declaration
 from .ops import float_view
@@ -56,6 +57,7 @@ def numpy_to_bits(a: np.ndarray, want: np.dtype | None, where: str) -> np.ndarra
     """A submitted NumPy output as bit patterns: a float array whose element size is the output's
     is viewed as its bits (no value conversion), as :func:`fpspec.adapters.torch_vectors.torch_to_bits`
     does for tensors; an unsigned array is returned as it is (the checker compares dtype and shape)."""
+    a = native_byte_order(a)  # a big-endian '>f4' or '>u4' is valid data: taken by value
     if want is None or not _is_float(a.dtype) or a.dtype == want:
         return a
     if a.dtype.itemsize != want.itemsize:
