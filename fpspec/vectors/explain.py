@@ -31,7 +31,7 @@ from ..errors import FpspecError
 from ..schemes import BlockSpec, get_profile, get_scheme, profiles_of, resolve_spec
 from .ops import compute, float_view
 
-__all__ = ["OutputsFn", "CandidateProvider", "CANDIDATE_PROVIDERS", "register_candidates", "explain_mismatch",
+__all__ = ["CANDIDATE_PROVIDERS", "register_candidates", "explain_mismatch",
            "quantize_candidates", "encode_candidates", "quantize_trace", "TARGETS"]
 
 #: outputs_fn(inputs) -> {output name: array of bit patterns}, the set's outputs as a candidate computes them
