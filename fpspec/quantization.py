@@ -236,9 +236,9 @@ def quantize(x: np.ndarray, scheme: str = "ue5m3", *, profile: str | None = None
         raise FpspecError(f"impl must be 'fast' or 'exact', got {impl!r}")
     _check_names(scheme, profile, block)
     x, rbits = native_byte_order(x), native_byte_order(rbits)
-    spec = resolve_spec(scheme, profile, block=None if block is None else int(block), tile=tile, target=target, scale_format=scale_format,
-                        zero_scale_rule=zero_scale_rule, rounding=rounding, nbits=nbits, sr_eval=sr_eval,
-                        rht_output=rht_output, payload_format=payload_format)
+    spec = resolve_spec(scheme, profile, block=None if block is None else int(block), tile=tile, target=target,
+                        scale_format=scale_format, zero_scale_rule=zero_scale_rule, rounding=rounding, nbits=nbits,
+                        sr_eval=sr_eval, rht_output=rht_output, payload_format=payload_format)
     v, orig, known, block_amax = prepare_view(x, spec, columnwise=columnwise, pad=pad, rht=rht, impl=impl)
     if amax is not None:
         g = _given_amax(amax)

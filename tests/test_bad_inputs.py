@@ -790,6 +790,8 @@ def test_at_least_150_cases():
     """The campaign is table-driven and large (issue 12 sec. 3)."""
     assert len(CASES) >= 150, len(CASES)
     assert len({c[0] for c in CASES}) == len(CASES), "case ids must be unique"
+    headroom = {c[0] for c in CASES if c[0].startswith("bounds-headroom-line-")}
+    assert headroom == {f"bounds-headroom-line-{f}" for f in SCALE_FORMATS}, "a headroom row per scale format"
 
 
 @pytest.mark.parametrize("argv, status, message", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
