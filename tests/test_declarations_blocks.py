@@ -47,11 +47,13 @@ EXPECTED = {
                                     "quantize-nvfp4-torchao-0.18-cuda-1x16"]),
     "microxcaling.yaml": (12, ["quantize-mxfp4-microxcaling-1x32", "quantize-mxfp4-microxcaling-1x32-rna",
                                "quantize-mxfp4-microxcaling-1x32-rtz"]),
-    "transformer-engine.yaml": (12, ["quantize-nvfp4-te-fp32-16x16", "quantize-nvfp4-te-fp32-1x16",
-                                     "quantize-nvfp4-te-fp32-1x16-colwise-rht"]),
-    "seed-ue5m3.yaml": (24, ["quantize-ue5m3-seed-fp32-16x16", "quantize-ue5m3-seed-fp32-1x16",
+    "transformer-engine.yaml": (16, ["quantize-nvfp4-te-fp32-16x16", "quantize-nvfp4-te-fp32-1x16",
+                                     "quantize-nvfp4-te-fp32-1x16-colwise-rht", "quantize-nvfp4-te-fp32-1x16-witness"]),
+    "seed-ue5m3.yaml": (36, ["quantize-ue5m3-seed-fp32-16x16", "quantize-ue5m3-seed-fp32-1x16",
                              "quantize-ue5m3-seed-fp32-1x16-colwise", "quantize-ue5m3-seed-fp32-1x16-sr-midpoint",
-                             "quantize-ue5m3-seed-fp32-1x16-t2048", "quantize-ue5m3-seed-portable-1x16"]),
+                             "quantize-ue5m3-seed-fp32-1x16-sr-midpoint-witness",
+                             "quantize-ue5m3-seed-fp32-1x16-t2048", "quantize-ue5m3-seed-fp32-1x16-witness",
+                             "quantize-ue5m3-seed-portable-1x16", "quantize-ue5m3-seed-portable-1x16-witness"]),
 }
 
 
