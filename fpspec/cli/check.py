@@ -23,6 +23,7 @@ def _check(args: argparse.Namespace) -> int:
     if args.max_report < 0:
         raise FpspecError(f"--max-report must be 0 or more, got {args.max_report}")
     decl = load_declaration(args.declare)
+    from .. import mutants  # noqa: F401  (registers the mutant catalogue as named candidates: FPS-MUT-1)
     report = check(args.pack, args.results, select=args.select, declaration=decl, max_report=args.max_report)
     print(format_text(report, args.max_report, verbose=args.verbose))
     for e in report.errors:  # also on stderr, as every command reports bad input
