@@ -22,23 +22,29 @@ from .bench import best_time, register_benchmark, result_row
 from .options import add_alias
 
 
-def _cmd_gemm(args: argparse.Namespace) -> int:
-    check_output(args.out, suffix=".npy", inputs=[args.a, args.bt])
-    overrides = parse_overrides(args.set)
+def read_operands(args: argparse.Namespace):
+    """A and BT as ``fpspec gemm`` and ``fpspec gemm-sample`` read them: two .npz (fpspec's or plain
+    operand v1), or two .npy code arrays with --operand-format (and --bt-format); the code format
+    (None for .npz operands)."""
     if args.bt_format is not None and args.operand_format is None:
         raise FpspecError("--bt-format needs --operand-format (A's code format)")
     if args.operand_format is None:
         for path in (args.a, args.bt):
             if not str(path).endswith(".npz"):
-                raise FpspecError(f"{path}: expected an .npz written by 'fpspec quantize' "
-                                  "(or give --operand-format for .npy code arrays)")
-        a = QuantizedTensor.from_npz(args.a)
-        bt = QuantizedTensor.from_npz(args.bt)
+                raise FpspecError(f"{path}: expected an .npz (from 'fpspec quantize', or a plain operand file) "
+                                  "or give --operand-format for .npy code arrays")
+        return QuantizedTensor.from_npz(args.a), QuantizedTensor.from_npz(args.bt), None
+    fmt = args.operand_format if args.bt_format is None else (args.operand_format, args.bt_format)
+    return load_npy(args.a), load_npy(args.bt), fmt
+
+
+def _cmd_gemm(args: argparse.Namespace) -> int:
+    check_output(args.out, suffix=".npy", inputs=[args.a, args.bt])
+    overrides = parse_overrides(args.set)
+    a, bt, fmt = read_operands(args)
+    if fmt is None:
         y = _what_if_gemm(args, a, bt, impl=args.impl, **overrides)
     else:
-        a = load_npy(args.a)
-        bt = load_npy(args.bt)
-        fmt = args.operand_format if args.bt_format is None else (args.operand_format, args.bt_format)
         try:
             y = _what_if_gemm(args, a, bt, fmt=fmt, impl=args.impl, shape=_shape(args.shape), **overrides)
         except FpspecError as exc:

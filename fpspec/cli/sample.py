@@ -12,23 +12,8 @@ from ..errors import FpspecError
 from ..io import check_output, load_npy, save_npy
 from ..matmul import CODE_FORMATS
 from ..models import LIBRARY, PRESETS, parse_overrides
-from ..quantized import QuantizedTensor
 from ..sampled import check_gemm_sample, gemm_sample, gemm_shape, parse_selection
-
-
-def _operands(args: argparse.Namespace):
-    """A and BT as ``fpspec gemm`` reads them: two .npz (fpspec's or plain operand v1), or two
-    .npy code arrays with --operand-format (and --bt-format)."""
-    if args.bt_format is not None and args.operand_format is None:
-        raise FpspecError("--bt-format needs --operand-format (A's code format)")
-    if args.operand_format is None:
-        for path in (args.a, args.bt):
-            if not str(path).endswith(".npz"):
-                raise FpspecError(f"{path}: expected an .npz (from 'fpspec quantize', or a plain operand file) "
-                                  "or give --operand-format for .npy code arrays")
-        return QuantizedTensor.from_npz(args.a), QuantizedTensor.from_npz(args.bt), None
-    fmt = args.operand_format if args.bt_format is None else (args.operand_format, args.bt_format)
-    return load_npy(args.a), load_npy(args.bt), fmt
+from .gemm import read_operands
 
 
 def _value(bits: int, dtype: np.dtype) -> str:
@@ -47,7 +32,7 @@ def _cmd_gemm_sample(args: argparse.Namespace) -> int:
     overrides = parse_overrides(args.set)
     if args.allow_what_if:
         overrides["allow_what_if"] = True
-    a, bt, fmt = _operands(args)
+    a, bt, fmt = read_operands(args)
     m, n, k = gemm_shape(a, bt)
     rows = parse_selection(args.rows, m, seed=args.seed, what="--rows")
     cols = parse_selection(args.cols, n, seed=args.seed + 1, what="--cols")
