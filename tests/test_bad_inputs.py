@@ -610,7 +610,7 @@ CASES: list[tuple[str, list[str], int, str]] = [
                    ("-8", r"--nbits must be between 1 and 32"), ("abc", r"--nbits must be an integer, got 'abc'"))],
     # ---- gemm operands
     ("gemm-npy-without-format", ["gemm", "{w}/a8.npy", "{w}/b8.npy", "--model", "exact", "--out", "{w}/o.npy"], 2,
-     r"a8\.npy: expected an \.npz written by 'fpspec quantize' \(or give --operand-format"),
+     r"a8\.npy: expected an \.npz \(from 'fpspec quantize', or a plain operand file\) or give --operand-format"),
     ("gemm-k-mismatch", ["gemm", "{w}/a8.npy", "{w}/a8-k48.npy", "--operand-format", "e4m3", "--model", "exact",
                          "--out", "{w}/o.npy"], 2, r"a8\.npy, .*a8-k48\.npy: .*K"),
     ("gemm-bad-operand-format", ["gemm", "{w}/a8.npy", "{w}/b8.npy", "--operand-format", "e2m1", "--model", "exact",
