@@ -17,9 +17,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
-import math
 from dataclasses import dataclass, field
-from fractions import Fraction
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 from xml.sax.saxutils import escape, quoteattr
@@ -30,6 +28,7 @@ from ..errors import FpspecError
 from ..formats import FORMATS, get_format
 from ..io import load_npz, write_text
 from .declare import Declaration, load_declaration
+from .fields import code_distance, field_text
 from .pack import IntegrityError, Pack, VectorSet
 from .schema import RESULT_PACK_ENTRY, tag_names, TAGS, decode_meta
 
@@ -39,51 +38,6 @@ __all__ = ["EXIT_PASS", "EXIT_MISMATCH", "EXIT_USAGE", "EXIT_INTEGRITY", "EXIT_I
            "empty_selections"]
 
 EXIT_PASS, EXIT_MISMATCH, EXIT_USAGE, EXIT_INTEGRITY, EXIT_INCOMPLETE = 0, 1, 2, 3, 4
-
-
-# ------------------------------------------------------------ bit decoding
-def _fmt_for_bits(fmt: str | None, dtype: np.dtype):
-    if fmt and fmt in FORMATS:
-        return get_format(fmt)
-    return None
-
-
-def field_text(code: int, fmt_name: str | None) -> str:
-    """'s=0 e=0111 m=101 = 0.8125' for a code of a known format, else the hex alone."""
-    f = _fmt_for_bits(fmt_name, np.dtype(np.uint32))
-    if f is None:
-        return f"0x{code:x}"
-    if not 0 <= code < f.num_codes:
-        return f"0x{code:x} (out of range for {f.name})"
-    s, e, m = f.split(code)
-    v = f.decode_exact(code)
-    if isinstance(v, Fraction):
-        neg0 = v == 0 and f.signed and s
-        val = "-0" if neg0 else (str(v) if v.denominator == 1 else f"{float(v):.9g} ({v})"
-                                 if v.denominator < 1 << 20 else f"{float(v):.9g}")
-    else:
-        val = "NaN" if math.isnan(v) else ("-Inf" if v < 0 else "Inf")
-    sign = f"s={s} " if f.signed else ""
-    man = f" m={m:0{f.man_bits}b}" if f.man_bits else ""
-    width = (f.bits + 3) // 4
-    return f"0x{code:0{width}x} {f.name} {sign}e={e:0{f.exp_bits}b}{man} = {val}"
-
-
-def _ordinal(code: int, f) -> int | None:
-    if f.kind(code).value == "nan":
-        return None
-    if f.signed and code & f.sign_mask:
-        return -(code & f.magnitude_mask)
-    return code
-
-
-def code_distance(expected: int, got: int, fmt_name: str | None) -> int | None:
-    """Signed number of codes between expected and got in value order (None for NaN / unknown)."""
-    f = _fmt_for_bits(fmt_name, np.dtype(np.uint32))
-    if f is None or not (0 <= got < f.num_codes and 0 <= expected < f.num_codes):
-        return None
-    a, b = _ordinal(expected, f), _ordinal(got, f)
-    return None if a is None or b is None else b - a
 
 
 def _nan_mask(codes: np.ndarray, fmt: str) -> np.ndarray:

@@ -168,16 +168,27 @@ def explain_mismatch(meta: dict[str, Any], inputs: dict[str, np.ndarray], submit
     outputs; fpspec's own when not given).  A candidate that computes every submitted output
     explains the whole set; one that computes some (an encode candidate computes one output)
     explains those outputs: ``your rne output matches encode to e2m1 with rounding rna``.
+    The providers are asked in order, fpspec's named choices first: a mutant of the catalogue is
+    named only when no named choice equals the outputs.
     """
     got = _outputs(submitted)
-    candidates = [c for provider in CANDIDATE_PROVIDERS for c in provider(meta)]
-    if not candidates or not got:
+    if not got:
         return None
     if expected is None:
         expected = compute(meta, inputs, "fast")
     failing = {k for k, v in got.items() if k in expected and not _same(v, expected[k])}
     if not failing:
         return None
+    for provider in CANDIDATE_PROVIDERS:  # in order: a later provider is asked only when no earlier one matched
+        sentence = _matching_candidates(provider(meta), inputs, got, failing)
+        if sentence:
+            return sentence
+    return None
+
+
+def _matching_candidates(candidates: Iterable[tuple[str, OutputsFn]], inputs: dict[str, np.ndarray],
+                         got: dict[str, np.ndarray], failing: set[str]) -> str | None:
+    """The sentence for the candidates of one provider that equal the submitted outputs, or None."""
     whole: list[str] = []
     per_output: dict[str, list[str]] = {}
     for name, outputs_fn in candidates:
@@ -258,7 +269,7 @@ def quantize_trace(meta: dict[str, Any], inputs: Mapping[str, np.ndarray], expec
     value.  Computed by :func:`fpspec.exact.blocks.block_trace_exact`; [] for outputs without
     a block (``decode_scale``)."""
     from ..exact.blocks import block_trace_exact
-    from .checker import field_text
+    from .fields import field_text
 
     got = _outputs(submitted)
     spec = _spec(meta["params"])
