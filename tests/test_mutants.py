@@ -56,6 +56,15 @@ def test_unchanged_choices_reproduce_their_sets(pack, name):
     assert first_difference(vs, variation.outputs(vs.meta, vs.inputs)) == ""
 
 
+def test_rht_sign_view_with_te_signs_reproduces_the_rht_set(pack):
+    """The RHT sign mutants transform a sign-flipped view; with TE's own signs that is the spec."""
+    from fpspec.exact.blocks import RHT_SIGNS
+    from fpspec.mutants.catalogue import _rht_view
+    vs = pack.load("quantize-nvfp4-te-fp32-1x16-colwise-rht")
+    variation = Fp32Order(Fp32Steps(), view=_rht_view(tuple(RHT_SIGNS)))
+    assert first_difference(vs, variation.outputs(vs.meta, vs.inputs)) == ""
+
+
 # ------------------------------------------------------------------ the catalogue
 def test_catalogue_size_and_names():
     """FPS-MUT-1: at least 150 mutants, unique names, every family the issue lists."""

@@ -108,6 +108,24 @@ def _choice(name: str, family: str, sets: str, equivalent: str = "", **changes: 
     return Mutant(name, family, sets, QuantizeChoice(dict(changes)), equivalent)
 
 
+#: TransformerEngine's wgrad RHT sign vector (fpspec.exact.blocks.RHT_SIGNS), for the sign mutants.
+_TE_SIGNS = (1, 1, 1, -1, 1, -1, -1, -1, -1, -1, -1, 1, -1, 1, -1, -1)
+
+
+def _rht_view(signs: tuple[int, ...]):
+    """A view function: the columnwise view transformed with other RHT signs s' (FPS-BLK-10).
+    sum_i s'_i H_ij x_i / 4 is TE's transform of x_i s'_i s_i, so fpspec's own transform of the
+    sign-flipped view (exact flips) computes it."""
+    from ..exact.blocks import RHT_SIGNS
+    from ..fast.blocks import rht16_fast
+    flip = np.array([a * b for a, b in zip(signs, RHT_SIGNS)], np.float32)
+
+    def view(x: np.ndarray, spec, p: dict) -> np.ndarray:
+        v = np.ascontiguousarray(x.T if p["columnwise"] else x)
+        return rht16_fast(np.ascontiguousarray(v * np.tile(flip, v.shape[1] // 16)))
+    return view
+
+
 def _exact_profile_mutants() -> list[Mutant]:
     out = []
     for scheme in ("ue5m3", "nvfp4"):
@@ -148,6 +166,10 @@ def _exact_profile_mutants() -> list[Mutant]:
         _choice("nvfp4/te-fp32-rht:no-rht", "named-choice", "quantize-nvfp4-te-fp32-1x16-colwise-rht", rht=False),
         _choice("nvfp4/te-fp32-rht:bf16-transform", "named-choice", "quantize-nvfp4-te-fp32-1x16-colwise-rht",
                 rht_output="bf16"),
+        Mutant("nvfp4/te-fp32-rht:signs-reversed", "named-choice", "quantize-nvfp4-te-fp32-1x16-colwise-rht",
+               Fp32Order(Fp32Steps(), view=_rht_view(tuple(reversed(_TE_SIGNS))))),
+        Mutant("nvfp4/te-fp32-rht:no-signs", "named-choice", "quantize-nvfp4-te-fp32-1x16-colwise-rht",
+               Fp32Order(Fp32Steps(), view=_rht_view((1,) * 16))),
         _choice("nvfp4/te-fp32-16x16:tile-1x16", "named-choice", "quantize-nvfp4-te-fp32-16x16", tile="1xB"),
         _choice("nvfp4/torchao-0.18:te-fp32", "named-choice", "quantize-nvfp4-torchao-0.18-1x16", profile="te-fp32"),
         _choice("nvfp4/torchao-0.18:cuda-reciprocals", "named-choice", "quantize-nvfp4-torchao-0.18-1x16",
