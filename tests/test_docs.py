@@ -621,7 +621,8 @@ def test_fps_cnf_3_the_rendered_declaration_selects_the_hand_listed_sets_and_the
     decl_text = box[box.index("name: "):box.index("2. The sets")]
     decl = Declaration.from_mapping(yaml.safe_load(decl_text))
     want = ["quantize-ue5m3-seed-fp32-16x16", "quantize-ue5m3-seed-fp32-1x16",
-            "quantize-ue5m3-seed-fp32-1x16-colwise", "quantize-ue5m3-seed-fp32-1x16-t2048"]
+            "quantize-ue5m3-seed-fp32-1x16-colwise", "quantize-ue5m3-seed-fp32-1x16-t2048",
+            "quantize-ue5m3-seed-fp32-1x16-witness"]
     listed = re.findall(r"^(quantize-[a-z0-9.-]+): out_", box, re.M)
     assert listed == want
     assert "quantize-ue5m3-seed-fp32-1x16-sr-midpoint" in box  # named as what SR adds

@@ -10,6 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+
+from fpspec.errors import FpspecError
 import pytest
 
 from fpspec.models import PRESETS
@@ -74,7 +76,12 @@ def test_order_independent_sets_agree_under_every_preset(pack):
             if PRESETS[preset].model.output_format == "fp16":
                 continue  # the sets' sums are exact in FP32, not in an FP16 accumulator
             m = dict(meta, params=dict(meta["params"], model=preset))
-            assert np.array_equal(compute(m, inputs, "fast")["c"], outputs["c"]), (name, preset)
+            try:
+                c = compute(m, inputs, "fast")["c"]
+            except FpspecError as exc:  # operands outside the preset's contract (FPS-GEMM-25)
+                assert "hypothetical run" in str(exc), (name, preset, str(exc))
+                continue
+            assert np.array_equal(c, outputs["c"]), (name, preset)
 
 
 def test_wide_sets_separate_the_models(pack):
