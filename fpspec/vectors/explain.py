@@ -39,7 +39,7 @@ OutputsFn = Callable[[Mapping[str, np.ndarray]], Mapping[str, np.ndarray]]
 #: provider(meta) -> (name, outputs_fn) for every candidate it has for the set (none: an empty iterable)
 CandidateProvider = Callable[[dict[str, Any]], Iterable[tuple[str, OutputsFn]]]
 
-#: The two targets T of the block sets (FPS-BLK-5): a set made with one is explained by the other.
+#: The two targets T of the block sets: a set made with one is explained by the other.
 TARGETS = (448.0, 2048.0)
 _POLICIES = {"overflow": OverflowPolicy, "nan": NanPolicy, "negative": NegativePolicy, "zero": ZeroPolicy}
 
