@@ -27,9 +27,10 @@ import numpy as np
 
 from ..convert import decode, encode
 from ..errors import FpspecError
+from ..fast.blocks import block_amax_grid_fast
 from ..schemes import AmaxZero, Arithmetic, BlockSpec, Dequant, SignedZero
 
-__all__ = ["Fp32Steps", "quantize_view_fp32_steps", "block_amax_grid"]
+__all__ = ["Fp32Steps", "quantize_view_fp32_steps", "global_scales", "block_steps"]
 
 F32 = np.float32
 FLT_MAX = F32(np.finfo(np.float32).max)
@@ -68,15 +69,6 @@ class Fp32Steps:
         return replace(self, **kw)  # type: ignore[arg-type]
 
 
-def block_amax_grid(v: np.ndarray, block: int, tile: str) -> np.ndarray:
-    """max |v| of each block (1xB) or tile (BxB) of the view, binary32 (a maximum is exact)."""
-    m, k = v.shape
-    a = np.abs(v.astype(np.float32))
-    if tile == "BxB":
-        return a.reshape(m // block, block, k // block, block).max(axis=(1, 3))
-    return a.reshape(m, k // block, block).max(axis=2)
-
-
 def _expand(grid: np.ndarray, block: int, tile: str, shape: tuple[int, int]) -> np.ndarray:
     """A per-block array repeated onto the elements of the view."""
     e = np.repeat(grid, block, axis=1)
@@ -85,23 +77,18 @@ def _expand(grid: np.ndarray, block: int, tile: str, shape: tuple[int, int]) -> 
     return e[: shape[0], : shape[1]]
 
 
-def _global_scales(steps: Fp32Steps, spec: BlockSpec, g: np.float32) -> tuple[np.float32, np.float32]:
+def global_scales(steps: Fp32Steps, spec: BlockSpec, g: np.float32) -> tuple[np.float32, np.float32]:
     """Steps 1 and 2: ge and gd."""
     assert spec.target is not None
     t = F32(float(spec.target))
     six_t = F32(6) * t
     amax_zero = steps.amax_zero or spec.profile.amax_zero
-    with np.errstate(over="ignore", divide="ignore", under="ignore"):
-        return _global_scales_of(steps, spec, g, six_t, t, amax_zero)
-
-
-def _global_scales_of(steps: Fp32Steps, spec: BlockSpec, g: np.float32, six_t: np.float32, t: np.float32,
-                      amax_zero: AmaxZero) -> tuple[np.float32, np.float32]:
     if g == 0:
         if amax_zero is AmaxZero.REFUSE:
             raise FpspecError(spec.profile.zero_amax_refusal())
         ge = F32(1) if amax_zero is AmaxZero.ONE else FLT_MAX
-    else:
+        return ge, F32(1) / ge
+    with np.errstate(over="ignore", divide="ignore", under="ignore"):
         if steps.global_encode == "six-t-over-g":
             ge = six_t / g
         elif steps.global_encode == "six-times-t-over-g":
@@ -111,13 +98,12 @@ def _global_scales_of(steps: Fp32Steps, spec: BlockSpec, g: np.float32, six_t: n
         ge = min(ge, FLT_MAX)
         if ge == 0:
             ge = F32(1)
-    gd = F32(1) / ge if steps.global_decode == "reciprocal" else (g / six_t if g != 0 else F32(1) / ge)
+        gd = F32(1) / ge if steps.global_decode == "reciprocal" else g / six_t
     return F32(ge), F32(gd)
 
 
-def _block_scales(steps: Fp32Steps, spec: BlockSpec, a_b: np.ndarray, ge: np.float32,
-                  gd: np.float32) -> np.ndarray:
-    """Step 3: the unrounded binary32 block scale of every block."""
+def _unrounded_scales(steps: Fp32Steps, a_b: np.ndarray, ge: np.float32, gd: np.float32) -> np.ndarray:
+    """Step 3 before rounding: the binary32 block scale of every block."""
     sixth = F32(1) / F32(6)
     if steps.block_scale == "mul-ge-sixth":
         return a_b * (ge * sixth)
@@ -128,6 +114,36 @@ def _block_scales(steps: Fp32Steps, spec: BlockSpec, a_b: np.ndarray, ge: np.flo
     if steps.block_scale == "mul-ge-then-sixth":
         return (a_b * ge) * sixth
     return (a_b / F32(6)) / gd
+
+
+def block_steps(steps: Fp32Steps, spec: BlockSpec, a_b: np.ndarray, ge: np.float32,
+                gd: np.float32) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Steps 3 to 5 for every block amax ``a_b`` (binary32): the scale codes, their values s_B,
+    and the payload multipliers (None when the payload is divided by fp32(s_B gd) instead)."""
+    prof = spec.profile
+    sf = spec.scale_format
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore", under="ignore"):
+        sc = _unrounded_scales(steps, a_b, ge, gd)                                  # 3
+        if steps.scale_saturate:
+            sc = np.minimum(np.minimum(sc, FLT_MAX), F32(float(sf.max_finite)))
+        overflow = "sat" if steps.scale_saturate else "nonfinite"
+        scales = encode(sc.astype(np.float32), sf, steps.scale_rounding, overflow=overflow).astype(np.uint8)
+        if steps.scale_flush and sf.subnormals:
+            scales = np.where(scales < (1 << sf.man_bits), 0, scales).astype(np.uint8)
+        zsr = spec.zero_scale_rule if steps.zero_scale_rule is None else steps.zero_scale_rule
+        if zsr:                                                                     # 4
+            scales = np.where(scales == 0, spec.one_code, scales).astype(np.uint8)
+        s = decode(scales, sf).astype(np.float32)
+        if steps.multiplier == "divide-by-product":                                 # 5
+            return scales, s, None
+        if steps.multiplier == "recip-of-product":
+            mult = F32(1) / (s * gd)
+        elif steps.multiplier == "ge-over-s":
+            mult = ge / s
+        else:
+            mult = (F32(1) / s) * ge
+        cap = prof.cap_multiplier if steps.cap_multiplier is None else steps.cap_multiplier
+        return scales, s, (np.minimum(mult, FLT_MAX) if cap else mult).astype(np.float32)
 
 
 def quantize_view_fp32_steps(v: np.ndarray, spec: BlockSpec, g: np.float32, rbits: np.ndarray | None = None,
@@ -145,32 +161,11 @@ def quantize_view_fp32_steps(v: np.ndarray, spec: BlockSpec, g: np.float32, rbit
     with np.errstate(over="ignore", divide="ignore", invalid="ignore", under="ignore"):
         x = v.astype(np.float32)
         if steps.ftz_input:
-            x = np.where(np.abs(x) < F32(2.0 ** -126), F32(0) * np.sign(x), x).astype(np.float32)
-        ge, gd = _global_scales(steps, spec, F32(g))
-        sc = _block_scales(steps, spec, block_amax_grid(x, b, tile), ge, gd)           # 3
-        sf = spec.scale_format
-        if steps.scale_saturate:
-            sc = np.minimum(np.minimum(sc, FLT_MAX), F32(float(sf.max_finite)))
-        overflow = "sat" if steps.scale_saturate else "nonfinite"
-        scales = encode(sc.astype(np.float32), sf, steps.scale_rounding, overflow=overflow).astype(np.uint8)
-        if steps.scale_flush and sf.subnormals:
-            scales = np.where(scales < (1 << sf.man_bits), 0, scales).astype(np.uint8)
-        zsr = spec.zero_scale_rule if steps.zero_scale_rule is None else steps.zero_scale_rule
-        if zsr:                                                                       # 4
-            scales = np.where(scales == 0, spec.one_code, scales).astype(np.uint8)
-        s = decode(scales, sf).astype(np.float32)
-        if steps.multiplier == "recip-of-product":                                    # 5
-            mult = F32(1) / (s * gd)
-        elif steps.multiplier == "ge-over-s":
-            mult = ge / s
-        elif steps.multiplier == "recip-s-times-ge":
-            mult = (F32(1) / s) * ge
-        else:
-            mult = None
-        cap = prof.cap_multiplier if steps.cap_multiplier is None else steps.cap_multiplier
-        if mult is not None and cap:
-            mult = np.minimum(mult, FLT_MAX)
-        if mult is None:                                                              # 6
+            x = np.where(np.abs(x) < F32(2.0 ** -126), np.copysign(F32(0), x), x).astype(np.float32)
+        ge, gd = global_scales(steps, spec, F32(g))
+        a_b = block_amax_grid_fast(x, b, tile).astype(np.float32)
+        scales, s, mult = block_steps(steps, spec, a_b, ge, gd)                     # 3-5
+        if mult is None:                                                            # 6
             y = x / _expand(s * gd, b, tile, x.shape)
         else:
             y = x * _expand(mult, b, tile, x.shape)

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..convert import decode, encode
+from ..convert import decode
 from ..schemes import BlockSpec
-from .binary32 import F32, FLT_MAX, Fp32Steps, _global_scales, quantize_view_fp32_steps
+from .binary32 import F32, FLT_MAX, Fp32Steps, block_steps, global_scales, quantize_view_fp32_steps
 
 __all__ = ["search_witnesses", "WITNESS_ROWS"]
 
@@ -38,7 +38,7 @@ def _round_blocks(rng: np.random.Generator, spec: BlockSpec, g: np.float32) -> n
     b = spec.block
     sf = spec.scale_format
     top = int(sf.max_finite_code)
-    ge, gd = _global_scales(Fp32Steps(), spec, g)
+    ge, gd = global_scales(Fp32Steps(), spec, g)
     with np.errstate(over="ignore", divide="ignore", under="ignore", invalid="ignore"):
         mulf = ge * (F32(1) / F32(6))
         codes = rng.integers(0, top, size=WITNESS_ROWS, dtype=np.int64).astype(np.uint8)
@@ -48,10 +48,7 @@ def _round_blocks(rng: np.random.Generator, spec: BlockSpec, g: np.float32) -> n
         a_b = _ulps(np.minimum(mid / mulf, FLT_MAX).astype(np.float32),
                     rng.integers(-3, 4, size=WITNESS_ROWS, dtype=np.int64))
         a_b = np.where(a_b == 0, F32(2.0 ** -149), a_b).astype(np.float32)
-        sc = np.minimum(np.minimum(a_b * mulf, FLT_MAX), F32(float(sf.max_finite)))
-        s = decode(encode(sc.astype(np.float32), sf, "rne", overflow="sat"), sf).astype(np.float32)
-        s = np.where(s == 0, F32(1), s) if spec.zero_scale_rule else s
-        mult = np.minimum(F32(1) / (s * gd), FLT_MAX).astype(np.float32)
+        mult = block_steps(Fp32Steps(), spec, a_b, ge, gd)[2]
         t = _E2M1_POINTS[rng.integers(0, len(_E2M1_POINTS), size=(WITNESS_ROWS, b), dtype=np.int64)]
         x = _ulps((t / mult[:, None]).astype(np.float32), rng.integers(-2, 3, size=(WITNESS_ROWS, b), dtype=np.int64))
         x = np.minimum(x, a_b[:, None])
