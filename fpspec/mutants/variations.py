@@ -27,8 +27,9 @@ import numpy as np
 
 from ..convert import decode, encode
 from ..formats import get_format
-from ..quantization import dequantize, prepare_view, quantize
-from ..schemes import get_scheme, resolve_spec
+from ..quantization import prepare_view
+from ..schemes import resolve_spec
+from ..vectors.blocks import quantize_case, quantize_cases
 from .binary32 import Fp32Steps, quantize_view_fp32_steps
 
 __all__ = ["Variation", "QuantizeChoice", "Fp32Order", "MxExponent", "OutputLayout", "EncodeChoice",
@@ -48,38 +49,6 @@ class Variation:
 
 
 # ------------------------------------------------------------------ quantize
-_QUANTIZE_KEYS = ("scheme", "profile", "block", "tile", "target", "rounding", "columnwise", "rht",
-                  "scale_format", "zero_scale_rule", "payload_format")
-
-
-def _quantize_cases(meta: dict[str, Any], inputs: dict[str, np.ndarray],
-                    case_fn: Callable[[np.ndarray, float, np.ndarray | None, dict[str, Any]], Outputs]) -> Outputs:
-    """Run ``case_fn(x, g, r, params)`` on every case of a quantize set and stack the outputs."""
-    xs = inputs["x"].view(np.float32)
-    amax = inputs["amax"].view(np.float32) if "amax" in inputs else np.zeros(xs.shape[0], np.float32)
-    outs: dict[str, list[np.ndarray]] = {}
-    for i in range(xs.shape[0]):
-        r = inputs["r"][i] if "r" in inputs else None
-        for k, v in case_fn(xs[i], float(amax[i]), r, meta["params"]).items():
-            outs.setdefault(k, []).append(np.asarray(v))
-    return {k: np.stack(v) for k, v in outs.items()}
-
-
-def _fpspec_quantize(x: np.ndarray, g: float, r: np.ndarray | None, p: dict[str, Any]) -> Outputs:
-    """fpspec's quantizer on one case, with the set's params (and any changed ones) in ``p``."""
-    tensor_scale = get_scheme(p["scheme"]).tensor_scale
-    kw = {k: p[k] for k in _QUANTIZE_KEYS if k in p}
-    for k in ("nbits", "sr_eval", "rht_output"):
-        if k in p:
-            kw[k] = p[k]
-    if not tensor_scale:
-        kw.pop("target", None)
-    q = quantize(x, amax=None if (g == 0 or not tensor_scale) else g, rbits=r, **kw)
-    return {"codes": q.codes, "scales": q.scales,
-            "decode_scale": np.array(q.decode_scale, np.float32).view(np.uint32),
-            "dequant": np.asarray(dequantize(q), np.float32).view(np.uint32)}
-
-
 @dataclass(frozen=True)
 class QuantizeChoice(Variation):
     """fpspec's quantizer with some of the set's named choices changed."""
@@ -87,7 +56,7 @@ class QuantizeChoice(Variation):
     changes: dict[str, Any]
 
     def outputs(self, meta: dict[str, Any], inputs: dict[str, np.ndarray]) -> Outputs:
-        return _quantize_cases(meta, inputs, lambda x, g, r, p: _fpspec_quantize(x, g, r, {**p, **self.changes}))
+        return quantize_cases(meta, inputs, lambda x, g, r, p: quantize_case(x, g, r, {**p, **self.changes}))
 
     def describe(self) -> str:
         return ", ".join(f"{k}={v}" for k, v in self.changes.items())
@@ -115,7 +84,7 @@ class Fp32Order(Variation):
                 v = prepare_view(x, spec, columnwise=p["columnwise"], rht=p["rht"]).view
             gg = np.float32(g) if g != 0 else np.float32(np.max(np.abs(v)))
             return quantize_view_fp32_steps(v, spec, gg, r, self.steps)
-        return _quantize_cases(meta, inputs, case)
+        return quantize_cases(meta, inputs, case)
 
     def describe(self) -> str:
         default = Fp32Steps()
@@ -138,11 +107,7 @@ class MxExponent(Variation):
             b = p["block"]
             v = x.astype(np.float64)
             a = np.abs(v).reshape(v.shape[0], -1, b).max(axis=2)
-            with np.errstate(divide="ignore"):
-                fl = np.where(a > 0, np.floor(np.log2(np.where(a > 0, a, 1))), -127)
-            # floor(log2) from frexp is exact where np.log2 may round up just below a power of two
-            mant, ex = np.frexp(np.where(a > 0, a, 1.0))
-            fl = np.where(a > 0, ex - 1, -127)
+            fl = np.frexp(np.where(a > 0, a, 1.0))[1] - 1  # floor(log2 a), exact (np.log2 may round up)
             e = np.clip(np.where(a > 0, fl - emax + self.offset, -127), -127, 127).astype(np.int64)
             scale = np.ldexp(1.0, np.repeat(e, b, axis=1))
             codes = encode(v / scale, pf, p["rounding"], overflow="sat")
@@ -152,7 +117,7 @@ class MxExponent(Variation):
             return {"codes": codes.astype(np.uint8), "scales": (e + 127).astype(np.uint8),
                     "decode_scale": np.array(1.0, np.float32).view(np.uint32),
                     "dequant": deq.view(np.uint32)}
-        return _quantize_cases(meta, inputs, case)
+        return quantize_cases(meta, inputs, case)
 
     def describe(self) -> str:
         return f"scale exponent floor(log2 a_B) - emax{self.offset:+d}" + (f" (emax of {self.emax_of})"
@@ -168,8 +133,8 @@ class OutputLayout(Variation):
 
     def outputs(self, meta: dict[str, Any], inputs: dict[str, np.ndarray]) -> Outputs:
         def case(x: np.ndarray, g: float, r: np.ndarray | None, p: dict[str, Any]) -> Outputs:
-            return {k: self.fix(k, v, p) for k, v in _fpspec_quantize(x, g, r, p).items()}
-        return _quantize_cases(meta, inputs, case)
+            return {k: self.fix(k, v, p) for k, v in quantize_case(x, g, r, p).items()}
+        return quantize_cases(meta, inputs, case)
 
     def describe(self) -> str:
         return self.what

@@ -13,7 +13,7 @@ from :func:`fpspec.quantization.quantize` with ``impl="exact"`` (FPS-BLK-*).
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -26,7 +26,7 @@ from .coverage import SetPlan, make_meta
 from .ops import register_operation
 from .schema import TAGS, tag_mask
 
-__all__ = ["BLOCK_CONFIGS", "quantize_op"]
+__all__ = ["BLOCK_CONFIGS", "quantize_op", "quantize_case", "quantize_cases"]
 
 M, K = 16, 32
 
@@ -382,30 +382,42 @@ def _case_tags(c: dict[str, Any], x: np.ndarray, g: float, scales: np.ndarray, b
     return t
 
 
-def _quantize_case(meta: dict[str, Any], x: np.ndarray, g: float, r: np.ndarray | None, impl: str):
-    p = meta["params"]
+#: Quantizer settings a case may carry beyond a set's params (the mutant catalogue's choices).
+_OPTIONAL_SETTINGS = ("nbits", "sr_eval", "rht_output")
+
+
+def quantize_case(x: np.ndarray, g: float, r: np.ndarray | None, p: dict[str, Any],
+                  impl: str = "fast") -> dict[str, np.ndarray]:
+    """fpspec's quantizer on one case with the settings ``p`` (a set's params): the four outputs."""
+    tensor_scale = get_scheme(p["scheme"]).tensor_scale
     q = quantize(x, p["scheme"], profile=p["profile"], block=p["block"], tile=p["tile"],
-                 target=p["target"], amax=None if (g == 0 or not get_scheme(p["scheme"]).tensor_scale) else g,
+                 target=p["target"] if tensor_scale else None, amax=None if (g == 0 or not tensor_scale) else g,
                  rounding=p["rounding"], rbits=r, columnwise=p["columnwise"], rht=p["rht"],
                  scale_format=p["scale_format"], zero_scale_rule=p["zero_scale_rule"], impl=impl,
-                 payload_format=p.get("payload_format"))
-    deq = dequantize(q)
-    return q, deq
+                 payload_format=p.get("payload_format"), **{k: p[k] for k in _OPTIONAL_SETTINGS if k in p})
+    return {"codes": q.codes, "scales": q.scales,
+            "decode_scale": np.array(q.decode_scale, dtype=np.float32).view(np.uint32),
+            "dequant": np.asarray(dequantize(q), dtype=np.float32).view(np.uint32)}
+
+
+CaseFn = Callable[[np.ndarray, float, "np.ndarray | None", dict[str, Any]], dict[str, np.ndarray]]
+
+
+def quantize_cases(meta: dict[str, Any], inputs: dict[str, np.ndarray], case_fn: CaseFn) -> dict[str, np.ndarray]:
+    """``case_fn(x, g, r, params)`` on every case of a quantize set, the outputs stacked."""
+    xs = inputs["x"].view(np.float32)
+    amax = inputs["amax"].view(np.float32) if "amax" in inputs else np.zeros(xs.shape[0], np.float32)
+    outs: dict[str, list[np.ndarray]] = {}
+    for i in range(xs.shape[0]):
+        r = inputs["r"][i] if "r" in inputs else None
+        for k, v in case_fn(xs[i], float(amax[i]), r, meta["params"]).items():
+            outs.setdefault(k, []).append(np.asarray(v))
+    return {k: np.stack(v) for k, v in outs.items()}
 
 
 def quantize_op(meta: dict[str, Any], inputs: dict[str, np.ndarray], impl: str) -> dict[str, np.ndarray]:
     """fpspec's block quantizer on every case of a quantize set."""
-    xs = inputs["x"].view(np.float32)
-    amax = inputs["amax"].view(np.float32) if "amax" in inputs else np.zeros(xs.shape[0], np.float32)
-    outs: dict[str, list[np.ndarray]] = {k: [] for k in ("codes", "scales", "decode_scale", "dequant")}
-    for i in range(xs.shape[0]):
-        r = inputs["r"][i] if "r" in inputs else None
-        q, deq = _quantize_case(meta, xs[i], float(amax[i]), r, impl)
-        outs["codes"].append(q.codes)
-        outs["scales"].append(q.scales)
-        outs["decode_scale"].append(np.array(q.decode_scale, dtype=np.float32).view(np.uint32))
-        outs["dequant"].append(np.asarray(deq, dtype=np.float32).view(np.uint32))
-    return {k: np.stack(v) for k, v in outs.items()}
+    return quantize_cases(meta, inputs, lambda x, g, r, p: quantize_case(x, g, r, p, impl))
 
 
 register_operation("quantize", quantize_op)
