@@ -43,7 +43,7 @@ def report(pack):
 def test_binary32_steps_reproduce_every_binary32_set(pack, name):
     """FPS-MUT-2: the step quantizer with the profile's steps is a twin of the spec."""
     vs = pack.load(name)
-    assert first_difference(vs, Fp32Order(Fp32Steps()).outputs(vs.meta, vs.inputs)) == ""
+    assert first_difference(pack, vs.name, Fp32Order(Fp32Steps()).outputs(vs.meta, vs.inputs)) == ""
 
 
 @pytest.mark.parametrize("name", ["quantize-ue5m3-exact-1x16", "quantize-mxfp8-floor-1x32-e5m2",
@@ -53,7 +53,7 @@ def test_unchanged_choices_reproduce_their_sets(pack, name):
     vs = pack.load(name)
     variation = {"quantize": QuantizeChoice({}), "encode": EncodeChoice(),
                  "gemm": GemmChoice({})}[vs.meta["operation"]]
-    assert first_difference(vs, variation.outputs(vs.meta, vs.inputs)) == ""
+    assert first_difference(pack, vs.name, variation.outputs(vs.meta, vs.inputs)) == ""
 
 
 def test_rht_sign_view_with_te_signs_reproduces_the_rht_set(pack):
@@ -62,7 +62,7 @@ def test_rht_sign_view_with_te_signs_reproduces_the_rht_set(pack):
     from fpspec.mutants.catalogue import _rht_view
     vs = pack.load("quantize-nvfp4-te-fp32-1x16-colwise-rht")
     variation = Fp32Order(Fp32Steps(), view=_rht_view(tuple(RHT_SIGNS)))
-    assert first_difference(vs, variation.outputs(vs.meta, vs.inputs)) == ""
+    assert first_difference(pack, vs.name, variation.outputs(vs.meta, vs.inputs)) == ""
 
 
 # ------------------------------------------------------------------ the catalogue
@@ -155,3 +155,15 @@ def test_cli_mutants_survivor_exit_1(tmp_path, capsys):
 def test_cli_mutants_unknown_glob(capsys):
     assert main(["vectors", "mutants", str(PACK), "--mutant", "no-such-*"]) == 2
     assert "matches no mutant" in capsys.readouterr().err
+
+
+def test_checker_reports_a_submission_with_scales_of_another_shape(pack):
+    """A wrong block size gives a scale grid of another shape: the checker reports the codes'
+    mismatch and the shape (exit 2), instead of failing inside the failing block's trace."""
+    from fpspec.vectors.checker import EXIT_USAGE, check
+    vs = pack.load("quantize-ue5m3-exact-1x16")
+    outs = get_mutant("ue5m3/exact:block-32").variation.outputs(vs.meta, vs.inputs)
+    assert outs["scales"].shape[1:] != vs.outputs["scales"].shape[1:]
+    report = check(pack, {vs.name: {f"out_{k}": v for k, v in outs.items()}}, select=vs.name, explain=False)
+    assert report.exit_code == EXIT_USAGE
+    assert "scales" in report.errors[0] and "the pack expects uint8[18, 16, 2]" in report.errors[0]

@@ -1,8 +1,7 @@
 """Running the mutant catalogue on a pack (FPS-MUT-3).
 
-Each mutant computes the outputs of every set its globs name, and those outputs are compared
-with the pack's expected outputs as the checker compares them under the default declaration
-(:func:`fpspec.vectors.checker.check`: every output bit-equal).  A mutant is *killed* when some
+Each mutant computes the outputs of every set its globs name, and the checker
+(:func:`fpspec.vectors.checker.check`, default declaration: every output bit-equal) checks them.  A mutant is *killed* when some
 output of some set differs (or when it refuses a set's inputs, as a kernel that fails on valid
 input fails the check), *equivalent* when it survives and carries a written argument that it
 is the same function, and *survived* otherwise; *no set* when the pack has none of its sets.
@@ -19,6 +18,7 @@ from typing import Any, Callable, Iterable
 import numpy as np
 
 from ..errors import FpspecError
+from ..vectors.checker import EXIT_PASS, check
 from ..vectors.pack import Pack, VectorSet
 from .catalogue import CATALOGUE, Mutant
 
@@ -70,21 +70,18 @@ class MutationReport:
                 "kill_rate": round(self.kill_rate, 6), "outcomes": [o.to_dict() for o in self.outcomes]}
 
 
-def first_difference(vs: VectorSet, outputs: dict[str, np.ndarray]) -> str:
-    """'' when every output equals the set's expected one bit for bit, else where they first part."""
-    for name in sorted(vs.outputs):
-        exp = vs.outputs[name]
-        got = outputs.get(name)
-        if got is None:
-            return f"{vs.name}/{name}: missing"
-        got = np.asarray(got)
-        if got.dtype != exp.dtype or got.shape != exp.shape:
-            return f"{vs.name}/{name}: {got.dtype}{list(got.shape)} where {exp.dtype}{list(exp.shape)} is expected"
-        diff = got != exp
-        if diff.any():
-            case = int(np.argwhere(diff.reshape(diff.shape[0], -1).any(axis=1))[0][0])
-            return f"{vs.name}/{name} case {case}"
-    return ""
+def first_difference(pack: Pack, name: str, outputs: dict[str, np.ndarray]) -> str:
+    """'' when the checker passes ``outputs`` as set ``name`` of ``pack`` (every output bit-equal,
+    default declaration), else where they first part, as the checker says it."""
+    report = check(pack, {name: {f"out_{k}": v for k, v in outputs.items()}}, select=name, max_report=1,
+                   explain=False)
+    if report.exit_code == EXIT_PASS:
+        return ""
+    if report.mismatches:
+        m = report.mismatches[0]
+        return f"{m.set}/{m.output} case {m.case}"
+    return "; ".join(report.errors + report.incomplete + [f"{o.set}/{o.output}: {o.status}" for o in report.outputs
+                                                          if o.status != "pass"])
 
 
 def _matching(names: Iterable[str], globs: str) -> list[str]:
@@ -111,7 +108,7 @@ def run_mutants(pack: Pack | str | Path, mutants: Iterable[Mutant] | None = None
             except FpspecError as exc:
                 outcome.status, outcome.killed_by = "killed", f"{name}: refused ({exc})"
                 break
-            where = first_difference(vs, outs)
+            where = first_difference(pack, name, outs)
             if where:
                 outcome.status, outcome.killed_by = "killed", where
                 break
