@@ -3,23 +3,22 @@
 from __future__ import annotations
 
 import argparse
-import fnmatch
 import json
 import sys
 
 from ..errors import FpspecError
 from ..io import atomic_write
-from ..vectors.checker import EXIT_INTEGRITY
+from ..vectors.checker import EXIT_INTEGRITY, select_names, split_globs
 from ..vectors.pack import IntegrityError
 from .options import add_quiet, progress_stream
 
 
 def _selected(pattern: str | None):
     from ..mutants import CATALOGUE
-    if not pattern:
+    if not split_globs(pattern):  # (as --select: no glob selects everything)
         return list(CATALOGUE)
-    globs = [g.strip() for g in pattern.split(",") if g.strip()]
-    picked = [m for m in CATALOGUE if any(fnmatch.fnmatchcase(m.name, g) for g in globs)]
+    names = set(select_names([m.name for m in CATALOGUE], pattern))
+    picked = [m for m in CATALOGUE if m.name in names]
     if not picked:
         raise FpspecError(f"--mutant {pattern!r} matches no mutant of the catalogue ({len(CATALOGUE)} mutants; "
                           "--list names them)")

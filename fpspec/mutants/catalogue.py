@@ -17,7 +17,12 @@ from typing import Iterable
 
 import numpy as np
 
+from ..errors import FpspecError
+from ..exact.blocks import RHT_SIGNS
+from ..fast.blocks import rht16_fast
 from ..formats import get_format
+from ..models import get_model
+from ..vectors.checker import select_names, split_globs
 from ..schemes import AmaxZero, SignedZero
 from .binary32 import Fp32Steps
 from .variations import (DecodeVariant, EncodeChoice, EncodeVia, Fp32Order, GemmChoice, GemmOperands, MxExponent,
@@ -108,16 +113,10 @@ def _choice(name: str, family: str, sets: str, equivalent: str = "", **changes: 
     return Mutant(name, family, sets, QuantizeChoice(dict(changes)), equivalent)
 
 
-#: TransformerEngine's wgrad RHT sign vector (fpspec.exact.blocks.RHT_SIGNS), for the sign mutants.
-_TE_SIGNS = (1, 1, 1, -1, 1, -1, -1, -1, -1, -1, -1, 1, -1, 1, -1, -1)
-
-
 def _rht_view(signs: tuple[int, ...]):
     """A view function: the columnwise view transformed with other RHT signs s' (FPS-BLK-10).
     sum_i s'_i H_ij x_i / 4 is TE's transform of x_i s'_i s_i, so fpspec's own transform of the
     sign-flipped view (exact flips) computes it."""
-    from ..exact.blocks import RHT_SIGNS
-    from ..fast.blocks import rht16_fast
     flip = np.array([a * b for a, b in zip(signs, RHT_SIGNS)], np.float32)
 
     def view(x: np.ndarray, spec, p: dict) -> np.ndarray:
@@ -167,7 +166,7 @@ def _exact_profile_mutants() -> list[Mutant]:
         _choice("nvfp4/te-fp32-rht:bf16-transform", "named-choice", "quantize-nvfp4-te-fp32-1x16-colwise-rht",
                 rht_output="bf16"),
         Mutant("nvfp4/te-fp32-rht:signs-reversed", "named-choice", "quantize-nvfp4-te-fp32-1x16-colwise-rht",
-               Fp32Order(Fp32Steps(), view=_rht_view(tuple(reversed(_TE_SIGNS))))),
+               Fp32Order(Fp32Steps(), view=_rht_view(tuple(reversed(RHT_SIGNS))))),
         Mutant("nvfp4/te-fp32-rht:no-signs", "named-choice", "quantize-nvfp4-te-fp32-1x16-colwise-rht",
                Fp32Order(Fp32Steps(), view=_rht_view((1,) * 16))),
         _choice("nvfp4/te-fp32-16x16:tile-1x16", "named-choice", "quantize-nvfp4-te-fp32-16x16", tile="1xB"),
@@ -352,7 +351,6 @@ _GEMM_SETS = {
 
 
 def _gemm_changes(preset: str) -> list[tuple[str, dict]]:
-    from ..models import get_model
     m = get_model(preset)
     out: list[tuple[str, dict]] = []
     other = {"rne": "rtz", "rtz": "rne"}
@@ -381,7 +379,6 @@ def _gemm_changes(preset: str) -> list[tuple[str, dict]]:
 
 def _valid(m, changes: dict) -> bool:
     """Whether a parameter change gives a model fpspec can build (one that cannot is no mutant)."""
-    from ..errors import FpspecError
     try:
         m.replace(**changes)
     except FpspecError:
@@ -417,6 +414,7 @@ def _build() -> tuple[Mutant, ...]:
     names = [m.name for m in ms]
     dup = {n for n in names if names.count(n) > 1}
     assert not dup, f"duplicate mutant names: {sorted(dup)}"
+    assert all(split_globs(m.sets) for m in ms), "a mutant without set globs would run on every set"
     return tuple(ms)
 
 
@@ -428,12 +426,10 @@ def get_mutant(name: str) -> Mutant:
     for m in CATALOGUE:
         if m.name == name:
             return m
-    from ..errors import FpspecError
     raise FpspecError(f"unknown mutant {name!r} ({len(CATALOGUE)} in the catalogue; `fpspec vectors mutants "
                       f"--list` names them)")
 
 
 def mutants_for_set(set_name: str) -> Iterable[Mutant]:
     """The mutants whose ``sets`` globs match a set name."""
-    import fnmatch
-    return [m for m in CATALOGUE if any(fnmatch.fnmatchcase(set_name, g.strip()) for g in m.sets.split(","))]
+    return [m for m in CATALOGUE if select_names([set_name], m.sets)]

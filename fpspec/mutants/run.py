@@ -9,7 +9,6 @@ is the same function, and *survived* otherwise; *no set* when the pack has none 
 
 from __future__ import annotations
 
-import fnmatch
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +17,7 @@ from typing import Any, Callable, Iterable
 import numpy as np
 
 from ..errors import FpspecError
-from ..vectors.checker import EXIT_PASS, check
+from ..vectors.checker import EXIT_PASS, check, select_names
 from ..vectors.pack import Pack, VectorSet
 from .catalogue import CATALOGUE, Mutant
 
@@ -84,11 +83,6 @@ def first_difference(pack: Pack, name: str, outputs: dict[str, np.ndarray]) -> s
                                                           if o.status != "pass"])
 
 
-def _matching(names: Iterable[str], globs: str) -> list[str]:
-    pats = [g.strip() for g in globs.split(",") if g.strip()]
-    return sorted(n for n in names if any(fnmatch.fnmatchcase(n, p) for p in pats))
-
-
 def run_mutants(pack: Pack | str | Path, mutants: Iterable[Mutant] | None = None,
                 progress: Callable[[MutantOutcome, int, int], None] | None = None) -> MutationReport:
     """Run each mutant (default: the whole catalogue) on its sets of ``pack``."""
@@ -99,7 +93,7 @@ def run_mutants(pack: Pack | str | Path, mutants: Iterable[Mutant] | None = None
     outcomes = []
     for i, m in enumerate(todo):
         t0 = time.perf_counter()
-        sets = _matching(names, m.sets)
+        sets = select_names(names, m.sets)
         outcome = MutantOutcome(m, "no-set", sets)
         for name in sets:
             vs = cache.get(name) or cache.setdefault(name, pack.load(name))
