@@ -233,14 +233,15 @@ def place_tensor_scales(a, bt, model: GemmModel, name: str, contract: OperandCon
     """The model that applies the tensor scales of quantized operands (FPS-GEMM-25, FPS-GEMM-8).
 
     Unchanged where no operand carries a tensor scale, where the model folds them into decoded
-    operands, or where its own alpha applies them.  A model without alpha (an instruction's
+    operands, or where its own alpha applies them (:meth:`~fpspec.models.OperandContract.tensor_scales`:
+    ``folded``, ``alpha``).  A model without alpha (an instruction's
     chain) takes the contract's epilogue alpha (``alpha_source``, ``alpha_rounding``; an
     ``alpha_rounding`` override is kept).  Anything else would drop them: FpspecError (an
     ``alpha_source=none`` override included)."""
     if not (isinstance(a, QuantizedTensor) and isinstance(bt, QuantizedTensor)):
         return model  # code arrays carry no tensor scale (a mixed pair is refused by check_operands)
     scaled = [who for who, q in (("A", a), ("BT", bt)) if has_tensor_scale(q)]
-    if not scaled or model.operand_domain != "encoded" or model.alpha_source != "none":
+    if not scaled or contract.tensor_scales(model) in ("folded", "alpha"):
         return model
     if contract.epilogue is not None and "alpha_source" not in overrides:
         source, rounding = contract.epilogue
