@@ -971,8 +971,9 @@ class OperandContract:
     (``mixed``: two payload or code formats; the scale format and block are always one for
     both), and the alpha epilogue that carries the operands' tensor scales where the model's
     chain has none.  ``any_operands``: every operand fpspec computes (the reference models).
-    :func:`fpspec.gemm_operands.check_contract` refuses anything else (FpspecError naming the
-    operand, the model and the rule) unless the caller asks for a what-if run."""
+    :func:`fpspec.matmul.gemm` refuses anything else (FpspecError naming the operand, the model
+    and the rule: :func:`fpspec.gemm_operands.contract_violation`) unless the caller asks for a
+    what-if run."""
 
     plain: tuple[str, ...] = ()
     quantized: tuple[QuantizedForm, ...] = ()
