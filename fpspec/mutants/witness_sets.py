@@ -14,9 +14,15 @@ import zlib
 
 import numpy as np
 
+from ..convert import encode
+from ..matmul import gemm
+from ..models import get_model
+from ..quantization import quantize
 from ..schemes import resolve_spec
 from ..vectors import coverage
 from ..vectors.blocks import _cfg, _plan
+from ..vectors.gemm_sets import K, M, N, _q_inputs
+from ..vectors.gemm_sets import _plan as gemm_plan
 from ..vectors.schema import tag_mask
 from .catalogue import CATALOGUE
 from .variations import Fp32Order
@@ -93,7 +99,6 @@ coverage.COVERAGE_MODELS["mutant-witness"] = model_mutant_witness
 # ------------------------------------------------------------------ GEMM witnesses
 def _narrow_bf16(rng: np.random.Generator, shape: tuple[int, int]) -> np.ndarray:
     """BF16 codes of +-(1 + k/128) 2^e, e in -8..-2: sums whose bits below 2^-10 a snap removes."""
-    from ..convert import encode
     e = rng.integers(-8, -1, size=shape, dtype=np.int64).astype(np.int32)
     mant = 1 + rng.integers(0, 128, size=shape, dtype=np.int64) / 128
     sign = np.where(rng.integers(0, 2, size=shape, dtype=np.int64) == 1, -1.0, 1.0)
@@ -103,7 +108,6 @@ def _narrow_bf16(rng: np.random.Generator, shape: tuple[int, int]) -> np.ndarray
 def _gemm_snap_plan(level: int) -> coverage.SetPlan:
     """seed-triton-h200-snap on narrow BF16 operands: outputs below 2^13, where the snap to the
     lattice 2^-10 changes bits (the wide sets' outputs are too large for it to act)."""
-    from ..vectors.gemm_sets import M, N, K, _plan as gemm_plan
     plan = gemm_plan("gemm-seed-triton-h200-snap-bf16-witness", "seed-triton-h200-snap", "bf16", level, 6200, False)
     rng = np.random.Generator(np.random.PCG64(6201))
     n = plan.meta["cases"]
@@ -118,25 +122,30 @@ def _gemm_snap_plan(level: int) -> coverage.SetPlan:
 def _gemm_alpha_plan(level: int) -> coverage.SetPlan:
     """seed-probe-matched on UE5M3 operands quantized with held amaxes for which the seed's
     binary32 alpha (fp32-reciprocal) and an alpha rounded twice differ (FPS-GEMM-3): the first
-    pairs of a seeded stream that separate them."""
-    from ..matmul import gemm
-    from ..models import get_model
-    from ..quantization import quantize
-    from ..vectors.gemm_sets import M, N, K, _q_inputs, _plan as gemm_plan
+    pairs of a seeded stream that separate them (integer draws only: a stable stream)."""
     plan = gemm_plan("gemm-seed-probe-matched-ue5m3-alpha-witness", "seed-probe-matched", "ue5m3", level, 6300, False)
     rng = np.random.Generator(np.random.PCG64(6301))
     good, bad = get_model("seed-probe-matched"), get_model("seed-probe-matched").replace(alpha_rounding="twice")
+
+    def operand(rows: int) -> tuple[np.ndarray, np.float32]:
+        """A tensor of sums of four uniforms (normal-ish, as the block sets draw them) and a held amax
+        1 to 2 times its own."""
+        u = rng.integers(0, 1 << 20, size=(4, rows, K), dtype=np.uint64).astype(np.float64) / (1 << 20)
+        v = ((u.sum(axis=0) - 2.0) * 3).astype(np.float32)
+        stale = 1 + int(rng.integers(0, 1 << 20)) / (1 << 20)
+        return v, np.float32(float(np.max(np.abs(v))) * stale)
+
     qa, qb = [], []
-    while len(qa) < plan.meta["cases"]:
-        va = (rng.standard_normal((M, K)) * 3).astype(np.float32)
-        vb = (rng.standard_normal((N, K)) * 3).astype(np.float32)
-        ga = np.float32(np.max(np.abs(va)) * (1 + rng.random()))
-        gb = np.float32(np.max(np.abs(vb)) * (1 + rng.random()))
+    for _ in range(64):
+        (va, ga), (vb, gb) = operand(M), operand(N)
         a = quantize(va, "ue5m3", profile="exact", target=448.0, amax=float(ga))
         b = quantize(vb, "ue5m3", profile="exact", target=448.0, amax=float(gb))
         if not np.array_equal(gemm(a, b, good).view(np.uint32), gemm(a, b, bad).view(np.uint32)):
             qa.append(a)
             qb.append(b)
+            if len(qa) == plan.meta["cases"]:
+                break
+    assert len(qa) == plan.meta["cases"], "64 held-amax pairs gave too few whose two alpha orders differ"
     plan.inputs.update({**_q_inputs(qa, "a"), **_q_inputs(qb, "bt")})
     plan.meta.update(coverage_model="mutant-witness", requirements=["FPS-GEMM-3", "FPS-MUT-4", "FPS-VEC-8"],
                      description="UE5M3 operands with held tensor amaxes where the seed's binary32 alpha and "
