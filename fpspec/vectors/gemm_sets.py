@@ -332,5 +332,3 @@ def model_gemm_instruction(level: int) -> list[SetPlan]:
 coverage.COVERAGE_MODELS["gemm-order-independent"] = model_gemm_order_independent
 coverage.COVERAGE_MODELS["gemm-model-wide"] = model_gemm_wide
 coverage.COVERAGE_MODELS["gemm-instruction"] = model_gemm_instruction
-
-from . import gemm_shapes  # noqa: E402,F401  (coverage model gemm-shapes registers itself after these)

@@ -46,7 +46,8 @@ def build_set(plan: coverage.SetPlan, impl: str | None = None) -> VectorSet:
 def _load_optional_models() -> None:
     """Block, bounds and GEMM coverage models live in their own modules, which register them
     when imported (they need fpspec.quantization / fpspec.matmul, which the core sets do not)."""
-    for mod in ("fpspec.vectors.blocks", "fpspec.vectors.gemm_sets", "fpspec.mutants.witness_sets"):
+    for mod in ("fpspec.vectors.blocks", "fpspec.vectors.gemm_sets", "fpspec.vectors.gemm_shapes",
+                "fpspec.mutants.witness_sets"):
         __import__(mod)
 
 
