@@ -42,7 +42,7 @@ from .fast.rounding import decode_table
 from .fast.transpose import transpose_fast
 from .formats import get_format
 from .io import native_byte_order
-from .quantized import QuantizedTensor
+from .quantized import CODES_SCHEME, QuantizedTensor
 from .schemes import BLOCK_SCHEMES, BlockResult, BlockSpec, Dequant, RhtOutput, parse_target, get_profile, get_scheme, \
     resolve_spec
 
@@ -274,6 +274,8 @@ _OVERFLOW_REASON = {
     Dequant.TORCHAO: "torchao's q * fp32(gd * s) exceeds binary32",
     Dequant.MX: "q 2^(c - 127) exceeds binary32",
 }
+#: Why a tensor built from codes (:data:`~fpspec.quantized.CODES_SCHEME`) overflows: no tensor scale.
+_CODES_OVERFLOW_REASON = "q s exceeds binary32"
 
 
 def _container_target(qt: QuantizedTensor, prof) -> float | None:
@@ -302,7 +304,9 @@ def dequantize(qt: QuantizedTensor, *, overflow: Literal["error", "ieee"] = "err
     * ``te-fp32`` / ``te-kernel``: fp32(q * fp32(fp32(s * g) * fp32(1 / 6T)));
     * ``torchao-0.18``: fp32(q * fp32(decode_scale * s)), decode_scale = fp32(g / 6T);
     * ``mxfp4`` and ``mxfp8`` (every profile): q 2^(c - 127), exact (q the E2M1, E4M3
-      or E5M2 value).
+      or E5M2 value);
+    * a tensor built from codes (scheme ``codes``: no tensor scale, FPS-GEMM-4): q s rounded
+      once to binary32, the values a GEMM of it multiplies.
 
     A value that the formula takes past binary32 (+-inf, or NaN for TE's 0 * inf) is
     refused, naming the first such element; ``overflow="ieee"`` returns the formula's
@@ -329,9 +333,17 @@ def _described(obj: object) -> str:
     return f"{type(obj).__name__} {text if len(text) <= 60 else text[:57] + '...'}"
 
 
-def _dequantize_view(qt: QuantizedTensor, overflow: str) -> np.ndarray:
+def _formula(qt: QuantizedTensor) -> tuple[Dequant, float | None, str]:
+    """The dequantization formula of a tensor, its T and why the formula overflows: its profile's;
+    for a tensor built from codes q s, the factor MX's formula takes (F = s, D = 1), without T."""
+    if qt.scheme == CODES_SCHEME:
+        return Dequant.MX, None, _CODES_OVERFLOW_REASON
     prof = get_profile(qt.scheme, qt.profile)
-    target = _container_target(qt, prof)
+    return prof.dequant, _container_target(qt, prof), _OVERFLOW_REASON[prof.dequant]
+
+
+def _dequantize_view(qt: QuantizedTensor, overflow: str) -> np.ndarray:
+    formula, target, overflow_reason = _formula(qt)
     amax = float(qt.amax)
     if not math.isfinite(amax) or amax < 0:
         raise FpspecError(f"quantized tensor has amax {amax!r}; it must be finite and >= 0")
@@ -340,12 +352,12 @@ def _dequantize_view(qt: QuantizedTensor, overflow: str) -> np.ndarray:
     if idx is not None:
         raise FpspecError(f"scale code {int(qt.scales[idx])} of block {list(idx)} is not a finite "
                           f"{qt.scale_format} value")
-    table = dequant_value_table(prof.dequant, qt.scale_format, qt.payload_format, amax, target, qt.decode_scale)
+    table = dequant_value_table(formula, qt.scale_format, qt.payload_format, amax, target, qt.decode_scale)
     out, bad = dequantize_blocks(qt.codes, qt.scales, table, qt.block, qt.tile)
     if bad >= 0 and overflow == "error":
         idx = tuple(int(i) for i in np.unravel_index(bad, qt.codes.shape))
         raise FpspecError(f"the dequantized value of element {list(idx)} is {float(out[idx])!r}: "
-                          f"{_OVERFLOW_REASON[prof.dequant]} (g = {float(qt.amax)!r}); "
+                          f"{overflow_reason} (g = {float(qt.amax)!r}); "
                           "dequantize(..., overflow='ieee') returns the formula's IEEE values", idx)
     return out
 

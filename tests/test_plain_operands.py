@@ -73,6 +73,28 @@ def test_fps_opd_6_codes_tensor_round_trip(tmp_path):
     assert np.array_equal(_bits(fpspec.gemm(r, r, "sm100-mxf4nvf4")), _bits(fpspec.gemm(c, c, "sm100-mxf4nvf4")))
 
 
+def test_fps_opd_1_dequantize_reads_a_codes_file_as_gemm_does(tmp_path, capsys):
+    """FPS-OPD-1: ``fpspec dequantize`` takes a plain file of scheme codes (it once said "unknown
+    profile 'codes'"): each value is q s, rounded once to binary32, the values a GEMM multiplies;
+    one past binary32 is refused, naming the formula, unless overflow='ieee'."""
+    codes = np.array([[0x1, 0x2, 0xF, 0x9] * 4, [0x7, 0x0, 0x8, 0x3] * 4], np.uint8)  # 0.5 1 -6 -0.5; 6 0 -0 1.5
+    c = QuantizedTensor.from_codes(codes, np.array([[0x40], [0x38]], np.uint8), payload_format="e2m1",
+                                   scale_format="ue4m3", block=16)  # scales 2 and 1
+    c.to_plain_npz(tmp_path / "c.npz")
+    assert main(["dequantize", str(tmp_path / "c.npz"), "--out", str(tmp_path / "d.npy")]) == 0
+    d = np.load(tmp_path / "d.npy")
+    assert d.dtype == np.float32 and d[:, :4].tolist() == [[1.0, 2.0, -12.0, -1.0], [6.0, 0.0, -0.0, 1.5]]
+    assert np.signbit(d[1, 2]) and np.array_equal(_bits(d), _bits(fpspec.dequantize(c)))
+    ones = QuantizedTensor.from_codes(np.full((1, 16), 0x2, np.uint8), np.array([[0x38]], np.uint8),
+                                      payload_format="e2m1", scale_format="ue4m3", block=16)
+    assert fpspec.gemm(c, ones, "exact").reshape(-1).tolist() == [-40.0, 30.0] == d.sum(axis=1).tolist()
+    big = QuantizedTensor.from_codes(np.full((1, 32), 0x7E, np.uint8), np.array([[254]], np.uint8),
+                                     payload_format="e4m3", scale_format="ue8m0", block=32)  # 448 * 2^127
+    with pytest.raises(FpspecError, match=r"element \[0, 0\] is inf: q s exceeds binary32"):
+        fpspec.dequantize(big)
+    assert np.isposinf(fpspec.dequantize(big, overflow="ieee")).all()
+
+
 def _cnpy_style(q: QuantizedTensor, **change) -> dict:
     """What a C++ writer with cnpy::npz_save makes: names as std::vector<char> (int8), numbers of
     shape (1,), amax as the float32's uint32 bits, block an int64."""
