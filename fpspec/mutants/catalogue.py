@@ -26,7 +26,7 @@ from ..vectors.checker import select_names, split_globs
 from ..schemes import AmaxZero, SignedZero
 from .binary32 import Fp32Steps
 from .variations import (DecodeVariant, EncodeChoice, EncodeVia, Fp32Order, GemmChoice, GemmOperands, MxExponent,
-                         OutputLayout, QuantizeChoice, Variation)
+                         OutputLayout, QuantizeChoice, Variation, subnormal_codes)
 
 __all__ = ["Mutant", "CATALOGUE", "get_mutant", "mutants_for_set"]
 
@@ -302,10 +302,6 @@ def _decode_mutants() -> list[Mutant]:
         sign = (c.astype(np.uint32) >> np.uint32(f.bits - 1)) & np.uint32(1) if f.signed else 0
         return (np.uint32(0x7F800000) | (np.uint32(sign) << np.uint32(31))).astype(np.uint32)
 
-    def subnormal(c: np.ndarray, f) -> np.ndarray:
-        mag = c & ((f.sign_mask - 1) if f.signed else 0xFF)
-        return (mag > 0) & (mag < (1 << f.man_bits))
-
     def zero_bits(c: np.ndarray, f) -> np.ndarray:
         sign = (c.astype(np.uint32) >> np.uint32(f.bits - 1)) & np.uint32(1) if f.signed else np.uint32(0)
         return (np.uint32(sign) << np.uint32(31)).astype(np.uint32) * np.ones(c.shape, np.uint32)
@@ -323,7 +319,7 @@ def _decode_mutants() -> list[Mutant]:
     ]
     for f in ("e2m1", "e4m3", "e5m2", "ue4m3", "ue5m3", "ue5m3fnu", "fp16", "bf16"):
         out.append(Mutant(f"decode-{f}:subnormals-as-zero", "decode", f"decode-{f}",
-                          DecodeVariant("subnormal codes decoded as zero", subnormal, zero_bits)))
+                          DecodeVariant("subnormal codes decoded as zero", subnormal_codes, zero_bits)))
     return out
 
 

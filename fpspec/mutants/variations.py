@@ -26,7 +26,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..convert import decode, encode
-from ..formats import get_format
+from ..formats import CodeKind, get_format
 from ..quantization import prepare_view
 from ..schemes import resolve_spec
 from ..vectors.blocks import quantize_case, quantize_cases
@@ -180,31 +180,23 @@ class EncodeVia(Variation):
     ftz: bool = False
 
     def outputs(self, meta: dict[str, Any], inputs: dict[str, np.ndarray]) -> Outputs:
-        from ..vectors.ops import float_view
-        xspec = meta["inputs"]["x"]
+        from ..vectors.ops import compute, float_view
+        in_fmt = meta["inputs"]["x"]["format"]
         with np.errstate(invalid="ignore"):  # NaN inputs widen to float64 with a harmless warning
-            x = float_view(inputs["x"], xspec["format"]).astype(np.float64)
+            x = float_view(inputs["x"], in_fmt).astype(np.float64)
         if self.daz:
-            tiny = float(get_format(xspec["format"]).min_normal)
-            x = np.where(np.abs(x) < tiny, np.copysign(0.0, x), x)
+            x = np.where(np.abs(x) < float(get_format(in_fmt).min_normal), np.copysign(0.0, x), x)
         if self.via:
             with np.errstate(invalid="ignore", over="ignore"):
                 x = decode(encode(x, self.via, "rne", overflow="nonfinite", nan="nan"), self.via)
-        out: Outputs = {}
-        for name, o in meta["outputs"].items():
-            pol = o["policies"]
-            kw: dict[str, Any] = dict(overflow=pol["overflow"], nan=pol["nan"], negative=pol["negative"],
-                                      zero=pol["zero"])
-            if o.get("sr_bits"):
-                kw.update(rbits=inputs[o["random_input"]], nbits=o["sr_bits"])
-            with np.errstate(invalid="ignore"):
-                codes = encode(x, o["format"], o["rounding"], **kw)
-            if self.ftz:
+        # the changed values are values of the input format: fpspec's own conversion of them (NaNs as given)
+        bits = encode(np.where(np.isnan(x), 0.0, x), in_fmt, "rne", overflow="nonfinite")
+        out = compute(meta, {**inputs, "x": np.where(np.isnan(x), inputs["x"], bits)}, "fast")
+        if self.ftz:
+            for name, o in meta["outputs"].items():
                 f = get_format(o["format"])
-                mag = codes & np.asarray(f.sign_mask - 1 if f.signed else (1 << f.bits) - 1, codes.dtype)
-                sub = (mag > 0) & (mag < (1 << f.man_bits)) if f.subnormals else np.zeros(codes.shape, bool)
-                codes = np.where(sub, codes & np.asarray(f.sign_mask if f.signed else 0, codes.dtype), codes)
-            out[name] = codes
+                sign = np.asarray(f.sign_mask if f.signed else 0, out[name].dtype)
+                out[name] = np.where(subnormal_codes(out[name], f), out[name] & sign, out[name])
         return out
 
     def describe(self) -> str:
@@ -231,6 +223,12 @@ class DecodeVariant(Variation):
 
     def describe(self) -> str:
         return self.what
+
+
+def subnormal_codes(codes: np.ndarray, f: Any) -> np.ndarray:
+    """Where ``codes`` (of format ``f``, at most 16 bits) are subnormal (:class:`fpspec.formats.CodeKind`)."""
+    table = np.array([f.kind(c) is CodeKind.SUBNORMAL for c in range(f.num_codes)])
+    return table[codes.astype(np.int64)]
 
 
 # ------------------------------------------------------------------ GEMM
