@@ -41,12 +41,13 @@ from typing import Any
 import numpy as np
 
 from ..convert import encode
-from ..formats import CodeKind, get_format
+from ..formats import get_format
 from ..models import LIBRARY, PRESETS, GemmModel, contract_of, resolve
 from ..quantization import quantize
 from ..quantized import CODES_SCHEME, QuantizedTensor
 from . import coverage
 from .coverage import SetPlan, make_meta
+from .gemm_sets import _finite_codes, _q_inputs
 from .schema import tag_mask
 
 __all__ = ["SHAPE_PRESETS", "QUANTIZED_LADDER", "QUANTIZED_SHORT", "SHORT_LADDER_OF", "PLAIN_LADDER",
@@ -206,11 +207,9 @@ def _code_operand(rng: np.random.Generator, kind: str, rows: int, k: int, specia
     over a wide range, a tiny one (UE4M3 subnormals, UE8M0 2^-127..2^-118), or a zero block
     (zero payloads, and scale 0 for UE4M3); a NaN scale in one block of row 2 where ``specials``."""
     pf, sf, block = CODE_KINDS[kind]
-    f = get_format(pf)
     nb = k // block
     kinds = _block_kinds(rng, rows, nb)
-    finite = np.array([c for c in range(f.num_codes) if f.kind(c) not in (CodeKind.NAN, CodeKind.INF)], dtype=np.uint8)
-    codes = finite[rng.integers(0, finite.size, size=(rows, k), dtype=np.int64)]
+    codes = _finite_codes(rng, pf, (rows, k))
     if sf == "ue4m3":
         ranges = {0: (0x30, 0x48), 1: (0x01, 0x7E), 2: (0x01, 0x07), 3: (0x00, 0x00)}
     else:
@@ -266,13 +265,6 @@ def _plain_operand(rng: np.random.Generator, fmt: str, rows: int, k: int, specia
     return codes, _Case(int((kinds == 3).sum()), int((kinds == 2).sum()), int((kinds == 1).sum()), n_special)
 
 
-def _q_arrays(qs: list[QuantizedTensor], prefix: str) -> dict[str, np.ndarray]:
-    d = {f"{prefix}_codes": np.stack([q.codes for q in qs]), f"{prefix}_scales": np.stack([q.scales for q in qs])}
-    for key in ("amax", "encode_scale", "decode_scale"):
-        d[f"{prefix}_{key}"] = np.array([np.float32(getattr(q, key)) for q in qs], dtype=np.float32).view(np.uint32)
-    return d
-
-
 def _codes_meta(prefix: str, rows: int, k: int, pf: str, sf: str, block: int, tensor: bool) -> dict[str, dict]:
     what = "BT codes (N, K): B's columns as rows" if prefix == "bt" else "A codes (M, K)"
     out = {f"{prefix}_codes": {"format": pf, "dtype": "uint8", "shape": [rows, k],
@@ -299,7 +291,7 @@ def _operands(kind: str, rng: np.random.Generator, cases: int, m: int, n: int, k
             qa.append(a)
             qb.append(b)
             contents.append([ca, cb])
-        inputs = {**_q_arrays(qa, "a"), **_q_arrays(qb, "bt")}
+        inputs = {**_q_inputs(qa, "a"), **_q_inputs(qb, "bt")}
         meta = {**_codes_meta("a", m, k, "e2m1", sf, block, True), **_codes_meta("bt", n, k, "e2m1", sf, block, True)}
         operand = {"scheme": scheme, "profile": profile, "block": block, "tile": "1xB", "target": target,
                    "scale_format": sf}
