@@ -177,10 +177,11 @@ def _block_values(rng: np.random.Generator, rows: int, k: int, block: int, span:
     hi = np.array([0, 0, -span + 2, 0])[kinds]
     e = rng.integers(0, 1 << 16, size=(rows, nb), dtype=np.uint64).astype(np.int64) % (hi - lo + 1) + lo
     u = rng.integers(0, 1 << 20, size=(4, rows, nb, block), dtype=np.uint64).astype(np.float64)
-    v = (u.sum(axis=0) / (1 << 20) - 2.0) * np.ldexp(1.0, (e + scale).astype(np.int32))[..., None]
+    centred = u.sum(axis=0) / (1 << 20) - 2.0  # a sum of four uniforms, in [-2, 2)
+    v = centred * np.ldexp(1.0, (e + scale).astype(np.int32))[..., None]
     if tiny_floor is not None:  # MXFP4: tiny blocks just above FP32's smallest values (scales near 2^-127)
         t = kinds == 2
-        v[t] = (u.sum(axis=0)[t] / (1 << 20) - 2.0) * np.ldexp(1.0, tiny_floor)
+        v[t] = centred[t] * np.ldexp(1.0, tiny_floor)
     v[kinds == 3] = 0.0
     return v.reshape(rows, k).astype(np.float32), kinds
 
@@ -210,12 +211,10 @@ def _code_operand(rng: np.random.Generator, kind: str, rows: int, k: int, specia
     nb = k // block
     kinds = _block_kinds(rng, rows, nb)
     codes = _finite_codes(rng, pf, (rows, k))
-    if sf == "ue4m3":
-        ranges = {0: (0x30, 0x48), 1: (0x01, 0x7E), 2: (0x01, 0x07), 3: (0x00, 0x00)}
-    else:
-        ranges = {0: (120, 134), 1: (70, 180), 2: (0, 9), 3: (100, 140)}
-    lo = np.vectorize(lambda i: ranges[i][0])(kinds)
-    hi = np.vectorize(lambda i: ranges[i][1])(kinds)
+    # the (lowest, highest) scale code of each block kind: normal, wide, tiny, zero
+    ranges = np.array([(0x30, 0x48), (0x01, 0x7E), (0x01, 0x07), (0x00, 0x00)] if sf == "ue4m3" else
+                      [(120, 134), (70, 180), (0, 9), (100, 140)], dtype=np.int64)
+    lo, hi = ranges[kinds, 0], ranges[kinds, 1]
     scales = (rng.integers(0, 1 << 16, size=(rows, nb), dtype=np.uint64).astype(np.int64) % (hi - lo + 1)
               + lo).astype(np.uint8)
     codes.reshape(rows, nb, block)[kinds == 3] = 0
