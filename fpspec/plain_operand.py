@@ -25,7 +25,9 @@ from typing import Mapping
 import numpy as np
 
 from .errors import FpspecError
-from .schemes import BLOCK_SCHEMES, SCHEMES, get_profile
+from .exact.blocks import quantize_view_exact
+from .quantized import CODES_SCHEME, QuantizedTensor
+from .schemes import BLOCK_SCHEMES, SCHEMES, get_profile, resolve_spec
 
 __all__ = ["FORMAT_ID", "FORMAT_PREFIX", "ENTRIES", "is_plain", "read_plain", "plain_arrays"]
 
@@ -53,8 +55,6 @@ ENTRIES = {
 _REQUIRED = ("format", "codes", "scales", "scheme", "scale_format", "block")
 #: Longest text entry read (a name, never a document).
 _MAX_TEXT = 64
-#: The scheme name of a tensor built from codes (:data:`fpspec.quantized.CODES_SCHEME`).
-_CODES = "codes"
 
 
 def is_plain(arrays: Mapping[str, np.ndarray]) -> bool:
@@ -123,13 +123,11 @@ def _bits(v: object) -> str:
 
 
 # ---------------------------------------------------------------- the operand
-def read_plain(arrays: Mapping[str, np.ndarray]):
+def read_plain(arrays: Mapping[str, np.ndarray]) -> QuantizedTensor:
     """The :class:`~fpspec.quantized.QuantizedTensor` of a plain operand v1 file's arrays, validated
     (FPS-OPD-5): unknown or missing entries, wrong dtypes or shapes, names no scheme knows,
     codes and scales out of range, and encode / decode scales that are not the ones fpspec
     derives are refused, each naming the entry."""
-    from .quantized import QuantizedTensor
-
     fmt = _text(arrays, "format")
     if fmt != FORMAT_ID:
         if fmt is not None and fmt.startswith(FORMAT_PREFIX):
@@ -148,8 +146,8 @@ def read_plain(arrays: Mapping[str, np.ndarray]):
     if arrays["codes"].ndim != 2:
         raise FpspecError(f"entry 'codes': must be 2-D (M, K), got {_shape_text(arrays['codes'])}")
     scheme = _text(arrays, "scheme")
-    if scheme != _CODES and scheme not in BLOCK_SCHEMES:
-        raise FpspecError(f"entry 'scheme': {scheme!r} is not one of {', '.join([*SCHEMES, _CODES])}")
+    if scheme != CODES_SCHEME and scheme not in BLOCK_SCHEMES:
+        raise FpspecError(f"entry 'scheme': {scheme!r} is not one of {', '.join([*SCHEMES, CODES_SCHEME])}")
     block = _integer(arrays, "block")
     tile = _text(arrays, "tile", "1xB")
     if tile not in ("1xB", "BxB"):
@@ -159,9 +157,9 @@ def read_plain(arrays: Mapping[str, np.ndarray]):
         raise FpspecError(f"entry 'columnwise': must be 0 or 1, got {columnwise}")
     common = dict(codes=np.ascontiguousarray(arrays["codes"]), scales=_scales(arrays, tile, block),
                   scale_format=_text(arrays, "scale_format"), block=block, tile=tile, columnwise=bool(columnwise))
-    if scheme == _CODES:
+    if scheme == CODES_SCHEME:
         return _codes_tensor(arrays, common)
-    return _quantized_tensor(arrays, scheme, common, QuantizedTensor)
+    return _quantized_tensor(arrays, scheme, common)
 
 
 def _scales(arrays: Mapping[str, np.ndarray], tile: str, block: int) -> np.ndarray:
@@ -173,9 +171,7 @@ def _scales(arrays: Mapping[str, np.ndarray], tile: str, block: int) -> np.ndarr
     return np.ascontiguousarray(s)
 
 
-def _codes_tensor(arrays: Mapping[str, np.ndarray], common: dict):
-    from .quantized import QuantizedTensor
-
+def _codes_tensor(arrays: Mapping[str, np.ndarray], common: dict) -> QuantizedTensor:
     for name in ("profile", "target"):
         if name in arrays:
             raise FpspecError(f"entry {name!r}: scheme codes has no {name} (no quantizer, no tensor scale)")
@@ -189,7 +185,7 @@ def _codes_tensor(arrays: Mapping[str, np.ndarray], common: dict):
     return QuantizedTensor.from_codes(**common, payload_format=pf, columnwise=columnwise)
 
 
-def _quantized_tensor(arrays: Mapping[str, np.ndarray], scheme: str, common: dict, cls):
+def _quantized_tensor(arrays: Mapping[str, np.ndarray], scheme: str, common: dict) -> QuantizedTensor:
     sch = BLOCK_SCHEMES[scheme]
     profile = _text(arrays, "profile", sch.default_profile)
     payload_format = _text(arrays, "payload_format", sch.payload_formats[0])
@@ -213,7 +209,7 @@ def _quantized_tensor(arrays: Mapping[str, np.ndarray], scheme: str, common: dic
     if not np.isfinite(amax) or amax < 0:
         raise FpspecError(f"entry 'amax': must be a finite non-negative float32, got {_bits(amax)}")
     params = {"target": None if t is None else str(t)}
-    layout = cls(**common, encode_scale=np.float32(1), decode_scale=np.float32(1), amax=np.float32(amax),
+    layout = QuantizedTensor(**common, encode_scale=np.float32(1), decode_scale=np.float32(1), amax=np.float32(amax),
                  scheme=scheme, profile=profile, payload_format=payload_format, params=params)  # shapes checked
     enc, dec = derived_scales(scheme, profile, common, payload_format, t, amax)
     for name, want in (("encode_scale", enc), ("decode_scale", dec)):
@@ -229,14 +225,13 @@ def _quantized_tensor(arrays: Mapping[str, np.ndarray], scheme: str, common: dic
 def derived_scales(scheme: str, profile: str, layout: Mapping, payload_format: str, target: Fraction | None,
                    amax: np.float32) -> tuple[np.float32, np.float32]:
     """The encode and decode scales the profile's quantizer derives from amax and T (FPS-OPD-5):
-    those of ``quantize`` of a zero tile with the amax given (the exact twin)."""
-    from .quantization import quantize
-
+    those ``quantize`` gives a zero tile with the amax given, from the exact quantizer it runs
+    (:func:`fpspec.exact.blocks.quantize_view_exact`) under the settings it resolves."""
     block = layout["block"]
     rows = block if layout["tile"] == "BxB" else 1
-    z = quantize(np.zeros((rows, block), np.float32), scheme, profile=profile, block=block, tile=layout["tile"],
-                 target=target, amax=np.float32(amax), scale_format=layout["scale_format"],
-                 payload_format=payload_format, impl="exact")
+    spec = resolve_spec(scheme, profile, block=block, tile=layout["tile"], target=target,
+                        scale_format=layout["scale_format"], payload_format=payload_format)
+    z = quantize_view_exact(np.zeros((rows, block), np.float32), spec, float(np.float32(amax)))
     return z.encode_scale, z.decode_scale
 
 
@@ -245,14 +240,12 @@ def _ascii(text: str) -> np.ndarray:
     return np.frombuffer(text.encode("ascii"), dtype=np.uint8).copy()
 
 
-def plain_arrays(qt) -> dict[str, np.ndarray]:
+def plain_arrays(qt: QuantizedTensor) -> dict[str, np.ndarray]:
     """The entries of ``qt`` as a plain operand v1 file (FPS-OPD-6), in the order written.
 
     What the format does not hold is left out: the quantizer's settings (rounding, SR bits,
     RHT, zero-scale rule, amax source) and the source and view shapes; a tensor read back
     dequantizes and multiplies to the same bits."""
-    from .quantized import CODES_SCHEME
-
     out = {"format": _ascii(FORMAT_ID), "scheme": _ascii(qt.scheme)}
     if qt.scheme != CODES_SCHEME:
         out["profile"] = _ascii(qt.profile)

@@ -304,7 +304,7 @@ class QuantizedTensor:
     def to_plain_npz(self, path: str | Path) -> None:
         """Write the tensor as a plain operand v1 file (FPS-OPD-6, docs/operands.rst): uncompressed,
         no pickle, atomically; :meth:`from_npz` reads it back to the same bits."""
-        from .plain_operand import plain_arrays
+        from .plain_operand import plain_arrays  # (that module builds on this one: imported when used)
 
         save_npz(path, plain_arrays(self))
 
@@ -313,7 +313,7 @@ class QuantizedTensor:
         """Read and validate an .npz of ``fpspec quantize`` or a plain operand v1 file (its ``format``
         entry tells them apart, FPS-OPD-1); every problem names the file (and the entry)."""
         z = load_npz(path)
-        from .plain_operand import FORMAT_ID, is_plain, read_plain
+        from .plain_operand import FORMAT_ID, is_plain, read_plain  # (builds on this module: imported when used)
 
         if is_plain(z):
             try:
