@@ -182,10 +182,7 @@ def contract_violation(a, bt, name: str, contract: OperandContract, fmt) -> str 
         return _quantized_violation(a, bt, takes, contract)
     if isinstance(a, QuantizedTensor) or isinstance(bt, QuantizedTensor):
         return None  # a mixed pair is refused by check_operands
-    try:
-        fa, fb = operand_formats(fmt)
-    except FpspecError:
-        return None
+    fa, fb = operand_formats(fmt)
     if not contract.plain:
         return f"{takes}, not code arrays; A is {fa} codes"
     for who, f in (("A", fa), ("BT", fb)):
