@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from .errors import FpspecError
+from .io import native_byte_order
 from .matmul import gemm
 from .models import LIBRARY_PRESETS, GemmModel
 from .quantized import QuantizedTensor, row_indices
@@ -144,9 +145,7 @@ class SampleCheck:
 
 def _output_bits(c: Any, want: np.dtype, what: str) -> np.ndarray:
     """Bit patterns of a kernel's outputs: float32 / float16 values or their uint32 / uint16 bits."""
-    arr = np.asarray(c)
-    if arr.dtype.byteorder not in ("=", "|", "<" if np.little_endian else ">"):
-        arr = arr.astype(arr.dtype.newbyteorder("="))
+    arr = native_byte_order(np.asarray(c))  # a big-endian '>f4' holds values too
     bits = np.uint16 if want == np.float16 else np.uint32
     if arr.dtype == want:
         return arr.view(bits)
