@@ -43,6 +43,7 @@ from ..choices import (
 )
 from ..errors import FpspecError
 from ..formats import FloatFormat, get_format
+from ..io import native_byte_order
 from . import jit as _jit  # noqa: F401 - its cache locators must be in place before the kernels below
 from .bits import bits_f32, f32_bits, shr_u32
 from .parallel import run_chunks
@@ -401,8 +402,9 @@ def encode_fast(x: np.ndarray, fmt: FloatFormat | str, mode: RoundingMode | str 
     if layout is None:
         raise FpspecError(f"input must be a float array (float16/bfloat16/float32/float64), got {x.dtype}")
     view_dtype, in_man, in_exp_mask, in_bias, in_sign_shift = layout
-    if not x.dtype.isnative:  # e.g. a big-endian '>f4' loaded from a file: the bits must be native
-        x = x.astype(x.dtype.newbyteorder("="))
+    # the bits viewed below must be native: fpspec.encode brings its input to the native order,
+    # a direct caller of this public function may hand in a big-endian '>f4' (a no-op otherwise)
+    x = native_byte_order(x)
     bits = np.ascontiguousarray(x).reshape(-1).view(view_dtype)
     if mode.stochastic:
         nbits = check_nbits(nbits, MAX_SR_BITS)
