@@ -1110,6 +1110,11 @@ CONTRACTS: dict[str, OperandContract] = {
 }
 
 
+def _unknown_preset(name: object) -> FpspecError:
+    """The refusal of a name that is no preset and no library preset, listing those."""
+    return FpspecError(f"unknown GEMM model preset {name!r}; known: {', '.join([*PRESETS, *LIBRARY])}")
+
+
 def contract_of(model: "str | GemmModel") -> OperandContract:
     """The operand contract of a preset (by name) or of a model given as parameters
     (:data:`GENERIC_CONTRACT`) (FPS-GEMM-25)."""
@@ -1118,7 +1123,7 @@ def contract_of(model: "str | GemmModel") -> OperandContract:
     try:
         return CONTRACTS[model]
     except (KeyError, TypeError):
-        raise FpspecError(f"unknown GEMM model preset {model!r}; known: {', '.join([*PRESETS, *LIBRARY])}") from None
+        raise _unknown_preset(model) from None
 
 
 def preset_names() -> list[str]:
@@ -1136,7 +1141,7 @@ def resolve(name: "str | GemmModel", shape: "tuple[int, int, int] | None" = None
         return name
     p = PRESETS.get(name) or LIBRARY.get(name)
     if p is None:
-        raise FpspecError(f"unknown GEMM model preset {name!r}; known: {', '.join([*PRESETS, *LIBRARY])}")
+        raise _unknown_preset(name)
     if not p.library:
         return p.model
     if shape is None:
@@ -1184,8 +1189,7 @@ def get_model(model: "str | GemmModel", **overrides: Any) -> GemmModel:
         try:
             base = PRESETS[model].model
         except KeyError:
-            raise FpspecError(f"unknown GEMM model preset {model!r}; known: {', '.join(PRESETS)}, "
-                              f"{', '.join(LIBRARY)}") from None
+            raise _unknown_preset(model) from None
     if not overrides:
         return base
     try:
