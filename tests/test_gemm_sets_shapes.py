@@ -115,8 +115,8 @@ def test_quantized_operands_carry_tensor_scales(plans):
         else:
             assert np.all(dec != 1) and p.meta["shape_coverage"]["tensor_scale"], p.name
             assert "FPS-GEMM-8" in p.meta["requirements"]
-    places = {n.split("-shapes-")[1].rsplit("-", 2)[0]: p.meta["shape_coverage"]["tensor_scales"]
-              for n, p in plans.items() if p.meta["params"]["operands"] == "nvfp4" or "ue5m3" in n}
+    places = {p.meta["model"]: p.meta["shape_coverage"]["tensor_scales"] for p in plans.values()
+              if p.meta["params"]["operands"] in ("nvfp4", "ue5m3")}
     assert places["exact"] == "folded" and places["seed-probe-matched"] == "alpha"
     assert places["sm100-mxf4nvf4"] == places["seed-triton-h200"] == "epilogue"
 
