@@ -235,18 +235,13 @@ def _trace(vs: VectorSet, submitted: Mapping[str, np.ndarray], oname: str, case:
     if vs.meta["operation"] != "quantize":
         return []
     from .explain import quantize_trace  # loaded only when a quantize output fails
-    return quantize_trace(vs.meta, vs.inputs, vs.outputs, _output_arrays(submitted), oname, case, element)
-
-
-def _output_arrays(arrays: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """A results entry's outputs by output name (``out_codes`` -> ``codes``; the stamp left out)."""
-    return {k[4:]: v for k, v in arrays.items() if k.startswith("out_")}
+    return quantize_trace(vs.meta, vs.inputs, vs.outputs, submitted, oname, case, element)
 
 
 def _explain(vs: VectorSet, arrays: Mapping[str, np.ndarray], report: CheckReport) -> None:
     """For a failing set: the named choice its submitted outputs equal, where one exists."""
     from .explain import explain_mismatch  # loaded only when a set fails
-    sentence = explain_mismatch(vs.meta, vs.inputs, _output_arrays(arrays), expected=vs.outputs)
+    sentence = explain_mismatch(vs.meta, vs.inputs, arrays, expected=vs.outputs)
     if sentence:
         report.explanations[vs.name] = sentence
 

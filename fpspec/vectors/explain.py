@@ -28,7 +28,9 @@ import numpy as np
 from ..choices import NanPolicy, NegativePolicy, OverflowPolicy, RoundingMode, ZeroPolicy
 from ..convert import encode
 from ..errors import FpspecError
+from ..exact.blocks import block_trace_exact
 from ..schemes import BlockSpec, get_profile, get_scheme, profiles_of, resolve_spec
+from .fields import field_text
 from .ops import compute, float_view
 
 __all__ = ["CANDIDATE_PROVIDERS", "register_candidates", "explain_mismatch",
@@ -268,14 +270,11 @@ def quantize_trace(meta: dict[str, Any], inputs: Mapping[str, np.ndarray], expec
     element x, the scaled value before payload rounding, the expected and submitted code and
     value.  Computed by :func:`fpspec.exact.blocks.block_trace_exact`; [] for outputs without
     a block (``decode_scale``)."""
-    from ..exact.blocks import block_trace_exact
-    from .fields import field_text
-
+    if element is None:
+        return []
     # (an output of another shape than the pack's has no element to show; the checker reports its shape)
     got = {k: v for k, v in _outputs(submitted).items() if k in expected and v.shape == np.shape(expected[k])}
     spec = _spec(meta["params"])
-    if element is None:
-        return []
     view, g, rbits = _case_view(meta, inputs, case, spec)
     bt = block_trace_exact(view, spec, g, _block_of(output, element, spec), rbits)
     sf, pf = spec.scale_format.name, spec.payload_format.name
