@@ -238,15 +238,11 @@ def test_fpsgemm25_every_preset_states_its_contract():
 
 
 # ------------------------------------------------------------------ alpha applied
-def _f32(x) -> np.float32:
-    return np.float32(x)
-
-
 def _te_alpha(amax_a, amax_b) -> np.float32:
     """TransformerEngine's compute_nvfp4_per_tensor_scale_kernel in numpy binary32:
     1.0f * amax_A * amax_B * factor_inv, factor_inv = (float)(1.0 / (6 * 6 * 448 * 448))."""
     factor_inv = np.float32(1.0 / (6.0 * 6.0 * 448.0 * 448.0))
-    return np.float32(np.float32(np.float32(1.0) * _f32(amax_a)) * _f32(amax_b)) * factor_inv
+    return np.float32(np.float32(np.float32(1.0) * np.float32(amax_a)) * np.float32(amax_b)) * factor_inv
 
 
 def test_fpsgemm25_nvfp4_through_sm100_applies_tes_alpha_bit_for_bit():
@@ -258,7 +254,7 @@ def test_fpsgemm25_nvfp4_through_sm100_applies_tes_alpha_bit_for_bit():
     qa, qb = quantize(x, "nvfp4"), quantize(w, "nvfp4")
     assert has_tensor_scale(qa) and not has_tensor_scale(_codes_of(qa))
     alpha = _te_alpha(qa.amax, qb.amax)
-    assert alpha == np.float32(_f32(qa.amax) * _f32(qb.amax)) * (np.float32(1) / np.float32(7225344.0))
+    assert alpha == np.float32(np.float32(qa.amax) * np.float32(qb.amax)) * (np.float32(1) / np.float32(7225344.0))
     for impl in ("fast", "exact"):
         y_enc = gemm(_codes_of(qa), _codes_of(qb), "sm100-mxf4nvf4", impl=impl)
         y = gemm(qa, qb, "sm100-mxf4nvf4", impl=impl)
@@ -295,13 +291,13 @@ def test_fpsgemm25_seed_triton_applies_the_seeds_alpha():
     y_enc = gemm(_codes_of(qa), _codes_of(qb), "seed-triton-h200-snap")
     y = gemm(qa, qb, "seed-triton-h200-snap")
     den = np.float32((448.0 * 6.0) * (448.0 * 6.0))
-    alpha = np.float32(_f32(qa.amax) * _f32(qb.amax)) * (np.float32(1) / den)
+    alpha = np.float32(np.float32(qa.amax) * np.float32(qb.amax)) * (np.float32(1) / den)
     assert np.array_equal(y.view(np.uint32), (alpha * y_enc).astype(np.float32).view(np.uint32))
     ref = gemm(qa, qb, "exact").astype(np.float64)
     assert np.allclose(y, ref, rtol=1e-2, atol=1e-2 * np.abs(ref).max())  # the snap costs 2^-11 of y_enc
     # an alpha_rounding override is kept (the seed on a CPU divides: fp32-divide)
     y_div = gemm(qa, qb, "seed-triton-h200-snap", alpha_rounding="fp32-divide")
-    alpha_div = np.float32(_f32(qa.amax) * _f32(qb.amax)) / den
+    alpha_div = np.float32(np.float32(qa.amax) * np.float32(qb.amax)) / den
     assert np.array_equal(y_div.view(np.uint32), (alpha_div * y_enc).astype(np.float32).view(np.uint32))
 
 
