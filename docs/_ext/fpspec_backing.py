@@ -1,5 +1,11 @@
-"""``.. fpspec-backing-table::``: what each GEMM preset is backed by (issue 13), generated from
-``fpspec.models.PRESETS[...].backing`` so the table cannot drift from the presets."""
+"""Generated tables of the GEMM presets, from :mod:`fpspec.models` so that they cannot drift from it.
+
+``.. fpspec-backing-table::``
+    what each GEMM preset is backed by (issue 13), from ``fpspec.models.PRESETS[...].backing``.
+``.. fpspec-gemm-contracts::``
+    each preset's operand contract (FPS-GEMM-25), from ``fpspec.models.CONTRACTS``: what gemm
+    refuses, and where the tensor scales go.
+"""
 
 from __future__ import annotations
 
@@ -43,6 +49,26 @@ class BackingTableDirective(GeneratedDirective):
                       widths=(18, 17, 45, 20), classes="fpspec-table"), ""]
 
 
+class GemmContractsDirective(GeneratedDirective):
+    """One row per preset and library preset: the operands it takes, where their tensor scales
+    go, and the sources of both."""
+
+    depends_on = ("fpspec.models",)
+
+    def rst_lines(self) -> list:
+        from fpspec.models import CONTRACTS, LIBRARY, PRESETS
+
+        rows = []
+        for name, c in CONTRACTS.items():
+            model = (PRESETS.get(name) or LIBRARY[name]).model
+            source = c.source + (f"; epilogue: {c.epilogue_source}" if c.epilogue is not None else "")
+            rows.append([f"``{name}``", rst_escape(c.rule()), rst_escape(c.tensor_scales_text(model)),
+                         rst_escape(source)])
+        return [Table(["preset", "operands it takes", "tensor scales", "source"], rows,
+                      widths=(16, 34, 22, 28), classes="fpspec-table"), ""]
+
+
 def setup(app):
     app.add_directive("fpspec-backing-table", BackingTableDirective)
+    app.add_directive("fpspec-gemm-contracts", GemmContractsDirective)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -422,30 +422,6 @@ class PlotDirective(Directive):
         return holder.children
 
 
-def _contracts_directive():
-    """``.. fpspec-gemm-contracts::``: each preset's operand contract (FPS-GEMM-25), generated from
-    ``fpspec.models.CONTRACTS`` so that the table cannot drift from what gemm refuses."""
-    from fpspec_tables import GeneratedDirective, Table, rst_escape
-
-    class ContractsDirective(GeneratedDirective):
-        depends_on = ("fpspec.models",)
-
-        def rst_lines(self) -> list:
-            from fpspec.models import CONTRACTS, LIBRARY, PRESETS
-
-            rows = []
-            for name, c in CONTRACTS.items():
-                model = (PRESETS.get(name) or LIBRARY[name]).model
-                source = c.source + (f"; epilogue: {c.epilogue_source}" if c.epilogue is not None else "")
-                rows.append([f"``{name}``", rst_escape(c.rule()), rst_escape(c.tensor_scales_text(model)),
-                             rst_escape(source)])
-            return [Table(["preset", "operands it takes", "tensor scales", "source"], rows,
-                          widths=(16, 34, 22, 28), classes="fpspec-table"), ""]
-
-    return ContractsDirective
-
-
 def setup(app):
     app.add_directive("fpspec-plot", PlotDirective)
-    app.add_directive("fpspec-gemm-contracts", _contracts_directive())
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}
