@@ -185,10 +185,7 @@ def parse_selection(text: str | None, n: int, *, seed: int = 0, what: str = "--r
     None is all.  Duplicates are kept in the order given."""
     if text is None:
         return np.arange(n, dtype=np.int64)
-    parts: list[np.ndarray] = []
-    for item in (t.strip() for t in str(text).split(",")):
-        parts.append(_selection_item(item, n, seed, what))
-    return np.concatenate(parts) if parts else np.zeros(0, np.int64)
+    return np.concatenate([_selection_item(item.strip(), n, seed, what) for item in str(text).split(",")])
 
 
 def _selection_item(item: str, n: int, seed: int, what: str) -> np.ndarray:

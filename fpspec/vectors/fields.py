@@ -9,22 +9,19 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-import numpy as np
-
-from ..formats import FORMATS, get_format
+from ..formats import FORMATS, FloatFormat
 
 __all__ = ["field_text", "code_distance"]
 
 
-def _fmt_for_bits(fmt: str | None, dtype: np.dtype):
-    if fmt and fmt in FORMATS:
-        return get_format(fmt)
-    return None
+def _known_format(fmt_name: str | None) -> FloatFormat | None:
+    """The format of that name, or None for no name or one fpspec does not know."""
+    return FORMATS.get(fmt_name) if fmt_name else None
 
 
 def field_text(code: int, fmt_name: str | None) -> str:
     """'s=0 e=0111 m=101 = 0.8125' for a code of a known format, else the hex alone."""
-    f = _fmt_for_bits(fmt_name, np.dtype(np.uint32))
+    f = _known_format(fmt_name)
     if f is None:
         return f"0x{code:x}"
     if not 0 <= code < f.num_codes:
@@ -53,7 +50,7 @@ def _ordinal(code: int, f) -> int | None:
 
 def code_distance(expected: int, got: int, fmt_name: str | None) -> int | None:
     """Signed number of codes between expected and got in value order (None for NaN / unknown)."""
-    f = _fmt_for_bits(fmt_name, np.dtype(np.uint32))
+    f = _known_format(fmt_name)
     if f is None or not (0 <= got < f.num_codes and 0 <= expected < f.num_codes):
         return None
     a, b = _ordinal(expected, f), _ordinal(got, f)

@@ -116,13 +116,15 @@ class Harness:
 
     def submit(self, vector_set: "str | HarnessSet | VectorSet", outputs: Mapping[str, Any]) -> None:
         """Hand in one set's outputs; the set by name or as the object :meth:`sets` gave."""
-        set_name = vector_set.name if isinstance(vector_set, (HarnessSet, VectorSet)) else vector_set
+        if isinstance(vector_set, (HarnessSet, VectorSet)):
+            set_name, meta = vector_set.name, vector_set.meta
+        else:
+            set_name, meta = vector_set, None
         if not isinstance(set_name, str):
             kind = f"{type(vector_set).__module__}.{type(vector_set).__qualname__}"
             raise FpspecError(f"submit takes a set name or a set of Harness.sets(), got a {kind}")
         if set_name not in self.pack.entries:
             raise FpspecError(f"no set named {set_name!r} in {self.pack.root}")
-        meta = vector_set.meta if isinstance(vector_set, (HarnessSet, VectorSet)) else None
         conv = {}
         for k, v in outputs.items():
             k = k[4:] if k.startswith("out_") else k
