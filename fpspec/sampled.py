@@ -28,7 +28,7 @@ from .models import LIBRARY_PRESETS, GemmModel
 from .quantized import QuantizedTensor, row_indices
 
 __all__ = ["gemm_sample", "check_gemm_sample", "SampleCheck", "Mismatch", "parse_selection", "whole_tile_rows",
-           "gemm_shape"]
+           "gemm_shape", "bits_dtype"]
 
 
 def gemm_shape(a: Any, bt: Any) -> tuple[int, int, int]:
@@ -40,6 +40,11 @@ def gemm_shape(a: Any, bt: Any) -> tuple[int, int, int]:
     if shapes[0][1] != shapes[1][1]:
         raise FpspecError(f"A has K = {shapes[0][1]} and BT has K = {shapes[1][1]}: they must be equal")
     return int(shapes[0][0]), int(shapes[1][0]), int(shapes[0][1])
+
+
+def bits_dtype(dtype: np.dtype | type) -> type:
+    """The unsigned type of a GEMM output's bit patterns: uint16 for an FP16 output, uint32 for FP32."""
+    return np.uint16 if dtype == np.float16 else np.uint32
 
 
 def whole_tile_rows(rows: np.ndarray, block: int) -> np.ndarray:
@@ -121,7 +126,7 @@ class SampleCheck:
 
     @property
     def expected_bits(self) -> np.ndarray:
-        return self.expected.view(np.uint16 if self.expected.dtype == np.float16 else np.uint32)
+        return self.expected.view(bits_dtype(self.expected.dtype))
 
     @property
     def compared(self) -> int:
@@ -146,7 +151,7 @@ class SampleCheck:
 def _output_bits(c: Any, want: np.dtype, what: str) -> np.ndarray:
     """Bit patterns of a kernel's outputs: float32 / float16 values or their uint32 / uint16 bits."""
     arr = native_byte_order(np.asarray(c))  # a big-endian '>f4' holds values too
-    bits = np.uint16 if want == np.float16 else np.uint32
+    bits = bits_dtype(want)
     if arr.dtype == want:
         return arr.view(bits)
     if arr.dtype == bits:

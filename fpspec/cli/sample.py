@@ -12,12 +12,12 @@ from ..errors import FpspecError
 from ..io import check_output, load_npy, save_npy
 from ..matmul import CODE_FORMATS
 from ..models import LIBRARY, PRESETS, parse_overrides
-from ..sampled import check_gemm_sample, gemm_sample, gemm_shape, parse_selection
+from ..sampled import bits_dtype, check_gemm_sample, gemm_sample, gemm_shape, parse_selection
 from .gemm import read_operands
 
 
 def _value(bits: int, dtype: np.dtype) -> str:
-    raw = np.array([bits], dtype=np.uint16 if dtype == np.float16 else np.uint32)
+    raw = np.array([bits], dtype=bits_dtype(dtype))
     width = 4 if dtype == np.float16 else 8
     return f"0x{bits:0{width}x} ({float(raw.view(dtype)[0])!r})"
 
@@ -41,7 +41,7 @@ def _cmd_gemm_sample(args: argparse.Namespace) -> int:
               f"{resolve_choice(args.model, call_shape(args.model, (m, n, k))).describe()}", file=sys.stderr)
     if args.check is None:
         y = gemm_sample(a, bt, args.model, rows=rows, cols=cols, fmt=fmt, impl=args.impl, **overrides)
-        save_npy(args.out, y.view(np.uint16 if y.dtype == np.float16 else np.uint32) if args.bits else y)
+        save_npy(args.out, y.view(bits_dtype(y.dtype)) if args.bits else y)
         return 0
     c = load_npy(args.check)
     try:
@@ -50,8 +50,7 @@ def _cmd_gemm_sample(args: argparse.Namespace) -> int:
     except FpspecError as exc:
         raise FpspecError(f"{args.check}: {exc}") from None
     if args.out is not None:
-        y = result.expected
-        save_npy(args.out, result.expected_bits if args.bits else y)
+        save_npy(args.out, result.expected_bits if args.bits else result.expected)
     bad = result.mismatch_count
     print(f"gemm-sample {args.model} {m}x{n}x{k}: {rows.size} rows x {cols.size} columns, "
           f"{result.compared - bad} of {result.compared} outputs equal bit for bit")
