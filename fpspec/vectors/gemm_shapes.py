@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 
 from ..convert import encode
+from ..cublas_h200 import call_shape
 from ..formats import get_format
 from ..models import LIBRARY, PRESETS, GemmModel, contract_of, resolve
 from ..quantization import quantize
@@ -131,7 +132,6 @@ class _Case:
 
 def _model_of(preset: str, shape: tuple[int, int, int]) -> GemmModel:
     if preset in LIBRARY:
-        from ..cublas_h200 import call_shape
         return resolve(preset, call_shape(preset, shape))
     return PRESETS[preset].model
 
