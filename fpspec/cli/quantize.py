@@ -92,7 +92,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("dequantize", help="dequantize an OUT.npz of fpspec quantize (or a plain operand file) "
                        "to float32",
                        description="Recompute the float32 values of a quantized tensor with its profile's "
-                                   "dequantization formula, in the source's shape when it had more than two "
+                                   "dequantization formula (a tensor built from codes, scheme codes: q s rounded "
+                                   "once to binary32), in the source's shape when it had more than two "
                                    "dimensions and was quantized rowwise, else in the quantized view's. The "
                                    "file is validated first (scheme, profile, block, target, amax, codes).")
     p.add_argument("input", metavar="OUT.npz")
