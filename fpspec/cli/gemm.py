@@ -18,6 +18,7 @@ from ..cublas_h200 import call_shape, resolve_choice
 from ..models import CONTRACTS, LIBRARY, PARAMETER_HELP, PRESETS, parse_overrides, presets_json, resolve
 from ..quantization import quantize
 from ..quantized import QuantizedTensor
+from ..sampled import bits_dtype
 from .bench import best_time, register_benchmark, result_row
 from .options import add_alias
 
@@ -53,8 +54,7 @@ def _cmd_gemm(args: argparse.Namespace) -> int:
             run = call_shape(args.model, _shape(args.shape) or (a.shape[0], bt.shape[0], a.shape[1]))
             print(f"fpspec gemm: {args.model} at {'x'.join(map(str, run))}: "
                   f"{resolve_choice(args.model, run).describe()}", file=sys.stderr)
-    bits = np.uint16 if y.dtype == np.float16 else np.uint32
-    save_npy(args.out, y.view(bits) if args.bits else y)
+    save_npy(args.out, y.view(bits_dtype(y.dtype)) if args.bits else y)
     return 0
 
 
