@@ -1,7 +1,7 @@
 """The block-quantization declarations of public implementations, checked on the real references
 (FPS-CHK-5, FPS-BLK-18, FPS-BLK-23, FPS-BLK-24, FPS-BLK-25).
 
-Each reference runs on the level-1 pack's quantize sets through its tool in ``tools/`` (which
+Each reference runs on the level-1 pack's quantize sets through its module in ``tools/`` (which
 writes ``RESULTS/<set>.npz``), and ``fpspec check`` then passes with its declaration in
 ``vectors/declarations/`` and fails (exit 1, the first mismatch decoded) without it.
 
@@ -34,7 +34,6 @@ from fpspec.vectors.pack import Pack
 ROOT = Path(__file__).resolve().parent.parent
 PACK = ROOT / "vectors" / "v1"
 DECL = ROOT / "vectors" / "declarations"
-TOOLS = ROOT / "tools"
 
 #: declaration file -> (its supported outputs in vectors/v1, the sets they belong to)
 EXPECTED = {
@@ -67,10 +66,9 @@ def _check(results: Path, capsys, declare: str | None = None, select: str | None
     return code, capsys.readouterr().out
 
 
-def _tool(python: str, script: str, *args: str) -> str:
-    """Run tools/<script> with ``python`` on this tree; its output (it must succeed)."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    proc = subprocess.run([python, str(TOOLS / script), *args], capture_output=True, text=True, env=env,
+def _tool(python: str, module: str, *args: str) -> str:
+    """Run ``python -m tools.<module>`` from the root of this tree; its output (it must succeed)."""
+    proc = subprocess.run([python, "-m", f"tools.{module}", *args], capture_output=True, text=True, cwd=ROOT,
                           timeout=900)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     return proc.stdout
@@ -125,9 +123,9 @@ def _torchao_python() -> str:
 def torchao_results(tmp_path_factory):
     py = _torchao_python()
     out = tmp_path_factory.mktemp("torchao")
-    log = _tool(py, "compare_torchao_mx.py", str(PACK), "--out", str(out))
+    log = _tool(py, "compare_torchao_mx", str(PACK), "--out", str(out))
     assert "torchao 0.18.0," in log, log  # the version the declaration was measured on
-    _tool(py, "compare_torchao_nvfp4.py", "--pack", str(PACK), "--out", str(out), "--select", "quantize-nvfp4-*")
+    _tool(py, "compare_torchao_nvfp4", "--pack", str(PACK), "--out", str(out), "--select", "quantize-nvfp4-*")
     return out
 
 
@@ -157,7 +155,7 @@ def microxcaling_results(tmp_path_factory):
     root = _env_path("FPSPEC_MICROXCALING", "the folder holding microsoft/microxcaling's mx package (commit "
                      "7bc41952de394f5cc5e782baf132e7c7542eb4e4; not on the package index)")
     out = tmp_path_factory.mktemp("microxcaling")
-    _tool(sys.executable, "compare_microxcaling.py", str(root), str(PACK), "--out", str(out))
+    _tool(sys.executable, "compare_microxcaling", str(root), str(PACK), "--out", str(out))
     return out
 
 
@@ -184,7 +182,7 @@ def te_results(tmp_path_factory):
     ref = _env_path("FPSPEC_TE_REFERENCE", "the path of TransformerEngine's transformer_engine/pytorch/"
                     "custom_recipes/reference_nvfp4.py (commit d0067d0da6cb01811b8072a7d304f0e00344ce2b)")
     out = tmp_path_factory.mktemp("te")
-    _tool(sys.executable, "compare_te_nvfp4.py", str(ref), "--pack", str(PACK), "--out", str(out))
+    _tool(sys.executable, "compare_te_nvfp4", str(ref), "--pack", str(PACK), "--out", str(out))
     return out
 
 
@@ -215,9 +213,9 @@ def _seed_formats() -> Path:
 def seed_results(tmp_path_factory):
     formats = _seed_formats()
     out = tmp_path_factory.mktemp("seed")
-    _tool(sys.executable, "compare_seed_ue5m3.py", str(formats), str(PACK), "--out", str(out))
+    _tool(sys.executable, "compare_seed_ue5m3", str(formats), str(PACK), "--out", str(out))
     portable = tmp_path_factory.mktemp("seed-portable-order")
-    _tool(sys.executable, "compare_seed_ue5m3.py", str(formats), str(PACK), "--out", str(portable),
+    _tool(sys.executable, "compare_seed_ue5m3", str(formats), str(PACK), "--out", str(portable),
           "--dequant", "portable")
     return out, portable
 

@@ -4,7 +4,7 @@
 Usage (microxcaling is not on the package index: fetch the repository yourself and
 point the script at the folder that holds its ``mx`` package)::
 
-    python3 tools/compare_microxcaling.py /tmp/microxcaling vectors/v1 --out /tmp/mx-res
+    python3 -m tools.compare_microxcaling /tmp/microxcaling vectors/v1 --out /tmp/mx-res
     python3 -m fpspec check vectors/v1 /tmp/mx-res --declare vectors/declarations/microxcaling.yaml
 
 None of microxcaling's code is in this file.  For each ``quantize`` set of scheme
@@ -29,12 +29,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from refs_pack import Case, e2m1_codes_of_values, pack_arguments, run_pack  # noqa: E402
+from tools.common import import_package
+from tools.refs_pack import Case, e2m1_codes_of_values, pack_arguments, run_pack
 
 #: fpspec payload rounding -> microxcaling ``round`` argument.
 ROUND = {"rne": "even", "rna": "nearest", "rtz": "floor"}
@@ -42,8 +41,9 @@ ROUND = {"rne": "even", "rna": "nearest", "rtz": "floor"}
 
 class Microxcaling:
     def __init__(self, root: str):
-        sys.path.insert(0, str(Path(root).resolve()))
         import torch
+
+        import_package(root, "mx")
         from mx import mx_ops
 
         self.torch, self.ops = torch, mx_ops

@@ -4,7 +4,7 @@
 Usage (the seed is not on the package index: get ``src/ue5m3_fp4/formats.py``
 from the repository yourself; it needs only torch)::
 
-    python3 tools/compare_seed_ue5m3.py /tmp/seed/formats.py vectors/v1 --out /tmp/seed-res
+    python3 -m tools.compare_seed_ue5m3 /tmp/seed/formats.py vectors/v1 --out /tmp/seed-res
     python3 -m fpspec check vectors/v1 /tmp/seed-res --declare vectors/declarations/seed-ue5m3.yaml
 
 None of the seed's code is in this file.  For each ``quantize`` set of scheme
@@ -36,25 +36,18 @@ for ``seed-portable`` sets, ``kernel`` for the others; ``--dequant portable`` or
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import sys
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from refs_pack import Case, e2m1_codes_of_values, pack_arguments, run_pack, scale_codes_of_values  # noqa: E402
+from tools.common import load_file
+from tools.refs_pack import Case, e2m1_codes_of_values, pack_arguments, run_pack, scale_codes_of_values
 
 ROUND = {"rne": "ties_to_even", "sr-midpoint": "stochastic_8bit_midpoint"}
 
 
 def load_seed(path: str):
-    spec = importlib.util.spec_from_file_location("seed_ue5m3_formats", path)
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod  # dataclasses(slots=True) looks the module up by name
-    spec.loader.exec_module(mod)
-    return mod
+    return load_file(path, "seed_ue5m3_formats")  # registered: dataclasses(slots=True) looks it up by name
 
 
 class SeedPortable:

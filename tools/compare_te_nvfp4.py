@@ -3,7 +3,7 @@
 
 Usage (from the repository root, with CPU torch installed)::
 
-    python3 tools/compare_te_nvfp4.py /tmp/teref/reference_nvfp4.py [--seed 0] [--rows 256]
+    python3 -m tools.compare_te_nvfp4 /tmp/teref/reference_nvfp4.py [--seed 0] [--rows 256]
 
 The reference file is NOT part of fpspec: fetch TransformerEngine yourself and
 point this script at ``transformer_engine/pytorch/custom_recipes/reference_nvfp4.py``.
@@ -37,12 +37,15 @@ from __future__ import annotations
 
 import argparse
 import enum
-import importlib.util
 import sys
 import types
-from pathlib import Path
 
 import numpy as np
+
+from fpspec.errors import FpspecError
+from fpspec.quantization import quantize
+from tools.common import load_file
+from tools.refs_pack import fp4x2_codes, run_pack
 
 
 def _install_stubs() -> None:
@@ -95,23 +98,12 @@ def _install_stubs() -> None:
 
 def _load_reference(path: str):
     _install_stubs()
-    spec = importlib.util.spec_from_file_location("te_reference_nvfp4", path)
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_file(path, "te_reference_nvfp4")
 
 
-def _unpack(packed) -> np.ndarray:
-    """fp4x2 bytes (even column in the low nibble) -> one code per element."""
-    b = packed.numpy().astype(np.uint8)
-    out = np.empty((b.shape[0], b.shape[1] * 2), dtype=np.uint8)
-    out[:, 0::2] = b & 0xF
-    out[:, 1::2] = b >> 4
-    return out
-
-
-def _cases(rng: np.random.Generator, rows: int) -> list[tuple[str, np.ndarray]]:
+def edge_cases(rng: np.random.Generator, rows: int) -> list[tuple[str, np.ndarray]]:
+    """Named float32 tensors (random, heavy-tailed, zero and tiny blocks, E2M1 ties, near FLT_MAX) that both
+    NVFP4 comparisons run (this one and ``tools.compare_torchao_nvfp4``)."""
     k = 128
     cases = []
     cases.append(("normal", rng.standard_normal((rows, k))))
@@ -150,15 +142,11 @@ def main(argv: list[str] | None = None) -> int:
         return run_on_pack(args)
     import torch
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from fpspec.errors import FpspecError
-    from fpspec.quantization import quantize
-
     ref = _load_reference(args.reference)
     rng = np.random.default_rng(args.seed)
     failures = 0
     total = 0
-    for name, x in _cases(rng, args.rows):
+    for name, x in edge_cases(rng, args.rows):
         xt = torch.from_numpy(x.copy())
         if args.bf16:
             xt = xt.to(torch.bfloat16)
@@ -181,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
                         print(f"{'OK ' if ok else 'DIFF'} {tag}: refused ({exc}); reference amax {te_amax}")
                         failures += not ok
                         continue
-                    codes = _unpack(qd)
+                    codes = fp4x2_codes(qd)
                     scales = sd.view(torch.uint8).numpy()
                     if tile == "BxB":
                         scales = scales[::16]  # TE repeats each tile's scale on its 16 rows
@@ -199,9 +187,6 @@ def main(argv: list[str] | None = None) -> int:
 def run_on_pack(args: argparse.Namespace) -> int:
     """NVFP4QuantizerRef's blockwise quantizer on a pack's nvfp4 sets, written as fpspec results."""
     import torch
-
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from refs_pack import run_pack
 
     ref = _load_reference(args.reference)
     fp4 = ref.reference_utils.Fp4Formats.E2M1
@@ -236,7 +221,7 @@ def run_on_pack(args: argparse.Namespace) -> int:
         scales = sx.view(torch.uint8).numpy()
         if rows == 16:
             scales = scales[::16]
-        codes = _unpack(qx)
+        codes = fp4x2_codes(qx)
         # TE's dequantize kernel: final_scale = (s * amax) * (1 / (6 * 448)), value = q * final_scale
         lut = torch.tensor([0, .5, 1, 1.5, 2, 3, 4, 6, -0., -.5, -1, -1.5, -2, -3, -4, -6], dtype=f32)
         qv = lut[torch.from_numpy(codes.astype(np.int64))]

@@ -4,7 +4,7 @@
 Usage (torchao 0.18.0 importable, e.g. from a scratch venv made with
 ``python3 -m venv --system-site-packages V && V/bin/pip install torchao==0.18.0``)::
 
-    V/bin/python tools/compare_torchao_mx.py vectors/v1 --out /tmp/tao-mx
+    V/bin/python -m tools.compare_torchao_mx vectors/v1 --out /tmp/tao-mx
     python3 -m fpspec check vectors/v1 /tmp/tao-mx --declare vectors/declarations/torchao-0.18.yaml
 
 torchao is not a dependency of fpspec and none of its code is in this file.  For
@@ -28,12 +28,10 @@ from __future__ import annotations
 import argparse
 import sys
 import warnings
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from refs_pack import Case, pack_arguments, run_pack  # noqa: E402
+from tools.refs_pack import Case, pack_arguments, run_pack
 
 MODES = ("floor", "ceil", "even", "rceil")
 

@@ -5,7 +5,7 @@ Usage (from the repository root; torchao 0.18.0 importable, e.g. installed with
 ``pip install --no-deps --target /tmp/taolib torchao==0.18.0`` and
 ``PYTHONPATH=/tmp/taolib``)::
 
-    python3 tools/compare_torchao_nvfp4.py [--seed 0] [--rows 256]
+    python3 -m tools.compare_torchao_nvfp4 [--seed 0] [--rows 256]
 
 torchao is not a dependency of fpspec.  The script quantizes random and edge-case
 binary32 tensors with torchao's two-level NVFP4 (``per_tensor_amax_to_scale`` of
@@ -29,17 +29,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 import numpy as np
 
-
-def _unpack(packed) -> np.ndarray:
-    b = packed.numpy().astype(np.uint8)
-    out = np.empty((b.shape[0], b.shape[1] * 2), dtype=np.uint8)
-    out[:, 0::2] = b & 0xF
-    out[:, 1::2] = b >> 4
-    return out
+from fpspec.errors import FpspecError
+from fpspec.quantization import quantize
+from tools.compare_te_nvfp4 import edge_cases
+from tools.refs_pack import fp4x2_codes, run_pack
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -58,24 +54,17 @@ def main(argv: list[str] | None = None) -> int:
     import torch
     from torchao.prototype.mx_formats.nvfp4_tensor import nvfp4_quantize, per_tensor_amax_to_scale
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from compare_te_nvfp4 import _cases
-
-    from fpspec.errors import FpspecError
-    from fpspec.quantization import quantize
-
     rng = np.random.default_rng(args.seed)
     failures = 0
     total = 0
-    for name, x in _cases(rng, args.rows):
+    for name, x in edge_cases(rng, args.rows):
         if not np.any(x):
             print(f"skip {name:28}: torchao divides 0/0 for a zero tensor amax (fpspec refuses it)")
             continue
         xt = torch.from_numpy(x.copy())
         pts = per_tensor_amax_to_scale(xt.abs().max())
         scales, packed = nvfp4_quantize(xt, 16, pts)
-        codes = _unpack(packed)
+        codes = fp4x2_codes(packed)
         sbytes = scales.view(torch.uint8).numpy().reshape(x.shape[0], -1)
         try:
             mine = quantize(x, "nvfp4", profile="torchao-0.18")
@@ -106,9 +95,6 @@ def run_on_pack(args: argparse.Namespace) -> int:
     import torchao
     from torchao.prototype.mx_formats.nvfp4_tensor import NVFP4Tensor, per_tensor_amax_to_scale
 
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from refs_pack import run_pack
-
     print(f"torchao {torchao.__version__}, torch {torch.__version__}, device {args.device}")
 
     def accept(p: dict) -> str | None:
@@ -126,7 +112,7 @@ def run_on_pack(args: argparse.Namespace) -> int:
         x = torch.from_numpy(c.view.copy()).to(args.device)
         pts = per_tensor_amax_to_scale(torch.tensor(c.given_amax, dtype=torch.float32, device=args.device))
         t = NVFP4Tensor.to_nvfp4(x, 16, per_tensor_scale=pts)
-        return {"codes": _unpack(t.qdata.view(torch.uint8).cpu()),
+        return {"codes": fp4x2_codes(t.qdata.view(torch.uint8).cpu()),
                 "scales": t.scale.view(torch.uint8).cpu().numpy().reshape(x.shape[0], -1),
                 "decode_scale": np.float32(pts.item()),
                 "dequant": t.dequantize(torch.float32).cpu().numpy()}

@@ -1,6 +1,6 @@
 """Run a public reference quantizer over a vector pack's quantize sets and write its outputs as results.
 
-Shared by the ``tools/compare_*.py`` scripts (torchao, microxcaling, TransformerEngine,
+Shared by the ``tools.compare_*`` modules (torchao, microxcaling, TransformerEngine,
 the seed's portable reference).  Each script turns one case of a ``quantize`` set
 (docs/vectors.rst: inputs ``x`` (M, K) FP32 bits, ``amax`` FP32 bits, optional ``r``)
 into the four outputs ``codes``, ``scales``, ``decode_scale`` and ``dequant`` of
@@ -14,23 +14,18 @@ writes ``RESULTS/<set>.npz`` through :func:`fpspec.vectors.results.write_results
 from __future__ import annotations
 
 import argparse
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from fpspec.vectors.checker import select_names  # noqa: E402
-from fpspec.vectors.pack import Pack, VectorSet  # noqa: E402
-from fpspec.vectors.results import write_results  # noqa: E402
+from fpspec.vectors.checker import select_names
+from fpspec.vectors.pack import Pack, VectorSet
+from fpspec.vectors.results import write_results
 
 __all__ = ["Case", "pack_arguments", "quantize_sets", "cases", "write_set", "e2m1_codes_of_values",
-           "scale_codes_of_values", "run_pack", "f32_bits"]
+           "scale_codes_of_values", "fp4x2_codes", "run_pack", "f32_bits"]
 
 
 @dataclass
@@ -116,6 +111,16 @@ def e2m1_codes_of_values(v: np.ndarray) -> np.ndarray:
         bad = np.argwhere(~ok)[0]
         raise SystemExit(f"value {v[tuple(bad)]!r} at {tuple(int(i) for i in bad)} is not an E2M1 value")
     return (idx | (np.signbit(v).astype(np.int64) << 3)).astype(np.uint8)
+
+
+def fp4x2_codes(packed) -> np.ndarray:
+    """One E2M1 code per element from a reference's packed fp4x2 bytes (M, K/2), the even column in the
+    low nibble (torchao's and TransformerEngine's packing)."""
+    b = np.asarray(packed).astype(np.uint8)
+    out = np.empty((b.shape[0], b.shape[1] * 2), dtype=np.uint8)
+    out[:, 0::2] = b & 0xF
+    out[:, 1::2] = b >> 4
+    return out
 
 
 def scale_codes_of_values(v: np.ndarray, fmt: str) -> np.ndarray:
