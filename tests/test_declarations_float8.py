@@ -178,7 +178,7 @@ def _torch_211_python() -> str | None:
 @pytest.mark.skipif(_torch_211_python() is None, reason=(
     "torch 2.11 cannot run here: PyPI's torch 2.11.0 for Linux is the 530 MB CUDA build with "
     "multi-GB nvidia-* dependencies, and the CPU index download.pytorch.org is unreachable. "
-    "Run on the GPU machine: PYTHONPATH=. python3 tools/gpu_check.py --pack vectors/v1 --out OUT "
+    "Run on the GPU machine: python3 -m tools.gpu.gpu_check --pack vectors/v1 --out OUT "
     "--device cuda --declaration vectors/declarations/torch-2.11.yaml --float8-only"))
 def test_torch_211_passes_with_its_declaration(tmp_path, capsys):
     """FPS-CHK-5, FPS-CHK-9: torch 2.11's casts (a scratch environment, or the installed torch

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import re
-import sys
 from fractions import Fraction
-from pathlib import Path
 
 import ml_dtypes
 import numpy as np
@@ -16,8 +14,6 @@ from fpspec.disagreements import DISAGREEMENTS, SELECTOR_KINDS, Selector, resolv
 from fpspec.exact.rounding import round_to_code
 
 from test_ml_dtypes_agreement import ML_07
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "docs" / "_ext"))
 
 
 def test_fps_doc_5_every_selector_resolves():

@@ -8,6 +8,7 @@ rendered pages as a reader would and compare them with the package.
 from __future__ import annotations
 
 import html
+import os
 import re
 import subprocess
 import sys
@@ -28,9 +29,13 @@ EXT = ROOT / "docs" / "_ext"
 
 
 def sphinx_build(src: Path, out: Path, builder: str = "html") -> subprocess.CompletedProcess:
+    """``python3 -m sphinx -W`` from the repository root, as the README builds the docs.  docs/conf.py
+    finds its extensions itself; a test's mini project (any other source folder) finds them through
+    PYTHONPATH."""
+    env = None if src == ROOT / "docs" else dict(os.environ, PYTHONPATH=str(EXT))
     return subprocess.run(
         [sys.executable, "-m", "sphinx", "-W", "-q", "-E", "-b", builder, str(src), str(out)],
-        cwd=ROOT, capture_output=True, text=True, timeout=300)
+        cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
 
 
 @pytest.fixture(scope="module")
@@ -219,11 +224,7 @@ def test_fps_doc_6_changelog_has_the_current_spec_version(site):
 def _mini_project(tmp_path: Path, body: str, extra_pages: dict[str, str] | None = None) -> Path:
     src = tmp_path / "src"
     src.mkdir(parents=True)
-    (src / "conf.py").write_text(textwrap.dedent(f"""
-        import sys
-        sys.path.insert(0, {str(EXT)!r})
-        extensions = ["sphinx.ext.doctest", "fpspec_examples", "fpspec_spec"]
-        """))
+    (src / "conf.py").write_text('extensions = ["sphinx.ext.doctest", "fpspec_examples", "fpspec_spec"]\n')
     pages = extra_pages or {}
     toc = "\n.. toctree::\n\n" + "".join(f"   {name}\n" for name in pages) if pages else ""
     (src / "index.rst").write_text("Examples\n========\n\n" + textwrap.dedent(body) + toc)
@@ -315,7 +316,6 @@ def test_fps_doc_1_req_role_links_and_refuses_unknown_ids(tmp_path):
 def test_docstring_notation_is_escaped_for_autodoc():
     """Plain-text docstring notation (|x|, FPS-AREA-*, docs/*.rst) renders as written; inline
     literals and literal blocks are left alone."""
-    sys.path.insert(0, str(EXT))
     from fpspec_spec import escape_plain_markup
 
     lines = ["round |x| (FPS-BLK-*) per docs/scheme-*.rst, ``|y|`` and *emphasis*", "", "::", "",
@@ -380,11 +380,6 @@ def _body(page: str) -> str:
     return page[page.find('<div class="body"'):]
 
 
-def _sys_path_ext():
-    if str(EXT) not in sys.path:
-        sys.path.insert(0, str(EXT))
-
-
 def test_fps_doc_9_every_page_names_the_spec_version(site):
     """FPS-DOC-9: every HTML page of the build shows 'spec version N' (N = fpspec.SPEC_VERSION)
     in its banner, with the package version."""
@@ -401,7 +396,6 @@ def test_fps_doc_9_every_page_names_the_spec_version(site):
 def test_fps_doc_7_requirement_index_lists_every_id_with_page_tests_and_sets(site):
     """FPS-DOC-7: requirements.html has one row per defined id, in id order, linking to the
     defining page, naming the test files that cite it and the vectors/v1 sets that list it."""
-    _sys_path_ext()
     import fpspec_reqs
 
     defs = fpspec_reqs.definitions()
@@ -434,7 +428,6 @@ def test_fps_doc_7_requirement_index_lists_every_id_with_page_tests_and_sets(sit
 def test_fps_doc_7_every_id_in_the_text_is_a_link(site):
     """FPS-DOC-7: outside literals, headings and the id labels of requirement blocks, no page
     shows an FPS-AREA-N that is not a link to its requirement."""
-    _sys_path_ext()
     import fpspec_reqs
 
     defs = fpspec_reqs.definitions()
@@ -472,7 +465,6 @@ def test_fps_doc_7_a_mistyped_id_in_prose_fails_the_build(tmp_path):
 def test_fps_doc_7_ids_and_landmarks_are_in_the_search_index(site):
     """FPS-DOC-7: the search box finds every requirement id and the landmark values: each is an
     index entry of searchindex.js (the search page matches the whole query against these)."""
-    _sys_path_ext()
     import json
 
     import fpspec_reqs
@@ -671,7 +663,6 @@ def test_sr_figure_caption_states_what_the_plotted_data_shows(site):
     """The sr-bias caption: all three rules are unbiased at multiples of 2^-N; sr-midpoint's bias
     peaks at +2^-(N+1) at the midpoints; sr-add is biased toward zero, sr-unbiased away (the data
     of the figure, recomputed here through the figure's own function)."""
-    _sys_path_ext()
     from fpspec_plots import sr_bias_curve
 
     for n in (2, 4, 8):
@@ -761,7 +752,6 @@ def test_backing_table_lists_every_preset_with_its_evidence(site):
     by (measured, hardware-validated model, paper, fpspec's choice)."""
     from fpspec.models import PRESETS
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "docs" / "_ext"))
     from fpspec_backing import KIND_TEXT
 
     html_text = (site / "gemm.html").read_text(encoding="utf-8")

@@ -82,7 +82,7 @@ def test_manifest_matches_files() -> None:
 
 def test_readme_names_the_command_and_commit() -> None:
     text = (ROOT / "README.md").read_text()
-    assert "tools/mmasim_vectors.py" in text and "c785138" in text and "verify" in text
+    assert "python3 -m tools.mmasim_vectors" in text and "c785138" in text and "verify" in text
 
 
 def test_total_size_stays_small() -> None:

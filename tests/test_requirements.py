@@ -3,7 +3,8 @@
 FPS-DOC-1 (ids are unique and well formed) and FPS-DOC-2 (every id is cited by a
 test or by vector metadata; every id cited by a test or a package docstring exists).
 
-The scanner lives in ``docs/_ext/fpspec_reqs.py`` so that the generated requirement
+The scanner lives in ``docs/_ext/fpspec_reqs.py`` (on the test path: pyproject's pytest
+``pythonpath``) so that the generated requirement
 index of the documentation (FPS-DOC-7) shows exactly what these tests check; its
 rules (definitions, citations, ranges, npz metadata) are pinned by the last tests
 below.  (This file spells no other id literally, so that it cites nothing by accident.)
@@ -12,15 +13,10 @@ below.  (This file spells no other id literally, so that it cites nothing by acc
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "docs" / "_ext"))
-
-from fpspec_reqs import (  # noqa: E402
+from fpspec_reqs import (
     DEFINITION,
     WELL_FORMED,
     citations_by_tests_and_vectors,
@@ -32,6 +28,8 @@ from fpspec_reqs import (  # noqa: E402
     npz_meta_text,
     vector_coverage,
 )
+
+ROOT = Path(__file__).resolve().parents[1]
 
 _id_key = id_key
 _npz_meta_text = npz_meta_text

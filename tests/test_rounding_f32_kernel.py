@@ -12,9 +12,7 @@ and, on samples, the exact reference; every policy the kernel accepts.
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -24,9 +22,9 @@ from fpspec.errors import FpspecError
 from fpspec.exact.rounding import encode_exact
 from fpspec.fast.rounding import _rne_f32_args, encode_fast
 from fpspec.formats import FORMATS, get_format
+from tools import f32_kernel_sweep
 
 KERNEL_FORMATS = ["e2m1", "e4m3", "e5m2"]
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def _policies(fmt: str) -> list[Policies]:
@@ -107,13 +105,6 @@ def test_nan_refusal_names_the_first_nan():
         encode_fast(y, "e2m1", "rne")
 
 
-def _sweep_tool():
-    spec = importlib.util.spec_from_file_location("f32_kernel_sweep", ROOT / "tools" / "f32_kernel_sweep.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def _slices(fmt: str) -> list[int]:
     """2^20-input slices (top 12 bits) around the format's boundaries, both signs: the subnormal
     binade and the lowest normal one, max finite and the overflow threshold, Inf and NaN."""
@@ -126,9 +117,9 @@ def _slices(fmt: str) -> list[int]:
 
 @pytest.mark.parametrize("fmt", KERNEL_FORMATS)
 def test_full_domain_sweep_tool_on_boundary_slices(fmt):
-    """FPS-RND-14: ``tools/f32_kernel_sweep.py`` (every float32, docs/rounding.rst quotes a run)
+    """FPS-RND-14: ``tools.f32_kernel_sweep`` (every float32, docs/rounding.rst quotes a run)
     on 2^20-input slices at the format's boundaries, both of its policy pairs: no mismatch."""
-    tool = _sweep_tool()
+    tool = f32_kernel_sweep
     for pol in tool.CASES[fmt]:
         res = tool.sweep(fmt, pol, slices=_slices(fmt), slice_bits=20)
         assert res["inputs"] == len(_slices(fmt)) << 20
@@ -154,6 +145,6 @@ def test_sweep_tool_reports_a_broken_kernel(monkeypatch):
         return res
 
     monkeypatch.setattr(rounding, "_encode_range_rne_f32", broken)
-    res = _sweep_tool().sweep("e4m3", Policies(overflow="sat", nan="nan"), slices=[tie >> 20], slice_bits=20)
+    res = f32_kernel_sweep.sweep("e4m3", Policies(overflow="sat", nan="nan"), slices=[tie >> 20], slice_bits=20)
     assert res["mismatches"] == 1
     assert res["first"] == [(f"0x{tie:08X}", 0x09, 0x08)]

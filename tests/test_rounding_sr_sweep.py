@@ -1,6 +1,6 @@
 """Stochastic rounding sweep in the default run: 10^6 (input, r) cases, fast == exact (FPS-RND-14).
 
-The machinery is ``tools/sr_sweep.py`` (which runs 10^8 cases; docs/rounding.rst quotes a
+The machinery is ``tools.sr_sweep`` (which runs 10^8 cases; docs/rounding.rst quotes a
 run): float32 and float64 inputs near every code boundary of every 4- and 8-bit target
 (and sampled FP16/BF16 targets) and far below the smallest subnormal, all three SR
 variants, every width N in 1..32, random r and r next to 0, 2^N - 1 and the flip point.
@@ -10,27 +10,15 @@ inputs 64 to 86 bits below the quantum).
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def _sweep_module():
-    spec = importlib.util.spec_from_file_location("sr_sweep", ROOT / "tools" / "sr_sweep.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["sr_sweep"] = mod  # its dataclasses look their module up by name
-    spec.loader.exec_module(mod)
-    return mod
+from tools import sr_sweep
 
 
 def test_sr_sweep_one_million_cases():
     """FPS-RND-5, FPS-RND-6, FPS-RND-7, FPS-RND-8, FPS-RND-14: 10^6 cases, no mismatch; the flip
     points the comparison rests on agree with direct exact calls."""
-    res = _sweep_module().run(1_000_000, seed=2026, triples=8000)
+    res = sr_sweep.run(1_000_000, seed=2026, triples=8000)
     assert res["cases"] >= 1_000_000
     assert res["mismatches"] == 0, res["first"]
     assert res["spot_checks"] >= 1000 and res["spot_mismatches"] == 0, res["first"]
@@ -39,7 +27,7 @@ def test_sr_sweep_one_million_cases():
 def test_sweep_covers_every_width_and_the_far_range():
     """FPS-RND-8: the planned triples use every N in 1..32, both input types, and float64 inputs
     between 2^-64 and 2^-128 of a quantum (the range the old kernel got wrong)."""
-    mod = _sweep_module()
+    mod = sr_sweep
     groups = mod.plan(3000, seed=5)
     assert {g.nbits for g in groups} == set(range(1, 33))
     assert {np.dtype(g.dtype).name for g in groups} == {"float32", "float64"}

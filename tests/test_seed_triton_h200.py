@@ -1,6 +1,6 @@
 """The seed's Triton kernels and the GPU's log2 as measured on an H200 (vectors/provenance/h200-refs-cuda).
 
-Data made by ``tools/h200_refs_cuda.py`` on the GPU machine (its README says how):
+Data made by ``tools/gpu/h200_refs_cuda.py`` on the GPU machine (its README says how):
 
 * ``seed_gemm.npz``: operands and outputs of the seed's ``issue_rz_bf16_gemm``; the presets
   ``seed-triton-h200`` and ``seed-triton-h200-snap`` must reproduce every output (FPS-GEMM-6).

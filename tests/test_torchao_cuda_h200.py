@@ -1,7 +1,7 @@
 """torchao 0.18 run by torch on CUDA (an H200), against the ``-cuda`` profiles (FPS-BLK-29).
 
 ``vectors/provenance/h200-refs-cuda/tao_{mx,nv}_cuda.tgz`` hold what torchao computed on the
-GPU for the level-1 quantize sets (tools/h200_refs_cuda.py).  The sets' inputs are read
+GPU for the level-1 quantize sets (tools/gpu/h200_refs_cuda.py).  The sets' inputs are read
 from ``vectors/v1`` (their bytes have not changed since that run: the pack id of the run is
 in the results' ``__pack__``, and every input is compared through the CPU profile's expected
 outputs, which must still differ from the GPU's exactly where the device matters).

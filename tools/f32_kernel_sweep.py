@@ -1,9 +1,8 @@
-#!/usr/bin/env python3
 """The float32 RNE encode kernel against the general kernel on every float32 input (FPS-RND-14).
 
 Usage (from the repository root)::
 
-    PYTHONPATH=. python3 tools/f32_kernel_sweep.py [--formats e2m1 e4m3 e5m2] [--json]
+    python3 -m tools.f32_kernel_sweep [--formats e2m1 e4m3 e5m2] [--json]
 
 ``encode_fast`` sends float32 input under RNE into e2m1, e4m3 and e5m2 to the branch-free
 kernel ``_encode_range_rne_f32``; every other input goes through the general kernel, which

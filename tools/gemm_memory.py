@@ -5,8 +5,8 @@ normal float32 matrices (M = N = K = --size), runs ``fpspec.matmul.gemm`` once a
 the peak resident set (``resource.getrusage(RUSAGE_SELF).ru_maxrss``, inputs included),
 the wall time, the path (BLAS partials or term kernels) and the fallback share.
 
-    python3 tools/gemm_memory.py --size 4096 --case nvfp4
-    python3 tools/gemm_memory.py --size 4096 --case e4m3      # km-h100-fp8-promote128
+    python3 -m tools.gemm_memory --size 4096 --case nvfp4
+    python3 -m tools.gemm_memory --size 4096 --case e4m3      # km-h100-fp8-promote128
 """
 
 from __future__ import annotations

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Reference outputs of GEMM instructions from MMA-Sim, for fpspec's instruction presets (issue 15).
 
 MMA-Sim (microsoft/MMA-Sim; Xie et al., arXiv 2511.10909) is a bit-accurate CPU model
@@ -7,10 +6,10 @@ architectures, validated bitwise against the hardware.  It is NOT part of fpspec
 is never copied into the tree: fetch it yourself and point this script at the folder
 that holds its ``mmasim`` package.  It needs torch (CPU is enough)::
 
-    python3 tools/mmasim_vectors.py --mmasim /path/to/MMA-Sim --commit c785138 \\
+    python3 -m tools.mmasim_vectors --mmasim /path/to/MMA-Sim --commit c785138 \\
         generate --out vectors/provenance/mmasim [--only SET ...] [--seed 15]
-    python3 tools/mmasim_vectors.py --mmasim /path/to/MMA-Sim verify vectors/provenance/mmasim
-    python3 tools/mmasim_vectors.py list
+    python3 -m tools.mmasim_vectors --mmasim /path/to/MMA-Sim verify vectors/provenance/mmasim
+    python3 -m tools.mmasim_vectors list
 
 For every set (one preset of issue 15 with one operand-format variant) the script
 draws seeded random operands as *codes* (bit patterns of the operand formats, block
@@ -38,6 +37,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from tools.common import import_package
 
 #: Bumped whenever the operand generator changes (same seed, different codes).
 GENERATOR_VERSION = 1
@@ -630,7 +631,8 @@ def make_operands(vs: VecSet, seed: int) -> tuple[dict[str, np.ndarray], dict[st
 def _import_mmasim(path: str) -> Any:
     """MMA-Sim's ``mmasim.simulator`` package (with its ``nv_ptx`` and ``amd`` modules)."""
     import importlib
-    sys.path.insert(0, str(Path(path).resolve()))
+
+    import_package(path, "mmasim")
     importlib.import_module("mmasim.simulator.nv_ptx")
     importlib.import_module("mmasim.simulator.amd")
     return sys.modules["mmasim.simulator"]

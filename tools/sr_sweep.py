@@ -1,9 +1,8 @@
-#!/usr/bin/env python3
 """Stochastic rounding, fast path against the exact spec, on 10^8 (input, r) cases (FPS-RND-14).
 
 Usage (from the repository root)::
 
-    PYTHONPATH=. python3 tools/sr_sweep.py [--cases 100000000] [--seed 2026] [--triples 400000]
+    python3 -m tools.sr_sweep [--cases 100000000] [--seed 2026] [--triples 400000]
 
 Prints one line ``cases C mismatches M seed S wall T s`` (docs/rounding.rst quotes a run) and,
 on a mismatch, the first ones with their inputs; exit status 0 when nothing differs.
@@ -34,16 +33,13 @@ import sys
 import time
 from dataclasses import dataclass, field
 from fractions import Fraction
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from fpspec.choices import NanPolicy, NegativePolicy, Policies, default_policies  # noqa: E402
-from fpspec.exact.rounding import round_to_code  # noqa: E402
-from fpspec.fast.rounding import encode_fast  # noqa: E402
-from fpspec.formats import get_format  # noqa: E402
+from fpspec.choices import NanPolicy, NegativePolicy, Policies, default_policies
+from fpspec.exact.rounding import round_to_code
+from fpspec.fast.rounding import encode_fast
+from fpspec.formats import get_format
 
 #: Targets: every 4- and 8-bit format, and two 16-bit ones (sampled).
 FORMATS = ("e2m1", "e4m3", "ue4m3", "ue5m3", "ue5m3fnu", "ue8m0", "e5m2", "fp16", "bf16")

@@ -1,6 +1,6 @@
 """Run the checker on a CUDA device: torch's float8 casts and the pure-torch UE5M3 quantizer.
 
-    PYTHONPATH=. python3 tools/gpu_check.py --pack vectors/v1 --out OUTDIR [--device cuda]
+    python3 -m tools.gpu.gpu_check --pack vectors/v1 --out OUTDIR [--device cuda]
         [--declaration vectors/declarations/torch-2.11.yaml]
 
 Writes OUTDIR/gpu_check.json (environment, per-check exit codes and summaries), one text
@@ -13,14 +13,13 @@ be repeated anywhere:
 
 The float8 checks run once with the declaration (default: the file for the installed torch
 version, torch-2.11.yaml before 2.12, torch-2.13.yaml from 2.12) and once without one
-(every output expected: exit 1 on the behaviours the declaration names).  Results are
-recorded in docs/checker.rst.
+(every output expected: exit 1 on the behaviours the declaration names).  Runs on the GPU
+machine from the repository root; docs/checker.rst records its results.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import platform
 import sys
@@ -34,15 +33,13 @@ from fpspec.adapters.torch_vectors import (TORCH_FLOAT8_SETS, check_torch_casts,
 from fpspec.vectors.checker import check, format_text
 from fpspec.vectors.declare import Declaration, load_declaration
 from fpspec.vectors.harness import Harness
+from tools.common import load_file
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _example():
-    spec = importlib.util.spec_from_file_location("ex", ROOT / "docs" / "examples" / "torch_ue5m3_quantizer.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_file(ROOT / "docs" / "examples" / "torch_ue5m3_quantizer.py", "torch_ue5m3_quantizer")
 
 
 def _summary(report) -> dict:

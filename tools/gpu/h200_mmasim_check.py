@@ -14,9 +14,11 @@ with ``torch.mm(A, BT.t(), out_dtype=torch.float32)`` for FP16/BF16, ``torch._sc
 (scales 1, FP32 out, ``use_fast_accum`` True and False) for FP8 (e4m3, e5m2, mixed),
 and ``torch.mm`` on float32 with TF32 allowed for TF32, recording the launched kernel
 names.  Output: one ``.npz`` with a bits array per (set, call) and a JSON of the
-kernels.  Run on the GPU machine (the sets are carried in an ignored folder)::
+kernels: ``vectors/provenance/h200-mmasim/`` holds the committed one (its README says how the
+sets were carried).  Run on the GPU machine, from the repository root (the sets are carried in an
+ignored folder)::
 
-    PYTHONPATH=. python3 tools/h200_mmasim_check.py --sets DIR --out $OUT/h200_mmasim.npz
+    python3 -m tools.gpu.h200_mmasim_check --sets DIR --out $OUT/h200_mmasim.npz
 
 ``--device cpu`` runs the same code on the CPU (float32 products; only to test the
 script).  The comparison with MMA-Sim and with fpspec's presets is made offline.

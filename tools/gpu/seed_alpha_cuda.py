@@ -7,7 +7,7 @@ tensors and a Python-float denominator.  fpspec models it as ``alpha_rounding=
 scalar) and the CPU result as ``"fp32-divide"``.  This script evaluates the expression
 on random amax pairs and targets on CUDA and on the CPU and compares the bits::
 
-    PYTHONPATH=. python3 tools/seed_alpha_cuda.py --pairs 100000
+    python3 -m tools.gpu.seed_alpha_cuda --pairs 100000
 
 Exit status 0 when CUDA equals fp32-reciprocal and the CPU equals fp32-divide on every
 pair; 1 otherwise (the first mismatches are printed).
@@ -26,7 +26,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from fpspec.exact.accumulate import Operand, alpha_exact
-    from fpspec.models import get_model
+    from fpspec.presets import get_model
 
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--pairs", type=int, default=100_000)

@@ -1,8 +1,9 @@
 """Probe torch's GEMMs on a CUDA GPU and keep everything the local fit needs (FPS-PRB-15).
 
-Run on the GPU machine (see docs/probe-h200.rst):
+Makes ``vectors/provenance/h200/`` and the reports ``docs/probe-reports/h200-*.json``.  On the GPU
+machine, from the repository root (see docs/probe-h200.rst)::
 
-    PYTHONPATH=. python3 tools/h200_probe.py --out OUTDIR
+    python3 -m tools.gpu.h200_probe --out OUTDIR
 
 For each target (torch._scaled_mm e4m3 with use_fast_accum False and True, torch.mm
 BF16 and FP16 with FP32 output) it runs the probe recipes at 256 x 256 x 1024, then
@@ -10,7 +11,7 @@ the recipes again at every acceptance shape (the library picks its kernel, and i
 split of K, by shape), then collects the acceptance samples (the GEMM's FP32 bits at sampled outputs of
 the DEFAULT_SHAPES).  Writes OUTDIR/h200_reports.json and OUTDIR/h200_samples.npz
 (the committed ones are in vectors/provenance/h200/);
-``tools/h200_probe.py --finish OUTDIR --reports docs/probe-reports`` then fits each
+``python3 -m tools.gpu.h200_probe --finish OUTDIR --reports docs/probe-reports`` then fits each
 target from its recorded findings and accepts it on the CPU with fpspec's own GEMM
 (the operands are regenerated from their seeds); ``--preset-check OUTDIR`` accepts the
 nearest preset with the library's split of K set per shape (``split_k``).
@@ -31,11 +32,9 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from fpspec.probe import DEFAULT_SHAPES, probe_at, probe_gemm  # noqa: E402
-from fpspec.probe.accept import check_samples, collect_samples, shapes_from_text  # noqa: E402
-from fpspec.probe.fit import FittedModel, fit, nearest_preset  # noqa: E402
+from fpspec.probe import DEFAULT_SHAPES, probe_at, probe_gemm
+from fpspec.probe.accept import check_samples, collect_samples, shapes_from_text
+from fpspec.probe.fit import FittedModel, fit, nearest_preset
 
 TARGETS = [
     ("torch-scaled-mm", "e4m3", "fpspec:km-h100-fp8-promote128"),
@@ -173,7 +172,7 @@ def main_preset_check(args) -> int:
     """Add to each report how the nearest preset itself fares on every sample: the preset
     unchanged except for the library's split of K at each shape (``split_k``, from the
     model probed at that shape: FPS-GEMM-14), evaluated by fpspec.matmul."""
-    from fpspec.models import PRESETS
+    from fpspec.presets import PRESETS
     from fpspec.probe.fit import library_split
 
     src = Path(args.preset_check)

@@ -1,14 +1,14 @@
-#!/usr/bin/env python3
 """Measure on a CUDA GPU the reference behaviours a CPU cannot show (issue 10, docs/disagreements.rst).
 
-Usage, on the GPU machine from the repository root (torch with CUDA and Triton; torchao
-0.18.0 importable for part 3; a local copy of the seed's Triton GEMM for part 4)::
+Makes ``vectors/provenance/h200-refs-cuda/`` (its README says which run made which file).  On the
+GPU machine, from the repository root (torch with CUDA and Triton; torchao 0.18.0 importable for
+part 3; a local copy of the seed's Triton GEMM for part 2)::
 
-    python3 tools/h200_refs_cuda.py --out OUT [--seed-gemm PATH/gemm.py] [--pack vectors/v1]
+    python3 -m tools.gpu.h200_refs_cuda --out OUT [--seed-gemm PATH/gemm.py] [--pack vectors/v1]
 
 Nothing from the references is in this file: part 3 runs the repository's own
-``tools/compare_torchao_{mx,nvfp4}.py`` with ``--device cuda``; part 4 imports the
-seed's ``backends/triton/gemm.py`` from the path given (it is not part of fpspec).
+``tools.compare_torchao_mx`` and ``tools.compare_torchao_nvfp4`` with ``--device cuda``; part 2
+imports the seed's ``backends/triton/gemm.py`` from the path given (it is not part of fpspec).
 What it writes under OUT:
 
 1. ``log2.npz``: the floor and ceiling of the GPU's binary32 log2 on every positive
@@ -39,7 +39,9 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
+from tools.common import load_file
+
+ROOT = Path(__file__).resolve().parents[2]
 
 #: Positive finite binary32 bit patterns: 0x00000001 .. 0x7F7FFFFF.
 FIRST, LAST = 1, 0x7F7FFFFF
@@ -158,13 +160,9 @@ def bf16_operands(rng: np.random.Generator, rows: int, k: int, style: str) -> np
 
 
 def part_seed_gemm(out: Path, meta: dict, path: str) -> None:
-    import importlib.util
-
     import torch
 
-    spec = importlib.util.spec_from_file_location("seed_triton_gemm", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load_file(path, "seed_triton_gemm")
     rng = np.random.default_rng(20261201)
     arrays = {}
     shapes = [(64, 64, 1024, "wide"), (64, 64, 1024, "narrow"), (1024, 1024, 512, "wide"), (96, 200, 640, "wide")]
@@ -186,12 +184,12 @@ def part_seed_gemm(out: Path, meta: dict, path: str) -> None:
 
 
 def part_torchao(out: Path, meta: dict, pack: str) -> None:
-    for name, script, extra in (("tao_mx_cuda", "compare_torchao_mx.py", []),
-                                ("tao_nv_cuda", "compare_torchao_nvfp4.py", ["--pack"])):
+    for name, module, extra in (("tao_mx_cuda", "tools.compare_torchao_mx", []),
+                                ("tao_nv_cuda", "tools.compare_torchao_nvfp4", ["--pack"])):
         res = Path("/tmp") / name
-        cmd = [sys.executable, str(ROOT / "tools" / script), *extra, pack, "--out", str(res), "--device", "cuda"]
+        cmd = [sys.executable, "-m", module, *extra, pack, "--out", str(res), "--device", "cuda"]
         print("  $", " ".join(cmd), flush=True)
-        r = subprocess.run(cmd, capture_output=True, text=True)
+        r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
         print(r.stdout[-3000:], r.stderr[-3000:], flush=True)
         meta[name] = {"rc": r.returncode, "stdout_tail": r.stdout[-2000:], "stderr_tail": r.stderr[-2000:]}
         if res.is_dir():
