@@ -29,15 +29,10 @@ from .choices import DEFAULT_SR_BITS
 from .convert import check_random_values
 from .errors import FpspecError
 from .exact.blocks import quantize_view_exact, rht16_exact, round_bf16_exact
-from .fast.blocks import (
-    BINARY32_OVERFLOW,
-    dequant_value_table,
-    dequantize_blocks,
-    quantize_view_fast,
-    rht16_fast,
-    round_bf16_fast,
-    scan_values,
-)
+from .fast.blocks import quantize_view_fast
+from .fast.dequant import dequant_value_table, dequantize_blocks
+from .fast.rht import rht16_fast, round_bf16_fast
+from .fast.scan import BINARY32_OVERFLOW, scan_values
 from .fast.rounding import decode_table
 from .fast.transpose import transpose_fast
 from .formats import get_format

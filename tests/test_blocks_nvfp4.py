@@ -78,7 +78,7 @@ def test_dequant_formula(impl):
 def test_rht_of_unit_vector():
     """FPS-BLK-10: the transform of e_0 is row 0 of diag(s) H16 / 4: s_0 * 1/4 everywhere."""
     from fpspec.exact.blocks import rht16_exact
-    from fpspec.fast.blocks import rht16_fast
+    from fpspec.fast.rht import rht16_fast
 
     x = np.zeros((1, 16), np.float32)
     x[0, 0] = 1.0
@@ -95,7 +95,7 @@ def test_rht_amax_is_taken_after_the_transform():
     x[:, 0] = 4.0       # column 0 of X is row 0 of X^T: transform gives 4 * 16 * ... per group
     q = quantize(x, "nvfp4", columnwise=True, rht=True)
     # X^T row 0 = [4]*16 -> y_j = sum_i 4 s_i H[i,j] / 4 = sum_i s_i H[i, j]
-    from fpspec.fast.blocks import rht16_fast
+    from fpspec.fast.rht import rht16_fast
     y = rht16_fast(np.ascontiguousarray(x.T))
     assert q.amax == np.max(np.abs(y)) and q.amax != 4.0
 

@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from fpspec.errors import FpspecError
-from fpspec.fast.blocks import quantize_view_fast, scan_values
+from fpspec.fast.blocks import quantize_view_fast
+from fpspec.fast.scan import scan_values
 from fpspec.quantization import prepare_view, quantize
 from fpspec.schemes import BLOCK_SCHEMES, PROFILES, resolve_spec
 

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from fpspec.errors import FpspecError
-from fpspec.fast.blocks import dequant_factors
+from fpspec.fast.dequant import dequant_factors
 from fpspec.quantization import _container_target, dequantize, quantize
 from fpspec.schemes import get_profile
 

@@ -20,7 +20,7 @@ import pytest
 from fpspec.choices import NanPolicy, OverflowPolicy, Policies
 from fpspec.errors import FpspecError
 from fpspec.exact.rounding import encode_exact
-from fpspec.fast.rounding import _rne_f32_args, encode_fast
+from fpspec.fast.rounding import _rne_f32_spec, encode_fast
 from fpspec.formats import FORMATS, get_format
 from tools import f32_kernel_sweep
 
@@ -46,12 +46,12 @@ def f32_grid() -> np.ndarray:
 
 def test_the_kernel_takes_the_common_cases():
     """FPS-RND-14: which (format, policy) pairs the float32 kernel handles; the rest are refused by
-    _rne_f32_args and go to the general kernel."""
+    _rne_f32_spec and go to the general kernel."""
     taken = {name for name, f in FORMATS.items()
-             if _rne_f32_args(f, Policies(overflow="nonfinite" if f.has_inf else "sat", nan="zero")) is not None}
+             if _rne_f32_spec(f, Policies(overflow="nonfinite" if f.has_inf else "sat", nan="zero")) is not None}
     assert taken == set(KERNEL_FORMATS)
-    assert _rne_f32_args(get_format("e4m3"), Policies(overflow="error", nan="nan")) is None
-    assert _rne_f32_args(get_format("e5m2"), Policies(overflow="sat", nan="nan")) is None  # Inf stays Inf
+    assert _rne_f32_spec(get_format("e4m3"), Policies(overflow="error", nan="nan")) is None
+    assert _rne_f32_spec(get_format("e5m2"), Policies(overflow="sat", nan="nan")) is None  # Inf stays Inf
 
 
 @pytest.mark.parametrize("fmt", KERNEL_FORMATS)

@@ -23,11 +23,9 @@ their scale code (:func:`e2m1_rne_bounds`), and the binary32 profiles' y = fp32(
 takes the encoder's steps (:func:`fpspec.fast.rounding.rne_f32_magnitude`).  Every
 UE5M3/UE4M3 scale goes through
 :func:`scale_code_rne`.  The element format reaches the MX kernel as data
-(:class:`ElemArgs`).  Dequantization is one kernel for every profile
-(:func:`dequantize_blocks`): each profile's formula is a factor F of the scale code and
-a divisor D with value = fp32(q F / D) (docs/scheme-ue5m3.rst, FPS-BLK-14), tabled for
-every (scale code, payload code) pair (:func:`dequant_value_table`), so that the kernel
-looks values up.
+(:class:`ElemArgs`).  The other jobs of the fast block path have their own modules: the
+input scan (step 0, :mod:`fpspec.fast.scan`), dequantization (:mod:`fpspec.fast.dequant`)
+and the Hadamard transform (:mod:`fpspec.fast.rht`).
 
 Why it is exact (docs/scheme-ue5m3.rst, "The fast path"): every decision is a
 comparison of an exact value X = |x| 6T (or a_B T, |y|, |x|) with an exact
@@ -47,34 +45,23 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from ..choices import RoundingMode
 from ..errors import FpspecError
-from ..formats import E2M1, FloatFormat, get_format
-from ..schemes import (AmaxZero, Arithmetic, BlockResult, BlockSpec, Dequant, MxScaleMode, MxZeroByte, SignedZero,
-                       SrEvaluation, TorchDevice)
+from ..formats import E2M1, FloatFormat
+from ..schemes import AmaxZero, Arithmetic, BlockResult, BlockSpec, SignedZero, SrEvaluation, TorchDevice
 from . import jit as _jit  # noqa: F401 - its cache locators must be in place before the kernels below
 from .bits import bits_f32, bits_f64, f32_bits, f64_bits
+from .codes import (BLOCK_CHUNK, MODE_CODES, MX_CEIL, MX_EVEN, MX_FLOOR, MX_MODE_CODES, MX_RCEIL, MX_RCEIL_FP32, RNA,
+                    RNE, RTZ, SRA, SRM, SRU, ZB_MIN_NORMAL, ZB_ONE, ZERO_BYTE_CODES)
+from .dequant import dequant_value_table, dequantize_blocks
 from .log2 import float_log2_ceil_of, float_log2_floor_of
 from .rounding import decode_table, rne_f32_magnitude
 
-__all__ = ["quantize_view_fast", "block_amax_grid_fast", "rht16_fast", "round_bf16_fast", "scan_values",
-           "dequantize_blocks", "dequant_factors", "dequant_value_table", "e2m1_magnitude", "minifloat_magnitude",
-           "scale_code_rne", "ScanResult", "ElemArgs", "elem_args"]
-
-_MODE_IDS = {m: i for i, m in enumerate(RoundingMode)}
-_RNE, _RTZ, _RNA, _UP, _DOWN, _SRM, _SRA, _SRU = (_MODE_IDS[RoundingMode(v)] for v in (
-    "rne", "rtz", "rna", "up", "down", "sr-midpoint", "sr-add", "sr-unbiased"))
-_MX_IDS = {MxScaleMode.FLOOR: 0, MxScaleMode.CEIL: 1, MxScaleMode.EVEN: 2, MxScaleMode.RCEIL: 3,
-           MxScaleMode.RCEIL_FP32: 4, MxScaleMode.FLOOR_FP32: 5}
-_ZERO_BYTE_IDS = {MxZeroByte.EXACT: 0, MxZeroByte.MIN_NORMAL: 1, MxZeroByte.ONE: 2}
+__all__ = ["quantize_view_fast", "block_amax_grid_fast", "e2m1_magnitude", "minifloat_magnitude", "scale_code_rne",
+           "ElemArgs", "elem_args"]
 
 _FLT_MAX32 = np.float32(np.finfo(np.float32).max)
-#: |x| at or above this rounds to +inf in binary32 (2^128 - 2^103, the midpoint past FLT_MAX).
-BINARY32_OVERFLOW = float.fromhex("0x1.ffffffp127")
 #: Products below this magnitude skip TwoProduct: every nonzero threshold is above 2^-210.
 _TINY = 2.0 ** -900
-#: Blocks per parallel work item.
-_CHUNK = 1024
 
 #: E2M1 magnitudes of codes 0..7.
 _E2M1_MAG = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0])
@@ -148,12 +135,12 @@ def e2m1_magnitude(p, pe, d, mode, r, nbits):
     with theta d, theta the threshold of the mode for random value r (FPS-RND-5..7).
     Every t d is exact (t has at most 3 bits); theta d is held as TwoProduct h + l.
     """
-    if mode == _RNE:
+    if mode == RNE:
         return (np.int64(_gt(p, pe, 0.25 * d, 0.0)) + np.int64(_ge(p, pe, 0.75 * d, 0.0))
                 + np.int64(_gt(p, pe, 1.25 * d, 0.0)) + np.int64(_ge(p, pe, 1.75 * d, 0.0))
                 + np.int64(_gt(p, pe, 2.5 * d, 0.0)) + np.int64(_ge(p, pe, 3.5 * d, 0.0))
                 + np.int64(_gt(p, pe, 5.0 * d, 0.0)))
-    if mode == _RNA:
+    if mode == RNA:
         return (np.int64(_ge(p, pe, 0.25 * d, 0.0)) + np.int64(_ge(p, pe, 0.75 * d, 0.0))
                 + np.int64(_ge(p, pe, 1.25 * d, 0.0)) + np.int64(_ge(p, pe, 1.75 * d, 0.0))
                 + np.int64(_ge(p, pe, 2.5 * d, 0.0)) + np.int64(_ge(p, pe, 3.5 * d, 0.0))
@@ -162,20 +149,20 @@ def e2m1_magnitude(p, pe, d, mode, r, nbits):
           + np.int64(_ge(p, pe, 1.5 * d, 0.0)) + np.int64(_ge(p, pe, 2.0 * d, 0.0))
           + np.int64(_ge(p, pe, 3.0 * d, 0.0)) + np.int64(_ge(p, pe, 4.0 * d, 0.0))
           + np.int64(_ge(p, pe, 6.0 * d, 0.0)))
-    if lo == 7 or mode < _SRM:  # saturated, or rtz (up/down are not payload roundings)
+    if lo == 7 or mode < SRM:  # saturated, or rtz (up/down are not payload roundings)
         return lo
     lo_v = _E2M1_MAG[lo]
     hi_v = _E2M1_MAG[lo + 1]
     step = hi_v - lo_v
-    if mode == _SRM:    # delta + (2r+1)/2^(N+1) >= 1
+    if mode == SRM:    # delta + (2r+1)/2^(N+1) >= 1
         theta = hi_v - step * (2 * r + 1) * _POW2_NEG[nbits + 1]
-    elif mode == _SRA:  # delta + r/2^N >= 1
+    elif mode == SRA:  # delta + r/2^N >= 1
         theta = hi_v - step * r * _POW2_NEG[nbits]
     else:               # r < delta 2^N
         theta = lo_v + step * r * _POW2_NEG[nbits]
     h = theta * d
     l = _two_product_err(theta, d, h) if h >= _TINY else 0.0
-    up = _gt(p, pe, h, l) if mode == _SRU else _ge(p, pe, h, l)
+    up = _gt(p, pe, h, l) if mode == SRU else _ge(p, pe, h, l)
     return lo + np.int64(up)
 
 
@@ -241,7 +228,7 @@ def _e2m1_sr_fp32(y, r, nbits):
     m = np.float32(2 * r + 1) * np.float32(_POW2_NEG[nbits + 1])
     up = (delta + m) >= np.float32(1.0)
     mag = min((np.float64(lower) + (1.0 if up else 0.0)) * _pow2(q), 6.0)
-    return e2m1_magnitude(mag, 0.0, 1.0, _RNE, 0, 0)
+    return e2m1_magnitude(mag, 0.0, 1.0, RNE, 0, 0)
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -261,9 +248,9 @@ def minifloat_magnitude(y, m, emin, max_code, mode):
     q = y * _pow2(m - eb)
     k = np.floor(q)
     f = q - k
-    if mode == _RNE:
+    if mode == RNE:
         up = (f > 0.5) | ((f == 0.5) & (np.int64(k) % 2 == 1))
-    elif mode == _RNA:
+    elif mode == RNA:
         up = f >= 0.5
     else:  # rtz
         up = False
@@ -279,17 +266,17 @@ def _microxcaling_code(v, mode, m, emin, top, e2m1, max_code):
     a = abs(np.float32(v))
     pe = max(float_log2_floor_of(a) if a != 0 else np.int64(0), np.int64(emin))
     t = np.float32(np.float64(a) * _pow2(m - pe))     # exact
-    if mode == _RTZ:
+    if mode == RTZ:
         r = np.floor(np.float64(t))
     else:
         r = np.floor(np.float64(t + np.float32(0.5)))  # one binary32 addition
         hb = np.float64(t - np.float32(0.5))
-        if mode == _RNE and hb >= 0.0 and hb == np.floor(hb) and np.int64(hb) % 2 == 0:
+        if mode == RNE and hb >= 0.0 and hb == np.floor(hb) and np.int64(hb) % 2 == 0:
             r -= 1.0
     mag = min(r * _pow2(pe - m), top)
     if e2m1:
-        return e2m1_magnitude(mag, 0.0, 1.0, _RNE, 0, 0)
-    return minifloat_magnitude(mag, m, emin, max_code, _RNE)
+        return e2m1_magnitude(mag, 0.0, 1.0, RNE, 0, 0)
+    return minifloat_magnitude(mag, m, emin, max_code, RNE)
 
 
 # ------------------------------------------------------- scale rounding
@@ -383,18 +370,18 @@ def _mx_exponent(a, mode, emax, top, even_field, top_field, cuda):
         return np.int64(-127)
     fl = _floor_log2(a)
     man = _mantissa(a)
-    if mode == 0:      # floor(log2 a) - emax
+    if mode == MX_FLOOR:          # floor(log2 a) - emax
         e = fl - emax
-    elif mode == 1:    # ceil(log2 a) - emax
+    elif mode == MX_CEIL:         # ceil(log2 a) - emax
         e = fl + (1 if man != 0 else 0) - emax
-    elif mode == 2:    # a >= (2 - 2^-(m+1)) 2^fl rounds up
+    elif mode == MX_EVEN:         # a >= (2 - 2^-(m+1)) 2^fl rounds up
         e = fl + (1 if man >= np.uint64(even_field) else 0) - emax
-    elif mode == 3:    # ceil(log2(a / top)): a <= (top / 2^emax) 2^fl gives fl - emax, else one more
+    elif mode == MX_RCEIL:        # ceil(log2(a / top)): a <= (top / 2^emax) 2^fl gives fl - emax, else one more
         e = fl - emax if man <= np.uint64(top_field) else fl - emax + 1
-    elif mode == 4:    # CL(fp32(a / top)), a binary32
+    elif mode == MX_RCEIL_FP32:  # CL(fp32(a / top)), a binary32
         d = _scalar_quotient(a, top, cuda)
         e = float_log2_ceil_of(d) if d > 0 else np.int64(-127)
-    else:              # FL(a) - emax, a binary32
+    else:                         # MX_FLOOR_FP32: FL(a) - emax, a binary32
         e = float_log2_floor_of(np.float32(a)) - emax
     return max(np.int64(-127), min(np.int64(127), e))
 
@@ -402,9 +389,9 @@ def _mx_exponent(a, mode, emax, top, even_field, top_field, cuda):
 @numba.njit(cache=True, nogil=True, inline="always")
 def _mx_divisor(e, zero_byte):
     """The divisor of a block's elements (twin of :func:`fpspec.exact.blocks._mx_divisor`)."""
-    if e == -127 and zero_byte == 1:
+    if e == -127 and zero_byte == ZB_MIN_NORMAL:
         return _pow2(-126)
-    if e == -127 and zero_byte == 2:
+    if e == -127 and zero_byte == ZB_ONE:
         return 1.0
     return _pow2(e)
 
@@ -477,7 +464,7 @@ def _payload_ratio_rne(x, codes, base, block, num, d):
         xs = x[h:h + 16]
         out = codes[h:h + 16]
         for j in range(16):
-            out[j] = (e2m1_magnitude(abs(np.float64(xs[j])) * num, 0.0, d, _RNE, 0, 0)
+            out[j] = (e2m1_magnitude(abs(np.float64(xs[j])) * num, 0.0, d, RNE, 0, 0)
                       | (8 if np.signbit(xs[j]) else 0))
 
 
@@ -565,7 +552,7 @@ def _payload_product(x, codes, rbits, use_r, base, block, mult, pos_zero, mode, 
 
 
 # ----------------------------------------------------- per-profile kernels
-# Each kernel runs over chunks of _CHUNK blocks in parallel; within a chunk, one pass
+# Each kernel runs over chunks of BLOCK_CHUNK blocks in parallel; within a chunk, one pass
 # computes every block's scale (the scale steps), a second pass the payloads (the payload
 # step), so that the latency of one block's scale arithmetic overlaps the next block's.
 
@@ -586,9 +573,9 @@ def _exact_profile_blocks(x, nbr, block, tile2d, known_amax, amax_known, t, six_
     num = six_t if g > 0.0 else 1.0
     # 2. u_B = a_B G / 6 = a_B T / g (a_B / 6 when g = 0): the ratio a_B tt / dd
     tt, dd, gd = (t, g, g) if g > 0.0 else (1.0, 6.0, 1.0)
-    for c in numba.prange((nblocks + _CHUNK - 1) // _CHUNK):
-        b0 = c * _CHUNK
-        b1 = min(nblocks, b0 + _CHUNK)
+    for c in numba.prange((nblocks + BLOCK_CHUNK - 1) // BLOCK_CHUNK):
+        b0 = c * BLOCK_CHUNK
+        b1 = min(nblocks, b0 + BLOCK_CHUNK)
         divisor = np.empty(b1 - b0)
         block_code = np.empty(b1 - b0, dtype=np.int64)
         if amax_known and not tile2d and not wide:
@@ -612,7 +599,7 @@ def _exact_profile_blocks(x, nbr, block, tile2d, known_amax, amax_known, t, six_
             d = divisor[bn - b0]
             if d == 0.0:
                 _payload_zero_scale(x, codes, bn * block, block)
-            elif mode == _RNE and not wide:  # the bounds of d = gd stable[code] (e2m1_rne_bounds)
+            elif mode == RNE and not wide:  # the bounds of d = gd stable[code] (e2m1_rne_bounds)
                 _payload_bounds_rne(x, codes, bn * block, block, bounds[block_code[bn - b0]])
             else:
                 _payload_ratio(x, codes, rbits, use_r, wide, bn * block, block, num, d, mode, nbits)
@@ -638,9 +625,9 @@ def _fp32_profile_blocks(x, nbr, block, tile2d, known_amax, amax_known, mulf, gd
                          stable, zero_rule, one_code, pos_zero, mode, sr_fp32, rbits, use_r, nbits, codes, scales):
     """Steps 3-6 of :func:`fpspec.exact.blocks._fp32_profile` (FPS-BLK-3, FPS-BLK-8) for every block."""
     nblocks = x.shape[0] // block
-    for c in numba.prange((nblocks + _CHUNK - 1) // _CHUNK):
-        b0 = c * _CHUNK
-        b1 = min(nblocks, b0 + _CHUNK)
+    for c in numba.prange((nblocks + BLOCK_CHUNK - 1) // BLOCK_CHUNK):
+        b0 = c * BLOCK_CHUNK
+        b1 = min(nblocks, b0 + BLOCK_CHUNK)
         multiplier = np.empty(b1 - b0, dtype=np.float32)
         if amax_known and not tile2d:
             for bn in range(b0, b1):  # binary32 block amaxes given: branch-free, vectorized across blocks
@@ -655,7 +642,7 @@ def _fp32_profile_blocks(x, nbr, block, tile2d, known_amax, amax_known, mulf, gd
         for bn in range(b0, b1):
             # 6. q = E2M1(fp32(x * mult)); y = -0.0 gets 0x0 under signed_zero = positive
             mult = multiplier[bn - b0]
-            if mode == _RNE:
+            if mode == RNE:
                 _payload_product_rne(x, codes, bn * block, block, mult, pos_zero)
             else:
                 _payload_product(x, codes, rbits, use_r, bn * block, block, mult, pos_zero, mode, sr_fp32, nbits)
@@ -666,9 +653,9 @@ def _torchao_profile_blocks(x, nbr, block, tile2d, known_amax, amax_known, pts, 
                             semin, smax_code, stable, mode, rbits, use_r, nbits, codes, scales):
     """Steps 2-3 of :func:`fpspec.exact.blocks._torchao_profile` (FPS-BLK-18) for every block."""
     nblocks = x.shape[0] // block
-    for c in numba.prange((nblocks + _CHUNK - 1) // _CHUNK):
-        b0 = c * _CHUNK
-        b1 = min(nblocks, b0 + _CHUNK)
+    for c in numba.prange((nblocks + BLOCK_CHUNK - 1) // BLOCK_CHUNK):
+        b0 = c * BLOCK_CHUNK
+        b1 = min(nblocks, b0 + BLOCK_CHUNK)
         reciprocal = np.empty(b1 - b0, dtype=np.float32)
         for bn in range(b0, b1):
             sidx = _block_slot(bn, nbr, block, tile2d)
@@ -716,9 +703,9 @@ def _mx_blocks(x, block, known_amax, amax_known, mx_mode, zero_byte, fp32_quotie
     """Steps 2-3 of :func:`fpspec.exact.blocks._mx_blocks` (FPS-BLK-12, FPS-BLK-13, FPS-BLK-23,
     FPS-BLK-24, FPS-BLK-27, FPS-BLK-28) for every block; the payload format as :class:`ElemArgs`."""
     nblocks = x.shape[0] // block
-    for c in numba.prange((nblocks + _CHUNK - 1) // _CHUNK):
-        b0 = c * _CHUNK
-        b1 = min(nblocks, b0 + _CHUNK)
+    for c in numba.prange((nblocks + BLOCK_CHUNK - 1) // BLOCK_CHUNK):
+        b0 = c * BLOCK_CHUNK
+        b1 = min(nblocks, b0 + BLOCK_CHUNK)
         for bn in range(b0, b1):
             # 2. e from the bits of a_B (or its binary32 log2); c_B = e + 127
             a_b = np.float64(known_amax[bn]) if amax_known else _block_amax(x, bn * block, block)
@@ -732,7 +719,7 @@ def _mx_blocks(x, block, known_amax, amax_known, mx_mode, zero_byte, fp32_quotie
                                       max_code, sign_mask)
             elif not e2m1:
                 _payload_minifloat(x, codes, bn * block, block, d, mode, m, emin, max_code, sign_mask)
-            elif mode == _RNE:
+            elif mode == RNE:
                 _payload_ratio_rne(x, codes, bn * block, block, 1.0, d)
             else:
                 _payload_ratio(x, codes, rbits, use_r, False, bn * block, block, 1.0, d, mode, nbits)
@@ -766,7 +753,7 @@ def _exact_profile(spec: BlockSpec, amax: float) -> _Run:
     def run(x, known_amax, amax_known, m, k, rbits, use_r, codes, scales):
         _exact_profile_blocks(x, k // spec.block, spec.block, spec.tile == "BxB", known_amax, amax_known, t, six_t,
                               g, x.dtype == np.float64, sm, semin, smax_code, stable, bounds, spec.zero_scale_rule,
-                              spec.one_code, _MODE_IDS[spec.rounding], rbits, use_r, spec.nbits, codes, scales)
+                              spec.one_code, MODE_CODES[spec.rounding], rbits, use_r, spec.nbits, codes, scales)
     return enc, dec, run
 
 
@@ -794,7 +781,7 @@ def _fp32_profile(spec: BlockSpec, amax: float) -> _Run:
     def run(x, known_amax, amax_known, m, k, rbits, use_r, codes, scales):
         _fp32_profile_blocks(x, k // spec.block, spec.block, spec.tile == "BxB", known_amax, amax_known, mulf, gd,
                              prof.cap_multiplier, smax32, sm, semin, smax_code, stable, spec.zero_scale_rule,
-                             spec.one_code, prof.signed_zero is SignedZero.POSITIVE, _MODE_IDS[spec.rounding],
+                             spec.one_code, prof.signed_zero is SignedZero.POSITIVE, MODE_CODES[spec.rounding],
                              spec.sr_eval is SrEvaluation.FP32, rbits, use_r, spec.nbits, codes, scales)
     return ge, gd, run
 
@@ -818,7 +805,7 @@ def _torchao_profile(spec: BlockSpec, amax: float) -> _Run:
     def run(x, known_amax, amax_known, m, k, rbits, use_r, codes, scales):
         _torchao_profile_blocks(x, k // spec.block, spec.block, spec.tile == "BxB", known_amax, amax_known, pts, ipts,
                                 cuda, f32(float(sf.min_normal)), f32(float(sf.max_finite)), sm, semin, smax_code,
-                                stable, _MODE_IDS[spec.rounding], rbits, use_r, spec.nbits, codes, scales)
+                                stable, MODE_CODES[spec.rounding], rbits, use_r, spec.nbits, codes, scales)
     return ipts, pts, run
 
 
@@ -832,9 +819,9 @@ def _mx_run(spec: BlockSpec) -> _Run:
     ea = elem_args(spec.payload_format)
 
     def run(x, known_amax, amax_known, m, k, rbits, use_r, codes, scales):
-        _mx_blocks(x, spec.block, known_amax, amax_known, _MX_IDS[prof.mx_mode], _ZERO_BYTE_IDS[prof.mx_zero_byte],
-                   mxc, prof.torch_device is TorchDevice.CUDA, _MODE_IDS[spec.rounding], rbits, use_r, spec.nbits,
-                   codes, scales, *ea)
+        _mx_blocks(x, spec.block, known_amax, amax_known, MX_MODE_CODES[prof.mx_mode],
+                   ZERO_BYTE_CODES[prof.mx_zero_byte], mxc, prof.torch_device is TorchDevice.CUDA,
+                   MODE_CODES[spec.rounding], rbits, use_r, spec.nbits, codes, scales, *ea)
     return np.float32(1.0), np.float32(1.0), run
 
 
@@ -903,284 +890,3 @@ def quantize_view_fast(x: np.ndarray, spec: BlockSpec, amax: float, rbits: np.nd
                                     spec.target, res.decode_scale)
         res.dequant, _ = dequantize_blocks(res.codes, res.scales, table, b, spec.tile)
     return res
-
-
-# ------------------------------------------------------------ dequantization
-@numba.njit(cache=True, parallel=True, error_model="numpy")
-def _dequant_kernel(codes, scales, values, row_bad, nbr, block, tile2d, out, first_bad):
-    """out[j] = values[s, q] for each element j of payload code q in a block of scale code s
-    (``values``: :func:`dequant_value_table`), and each chunk's first non-finite output,
-    looked for only in blocks whose row of the table holds a non-finite value."""
-    n = codes.shape[0]
-    nblocks = n // block
-    nch = (nblocks + _CHUNK - 1) // _CHUNK
-    for c in numba.prange(nch):
-        bad = -1
-        for bn in range(c * _CHUNK, min(nblocks, (c + 1) * _CHUNK)):
-            i = bn // nbr
-            s = scales[(i // block) * nbr + (bn - i * nbr) if tile2d else bn]
-            row = values[s]
-            for j in range(bn * block, (bn + 1) * block):
-                out[j] = row[codes[j]]
-            if row_bad[s] and bad < 0:
-                for j in range(bn * block, (bn + 1) * block):
-                    if not np.isfinite(out[j]):
-                        bad = j
-                        break
-        first_bad[c] = bad
-
-
-def dequant_factors(formula: Dequant, scales: np.ndarray, scale_format, amax: float, target, decode_scale
-                    ) -> tuple[np.ndarray, float]:
-    """Per-block factor F and divisor D of a profile's dequantization, value = fp32(q F / D):
-
-    * exact: F = s g, D = 6T (F = s, D = 1 when g = 0): q s g / (6T) rounded once;
-    * seed-kernel: F = s gd, D = 1: fp32(fp32(q s) gd), q s being exact in binary32;
-    * seed-portable: F = fp32(s gd), D = 1;
-    * te: F = fp32(fp32(s g) fp32(1/(6T))), D = 1;
-    * torchao: F = fp32(gd s), D = 1;
-    * mx: F = 2^(c - 127), D = 1.
-    """
-    table = decode_table(scale_format)
-    s = table[scales.reshape(-1)]  # uint8 indices: no index copy
-    f32 = np.float32
-    with np.errstate(over="ignore", invalid="ignore"):
-        if formula is Dequant.MX:
-            return s, 1.0
-        six_t = 6.0 * float(target)
-        g = float(amax)
-        if formula is Dequant.EXACT:
-            return (s * g, six_t) if g > 0 else (s, 1.0)
-        s32 = s.astype(np.float32)
-        if formula is Dequant.SEED_KERNEL:
-            return s32.astype(np.float64) * float(decode_scale), 1.0
-        if formula is Dequant.TE:
-            inv = f32(1.0) / f32(six_t)
-            return ((s32 * f32(g)) * inv).astype(np.float64), 1.0
-        if formula in (Dequant.TORCHAO, Dequant.SEED_PORTABLE):
-            return (f32(decode_scale) * s32).astype(np.float64), 1.0
-    raise FpspecError(f"no dequantization formula {formula!r}")
-
-
-def dequant_value_table(formula: Dequant, scale_format, payload_format: str, amax: float, target,
-                        decode_scale) -> tuple[np.ndarray, np.ndarray]:
-    """fp32((q F) / D) for every pair (scale code, payload code), a (scale codes x payload
-    codes) binary32 table (FPS-BLK-14): F of each scale code from :func:`dequant_factors`,
-    q the payload code's value.  q F is exact in binary64 and the one binary64 quotient
-    rounds to binary32 as the real quotient does (docs/scheme-ue5m3.rst, "The fast path");
-    NumPy's binary64 operations are IEEE operations, so every entry is the element-wise
-    formula's value, and dequantizing a block is a row look-up.  Also, per scale code, whether
-    its row holds a non-finite value for a finite payload code (the payload's NaN and Inf
-    codes are refused before dequantization)."""
-    codes = np.arange(get_format(scale_format).num_codes, dtype=np.uint8)
-    factors, divisor = dequant_factors(formula, codes, scale_format, amax, target, decode_scale)
-    mags, sign_mask = _magnitudes(payload_format)
-    q = np.arange(2 * sign_mask)
-    mag_q = mags[q & (sign_mask - 1)]
-    with np.errstate(over="ignore", invalid="ignore"):
-        v = ((mag_q[None, :] * np.asarray(factors, dtype=np.float64)[:, None]) / float(divisor)).astype(np.float32)
-    values = np.ascontiguousarray(np.where((q & sign_mask) != 0, -v, v))
-    return values, ~np.isfinite(values[:, np.isfinite(mag_q)]).all(axis=1)
-
-
-def _magnitudes(payload_format: str) -> tuple[np.ndarray, int]:
-    """The magnitude of each payload code below the sign bit, and the sign bit."""
-    fmt = get_format(payload_format)
-    if fmt.name == E2M1.name:
-        return _E2M1_MAG, 8
-    with np.errstate(invalid="ignore"):
-        mags = np.abs(decode_table(fmt)[:fmt.sign_mask]).astype(np.float64)
-    return mags, fmt.sign_mask
-
-
-def dequantize_blocks(codes: np.ndarray, scales: np.ndarray, table: tuple[np.ndarray, np.ndarray], block: int,
-                      tile: str) -> tuple[np.ndarray, int]:
-    """float32 values of (M, K) payload codes (E2M1, or the FP8 codes of mxfp8) under the
-    blocks' scale codes and the table of every pair's value (:func:`dequant_value_table`);
-    and the flat index of the first non-finite value (-1 when all are finite)."""
-    values, row_bad = table
-    m, k = codes.shape
-    flat = np.ascontiguousarray(codes).reshape(-1)
-    out = np.empty(m * k, dtype=np.float32)
-    nblocks = flat.shape[0] // block
-    first_bad = np.empty(max(1, (nblocks + _CHUNK - 1) // _CHUNK), dtype=np.int64)
-    first_bad[:] = -1
-    _dequant_kernel(flat, np.ascontiguousarray(scales, dtype=np.uint8).reshape(-1), values, row_bad, k // block,
-                    block, tile == "BxB", out, first_bad)
-    bad = first_bad[first_bad >= 0]
-    return out.reshape(m, k), int(bad.min()) if bad.size else -1
-
-
-# --------------------------------------------------------------- input scan
-class ScanResult(NamedTuple):
-    """max |x| (NaN when there is a NaN), the first bad flat index or -1, and why it is bad;
-    with a block length, max |x| of every block too (binary32, exact; None when the scan
-    found a bad value or measured no blocks)."""
-
-    amax: float
-    bad: int
-    why: str
-    block_amax: np.ndarray | None = None
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _max4(a0, a1, a2, a3):
-    b0 = a0 if a0 > a1 else a1
-    b1 = a2 if a2 > a3 else a3
-    return b0 if b0 > b1 else b1
-
-
-@numba.njit(cache=True, parallel=True)
-def _absmax16_bits32(bits, out):
-    """out[s] = max over the 16 values 16s .. 16s + 15 of bits & 0x7FFFFFFF: max |x| of every run
-    of 16 binary32 values given as bits (>= 0x7F800000: a NaN or an Inf).  The integer order of
-    those bits is the order of the magnitudes, and a maximum is exact in any order, so it is
-    taken in two passes of maxima of four: every quarter run, then every four quarters.  LLVM
-    vectorizes a loop whose body reads four consecutive values (an interleaved group, in 32-bit
-    lanes); a run of 16 written out in one body is unrolled into scalar code, since Numba runs
-    LLVM without its SLP vectorizer (the single pass took 1.8 times as long)."""
-    n = out.shape[0]
-    mask = np.uint32(0x7FFFFFFF)
-    for c in numba.prange((n + _CHUNK - 1) // _CHUNK):
-        s0 = c * _CHUNK
-        s1 = min(n, s0 + _CHUNK)
-        seg = bits[s0 * 16:s1 * 16]
-        quarter = np.empty((s1 - s0) * 4, dtype=np.uint32)
-        for q in range(quarter.shape[0]):
-            quarter[q] = _max4(seg[4 * q] & mask, seg[4 * q + 1] & mask, seg[4 * q + 2] & mask, seg[4 * q + 3] & mask)
-        dst = out[s0:s1]
-        for r in range(s1 - s0):
-            dst[r] = _max4(quarter[4 * r], quarter[4 * r + 1], quarter[4 * r + 2], quarter[4 * r + 3])
-
-
-@numba.njit(cache=True, parallel=True)
-def _absmax_bits32(bits):
-    """max over i of (bits[i] & 0x7FFFFFFF): the binary32 |x| max as bits (>= 0x7F800000: non-finite)."""
-    n = bits.shape[0]
-    chunk = 1 << 16
-    nch = (n + chunk - 1) // chunk
-    part = np.zeros(max(nch, 1), dtype=np.uint32)
-    for c in numba.prange(nch):
-        seg = bits[c * chunk:min(n, (c + 1) * chunk)]
-        m = np.uint32(0)
-        for i in range(seg.shape[0]):  # branch-free over a slice: LLVM vectorizes it
-            v = seg[i] & np.uint32(0x7FFFFFFF)
-            m = v if v > m else m
-        part[c] = m
-    return part.max()
-
-
-@numba.njit(cache=True, parallel=True)
-def _absmax_f64(x):
-    """max |x| of a binary64 array; NaN when it holds a NaN (a NaN, once taken, stays)."""
-    n = x.shape[0]
-    chunk = 1 << 16
-    nch = (n + chunk - 1) // chunk
-    part = np.zeros(max(nch, 1))
-    for c in numba.prange(nch):
-        seg = x[c * chunk:min(n, (c + 1) * chunk)]
-        m = 0.0
-        for i in range(seg.shape[0]):
-            v = abs(seg[i])
-            m = v if (v > m or v != v) else m
-        part[c] = m
-    r = 0.0
-    for c in range(part.shape[0]):
-        r = part[c] if (part[c] > r or part[c] != part[c]) else r
-    return r
-
-
-def scan_values(flat: np.ndarray, block: int = 0) -> ScanResult:
-    """max |x| of a flat binary32 or binary64 array in one parallel pass, and the first value
-    block quantization cannot take: NaN, +-inf, or (binary64) a magnitude whose binary32
-    rounding is infinite (FPS-BLK-1).
-
-    ``block`` (16 or 32, dividing the size): for binary32 values, the same pass also gives
-    max |x| of every run of ``block`` consecutive values (``block_amax``), and max |x| is
-    their maximum (a maximum is exact in any order)."""
-    if flat.size == 0:
-        return ScanResult(0.0, -1, "")
-    if flat.dtype == np.float32 and block in (16, 32) and flat.size % block == 0:
-        runs = np.empty(flat.size // 16, dtype=np.uint32)
-        _absmax16_bits32(flat.view(np.uint32), runs)
-        if block == 32:
-            runs = np.maximum(runs[0::2], runs[1::2])
-        top = runs.max()  # the bits of the largest magnitude
-        if top < 0x7F800000:
-            return ScanResult(float(top.view(np.float32)), -1, "", runs.view(np.float32))
-        return ScanResult(float("nan"), int(np.flatnonzero(~np.isfinite(flat))[0]), "non-finite")
-    if flat.dtype == np.float32:
-        m = np.uint32(_absmax_bits32(flat.view(np.uint32)))
-        if m < 0x7F800000:
-            return ScanResult(float(np.array([m], np.uint32).view(np.float32)[0]), -1, "")
-        return ScanResult(float("nan"), int(np.flatnonzero(~np.isfinite(flat))[0]), "non-finite")
-    a = float(_absmax_f64(flat))
-    if a < BINARY32_OVERFLOW:
-        return ScanResult(a, -1, "")
-    finite = np.isfinite(flat)
-    if not finite.all():
-        return ScanResult(a, int(np.flatnonzero(~finite)[0]), "non-finite")
-    return ScanResult(a, int(np.flatnonzero(np.abs(flat) >= BINARY32_OVERFLOW)[0]), "binary32-range")
-
-
-# ---------------------------------------------------------- Hadamard transform
-def _rht_weights() -> np.ndarray:
-    h = np.ones((1, 1))
-    while h.shape[0] < 16:
-        h = np.block([[h, h], [h, -h]])
-    signs = np.array([1, 1, 1, -1, 1, -1, -1, -1, -1, -1, -1, 1, -1, 1, -1, -1], dtype=np.float64)
-    return np.ascontiguousarray(signs[:, None] * h * 0.25)
-
-
-_RHT_W = _rht_weights()
-
-
-@numba.njit(cache=True, parallel=True, error_model="numpy")
-def _rht16_kernel(x, w, out, first_bad):
-    """Each group of 16: y_j = a_15, a_i = fp32(a_(i-1) + x_i w_ij) (FPS-BLK-10).
-
-    binary64 emulates each fused step exactly: x w is exact in binary64, and when a + x w
-    is not exact in binary64 the exponent gap exceeds 29 bits, so both roundings return the
-    larger addend (docs/scheme-nvfp4.rst)."""
-    ngroups = x.shape[0] // 16
-    nch = (ngroups + _CHUNK - 1) // _CHUNK
-    for c in numba.prange(nch):
-        bad = -1
-        for gi in range(c * _CHUNK, min(ngroups, (c + 1) * _CHUNK)):
-            base = gi * 16
-            for j in range(16):
-                acc = np.float32(np.float64(x[base]) * w[0, j])
-                for i in range(1, 16):
-                    acc = np.float32(np.float64(acc) + np.float64(x[base + i]) * w[i, j])
-                out[base + j] = acc
-                if bad < 0 and not np.isfinite(acc):
-                    bad = base + j
-        first_bad[c] = bad
-
-
-def rht16_fast(x: np.ndarray) -> np.ndarray:
-    """Fast twin of :func:`fpspec.exact.blocks.rht16_exact`: the same binary32 steps."""
-    m, k = x.shape
-    if k % 16:
-        raise FpspecError(f"the Hadamard transform needs the last dimension {k} to be a multiple of 16")
-    flat = np.ascontiguousarray(x, dtype=np.float32).reshape(-1)
-    out = np.empty_like(flat)
-    first_bad = np.full(max(1, (flat.size // 16 + _CHUNK - 1) // _CHUNK), -1, dtype=np.int64)
-    _rht16_kernel(flat, _RHT_W, out, first_bad)
-    bad = first_bad[first_bad >= 0]
-    if bad.size:
-        i = int(bad.min())
-        raise FpspecError("the Hadamard transform of the view overflows binary32 (FPS-BLK-10)", (i // k, i % k))
-    return out.reshape(m, k)
-
-
-def round_bf16_fast(v: np.ndarray) -> np.ndarray:
-    """Fast twin of :func:`fpspec.exact.blocks.round_bf16_exact`: RNE to bfloat16 on the bits."""
-    bits = np.ascontiguousarray(v, dtype=np.float32).view(np.uint32)
-    r = (bits + np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1))) & np.uint32(0xFFFF0000)
-    out = r.view(np.float32)
-    if not np.isfinite(out).all():
-        idx = tuple(int(i) for i in np.argwhere(~np.isfinite(out))[0])
-        raise FpspecError(f"the transformed value {float(v[idx])!r} rounds beyond bfloat16's largest finite "
-                          f"value {float.fromhex('0x1.fep127')!r} (FPS-BLK-20)", idx)
-    return out

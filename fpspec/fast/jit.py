@@ -41,7 +41,8 @@ GEMM_SOURCES: tuple[str, ...] = tuple(os.path.join(_HERE, name)
                                                    "partials.py"))
 #: The modules of the encoder and the block quantizer whose compiled functions call each other.
 BLOCK_SOURCES: tuple[str, ...] = tuple(os.path.join(_HERE, name)
-                                       for name in ("bits.py", "rounding.py", "log2.py", "blocks.py"))
+                                       for name in ("codes.py", "bits.py", "rounding.py", "log2.py", "scan.py",
+                                                    "dequant.py", "rht.py", "blocks.py"))
 #: Every group of modules cached together.
 SOURCE_GROUPS: tuple[tuple[str, ...], ...] = (GEMM_SOURCES, BLOCK_SOURCES)
 _GROUP_OF = {path: group for group in SOURCE_GROUPS for path in group}

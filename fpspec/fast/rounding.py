@@ -23,6 +23,8 @@ because each costs seconds on a fresh machine (cache=True keeps them on disk).
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numba
 import numpy as np
 
@@ -30,11 +32,9 @@ from ..choices import (
     DEFAULT_SR_BITS,
     MAX_SR_BITS,
     NanPolicy,
-    NegativePolicy,
     OverflowPolicy,
     Policies,
     RoundingMode,
-    ZeroPolicy,
     check_nbits,
     default_policies,
     quiet_nan_code,
@@ -46,17 +46,14 @@ from ..formats import FloatFormat, get_format
 from ..io import native_byte_order
 from . import jit as _jit  # noqa: F401 - its cache locators must be in place before the kernels below
 from .bits import bits_f32, f32_bits, shr_u32
+from .codes import (DOWN, E_NAN, E_NEG, E_OVF, E_RBITS, E_ZERO, INPUT_LAYOUTS, MODE_CODES, NAN_ERROR,
+                    NAN_FLIPPED_ZERO, NAN_SIGNED, NAN_UNSIGNED, NEG_ERROR, NEG_NAN, NEG_ZERO, NEGATIVE_CODES, OK,
+                    OVERFLOW_CODES, OVF_ERROR, OVF_SAT, RNA, RNE, RTZ, SRA, SRM, SRU, UP, ZERO_CODES, ZERO_ERROR,
+                    ZERO_NAN)
 from .parallel import run_chunks
 
 __all__ = ["encode_fast", "decode_fast", "decode_table", "fp32_nan_to_float64_bits", "MAX_SR_BITS",
-           "validate_policies"]
-
-_MODE_IDS = {m: i for i, m in enumerate(RoundingMode)}
-_RNE, _RTZ, _RNA, _UP, _DOWN, _SRM, _SRA, _SRU, _RNB = (_MODE_IDS[RoundingMode(v)] for v in (
-    "rne", "rtz", "rna", "up", "down", "sr-midpoint", "sr-add", "sr-unbiased", "rne-bits"))
-
-# error kinds reported by the kernel
-_OK, _E_NAN, _E_NEG, _E_ZERO, _E_OVF, _E_RBITS = 0, 1, 2, 3, 4, 5
+           "validate_policies", "EncodeSpec", "encode_spec", "F32Spec"]
 
 
 #: 2^-s for s in 0..64, exact float64 constants (no pow() in the kernels).
@@ -65,52 +62,51 @@ _POW2_NEG = np.array([2.0 ** -s for s in range(65)], dtype=np.float64)
 
 @numba.njit(cache=True, nogil=True)
 def _overflow_code(negative, mode, overflow_sat, nonfinite_code, max_code):
-    down = mode == _RTZ or (mode == _DOWN and not negative) or (mode == _UP and negative)
+    down = mode == RTZ or (mode == DOWN and not negative) or (mode == UP and negative)
     if overflow_sat or down:
         return max_code
     return nonfinite_code
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _encode_one(b, r, in_man, in_exp_mask, in_bias, in_sign_shift,
-                m, emin, subnormals, signed, sign_mask, max_code, nonfinite_code, inf_code,
-                nan_code, nan_in_code, mode, nbits, overflow_pol, nan_pol, neg_pol, zero_pol):
+def _encode_one(b, r, layout, spec, mode, nbits):
     """Encode one input bit pattern ``b`` (int64); return (code, error kind).
 
     The steps are those of :func:`fpspec.exact.rounding.round_to_code`, on integers.
-    ``in_*`` describe the input format; the policy ids are
-    overflow_pol: 0 sat, 1 nonfinite, 2 error;
-    nan_pol: 0 error, 1 ``nan_in_code`` with the input's sign (nan, quiet), 2 ``nan_in_code``
-    unsigned (zero, max), 3 a zero with the opposite sign (flipped-zero);
-    neg_pol: 0 error, 1 nan, 2 zero, 3 abs; zero_pol: 0 error, 1 nan, 2 min.
-    An error kind other than _OK means the element is refused (the code is then 0).
+    ``layout`` (:class:`~fpspec.fast.codes.InputBits`) describes the input format, ``spec``
+    (:class:`EncodeSpec`) the target format and the policies as codes of :mod:`fpspec.fast.codes`;
+    ``mode`` and ``nbits`` stay scalars, so that a kernel can fix the mode at compile time.
+    An error kind other than OK means the element is refused (the code is then 0).
     """
-    stochastic = (mode == _SRM) | (mode == _SRA) | (mode == _SRU)
+    in_man, in_exp_mask, in_bias, in_sign_shift = layout
+    (m, emin, subnormals, signed, sign_mask, max_code, nonfinite_code, inf_code, nan_code, nan_in_code,
+     overflow_pol, nan_pol, neg_pol, zero_pol) = spec
+    stochastic = (mode == SRM) | (mode == SRA) | (mode == SRU)
     negative = ((b >> in_sign_shift) & 1) == 1
     exf = (b >> in_man) & in_exp_mask
     frac = b & ((1 << in_man) - 1)
     if stochastic and r >= (1 << nbits):
-        return 0, _E_RBITS
+        return 0, E_RBITS
     # 1. NaN
     if exf == in_exp_mask and frac != 0:
-        if nan_pol == 0:
-            return 0, _E_NAN
-        elif nan_pol == 1:
-            return ((nan_in_code | sign_mask) if (negative and signed) else nan_in_code), _OK
-        elif nan_pol == 2:
-            return nan_in_code, _OK
-        return (0 if (negative or nan_code == sign_mask) else sign_mask), _OK
+        if nan_pol == NAN_ERROR:
+            return 0, E_NAN
+        elif nan_pol == NAN_SIGNED:
+            return ((nan_in_code | sign_mask) if (negative and signed) else nan_in_code), OK
+        elif nan_pol == NAN_UNSIGNED:
+            return nan_in_code, OK
+        return (0 if (negative or nan_code == sign_mask) else sign_mask), OK  # NAN_FLIPPED_ZERO
     # 2. sign, unsigned formats
     if negative and not signed:
         if exf == 0 and frac == 0:
             negative = False
-        elif neg_pol == 0:
-            return 0, _E_NEG
-        elif neg_pol == 1:
-            return nan_code, _OK
-        elif neg_pol == 2:
-            return 0, _OK
-        else:  # abs: the code of |x|
+        elif neg_pol == NEG_ERROR:
+            return 0, E_NEG
+        elif neg_pol == NEG_NAN:
+            return nan_code, OK
+        elif neg_pol == NEG_ZERO:
+            return 0, OK
+        else:  # NEG_ABS: the code of |x|
             negative = False
     sgn = sign_mask if (negative and signed) else 0
     # an FNUZ format (its NaN is the sign bit alone) has no -0: a zero result is +0 (FPS-FMT-8)
@@ -118,19 +114,19 @@ def _encode_one(b, r, in_man, in_exp_mask, in_bias, in_sign_shift,
     # 3. infinity
     if exf == in_exp_mask:
         if inf_code >= 0:
-            return inf_code | sgn, _OK
-        if overflow_pol == 2:
-            return 0, _E_OVF
-        return _overflow_code(negative, mode, overflow_pol == 0, nonfinite_code, max_code) | sgn, _OK
+            return inf_code | sgn, OK
+        if overflow_pol == OVF_ERROR:
+            return 0, E_OVF
+        return _overflow_code(negative, mode, overflow_pol == OVF_SAT, nonfinite_code, max_code) | sgn, OK
     # 4. zero
     if exf == 0 and frac == 0:
         if subnormals:
-            return zsgn, _OK
-        if zero_pol == 0:
-            return 0, _E_ZERO
-        if zero_pol == 1:
-            return nan_code, _OK
-        return 0, _OK
+            return zsgn, OK
+        if zero_pol == ZERO_ERROR:
+            return 0, E_ZERO
+        if zero_pol == ZERO_NAN:
+            return nan_code, OK
+        return 0, OK  # ZERO_MIN
     # 5. binade of |x| = sig * 2^(e - in_man)
     hidden = 1 << in_man
     if exf == 0:  # subnormal input: normalise
@@ -143,7 +139,7 @@ def _encode_one(b, r, in_man, in_exp_mask, in_bias, in_sign_shift,
         sig = frac | hidden
         e = exf - in_bias
     if not subnormals and e < emin:
-        return sgn, _OK  # below the smallest code of a format without zero
+        return sgn, OK  # below the smallest code of a format without zero
     eb = max(e, emin)
     # 6. neighbours: k = floor(|x| / 2^(eb - m)); delta = rem / 2^shift, half = 2^(shift-1)
     shift = in_man - m + (eb - e)
@@ -176,40 +172,38 @@ def _encode_one(b, r, in_man, in_exp_mask, in_bias, in_sign_shift,
     if not subnormals:
         code -= 1 << m
     # 7. rounding (written as selects: the data-dependent decisions do not branch)
-    if mode == _RNE:
+    if mode == RNE:
         up = (rem > half) | ((rem == half) & ((code & 1) == 1))
-    elif mode == _RNA:
+    elif mode == RNA:
         up = rem >= half
-    elif mode == _RTZ:
+    elif mode == RTZ:
         up = False
-    elif mode == _UP:
+    elif mode == UP:
         up = (rem != 0) & (not negative)
-    elif mode == _DOWN:
+    elif mode == DOWN:
         up = (rem != 0) & negative
-    elif mode == _SRM:  # delta + (2r+1)/2^(N+1) >= 1; the threshold is exact in float64
+    elif mode == SRM:  # delta + (2r+1)/2^(N+1) >= 1; the threshold is exact in float64
         up = (rem != 0) & (delta >= 1.0 - (2 * r + 1) * _POW2_NEG[nbits + 1])
-    elif mode == _SRA:  # delta + r/2^N >= 1
+    elif mode == SRA:  # delta + r/2^N >= 1
         up = (rem != 0) & (delta >= 1.0 - r * _POW2_NEG[nbits])
-    elif mode == _SRU:  # r < delta 2^N
+    elif mode == SRU:  # r < delta 2^N
         up = (rem != 0) & (r < delta * (1 << nbits))
-    elif subnormals:  # _RNB with subnormals and a mantissa field: rne (FPS-RND-15)
+    elif subnormals:  # RNB with subnormals and a mantissa field: rne (FPS-RND-15)
         up = (rem > half) | ((rem == half) & ((code & 1) == 1))
-    else:  # _RNB in ue8m0: the lowest binade goes up past its bottom; elsewhere ties go up
+    else:  # RNB in ue8m0: the lowest binade goes up past its bottom; elsewhere ties go up
         up = (rem != 0) & ((code == 0) | (rem >= half))
     code += np.int64(up)
     # 8. overflow
-    if overflow_pol == 2 and code > max_code:
-        return 0, _E_OVF
-    ovf_code = _overflow_code(negative, mode, overflow_pol == 0, nonfinite_code, max_code)
+    if overflow_pol == OVF_ERROR and code > max_code:
+        return 0, E_OVF
+    ovf_code = _overflow_code(negative, mode, overflow_pol == OVF_SAT, nonfinite_code, max_code)
     code = ovf_code if code > max_code else code
     # 9. sign
-    return code | (sgn if code != 0 else zsgn), _OK
+    return code | (sgn if code != 0 else zsgn), OK
 
 
 @numba.njit(cache=True, nogil=True)
-def _encode_range(bits, in_man, in_exp_mask, in_bias, in_sign_shift, rbits, use_r, out, lo, hi,
-                  m, emin, subnormals, signed, sign_mask, max_code, nonfinite_code, inf_code,
-                  nan_code, nan_in_code, mode, nbits, overflow_pol, nan_pol, neg_pol, zero_pol):
+def _encode_range(bits, layout, rbits, use_r, out, lo, hi, spec, mode, nbits):
     """Encode elements lo..hi-1; return (error kind, index) of the first refusal, or (0, -1).
 
     Every element is visited (no early exit, so the loop stays simple for the compiler);
@@ -223,21 +217,16 @@ def _encode_range(bits, in_man, in_exp_mask, in_bias, in_sign_shift, rbits, use_
     for j in range(hi - lo):
         i = lo + j
         r = np.int64(rnd[j]) if use_r else np.int64(0)
-        code, kind = _encode_one(np.int64(src[j]), r, in_man, in_exp_mask, in_bias, in_sign_shift,
-                                 m, emin, subnormals, signed, sign_mask, max_code,
-                                 nonfinite_code, inf_code, nan_code, nan_in_code, mode, nbits,
-                                 overflow_pol, nan_pol, neg_pol, zero_pol)
+        code, kind = _encode_one(np.int64(src[j]), r, layout, spec, mode, nbits)
         dst[j] = code
-        if kind != _OK and first_idx < 0:
+        if kind != OK and first_idx < 0:
             first_kind = kind
             first_idx = i
     return first_kind, first_idx
 
 
 @numba.njit(cache=True, nogil=True)
-def _encode_range_rne(bits, in_man, in_exp_mask, in_bias, in_sign_shift, out, lo, hi,
-                      m, emin, subnormals, signed, sign_mask, max_code, nonfinite_code, inf_code,
-                      nan_code, nan_in_code, overflow_pol, nan_pol, neg_pol, zero_pol):
+def _encode_range_rne(bits, layout, out, lo, hi, spec):
     """:func:`_encode_range` with the mode fixed to RNE and no random bits.
 
     The same element function with the mode a compile-time constant, so the compiler
@@ -248,12 +237,9 @@ def _encode_range_rne(bits, in_man, in_exp_mask, in_bias, in_sign_shift, out, lo
     src, dst = bits[lo:hi], out[lo:hi]  # zero-based loops: see _encode_range_rne_f32
     for j in range(hi - lo):
         i = lo + j
-        code, kind = _encode_one(np.int64(src[j]), np.int64(0), in_man, in_exp_mask, in_bias,
-                                 in_sign_shift, m, emin, subnormals, signed, sign_mask, max_code,
-                                 nonfinite_code, inf_code, nan_code, nan_in_code, _RNE,
-                                 DEFAULT_SR_BITS, overflow_pol, nan_pol, neg_pol, zero_pol)
+        code, kind = _encode_one(np.int64(src[j]), np.int64(0), layout, spec, RNE, DEFAULT_SR_BITS)
         dst[j] = code
-        if kind != _OK and first_idx < 0:
+        if kind != OK and first_idx < 0:
             first_kind = kind
             first_idx = i
     return first_kind, first_idx
@@ -298,14 +284,14 @@ def rne_f32_magnitude(a, m, emin, limit):
 
 
 @numba.njit(cache=True, nogil=True)
-def _encode_range_rne_f32(bits, out, lo, hi, m, emin, limit, sign_shift, sign_bit, nan_base, nan_sign):
+def _encode_range_rne_f32(bits, out, lo, hi, spec):
     """:func:`_encode_one` for the common case, branch-free in 32-bit lanes: float32 input
     (``bits`` uint32), RNE, a signed format of at most 8 bits with subnormals and ``m >= 1``
     whose smallest subnormal is at least 2^-124, overflow ``sat`` or ``nonfinite`` with the
     nonfinite code right above max finite (``limit`` is the code every overflow and +-Inf
     becomes; ``sat`` only in formats without Inf),
     and any NaN policy but ``error`` folded into ``nan_base ^ (sign & nan_sign)``.
-    Returns (1, -1) when a NaN was seen (the caller decides whether that is a refusal), else
+    ``spec`` is an :class:`F32Spec`.  Returns (1, -1) when a NaN was seen (the caller decides whether that is a refusal), else
     (0, -1).  Steps 5-8 are :func:`rne_f32_magnitude` and 9. sign an OR, no branches.  A NaN's
     bits lie above every limit, so the loop gives it ``limit | sign``; 1. NaN is then a second
     pass over the slice, run only when the largest ``|x|`` bits are a NaN's, that writes the
@@ -313,6 +299,7 @@ def _encode_range_rne_f32(bits, out, lo, hi, m, emin, limit, sign_shift, sign_bi
     over zero-based slices, because an index that may be negative makes Numba wrap it around
     and the loop then stays scalar (3.4 times slower here).
     """
+    m, emin, limit, sign_shift, sign_bit, nan_base, nan_sign = spec
     lim = _U32(limit)
     ss = _U32(sign_shift)
     sb = _U32(sign_bit)
@@ -334,8 +321,50 @@ def _encode_range_rne_f32(bits, out, lo, hi, m, emin, limit, sign_shift, sign_bi
     return np.int64(1), np.int64(-1)
 
 
-def _rne_f32_args(fmt: FloatFormat, pol: Policies) -> tuple[int, ...] | None:
-    """The constants of :func:`_encode_range_rne_f32` for ``fmt`` and ``pol``, or None when
+class EncodeSpec(NamedTuple):
+    """The target format and the policies of one conversion, as :func:`_encode_one` reads them
+    (the policies as codes of :mod:`fpspec.fast.codes`); built by :func:`encode_spec`."""
+
+    m: int                # mantissa bits
+    emin: int             # smallest normal exponent
+    subnormals: bool
+    signed: bool
+    sign_mask: int
+    max_code: int         # largest finite magnitude code
+    nonfinite_code: int   # what overflow becomes under OVF_NONFINITE: the Inf code, else the NaN code, else -1
+    inf_code: int         # -1: no Inf
+    nan_code: int         # -1: no NaN
+    nan_in_code: int      # the code a NaN input becomes (NAN_SIGNED, NAN_UNSIGNED)
+    overflow: int         # OVF_*
+    nan: int              # NAN_*
+    negative: int         # NEG_*
+    zero: int             # ZERO_*
+
+
+def encode_spec(fmt: FloatFormat, pol: Policies) -> EncodeSpec:
+    """The :class:`EncodeSpec` of a conversion to ``fmt`` under the (validated) policies ``pol``."""
+    nonfinite = fmt.inf_code if fmt.has_inf else (fmt.nan_code if fmt.has_nan else -1)
+    nan_id, nan_in_code = _nan_args(fmt, pol)
+    return EncodeSpec(fmt.man_bits, fmt.emin, fmt.subnormals, fmt.signed, fmt.sign_mask, fmt.max_finite_code,
+                      nonfinite, fmt.inf_code if fmt.has_inf else -1, fmt.nan_code if fmt.has_nan else -1,
+                      nan_in_code, OVERFLOW_CODES[pol.overflow], nan_id, NEGATIVE_CODES[pol.negative],
+                      ZERO_CODES[pol.zero])
+
+
+class F32Spec(NamedTuple):
+    """The constants of :func:`_encode_range_rne_f32`; built by :func:`_rne_f32_spec`."""
+
+    m: int            # mantissa bits
+    emin: int         # smallest normal exponent
+    limit: int        # the code every overflow and +-Inf becomes
+    sign_shift: int   # 32 - bits: moves binary32's sign bit onto the format's
+    sign_bit: int
+    nan_base: int     # a NaN's code is nan_base ^ (sign & nan_sign)
+    nan_sign: int
+
+
+def _rne_f32_spec(fmt: FloatFormat, pol: Policies) -> F32Spec | None:
+    """The :class:`F32Spec` of :func:`_encode_range_rne_f32` for ``fmt`` and ``pol``, or None when
     the case is not the one it handles (the general kernel then runs)."""
     if not (fmt.signed and fmt.subnormals and fmt.bits <= 8 and fmt.man_bits >= 1
             and fmt.emin - fmt.man_bits >= -124 and fmt.has_negative_zero):
@@ -355,36 +384,22 @@ def _rne_f32_args(fmt: FloatFormat, pol: Policies) -> tuple[int, ...] | None:
         NanPolicy.ZERO: (0, 0), NanPolicy.MAX: (fmt.max_finite_code, 0),
         NanPolicy.FLIPPED_ZERO: (sign_bit, sign_bit), NanPolicy.ERROR: (0, 0),
     }[pol.nan]
-    return (fmt.man_bits, fmt.emin, limit, 32 - fmt.bits, sign_bit, nan_base, nan_sign)
-
-
-#: Raw-bit views of the accepted input dtypes: (view dtype, mantissa bits, exponent mask, bias, sign shift).
-_INPUT_LAYOUTS = {
-    "float16": (np.uint16, 10, 0x1F, 15, 15),
-    "bfloat16": (np.uint16, 7, 0xFF, 127, 15),
-    "float32": (np.uint32, 23, 0xFF, 127, 31),
-    "float64": (np.int64, 52, 0x7FF, 1023, 63),
-}
-
-
-_OVF_IDS = {OverflowPolicy.SAT: 0, OverflowPolicy.NONFINITE: 1, OverflowPolicy.ERROR: 2}
-_NEG_IDS = {NegativePolicy.ERROR: 0, NegativePolicy.NAN: 1, NegativePolicy.ZERO: 2, NegativePolicy.ABS: 3}
-_ZERO_IDS = {ZeroPolicy.ERROR: 0, ZeroPolicy.NAN: 1, ZeroPolicy.MIN: 2}
+    return F32Spec(fmt.man_bits, fmt.emin, limit, 32 - fmt.bits, sign_bit, nan_base, nan_sign)
 
 
 def _nan_args(fmt: FloatFormat, pol: Policies) -> tuple[int, int]:
-    """(kernel NaN policy id, the code a NaN input becomes) for step 1 of :func:`_encode_one`."""
+    """(the kernel's NaN behaviour, the code a NaN input becomes) for step 1 of :func:`_encode_one`."""
     if pol.nan is NanPolicy.ERROR:
-        return 0, 0
+        return NAN_ERROR, 0
     if pol.nan is NanPolicy.NAN:
-        return 1, fmt.nan_code  # type: ignore[return-value]
+        return NAN_SIGNED, fmt.nan_code  # type: ignore[return-value]
     if pol.nan is NanPolicy.QUIET:
-        return 1, quiet_nan_code(fmt)  # type: ignore[return-value]
+        return NAN_SIGNED, quiet_nan_code(fmt)  # type: ignore[return-value]
     if pol.nan is NanPolicy.ZERO:
-        return 2, 0
+        return NAN_UNSIGNED, 0
     if pol.nan is NanPolicy.MAX:
-        return 2, fmt.max_finite_code
-    return 3, 0  # flipped-zero
+        return NAN_UNSIGNED, fmt.max_finite_code
+    return NAN_FLIPPED_ZERO, 0
 
 
 def encode_fast(x: np.ndarray, fmt: FloatFormat | str, mode: RoundingMode | str = RoundingMode.RNE,
@@ -398,10 +413,9 @@ def encode_fast(x: np.ndarray, fmt: FloatFormat | str, mode: RoundingMode | str 
     validate_mode(fmt, mode)
     x = np.asarray(x)
     shape = x.shape
-    layout = _INPUT_LAYOUTS.get(x.dtype.name)
-    if layout is None:
+    if x.dtype.name not in INPUT_LAYOUTS:
         raise FpspecError(f"input must be a float array (float16/bfloat16/float32/float64), got {x.dtype}")
-    view_dtype, in_man, in_exp_mask, in_bias, in_sign_shift = layout
+    view_dtype, layout = INPUT_LAYOUTS[x.dtype.name]
     # the bits viewed below must be native: fpspec.encode brings its input to the native order,
     # a direct caller of this public function may hand in a big-endian '>f4' (a no-op otherwise)
     x = native_byte_order(x)
@@ -420,45 +434,39 @@ def encode_fast(x: np.ndarray, fmt: FloatFormat | str, mode: RoundingMode | str 
     else:
         rflat = np.zeros(1, dtype=np.uint32)
         use_r = False
-    nonfinite = fmt.inf_code if fmt.has_inf else (fmt.nan_code if fmt.has_nan else -1)
-    nan_id, nan_in_code = _nan_args(fmt, pol)
-    fmt_args = (fmt.man_bits, fmt.emin, fmt.subnormals, fmt.signed, fmt.sign_mask, fmt.max_finite_code,
-                nonfinite, fmt.inf_code if fmt.has_inf else -1, fmt.nan_code if fmt.has_nan else -1,
-                nan_in_code)
-    pol_args = (_OVF_IDS[pol.overflow], nan_id, _NEG_IDS[pol.negative], _ZERO_IDS[pol.zero])
     # Kernel signatures are kept few, because each costs seconds of compilation on a fresh
     # machine: RNE into a narrow format (the hot path) reads the raw uint32 (fp16/bf16
     # widened, fp32 as is) or int64 (fp64) bits and writes uint8; everything else goes
     # through one int64-in, uint32-out signature.
-    f32_args = _rne_f32_args(fmt, pol) if (mode is RoundingMode.RNE and x.dtype == np.float32) else None
-    if f32_args is not None:  # the common case: branch-free 32-bit kernel
+    f32_spec = _rne_f32_spec(fmt, pol) if (mode is RoundingMode.RNE and x.dtype == np.float32) else None
+    if f32_spec is not None:  # the common case: branch-free 32-bit kernel
         out = np.empty(bits.shape[0], dtype=np.uint8)
-        err = run_chunks(_encode_range_rne_f32, bits.shape[0], lambda lo, hi: (bits, out, lo, hi, *f32_args))
+        err = run_chunks(_encode_range_rne_f32, bits.shape[0], lambda lo, hi: (bits, out, lo, hi, f32_spec))
         if err[0] and pol.nan is NanPolicy.ERROR:
-            err = (_E_NAN, int(np.argmax(np.isnan(x.reshape(-1)))))
+            err = (E_NAN, int(np.argmax(np.isnan(x.reshape(-1)))))
         else:
-            err = (_OK, -1)
+            err = (OK, -1)
     elif mode is RoundingMode.RNE and fmt.bits <= 8:
+        spec = encode_spec(fmt, pol)
         if bits.dtype == np.uint16:
             bits = bits.astype(np.uint32)
         out = np.empty(bits.shape[0], dtype=np.uint8)
-        err = run_chunks(_encode_range_rne, bits.shape[0], lambda lo, hi: (
-            bits, in_man, in_exp_mask, in_bias, in_sign_shift, out, lo, hi, *fmt_args, *pol_args))
+        err = run_chunks(_encode_range_rne, bits.shape[0], lambda lo, hi: (bits, layout, out, lo, hi, spec))
     else:
+        spec = encode_spec(fmt, pol)
         out = np.empty(bits.shape[0], dtype=np.uint32)
         bits64 = bits.astype(np.int64, copy=False)
         err = run_chunks(_encode_range, bits.shape[0], lambda lo, hi: (
-            bits64, in_man, in_exp_mask, in_bias, in_sign_shift, rflat, use_r, out, lo, hi,
-            *fmt_args, _MODE_IDS[mode], nbits, *pol_args))
-    if err[0] != _OK:
+            bits64, layout, rflat, use_r, out, lo, hi, spec, MODE_CODES[mode], nbits))
+    if err[0] != OK:
         where = tuple(int(i) for i in np.unravel_index(int(err[1]), shape)) if shape else ()
         msg = {
-            _E_NAN: f"NaN input to {fmt.name} under NaN policy 'error'",
-            _E_NEG: f"negative input to unsigned {fmt.name} under negative policy 'error'",
-            _E_ZERO: f"zero input to {fmt.name}, which has no zero, under zero policy 'error'",
-            _E_OVF: f"overflow: value beyond max finite {fmt.max_finite} of {fmt.name} "
+            E_NAN: f"NaN input to {fmt.name} under NaN policy 'error'",
+            E_NEG: f"negative input to unsigned {fmt.name} under negative policy 'error'",
+            E_ZERO: f"zero input to {fmt.name}, which has no zero, under zero policy 'error'",
+            E_OVF: f"overflow: value beyond max finite {fmt.max_finite} of {fmt.name} "
                     "under overflow policy 'error'",
-            _E_RBITS: f"random value not below 2^{nbits}",
+            E_RBITS: f"random value not below 2^{nbits}",
         }[int(err[0])]
         raise FpspecError(msg, where)
     return out.astype(fmt.storage_dtype, copy=False).reshape(shape)

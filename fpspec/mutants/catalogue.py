@@ -19,7 +19,7 @@ import numpy as np
 
 from ..errors import FpspecError
 from ..exact.blocks import RHT_SIGNS
-from ..fast.blocks import rht16_fast
+from ..fast.rht import rht16_fast
 from ..formats import get_format
 from ..models import get_model
 from ..vectors.checker import select_names, split_globs
