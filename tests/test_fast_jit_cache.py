@@ -14,7 +14,7 @@ import inspect
 import pytest
 from numba.core import caching
 
-from fpspec.fast import blocks, jit, partials, rounding, transpose
+from fpspec.fast import blocks, jit, rounding, steps, transpose
 
 
 def _locator(dispatcher):
@@ -37,7 +37,7 @@ def _digests(paths):
 @pytest.mark.parametrize("kernel, group", [
     (blocks._exact_profile_blocks, jit.BLOCK_SOURCES),
     (rounding._encode_range_rne_f32, jit.BLOCK_SOURCES),
-    (partials.accumulate_row_window, jit.GEMM_SOURCES),
+    (steps.accumulate_row_window, jit.GEMM_SOURCES),
 ])
 def test_a_kernel_is_stamped_with_its_whole_group(kernel, group):
     loc = _locator(kernel)
@@ -49,7 +49,7 @@ def test_the_groups_name_the_modules_that_share_helpers():
     names = lambda group: {p.rsplit("/", 1)[-1] for p in group}  # noqa: E731
     assert names(jit.BLOCK_SOURCES) == {"codes.py", "bits.py", "rounding.py", "log2.py", "scan.py", "dequant.py",
                                         "rht.py", "blocks.py"}
-    assert {"fp32.py", "chain.py", "kernels.py", "partials.py"} <= names(jit.GEMM_SOURCES)
+    assert {"fp32.py", "chain.py", "steps.py", "kernels.py", "partials.py"} <= names(jit.GEMM_SOURCES)
     assert not set(jit.BLOCK_SOURCES) & set(jit.GEMM_SOURCES)
 
 

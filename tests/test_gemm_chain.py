@@ -144,7 +144,8 @@ def test_fpsgemm10_finish_row_equals_finish(snap_bits, alpha):
     alpha) equals ``finish`` output by output on FP32 values of every exponent, exact ties of
     the snap lattice (even and odd), values that snap to -0 and +0, the largest finite
     values, subnormals, Inf and NaN."""
-    from fpspec.fast.chain import NO_SNAP, FinishSpec, finish, finish_row
+    from fpspec.fast.chain import NO_SNAP, FinishSpec, finish
+    from fpspec.fast.steps import finish_row
 
     rng = np.random.default_rng(1007)
     bits = rng.integers(0, 1 << 32, 4000, dtype=np.uint64).astype(np.uint32)

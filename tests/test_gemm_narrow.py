@@ -14,10 +14,11 @@ import pytest
 
 from fpspec.fast import kernels
 from fpspec.fast.accumulate import _terms_kernel, narrow_window
-from fpspec.fast.chain import (FLOOR, NO_TERMS, PROMOTE, TRUNCATE, accumulate, accumulate_row, accumulator_exponent,
-                               accumulator_exponent_row, add_rne32, after_group, after_group_row, chain_plan,
-                               chain_spec, keep, keep_floor, keep_magnitude)
+from fpspec.fast.chain import (CONTINUE, END_SLICE, FLOOR, NO_TERMS, PROMOTE, TRUNCATE, accumulate,
+                               accumulator_exponent, after_group, chain_plan, chain_spec, keep)
 from fpspec.fast.fp32 import FP32_LATTICE, RNE, add_round
+from fpspec.fast.steps import (accumulate_row, accumulator_exponent_row, add_rne32, after_group_row, keep_floor,
+                               keep_magnitude)
 from fpspec.gemm_operands import operand_formats
 from fpspec.matmul import gemm
 from fpspec.models import get_model
@@ -112,7 +113,8 @@ def _row_case(spec, rng, n=6000):
 def test_fpsgemm10_accumulate_row_equals_accumulate(name, over):
     """accumulate_row over a row = accumulate lane by lane, with c over FP32's range
     (subnormals, the largest values, Inf, NaN), kept sums up to 2^31 - 1 and alignment
-    exponents from the bottom of the subnormals to past 2^128 (both overflow outcomes)."""
+    exponents from the bottom of the subnormals to past 2^128 (both overflow outcomes);
+    the fused RTZ window models through the branch-free accumulate_rtz_bits."""
     spec = chain_spec(get_model(name, **over))
     rng = np.random.default_rng(len(name) + 11 * len(over))
     c, acc, emax = _row_case(spec, rng)
@@ -143,7 +145,7 @@ def test_fpsgemm6_add_rne32_equals_add_round():
     """add_rne32 = add_round(x, y, RNE, FP32) on FP32 pairs: far apart (TwoSum's error
     nonzero), cancelling, ties, the overflow boundary (FLT_MAX + 2^103 is the midpoint to
     2^128: Inf), subnormals, signed zeros (+0), Inf and NaN; and after_group_row's
-    promotion = after_group."""
+    promotion, its slice end and its CONTINUE = after_group."""
     rng = np.random.default_rng(9)
     x = _fp32_values(rng, 20000)
     y = np.concatenate([_fp32_values(rng, 10000), -x[:5000] * rng.choice([1.0, 0.5, 2.0], 5000),
@@ -161,6 +163,15 @@ def test_fpsgemm6_add_rne32_equals_add_round():
     after_group_row(c, big, total, PROMOTE, spec)
     assert (c == 0).all()
     _same(big, np.array([after_group(float(cj), float(bj), 0.0, PROMOTE, spec)[1] for cj, bj in zip(y, x)]))
+    # the other actions: CONTINUE leaves the row, END_SLICE is after_group lane by lane
+    c, big, total = y.copy(), x.copy(), y[::-1].copy()
+    after_group_row(c, big, total, CONTINUE, spec)
+    _same(c, y)
+    _same(total, y[::-1])
+    after_group_row(c, big, total, END_SLICE, spec)
+    want = [after_group(float(cj), float(bj), float(tj), END_SLICE, spec) for cj, bj, tj in zip(y, x, y[::-1])]
+    assert (c == 0).all() and (big == 0).all()
+    _same(total, np.array([w[2] for w in want]))
 
 
 # ---------------------------------------------------------------- kernel

@@ -13,7 +13,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from fpspec.fast import partials, spans
+from fpspec.fast import partials, spans, steps
 from fpspec.fast.chain import chain_plan
 from fpspec.matmul import GemmWhatIfWarning, gemm
 from fpspec.quantization import quantize
@@ -323,7 +323,7 @@ def test_fpsgemm23_row_rounding_equals_accumulate():
     x[3::29] = 0.0
     spec = chain_spec(get_model("seed-probe-matched"))
     row = c.copy()
-    partials.accumulate_row_rne_rtz(row, x)
+    steps.accumulate_row_rne_rtz(row, x)
     want = np.empty(n)
     for k in range(n):
         if x[k] == 0.0:
@@ -337,7 +337,7 @@ def test_fpsgemm23_row_rounding_equals_accumulate():
     # RNE32(x), the step's own first rounding
     row32 = c.astype(np.float32)
     with np.errstate(over="ignore"):
-        partials.accumulate_row_rne_rtz(row32, x.astype(np.float32))
+        steps.accumulate_row_rne_rtz(row32, x.astype(np.float32))
     assert np.array_equal(row32.astype(np.float64).view(np.int64), want.view(np.int64))
     assert (row == np.float32(3.4028234663852886e38)).any() and np.isinf(row).any()  # both overflow outcomes
     assert ((np.abs(row) < 2.0 ** -126) & (row != 0)).any()  # subnormal results
@@ -377,7 +377,7 @@ def test_fpsgemm23_window_row_equals_accumulate(name):
     row = c.copy()
     emax = np.empty(n, dtype=np.int64)
     left = np.zeros(n, dtype=np.bool_)
-    partials.accumulate_row_window(row, x, low_i, low_b.astype(np.int32), ae_i, ae_b.astype(np.int32), spec,
+    steps.accumulate_row_window(row, x, low_i, low_b.astype(np.int32), ae_i, ae_b.astype(np.int32), spec,
                                    emax, left)
     done = 0
     for j in range(n):

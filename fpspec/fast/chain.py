@@ -1,8 +1,9 @@
 """The chain of a GEMM output, written once for every fast kernel: steps 2-7 of
 FPS-GEMM-1, the twin of :mod:`fpspec.exact.accumulate` (docs/gemm.rst).
 
-A kernel (:mod:`fpspec.fast.kernels`) only produces step 1, the terms of a group (or
-their exact sum); everything after that is here, with the exact spec's names:
+A kernel (:mod:`fpspec.fast.kernels`, or the BLAS partials of
+:mod:`fpspec.fast.partials`) only produces step 1, the terms of a group (or their exact
+sum); everything after that is here, with the exact spec's names:
 
 ====================================  ===============================================
 exact spec (:mod:`~fpspec.exact.accumulate`)  fast twin (this module)
@@ -14,10 +15,9 @@ steps 3-4 ``group_step``              :func:`group_step` (a group's terms)
 step 4 (after the sum)                :func:`accumulate` (a group's exact kept sum)
 step 5 promotion, slice sums          :func:`after_group`
 step 6 ``snap``, 7 alpha              :func:`snap`, :func:`scale_by_alpha`, :func:`finish`
-                                      (:func:`finish_row` for a row of outputs)
 ====================================  ===============================================
 
-Every kernel runs the same loop per output (vectorised kernels per row of outputs)::
+Every kernel runs the same loop per output (the row kernels per row of outputs)::
 
     c = big = total = 0.0
     for g in range(plan.start.size):                     # step 2: the planned groups
@@ -25,6 +25,11 @@ Every kernel runs the same loop per output (vectorised kernels per row of output
         c = group_step(c, terms..., spec)                # steps 3-4 (or accumulate)
         c, big, total = after_group(c, big, total, plan.action[g], spec)  # step 5
     y = finish(total, fin)                               # steps 6-7
+
+The faster forms of the steps
+(a row at a time, branch-free, on bit patterns, on float64 group sums) are the
+chain-step variants of :mod:`fpspec.fast.steps`, each listed there with the step of
+this module it equals and the test that pins them.
 
 The plan is the only place that knows where groups, promotions and K slices fall
 (:func:`chain_plan`); a different cut of K (slices of any length, partial first
@@ -45,15 +50,13 @@ from numba import types
 from numba.extending import intrinsic
 
 from ..models import ACCUMULATOR_FORMATS, ZERO_ALIGNMENT_EXPONENT, GemmModel
-from .fp32 import (FP32_LATTICE, MODE_CODES, RNE, RTZ, Lattice, add_round, add_round_fp32, add_round_int, add_specials,
+from .fp32 import (FP32_LATTICE, MODE_CODES, RNE, Lattice, add_round, add_round_fp32, add_round_int, add_specials,
                    lattice, round_acc_int, round_acc_terms, round_fp32_int, split_fp32)
 from .jit import gemm_jit
 
-__all__ = ["ChainSpec", "FinishSpec", "Plan", "chain_spec", "finish_spec", "chain_plan", "keep", "keep_magnitude",
-           "keep_floor", "float_bits", "bits_float", "align_group", "lane_window", "join", "accumulator_exponent",
-           "accumulator_exponent_row", "group_step", "accumulate", "bits_below", "accumulate_rtz_bits",
-           "accumulate_row", "after_group", "add_rne32", "after_group_fp32", "after_group_row", "snap",
-           "scale_by_alpha", "finish", "finish_row",
+__all__ = ["ChainSpec", "FinishSpec", "Plan", "chain_spec", "finish_spec", "chain_plan", "keep", "float_bits",
+           "bits_float", "align_group", "lane_window", "join", "accumulator_exponent", "group_step", "accumulate",
+           "after_group", "snap", "scale_by_alpha", "finish",
            "NO_ROUNDING", "TRUNCATE", "FLOOR", "NO_WINDOW", "NO_EXPONENT_FLOOR", "NO_TERMS", "NO_SNAP",
            "NO_SPECIAL", "NO_DROP", "CONTINUE", "PROMOTE", "END_SLICE"]
 
@@ -229,27 +232,6 @@ def keep(s, d, below):
     return -t
 
 
-@gemm_jit(inline=True)
-def keep_magnitude(s, r):
-    """:func:`keep` (s, -r, TRUNCATE) without branches, for an int32 s with abs(s) < 2^31
-    and r >= 0: the magnitude shifted right by r (a count clamped to [0, 31]: a magnitude
-    below 2^31 shifted by 31 or more is 0, as keep's), the sign put back.  Everything
-    stays in int32 (a right shift only: no bit leaves the top), so a loop of it vectorises
-    to 16 lanes; a zero s keeps 0 whatever r is."""
-    neg = np.int32(s >> 31)  # -1 for a negative s, else 0
-    mag = np.int32((s ^ neg) - neg)
-    t = np.int32(mag >> np.int32(min(max(r, 0), 31)))
-    return np.int32((t ^ neg) - neg)
-
-
-@gemm_jit(inline=True)
-def keep_floor(s, r):
-    """:func:`keep` (s, -r, FLOOR) without branches, for an int32 s and r >= 0: s shifted
-    arithmetically right by r (floor toward -inf; a count clamped to [0, 31]: -1 or 0
-    beyond, as keep's); a zero s keeps 0 whatever r is."""
-    return np.int32(s >> np.int32(min(max(r, 0), 31)))
-
-
 @intrinsic
 def float_bits(typingctx, x):
     """The IEEE binary64 bit pattern of a float64 as an int64 (a reinterpretation, no
@@ -415,114 +397,6 @@ def accumulate(c, acc, e, spec):
     return add_round(c, p, spec.accumulate_rounding, spec.lattice)
 
 
-#: Fields of an IEEE binary64 bit pattern (:func:`float_bits`).
-_F64_FRACTION = (1 << 52) - 1
-_F64_IMPLICIT = 1 << 52
-_F64_MAGNITUDE = (1 << 63) - 1
-_F64_BIAS = 1023
-_F64_NONFINITE = 1024  # the unbiased exponent field of Inf and NaN
-
-
-@gemm_jit(inline=True)
-def _f64_exponent(b):
-    """The unbiased exponent field of a float64 bit pattern b (floor(log2|v|) for a normal v)."""
-    return ((b >> 52) & 0x7FF) - _F64_BIAS
-
-
-@gemm_jit
-def accumulator_exponent_row(c, emax, spec):
-    """``emax[j] = accumulator_exponent(c[j], spec)`` for every finite c[j] and NO_TERMS for
-    an Inf or NaN (which takes no part in step 3), for a row of accumulators, without
-    branches: c[j] is an FP32 value held in float64, so a finite nonzero one is a normal
-    float64 whose exponent field is floor(log2|c|)."""
-    none = NO_TERMS
-    zero = ZERO_ALIGNMENT_EXPONENT if spec.zero_terms else none
-    for j in range(c.size):
-        b = float_bits(c[j])
-        ex = _f64_exponent(b)
-        e = ex if ex > spec.acc_emin else spec.acc_emin
-        e = zero if (b & _F64_MAGNITUDE) == 0 else e
-        emax[j] = none if ex == _F64_NONFINITE else e
-
-
-@gemm_jit(inline=True)
-def bits_below(b, q):
-    """Whether the float64 with bit pattern b, finite and zero or normal (a binary32 value
-    held in float64), has a set significand bit below 2^q, without branches: its 53-bit
-    significand m (0 for a zero) weighs 2^(x - 52), so the bits below 2^q are m's lowest
-    q - (x - 52) (clamped to [0, 63]; m < 2^53)."""
-    m = ((b & _F64_FRACTION) | _F64_IMPLICIT) & -np.int64((b & _F64_MAGNITUDE) != 0)
-    below = min(max(q - (_f64_exponent(b) - 52), 0), 63)
-    return (m & ((np.int64(1) << below) - 1)) != 0
-
-
-@gemm_jit(inline=True)
-def accumulate_rtz_bits(c, acc, e, spec):
-    """:func:`accumulate` (c, acc, e, spec) for a fused window model with RTZ accumulation
-    as a float64 bit pattern, without branches, and whether that lane must take
-    :func:`accumulate` instead (c not finite, or the result at or above 2^(top - 1) of the
-    lattice, where overflow rules apply).  Requires abs(acc) + 2^(F + 1) < 2^53 and, for a
-    finite nonzero c, e + F >= its alignment exponent (E counts c, as in a fused window),
-    so that c's kept part is below 2^(F + 1).
-
-    c = (-1)^s m 2^(x - 52) from its bit pattern (m the 53-bit significand, 0 for c = 0);
-    its kept part keep(+-m, x - 52 - e, below) is the shifted m (rounded up in magnitude
-    for a negative c under FLOOR; a shift count of at least 62 leaves 0, or 1 so rounded,
-    as keep's).  The exact sum t = acc + kept c is below 2^53, so float64(|t|) is exact;
-    its exponent field gives p = floor(log2|t|) + e, the lattice quantum is
-    2^(max(p, emin) - bits), and RTZ to it clears the float64 fraction bits below it:
-    52 - bits + max(emin - p, 0) of them (all of t when that is 53 or more: the result is
-    +0, as round_acc_int's).  Adding e to the exponent field scales the result by 2^e
-    (a normal float64: it is at least 2^(emin - bits)); the sign is t's; a zero is +0."""
-    lat = spec.lattice
-    b = float_bits(c)
-    x = _f64_exponent(b)
-    m = ((b & _F64_FRACTION) | _F64_IMPLICIT) & -np.int64((b & _F64_MAGNITUDE) != 0)
-    cneg = -np.int64(b < 0)  # -1 for a negative c, else 0
-    dc = x - 52 - e
-    left = min(max(dc, 0), 62)
-    right = min(max(-dc, 0), 62)
-    up = ((np.int64(1) << right) - 1) & (cneg & -np.int64(spec.below == FLOOR))
-    kept = ((m << left) + up) >> right
-    t = np.int64(acc) + ((kept ^ cneg) - cneg)
-    neg = -np.int64(t < 0)
-    mag = (t ^ neg) - neg
-    fb = float_bits(np.float64(mag))
-    p = _f64_exponent(fb) + e
-    clear = 52 - lat.bits + max(lat.emin - p, 0)
-    kept_bits = fb & (np.int64(-1) << min(clear, 62))
-    out = ((kept_bits + (e << 52)) | (neg << 63)) & -np.int64((clear <= 52) & (mag != 0))
-    return out, (x == _F64_NONFINITE) | ((mag != 0) & (p >= lat.top - 1))
-
-
-@gemm_jit
-def accumulate_row(c, acc, emax, spec, fresh):
-    """``c[j] = accumulate(c[j], acc[j], emax[j] - F, spec)`` for a row of outputs (acc[j]
-    the kept sum of output j's group in quanta 2^(emax[j] - F)).  A fused window model
-    with RTZ accumulation (requiring abs(acc) + 2^(F + 1) < 2^53 and emax[j] >= c[j]'s
-    alignment exponent) takes the branch-free
-    :func:`accumulate_rtz_bits` across the row (into ``fresh``, int64 scratch of the row's
-    length), then :func:`accumulate` for the few lanes near overflow or with a non-finite
-    c; every other model takes :func:`accumulate` lane by lane."""
-    window = spec.window
-    if not (spec.fused and window != NO_WINDOW and spec.accumulate_rounding == RTZ):
-        for j in range(c.size):
-            c[j] = accumulate(c[j], np.int64(acc[j]), np.int64(emax[j]) - window, spec)
-        return
-    left = 0
-    for j in range(c.size):
-        r, hard = accumulate_rtz_bits(c[j], acc[j], np.int64(emax[j]) - window, spec)
-        fresh[j] = r
-        left += hard
-    if left:
-        for j in range(c.size):
-            r, hard = accumulate_rtz_bits(c[j], acc[j], np.int64(emax[j]) - window, spec)
-            if hard:
-                fresh[j] = float_bits(accumulate(c[j], np.int64(acc[j]), np.int64(emax[j]) - window, spec))
-    for j in range(c.size):
-        c[j] = bits_float(fresh[j])
-
-
 @gemm_jit
 def group_step(c, sigs, lsbs, aexps, n, special, overflow, spec):
     """Steps 3-4 for one group (FPS-GEMM-5): the new accumulator after its n finite
@@ -574,46 +448,6 @@ def after_group(c, big, total, action, spec):
     return c, big, total
 
 
-@gemm_jit(inline=True)
-def after_group_fp32(c, big, total, action, promotes):
-    """:func:`after_group` on np.float32 values when every addition of the chain is FP32
-    RNE (promotion_rounding ``rne``): IEEE float32 ``+`` is exactly that addition, so
-    the sequential FP32 kernel keeps its chain in native float32 arithmetic."""
-    if action == PROMOTE:
-        return np.float32(0.0), big + c, total
-    if action == END_SLICE:
-        r = big + c if promotes else c
-        return np.float32(0.0), np.float32(0.0), total + r
-    return c, big, total
-
-
-@gemm_jit(inline=True)
-def add_rne32(x, y):
-    """``add_round(x, y, RNE, FP32_LATTICE)`` for two FP32 values held in float64, without
-    branches: RNE32 of their float64 sum.  Rounding the sum of two binary32 numbers to
-    binary64 and then to binary32 equals rounding it to binary32 once (double rounding of
-    a sum is innocuous when the wider format has at least 2p + 1 bits, 53 >= 2 x 24 + 1;
-    Figueroa, "When is double rounding innocuous?", 1995), so TwoSum's error never changes
-    this rounding; Inf and NaN follow IEEE addition, which is ``add_specials``; a zero sum
-    is +0."""
-    return np.float64(np.float32(x + y)) + 0.0
-
-
-@gemm_jit
-def after_group_row(c, big, total, action, spec):
-    """:func:`after_group` for a row of outputs (arrays c, big, total); a promotion with
-    ``promotion_rounding`` RNE through the branch-free :func:`add_rne32`."""
-    if action == CONTINUE:
-        return
-    if action == PROMOTE and spec.promotion_rounding == RNE:
-        for j in range(c.size):
-            big[j] = add_rne32(big[j], c[j])
-            c[j] = 0.0
-        return
-    for j in range(c.size):
-        c[j], big[j], total[j] = after_group(c[j], big[j], total[j], action, spec)
-
-
 # ============================================================ steps 6-7
 @gemm_jit
 def snap(y, bits):
@@ -647,23 +481,3 @@ def finish(y, fin):
     if fin.scaled:
         y = scale_by_alpha(y, fin.alpha)
     return y
-
-
-@gemm_jit(inline=True)
-def finish_row(total, out, fin):
-    """:func:`finish` for a row of outputs: ``out[j] = finish(total[j], fin)``, with no
-    branch on the values, so that the row goes through together.  Step 6 as ``rint(y 2^L) 2^-L``: y
-    2^L and the product by 2^-L are exact (y is an FP32 value, L small), IEEE rint rounds
-    half to even and keeps the sign of a zero (-0.4 -> -0, as :func:`snap`), and passes
-    Inf and NaN through; step 7 is :func:`scale_by_alpha` itself.  Equal to ``finish`` by
-    test (``tests/test_gemm_chain.py``)."""
-    snapped = fin.snap_bits != NO_SNAP
-    up = math.ldexp(1.0, fin.snap_bits) if snapped else 1.0
-    down = math.ldexp(1.0, -fin.snap_bits) if snapped else 1.0
-    for j in range(total.size):
-        y = total[j]
-        if snapped:
-            y = np.rint(y * up) * down
-        if fin.scaled:
-            y = scale_by_alpha(y, fin.alpha)
-        out[j] = y

@@ -51,10 +51,10 @@ import numpy as np
 from ..exact.binary32 import FLT_MAX, FP32_EMIN
 from .jit import gemm_jit
 
-__all__ = ["RNE", "RTZ", "MODE_CODES", "FP32_BITS", "FP32_QUANTUM_EXP", "FLOAT32_BITS", "FP32_TOP", "Lattice",
-           "FP32_LATTICE", "lattice", "bitlen", "round_fp32_pair", "round_acc_pair", "round_fp32_int", "round_acc_int",
-           "round_acc_terms", "add_round", "add_round_fp32", "add_round_int", "add_specials", "split_fp32",
-           "fp32_exponent", "py_round_acc_int", "py_add_round"]
+__all__ = ["RNE", "RTZ", "MODE_CODES", "FP32_BITS", "FP32_QUANTUM_EXP", "FLOAT32_BITS", "FLOAT64_BITS", "FP32_TOP",
+           "POW2", "POW2_LO", "POW2_HI", "Lattice", "FP32_LATTICE", "lattice", "bitlen", "round_fp32_pair",
+           "round_acc_pair", "round_fp32_int", "round_acc_int", "round_acc_terms", "add_round", "add_round_fp32",
+           "add_round_int", "add_specials", "split_fp32", "fp32_exponent", "py_round_acc_int", "py_add_round"]
 
 #: Rounding-mode codes of the compiled functions.
 RNE = 0
@@ -72,9 +72,16 @@ FLOAT32_BITS = FP32_BITS + 1
 #: Every finite FP32 value lies below 2^FP32_TOP.
 FP32_TOP = 128
 
-_POW2_LO, _POW2_HI = -1000, 900
-#: 2^e for e in [-1000, 900]: exact float64 constants (multiplying by them is exact scaling)
-_POW2 = np.array([math.ldexp(1.0, e) for e in range(_POW2_LO, _POW2_HI + 1)], dtype=np.float64)
+#: Significand bits of float64: a multiple of 2^L below 2^(L + 53) is a float64 number.
+FLOAT64_BITS = 53
+
+#: ``POW2[e - POW2_LO]`` is 2^e for e in [POW2_LO, POW2_HI]: exact float64 constants
+#: (multiplying by them is exact scaling), the one table of the GEMM path.
+POW2_LO, POW2_HI = -1000, 1000
+POW2 = np.array([math.ldexp(1.0, e) for e in range(POW2_LO, POW2_HI + 1)], dtype=np.float64)
+#: The exponents e at which an integer s below 2^55 is scaled to the float64 s 2^e by a
+#: product with POW2 here (far inside float64's range, whatever s's size).
+_SCALED_LO, _SCALED_HI = -1000, 900
 #: the smallest float64 that RNE32 sends to infinity: 2^128 - 2^103 (a midpoint)
 _F32_OVERFLOW = math.ldexp(1.0, 128) - math.ldexp(1.0, 103)
 #: limb width of the multi-limb sum
@@ -268,8 +275,8 @@ def round_fp32_int(s, e, mode):
         return 0.0
     neg = s < 0
     mag = -s if neg else s
-    if mag < (1 << 53) and _POW2_LO <= e <= _POW2_HI:
-        return round_fp32_pair(float(s) * _POW2[e - _POW2_LO], 0.0, mode)
+    if mag < (1 << 53) and _SCALED_LO <= e <= _SCALED_HI:
+        return round_fp32_pair(float(s) * POW2[e - POW2_LO], 0.0, mode)
     nb = bitlen(mag)
     top = e + nb - 1
     lsb_t = top - FP32_BITS if top >= FP32_EMIN else FP32_QUANTUM_EXP
@@ -323,8 +330,8 @@ def round_acc_int(s, e, mode, lat):
         return 0.0
     neg = s < 0
     mag = -s if neg else s
-    if mag < (1 << 53) and _POW2_LO <= e <= _POW2_HI:
-        return round_acc_pair(float(s) * _POW2[e - _POW2_LO], 0.0, mode, lat)
+    if mag < (1 << 53) and _SCALED_LO <= e <= _SCALED_HI:
+        return round_acc_pair(float(s) * POW2[e - POW2_LO], 0.0, mode, lat)
     # keep the top 54 bits and a sticky bit: an exact float64 pair (head, err) whose
     # rounding to <= 24 significant bits equals that of s 2^e
     nb = bitlen(mag)
@@ -337,12 +344,12 @@ def round_acc_int(s, e, mode, lat):
     else:
         head = mag
         ee = e
-    if ee > _POW2_HI or ee < _POW2_LO:
+    if ee > _SCALED_HI or ee < _SCALED_LO:
         return _round_far_outside(-head if neg else head, ee, mode, lat)
     hb = head >> 2
     lo = head - (hb << 2)
-    v = float(hb << 2) * _POW2[ee - _POW2_LO]
-    err = float(lo) * _POW2[ee - _POW2_LO]
+    v = float(hb << 2) * POW2[ee - POW2_LO]
+    err = float(lo) * POW2[ee - POW2_LO]
     if neg:
         v = -v
         err = -err

@@ -37,8 +37,8 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 
 #: The modules of the fast GEMM path whose compiled functions call each other.
 GEMM_SOURCES: tuple[str, ...] = tuple(os.path.join(_HERE, name)
-                                      for name in ("fp32.py", "chain.py", "kernels.py", "operands.py", "spans.py",
-                                                   "partials.py"))
+                                      for name in ("fp32.py", "chain.py", "steps.py", "kernels.py", "operands.py",
+                                                   "spans.py", "partials.py"))
 #: The modules of the encoder and the block quantizer whose compiled functions call each other.
 BLOCK_SOURCES: tuple[str, ...] = tuple(os.path.join(_HERE, name)
                                        for name in ("codes.py", "bits.py", "rounding.py", "log2.py", "scan.py",

@@ -40,11 +40,12 @@ import numpy as np
 from numba import types
 from numba.extending import overload
 
-from .chain import (CONTINUE, FLOOR, NO_EXPONENT_FLOOR, NO_SPECIAL, NO_TERMS, accumulate, accumulate_row,
-                    accumulator_exponent, accumulator_exponent_row, after_group, after_group_fp32, after_group_row,
-                    bits_float, finish, finish_row, group_step, keep, keep_floor, keep_magnitude)
+from .chain import (CONTINUE, FLOOR, NO_EXPONENT_FLOOR, NO_SPECIAL, NO_TERMS, accumulate, accumulator_exponent,
+                    after_group, bits_float, finish, group_step, keep)
 from .fp32 import add_specials, bitlen
 from .jit import gemm_jit
+from .steps import (accumulate_row, accumulator_exponent_row, after_group_fp32, after_group_row, finish_row, keep_floor,
+                    keep_magnitude)
 
 __all__ = ["TermOperand", "AlignedOperand", "NarrowLanes", "BlockOperand", "ScaledBlockOperand", "FINITE", "POS_INF",
            "NEG_INF", "NAN", "LANE_WIDTHS", "lane_sum", "E2M1_LSB", "SPAN_TOO_WIDE", "OVERFLOW_EXPONENT",

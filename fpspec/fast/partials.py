@@ -16,7 +16,7 @@ Why a partial is exact, and when it is not trusted (the guard):
 * a product of the group is then a multiple of ``2^(LA + LB)`` below ``2^(TA + TB)``, so
   every partial sum BLAS forms (in any order, with or without FMA) is a multiple of
   ``2^(LA + LB)`` below ``n 2^(TA + TB)``; it is a float64 number, hence computed exactly,
-  when ``TA + TB + ceil(log2 n) - (LA + LB) <= 53`` (:data:`FLOAT64_BITS`);
+  when ``TA + TB + ceil(log2 n) - (LA + LB) <= 53`` (:data:`~fpspec.fast.fp32.FLOAT64_BITS`);
 * with a window (step 3) the sum of the kept terms equals the exact sum when no term
   has a bit below the window's quantum ``2^(E - F)``.  E is at most the bound
   ``max(AEA + AEB, e(c) when fused, align_exponent_floor)`` (AE: the largest alignment
@@ -53,26 +53,21 @@ import numpy as np
 from ..gemm_operands import operand_formats
 from ..models import ZERO_ALIGNMENT_EXPONENT, GemmModel
 from ..quantized import QuantizedTensor
-from .chain import (CONTINUE, NO_ROUNDING, NO_SPECIAL, NO_TERMS, NO_WINDOW, Plan, accumulate, accumulate_rtz_bits,
-                    accumulator_exponent, accumulator_exponent_row, after_group, bits_below, bits_float, chain_spec,
-                    finish_row, finish_spec, float_bits, group_step)
-from .fp32 import (FLOAT32_BITS, FP32_QUANTUM_EXP, FP32_TOP, RNE, RTZ, add_round, add_round_fp32,
-                   round_fp32_pair)
+from .chain import (CONTINUE, NO_SPECIAL, NO_TERMS, NO_WINDOW, Plan, accumulate, accumulator_exponent, after_group,
+                    chain_spec, finish_spec, group_step)
+from .fp32 import FLOAT32_BITS, FLOAT64_BITS, FP32_BITS, FP32_QUANTUM_EXP, FP32_TOP, POW2, POW2_HI, POW2_LO, RTZ
 from .jit import gemm_jit
 from .kernels import ScaledBlockOperand, TermOperand, product_terms, scaled_block_terms
 from .operands import code_operand, quantized_operand, scaled_block_operand
 from .parallel import _pool, threads
 from .spans import NO_VALUES, lsb_of, operand_spans
+from .steps import accumulate_exact64, accumulate_row_rne_rtz, accumulate_row_window, finish_row, is_seed_pair
 
 __all__ = ["PartialStats", "applies", "gemm_partials", "blas_partials", "blas_threads", "float32_partials",
-           "last_stats", "estimated_share", "partial_dtype", "accumulate_exact64", "accumulate_row_rne_rtz",
-           "accumulate_row_window", "is_seed_pair", "chain_partials", "chain_partials_seed", "fallback_group",
-           "fallback_scratch", "Resum", "resum", "resum_row", "FLOAT64_BITS", "ACC_BITS", "BLAS_MIN_WORK",
-           "BLAS_MIN_GROUP", "MAX_FALLBACK_SHARE", "RESUM_MAX_SHARE", "SAMPLE_OUTPUTS", "ROW_BLOCK", "ROW_BLOCK_MIN",
-           "PARTIAL_BYTES"]
+           "last_stats", "estimated_share", "partial_dtype", "chain_partials", "chain_partials_seed", "fallback_group",
+           "fallback_scratch", "Resum", "resum", "resum_row", "ACC_BITS", "BLAS_MIN_WORK", "BLAS_MIN_GROUP",
+           "MAX_FALLBACK_SHARE", "RESUM_MAX_SHARE", "SAMPLE_OUTPUTS", "ROW_BLOCK", "ROW_BLOCK_MIN", "PARTIAL_BYTES"]
 
-#: Significand bits of float64: a multiple of 2^L below 2^(L + 53) is a float64 number.
-FLOAT64_BITS = 53
 #: The partials are float32 only when a sample of outputs estimates at most this share of
 #: (output, group) pairs failing the 24-bit bound (:func:`partial_dtype`): such a pair is
 #: summed again in float64 (:func:`resum`: 52 ns for G = 64 on one thread), while float32
@@ -109,12 +104,7 @@ MAX_FALLBACK_SHARE = 0.25
 SAMPLE_OUTPUTS = 64
 #: Fraction bits of the widest accumulator value (FP32): a nonzero accumulator c is a
 #: multiple of 2^(e(c) - ACC_BITS), e(c) its alignment exponent.
-ACC_BITS = 23
-
-#: 2^e for e in [_POW2_LO, _POW2_HI] (scaling an exact partial to its integer multiple of
-#: the quantum by a product with a power of two, exact).
-_POW2_LO, _POW2_HI = -1000, 1000
-_POW2 = np.array([math.ldexp(1.0, e) for e in range(_POW2_LO, _POW2_HI + 1)], dtype=np.float64)
+ACC_BITS = FP32_BITS
 
 _FORCED: bool | None = None  # blas_partials(): None = the size rules decide
 _FORCED_FLOAT32: bool | None = None  # float32_partials(): None = partial_dtype decides
@@ -273,127 +263,6 @@ def _block_terms_ok(a, bt, model: GemmModel, plan: Plan) -> bool:
 
 
 # ======================================================================== chain
-@gemm_jit(inline=True)
-def accumulate_exact64(c, x, low, spec):
-    """:func:`fpspec.fast.chain.accumulate` of a group's exact sum held as the float64 x, a
-    multiple of 2^low below 2^(low + 53): the same step, with the sum carried as a float64
-    where accumulate would turn it back into one.  Not fused with a group rounding, accumulate
-    rounds its integer s 2^e (|s| < 2^53, e in range) by ``round_fp32_int``, which is
-    ``round_fp32_pair(s 2^e, 0)``, i.e. ``round_fp32_pair(x, 0)``; every other model takes
-    accumulate itself with s = x 2^-low (exact)."""
-    if not spec.fused and spec.group_rounding != NO_ROUNDING:
-        if x == 0.0:
-            return c  # p = +0: c is already on the accumulator's lattice (as accumulate)
-        p = round_fp32_pair(x, 0.0, spec.group_rounding)
-        if spec.fp32_lattice:
-            return add_round_fp32(c, p, spec.accumulate_rounding)
-        return add_round(c, p, spec.accumulate_rounding, spec.lattice)
-    if x == 0.0:
-        return accumulate(c, np.int64(0), 0, spec)
-    return accumulate(c, np.int64(x * _POW2[-low - _POW2_LO]), low, spec)
-
-
-#: binary32 constants of :func:`accumulate_row_rne_rtz`: the largest finite value, 1 - 2^-24
-#: (|f| times it, rounded, is the binary32 value below a normal |f|), the smallest subnormal.
-_F32_MAX = np.float32(3.4028234663852886e38)
-_F32_BELOW = np.float32(1.0 - 2.0 ** -24)
-_F32_TINY = np.float32(2.0 ** -149)
-_F32_ZERO = np.float32(0.0)
-_F32_INF = np.float32(np.inf)
-
-
-@gemm_jit(inline=True)
-def accumulate_row_rne_rtz(c, x):
-    """:func:`accumulate_exact64` for a row of outputs under the seed models' rounding pair
-    (not fused, group RNE to FP32, accumulator RTZ to FP32 with IEEE overflow): c[j] =
-    RTZ32(c[j] + RNE32(x[j])), each x[j] an exact float64 and each c[j] a binary32 value
-    held as a float64, written in binary32 arithmetic without branches so that the row's
-    outputs go through together (16 lanes of a 512-bit vector).
-
-    1. p = RNE32(x) by conversion (``round_fp32_pair`` of an exact value).
-    2. s = RNE32(c + p) and its error e (TwoSum in binary32: s + e = c + p exactly, when s
-       is finite).
-    3. RTZ32(c + p) is s where e is zero or of s's sign (s is not above the exact sum in
-       magnitude), else the binary32 value one step toward zero from s: the smaller of
-       RNE32(|s| (1 - 2^-24)) (exact step below a normal |s|: |s| 2^-24 lies between half
-       a step and a step below it) and RNE32(|s| - 2^-149) (exact step below a subnormal one).
-    4. Overflow: s = Inf from finite c and p means |c + p| is past the largest finite value,
-       which RTZ gives; an Inf p (x overflowed in step 1) or an Inf c stands, as IEEE
-       addition gives it (e is NaN then, never of the other sign).
-    5. The result, with s's sign (+0 for a zero: c + 0.0), back to the row: a binary32
-       value, stored exactly in a float64 or a float32 row (float32 c and x keep every
-       step in binary32 lanes, twice as many per vector as with float64 rows: 0.52 against
-       1.3 ns per output in one session).
-
-    Equal to ``accumulate`` by test (``tests/test_gemm_partials.py``)."""
-    for j in range(c.size):
-        p = np.float32(x[j])                                   # 1.
-        cj = np.float32(c[j])
-        s = cj + p                                             # 2.
-        bp = s - cj
-        e = (cj - (s - bp)) + (p - bp)
-        a = abs(s)                                             # 3.
-        inward = ((e < _F32_ZERO) & (s > _F32_ZERO)) | ((e > _F32_ZERO) & (s < _F32_ZERO))
-        r = min(a * _F32_BELOW, a - _F32_TINY) if inward else a
-        overflow = (a == _F32_INF) & (abs(cj) < _F32_INF) & (abs(p) < _F32_INF)  # 4.
-        r = _F32_MAX if overflow else r
-        c[j] = math.copysign(r, s) + _F32_ZERO                 # 5.
-
-
-@gemm_jit
-def is_seed_pair(spec):
-    """Whether the chain is the seed models' rounding pair (no window, not fused, group RNE
-    to FP32, accumulator RTZ on the FP32 lattice): the chain :func:`accumulate_row_rne_rtz`
-    computes, whose state c is always a binary32 value, held in a float32 array by
-    :func:`chain_partials_seed`."""
-    return (spec.window == NO_WINDOW and not spec.fused and spec.group_rounding == RNE
-            and spec.accumulate_rounding == RTZ and spec.fp32_lattice)
-
-
-@gemm_jit
-def accumulate_row_window(c, x, low_i, low_b, ae_i, ae_b, spec, emax, left):
-    """Step 4 of a fused window model with RTZ accumulation for a row of outputs whose
-    partials ``x[j]`` are exact (the float64 half of the guard holds for the row), on the
-    float64 bit pattern (:func:`~fpspec.fast.chain.accumulate_rtz_bits`), with the window
-    half of the guard per lane.  ``low_i``, ``ae_i``: the row's smallest lsb exponent and
-    largest alignment exponent in the group; ``low_b``, ``ae_b``: the columns'.  Sets
-    ``c[j]`` where the lane is done and ``left[j] = 1`` where it is not (c not finite,
-    nothing aligns, a product or c with bits below the window, a sum too wide for the bit
-    pattern's step, or a result near overflow): those take the pair's own step
-    (:func:`chain_partials`), which decides between accumulate and the fallback.  The same
-    guard and the same results, lane by lane, as that step (``tests/test_gemm_partials.py``).
-
-    1. ec = c's alignment exponent (NO_TERMS for an Inf or NaN c);
-    2. E = max(AEA + AEB, ec), raised to the exponent floor (NO_TERMS: nothing aligns, left);
-    3. q = E - F; every product whole in the window (LA + LB >= q), and c's kept part
-       whole: no set bit of c's significand below 2^q (the same test as c's lsb >= q);
-    4. x 2^-q (2^-q from its bit pattern, q in the pair step's range) is an integer (3.);
-       below 2^53 - 2^(F + 1) it is ``accumulate_rtz_bits``'s acc;
-    5. the bit pattern's sum rounded RTZ is c, unless it is near the lattice's top.
-    No branch on the values: the row goes through together."""
-    accumulator_exponent_row(c, emax, spec)                                     # 1.
-    window = spec.window
-    wide = math.ldexp(1.0, FLOAT64_BITS) - math.ldexp(1.0, window + 1)
-    for j in range(c.size):
-        ec = emax[j]
-        none = (ae_i == NO_TERMS) | (ae_b[j] == NO_TERMS)
-        e = max(NO_TERMS if none else ae_i + np.int64(ae_b[j]), ec)            # 2.
-        bad = e == NO_TERMS
-        e = max(e, spec.exponent_floor)
-        q = e - window                                                          # 3.
-        bad |= not math.isfinite(c[j])
-        bad |= bits_below(float_bits(c[j]), q)
-        bad |= low_i + np.int64(low_b[j]) < q
-        bad |= (q < -_POW2_HI) | (q > -_POW2_LO)                                # 4.
-        qq = min(max(q, -_POW2_HI), -_POW2_LO)
-        a = x[j] * bits_float(np.int64(1023 - qq) << 52)
-        bad |= abs(a) >= wide
-        r, hard = accumulate_rtz_bits(c[j], np.int64(0.0 if bad else a), q, spec)  # 5. (a select, not a branch)
-        bad |= hard
-        left[j] = bad
-        c[j] = c[j] if bad else bits_float(r)
-
-
 class Resum(NamedTuple):
     """What :func:`resum` needs to sum a pair of float32 partials again: the operands'
     values ``va`` (M, K) and ``vb`` (N, K), the partials' significand bits ``bits``
@@ -545,12 +414,12 @@ def chain_partials(p, g0, ng, plan, logn, sa, sbt, widest_b, fb, spec, fin, c, b
                         if spec.fused and ci != 0.0 and math.isfinite(ci) and ec - ACC_BITS < q \
                                 and lsb_of(ci) < q:
                             ok = False
-                    if ok and -_POW2_HI <= q <= -_POW2_LO:
+                    if ok and -POW2_HI <= q <= -POW2_LO:
                         # exact: x is a multiple of 2^q below 2^(q + 62) (supports())
-                        ci = accumulate(ci, np.int64(x * _POW2[-q - _POW2_LO]), q, spec)
+                        ci = accumulate(ci, np.int64(x * POW2[-q - POW2_LO]), q, spec)
                     else:
                         ok = False
-                elif ok and (x == 0.0 or -_POW2_HI <= low <= -_POW2_LO):
+                elif ok and (x == 0.0 or -POW2_HI <= low <= -POW2_LO):
                     ci = accumulate_exact64(ci, x, low, spec)
                 else:
                     ok = False
