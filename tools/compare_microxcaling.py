@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Run microsoft/microxcaling's Python MX quantizer on a vector pack's mxfp4 sets and write results.
 
 Usage (microxcaling is not on the package index: fetch the repository yourself and
@@ -33,7 +32,7 @@ import sys
 import numpy as np
 
 from tools.common import import_package
-from tools.refs_pack import Case, e2m1_codes_of_values, pack_arguments, run_pack
+from tools.refs_pack import e2m1_codes_of_values, pack_arguments, run_pack
 
 #: fpspec payload rounding -> microxcaling ``round`` argument.
 ROUND = {"rne": "even", "rna": "nearest", "rtz": "floor"}

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Run the seed's portable UE5M3 reference (MrHuff/ue5m3-fp4 ``formats.py``) on a pack's ue5m3 sets.
 
 Usage (the seed is not on the package index: get ``src/ue5m3_fp4/formats.py``

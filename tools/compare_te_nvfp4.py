@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Compare fpspec's nvfp4/te-fp32 profile with TransformerEngine's NVFP4QuantizerRef, bit for bit.
 
 Usage (from the repository root, with CPU torch installed)::

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Run torchao's MXFP4 quantizer (``to_mx``) on a vector pack's mxfp4 sets and write its outputs as results.
 
 Usage (torchao 0.18.0 importable, e.g. from a scratch venv made with

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Compare fpspec's nvfp4/torchao-0.18 profile with torchao 0.18's nvfp4_quantize, bit for bit.
 
 Usage (from the repository root; torchao 0.18.0 importable, e.g. installed with

@@ -29,7 +29,6 @@ ulp of the input type either side of each; and values far below the smallest sub
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from dataclasses import dataclass, field
 from fractions import Fraction
