@@ -32,7 +32,8 @@ def sphinx_build(src: Path, out: Path, builder: str = "html") -> subprocess.Comp
     """``python3 -m sphinx -W`` from the repository root, as the README builds the docs.  docs/conf.py
     finds its extensions itself; a test's mini project (any other source folder) finds them through
     PYTHONPATH."""
-    env = None if src == ROOT / "docs" else dict(os.environ, PYTHONPATH=str(EXT))
+    env = None if src == ROOT / "docs" else dict(
+        os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(EXT), os.environ.get("PYTHONPATH")])))
     return subprocess.run(
         [sys.executable, "-m", "sphinx", "-W", "-q", "-E", "-b", builder, str(src), str(out)],
         cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
