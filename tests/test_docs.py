@@ -63,8 +63,7 @@ def table_rows(page: str, table_class: str) -> list[list[str]]:
 
 
 PAGES = ("index", "overview", "formats", "rounding", "disagreements", "api", "cli", "changelog",
-         "bench-history", "conformance", "implementers", "requirements", "glossary", "appendix-codebooks",
-         "annex-authors")
+         "conformance", "implementers", "requirements", "glossary", "appendix-codebooks", "annex-authors")
 
 
 def test_build_succeeds_with_warnings_as_errors(site):
@@ -491,7 +490,6 @@ def test_fps_doc_8_informative_sections_hold_no_requirement(site):
         "rounding": ("Why the fast path is exact",),
         "checker": ("What real implementations gave",),
         "probe-h200": ("Probe reports: NVIDIA H200",),
-        "bench-history": ("Performance history",),
         "annex-authors": ("Annex: notes for authors of this document",),
         "appendix-codebooks": ("Appendix A: codebooks",),
     }
