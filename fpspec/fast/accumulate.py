@@ -35,9 +35,9 @@ from ..gemm_operands import operand_formats
 from ..models import NAN_BITS, GemmModel
 from ..quantized import QuantizedTensor
 from .chain import Plan, chain_plan, chain_spec, finish_spec
-from .fp32 import FLOAT32_BITS
-from .kernels import (AlignedOperand, TermOperand, gemm_block_sums_rows, gemm_blocks, gemm_fp32_rows, gemm_products,
-                      gemm_scaled_blocks, gemm_window_narrow_rows, gemm_window_rows)
+from .fp32 import FLOAT32_BITS, FP32_BITS
+from .kernels import (E2M1_PRODUCT_MAX, KEPT_SUM_BITS, AlignedOperand, TermOperand, gemm_block_sums_rows, gemm_blocks,
+                      gemm_fp32_rows, gemm_products, gemm_scaled_blocks, gemm_window_narrow_rows, gemm_window_rows)
 from .operands import (LOCAL_SCALE_BITS, ValueRange, aligned_codes, aligned_operand, aligned_values, block_operand,
                        code_operand, code_values_of, fp32_exact, narrow_lanes, payload_ints, quantized_operand,
                        quantized_values, scale_values, scaled_block_operand, transposed)
@@ -48,7 +48,7 @@ from .rounding import encode_fast
 __all__ = ["gemm_fast", "rowdot_fast", "supports", "narrow_window", "float_products", "FastPathUnsupported",
            "payload_ints", "round_bf16_bits", "LARGEST_INT32_BLOCK", "LOCAL_SCALE_BITS"]
 
-#: The largest scale block whose payload sums stay in int32 lanes (144 B < 2^31).
+#: The largest scale block whose payload sums stay in int32 lanes (E2M1_PRODUCT_MAX x B < 2^31).
 LARGEST_INT32_BLOCK = 1024
 #: The one output NaN (FPS-GEMM-2).
 OUTPUT_NAN_BITS = 0x7FC00000
@@ -73,13 +73,14 @@ def supports(model: GemmModel, k: int) -> bool:
             head = 4
             if model.scale_placement == "block":
                 t = model.block_term_size or g
-                head = (144 * t).bit_length()
+                head = (E2M1_PRODUCT_MAX * t).bit_length()
                 width = (g // t + 2).bit_length()
-        if model.window_bits + head + width > 62 or model.window_bits < -60:
+        if model.window_bits + head + width > KEPT_SUM_BITS or model.window_bits < -60:
             return False
         if model.join_sum_bits is not None:
             js, jc = model.join_sum_bits, model.join_c_bits
-            if max(js, jc) + abs(js - jc) + 4 + width > 62 or model.window_bits > js + 20:  # type: ignore[operator]
+            if (max(js, jc) + abs(js - jc) + 4 + width > KEPT_SUM_BITS  # type: ignore[operator]
+                    or model.window_bits > js + 20):  # type: ignore[operator]
                 return False
     return model.alpha_rounding != "exact" or model.alpha_source == "none"
 
@@ -90,7 +91,7 @@ def _sequential_fp32(model: GemmModel, plan: Plan) -> bool:
     promotion FP32 RNE."""
     return (model.window_bits is None and plan.longest <= 1 and not model.fused
             and model.group_rounding == "rne" and model.accumulate_rounding == "rne"
-            and model.accumulate_bits == 23 and model.promotion_rounding == "rne"
+            and model.accumulate_bits == FP32_BITS and model.promotion_rounding == "rne"
             and model.operand_domain != "decoded-exact")
 
 

@@ -26,7 +26,11 @@ Every kernel runs the same loop per output (the row kernels per row of outputs):
         c, big, total = after_group(c, big, total, plan.action[g], spec)  # step 5
     y = finish(total, fin)                               # steps 6-7
 
-The faster forms of the steps
+written out once per kind of state: :func:`fpspec.fast.kernels.chain_output` for one
+output from its term buffers (the term kernels), :func:`fpspec.fast.kernels.chain_rows`
+for rows of outputs (the row kernels); the BLAS partials
+(:func:`fpspec.fast.partials.chain_partials`, ``chain_partials_seed``) run it over a
+chunk of groups at a time with the exactness guard inside, and say why.  The faster forms of the steps
 (a row at a time, branch-free, on bit patterns, on float64 group sums) are the
 chain-step variants of :mod:`fpspec.fast.steps`, each listed there with the step of
 this module it equals and the test that pins them.

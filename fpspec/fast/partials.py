@@ -6,7 +6,12 @@ as float64 matrix products of K slices: for every planned group g (products
 ``plan.start[g] .. plan.stop[g] - 1``) one BLAS call gives ``P[i, j] = sum_k a[i, k]
 b[j, k]`` for all outputs at once.  The per-output chain (steps 3-7) then runs over
 these partials with :mod:`fpspec.fast.chain`'s own step functions (``accumulate``,
-``after_group``, ``finish``); nothing of the chain is written here.
+``after_group``) and their variants for a row of exact partials (:mod:`fpspec.fast.steps`:
+``accumulate_exact64``, ``accumulate_row_rne_rtz``, ``accumulate_row_window``,
+``finish_row``); nothing of the chain is written here.  The loop over the groups
+(:func:`chain_partials`, :func:`chain_partials_seed`) is the chain's, over a chunk of
+groups at a time whose partials BLAS has just written (:data:`PARTIAL_BYTES`), the state
+carried from chunk to chunk and the guard decided per (output, group) inside it.
 
 Why a partial is exact, and when it is not trusted (the guard):
 
@@ -31,8 +36,8 @@ Why a partial is exact, and when it is not trusted (the guard):
   says few pairs fail the 24-bit bound; a pair that does (and passes the 53-bit one) is
   summed again exactly in float64 from the operands' values (:func:`resum`).
 
-An (output, group) that fails the guard is recomputed from its product terms with the
-exact twin's step functions (:func:`fpspec.fast.kernels.product_terms`,
+An (output, group) that fails the guard is recomputed from its terms exactly as the term
+kernels compute them (:func:`fpspec.fast.kernels.term_group`: step 1, then
 :func:`fpspec.fast.chain.group_step`): the fallback.  :func:`gemm_partials` reports the
 share of (output, group) pairs that fell back.
 
@@ -53,11 +58,11 @@ import numpy as np
 from ..gemm_operands import operand_formats
 from ..models import ZERO_ALIGNMENT_EXPONENT, GemmModel
 from ..quantized import QuantizedTensor
-from .chain import (CONTINUE, NO_SPECIAL, NO_TERMS, NO_WINDOW, Plan, accumulate, accumulator_exponent, after_group,
-                    chain_spec, finish_spec, group_step)
+from .chain import (CONTINUE, NO_TERMS, NO_WINDOW, Plan, accumulate, accumulator_exponent, after_group, chain_spec,
+                    finish_spec)
 from .fp32 import FLOAT32_BITS, FLOAT64_BITS, FP32_BITS, FP32_QUANTUM_EXP, FP32_TOP, POW2, POW2_HI, POW2_LO, RTZ
 from .jit import gemm_jit
-from .kernels import ScaledBlockOperand, TermOperand, product_terms, scaled_block_terms
+from .kernels import ProductTerms, ScaledBlockOperand, ScaledBlockTerms, TermOperand, term_group
 from .operands import code_operand, quantized_operand, scaled_block_operand
 from .parallel import _pool, threads
 from .spans import NO_VALUES, lsb_of, operand_spans
@@ -307,35 +312,26 @@ def resum_row(x, rs, i, g, k0, k1, room):
 
 
 class Fallback(NamedTuple):
-    """What the fallback of an (output, group) needs (:func:`fallback_group`): the product
-    terms' operands ``ta``, ``tb`` (TermOperand) with ``exact_exponent``, or, where
-    ``blocks`` (``scale_placement="block"``), the block terms' operands ``ba``, ``bb``
-    (ScaledBlockOperand) with the term size, both scale block sizes and
-    ``scale_exponent``; the other pair is a placeholder (:func:`no_fallback`)."""
+    """What the fallback of an (output, group) needs (:func:`fallback_group`): the term source
+    of the kernels that compute it, the block terms' ``scaled``
+    (:class:`~fpspec.fast.kernels.ScaledBlockTerms`) where ``blocks``
+    (``scale_placement="block"``), else the product terms' ``products``
+    (:class:`~fpspec.fast.kernels.ProductTerms`); the other is a placeholder
+    (:func:`no_fallback`)."""
 
-    ta: TermOperand
-    tb: TermOperand
-    exact_exponent: bool
     blocks: bool
-    ba: ScaledBlockOperand
-    bb: ScaledBlockOperand
-    term: int
-    block_a: int
-    block_b: int
-    scale_exponent: bool
+    products: ProductTerms
+    scaled: ScaledBlockTerms
 
 
 @gemm_jit
 def fallback_group(c, fb, i, j, k0, k1, spec, sigs, lsbs, aexps):
-    """The fallback of one (output, group): its terms (``product_terms``, or
-    ``scaled_block_terms`` for block terms) through ``group_step``, as the term kernels
-    compute it (kept out of line: it is the rare case)."""
+    """The fallback of one (output, group): its terms through ``group_step`` exactly as the
+    term kernels compute them (:func:`~fpspec.fast.kernels.term_group`, steps 1 and 3-4;
+    kept out of line: it is the rare case)."""
     if fb.blocks:
-        n, special = scaled_block_terms(fb.ba, i, fb.bb, j, k0, k1, fb.term, fb.block_a, fb.block_b,
-                                        fb.scale_exponent, spec, sigs, lsbs, aexps)
-        return group_step(c, sigs, lsbs, aexps, n, special, NO_SPECIAL, spec)
-    n, special, overflow = product_terms(fb.ta, i, fb.tb, j, k0, k1, fb.exact_exponent, spec, sigs, lsbs, aexps)
-    return group_step(c, sigs, lsbs, aexps, n, special, overflow, spec)
+        return term_group(c, fb.scaled, i, j, k0, k1, spec, sigs, lsbs, aexps)
+    return term_group(c, fb.products, i, j, k0, k1, spec, sigs, lsbs, aexps)
 
 
 @gemm_jit(inline=True)
@@ -569,23 +565,24 @@ def _empty_blocks() -> ScaledBlockOperand:
 
 def no_fallback(model: GemmModel) -> Fallback:
     """A :class:`Fallback` of placeholders (no pair can fail the guard)."""
-    return Fallback(_empty_terms(), _empty_terms(), model.product_exponent == "exact", False, _empty_blocks(),
-                    _empty_blocks(), 1, 1, 1, False)
+    return Fallback(False, ProductTerms(_empty_terms(), _empty_terms(), model.product_exponent == "exact"),
+                    ScaledBlockTerms(_empty_blocks(), _empty_blocks(), 1, 1, 1, False))
 
 
 def _fallback(a, bt, model: GemmModel, fmt) -> Fallback:
     """The operands of the fallback: block terms' (``scale_placement="block"``) or product
     terms'."""
+    empty = no_fallback(model)
     if model.scale_placement == "block":
-        return no_fallback(model)._replace(
-            blocks=True, ba=scaled_block_operand(a, model), bb=scaled_block_operand(bt, model),
-            term=model.block_term_size or a.block, block_a=a.block, block_b=bt.block,
-            scale_exponent=model.block_exponent == "scales")
+        return empty._replace(blocks=True, scaled=ScaledBlockTerms(
+            scaled_block_operand(a, model), scaled_block_operand(bt, model), model.block_term_size or a.block,
+            a.block, bt.block, model.block_exponent == "scales"))
     if isinstance(a, QuantizedTensor):
-        return no_fallback(model)._replace(ta=quantized_operand(a, model), tb=quantized_operand(bt, model))
-    fa, fb = operand_formats(fmt)
-    return no_fallback(model)._replace(ta=code_operand(np.asarray(a), fa, model),
-                                       tb=code_operand(np.asarray(bt), fb, model))
+        ta, tb = quantized_operand(a, model), quantized_operand(bt, model)
+    else:
+        fa, fb = operand_formats(fmt)
+        ta, tb = code_operand(np.asarray(a), fa, model), code_operand(np.asarray(bt), fb, model)
+    return empty._replace(products=empty.products._replace(a=ta, b=tb))
 
 
 def partial_dtype(va: np.ndarray, vb: np.ndarray, sa, sb, logn: np.ndarray, spec, floor: int) -> type:
