@@ -1,7 +1,10 @@
 """Public conversion API: encode floats to codes, decode codes to floats (FPS-RND-*, FPS-FMT-*).
 
 ``impl="fast"`` (default) runs the Numba path, ``impl="exact"`` the executable
-spec in :mod:`fpspec.exact.rounding`; the two are bit-equal by test.  Every
+spec in :mod:`fpspec.exact.rounding`; the two are bit-equal by test.  Each verb resolves
+its arguments once (a :class:`~fpspec.formats.FloatFormat`, a
+:class:`~fpspec.choices.RoundingMode`, the :class:`~fpspec.choices.Policies` in force) and
+chooses the twin once (:func:`fpspec.twins.choose_twin`).  Every
 argument is checked before any element is read; a bad one raises
 :class:`~fpspec.errors.FpspecError` naming it (FPS-RND-16).  Arrays in the other
 byte order (``>f4``, ``>u2``) are taken by value: they are brought to the native
@@ -17,14 +20,12 @@ import numpy as np
 from .choices import DEFAULT_SR_BITS, MAX_SR_BITS, Policies, RoundingMode, check_nbits, default_policies
 from .choices import validate_mode, validate_policies
 from .errors import FpspecError
-from .exact.rounding import decode_exact_array, encode_exact
-from .fast.rounding import decode_fast, encode_fast, fp32_nan_to_float64_bits
-from .formats import CodeKind, FloatFormat, get_format
+from .formats import FloatFormat, get_format
 from .io import native_byte_order
+from .twins import choose_twin
 
 __all__ = ["encode", "decode", "resolve_policies", "resolve_format", "check_random_values"]
 
-_IMPLS = ("fast", "exact")
 #: The dtypes random values of stochastic rounding may have.
 _RANDOM_DTYPES = (np.dtype(np.uint8), np.dtype(np.uint16), np.dtype(np.uint32))
 
@@ -40,12 +41,6 @@ def resolve_format(fmt: object) -> FloatFormat:
         return get_format(fmt)
     except (KeyError, ValueError) as exc:
         raise FpspecError(str(exc).strip("'\"")) from None
-
-
-def _check_impl(impl: object) -> str:
-    if not isinstance(impl, str) or impl not in _IMPLS:
-        raise FpspecError(f"impl must be 'fast' or 'exact', got {impl!r}")
-    return impl
 
 
 def check_random_values(rbits: np.ndarray, nbits: int) -> None:
@@ -80,7 +75,7 @@ def encode(x: np.ndarray, fmt: FloatFormat | str, rounding: RoundingMode | str =
     """
     fmt = resolve_format(fmt)
     mode = RoundingMode.parse(rounding)
-    impl = _check_impl(impl)
+    twin = choose_twin(impl)
     if mode.stochastic:
         nbits = check_nbits(nbits, MAX_SR_BITS)
     validate_mode(fmt, mode)
@@ -88,9 +83,7 @@ def encode(x: np.ndarray, fmt: FloatFormat | str, rounding: RoundingMode | str =
     x, rbits = native_byte_order(x), native_byte_order(rbits)
     if mode.stochastic and isinstance(rbits, np.ndarray) and rbits.shape == np.shape(x):
         check_random_values(rbits, nbits)
-    if impl == "fast":
-        return encode_fast(x, fmt, mode, rbits=rbits, nbits=nbits, policies=pol)
-    return encode_exact(x, fmt, mode, rbits=rbits, nbits=nbits, policies=pol)
+    return twin.encode(x, fmt, mode, rbits=rbits, nbits=nbits, policies=pol)
 
 
 def decode(codes: np.ndarray, fmt: FloatFormat | str, *,
@@ -102,29 +95,5 @@ def decode(codes: np.ndarray, fmt: FloatFormat | str, *,
     every format here holds in float64.  Both refuse codes out of range, naming the first.
     """
     fmt = resolve_format(fmt)
-    impl = _check_impl(impl)
-    codes = native_byte_order(codes)
-    if impl == "fast":
-        return decode_fast(codes, fmt)
-    return decode_exact_codes(codes, fmt)
-
-
-def decode_exact_codes(codes: np.ndarray, fmt: FloatFormat) -> np.ndarray:
-    """The exact twin of :func:`fpspec.fast.rounding.decode_fast` (same checks, same output)."""
-    codes = np.asarray(codes)
-    if codes.dtype.kind not in "ui":
-        raise FpspecError(f"codes must be an unsigned integer array, got {codes.dtype}")
-    flat = codes.reshape(-1)
-    bad = np.flatnonzero((flat < 0) | (flat >= fmt.num_codes))
-    if bad.size:
-        idx = tuple(int(i) for i in np.unravel_index(int(bad[0]), codes.shape))
-        raise FpspecError(f"code {int(flat[bad[0]])} out of range for {fmt.name} ({fmt.bits} bits)", idx)
-    values = decode_exact_array(codes, fmt)
-    out = np.array([float(v) for v in values], dtype=np.float64)  # exact: every value fits float64
-    if fmt.signed:  # Fraction(0) has no sign: the negative zero code decodes to -0.0
-        out[(flat & fmt.sign_mask).astype(bool) & (out == 0)] = -0.0
-    if fmt.bits == 32:  # binary32 NaN codes keep their trailing significand (quieted)
-        nan = np.array([fmt.kind(int(c)) is CodeKind.NAN for c in flat], dtype=bool)
-        if nan.any():
-            out.view(np.uint64)[nan] = fp32_nan_to_float64_bits(flat[nan].astype(np.uint32))
-    return out.reshape(codes.shape)
+    twin = choose_twin(impl)
+    return twin.decode(native_byte_order(codes), fmt)

@@ -27,6 +27,7 @@ from .gemm_operands import (CODE_FORMATS, WHAT_IF_HINT, GemmWhatIfWarning, check
 from .io import native_byte_order
 from .models import LIBRARY_PRESETS, GemmModel, contract_of, get_model, resolve
 from .quantized import QuantizedTensor
+from .twins import choose_twin
 
 __all__ = ["gemm", "rowdot", "CODE_FORMATS", "GemmWhatIfWarning"]
 
@@ -123,8 +124,7 @@ def _checked(a, bt, model, fmt, impl, overrides, shape=None, allow_what_if=False
         raise FpspecError(f"allow_what_if must be True or False, got {allow_what_if!r}")
     contract = contract_of(model)
     m = get_model(_library_model(model, a, bt, fmt, shape), **overrides)
-    if impl not in ("fast", "exact"):
-        raise FpspecError(f"impl must be 'fast' or 'exact', got {impl!r}")
+    choose_twin(impl)  # (refused by name before any operand is read)
     if fmt is not None and isinstance(a, QuantizedTensor):
         raise FpspecError("fmt is only for code-array operands; quantized tensors carry their formats")
     a, bt, quantized = check_operands(a, bt, m, fmt)

@@ -20,7 +20,6 @@ and scheme-mxfp8.rst; in brief, for a tensor X:
 from __future__ import annotations
 
 import math
-from fractions import Fraction
 from typing import Literal, NamedTuple
 
 import numpy as np
@@ -28,18 +27,13 @@ import numpy as np
 from .choices import DEFAULT_SR_BITS
 from .convert import check_random_values
 from .errors import FpspecError
-from .exact.blocks import quantize_view_exact, rht16_exact, round_bf16_exact
-from .fast.blocks import quantize_view_fast
-from .fast.dequant import dequant_value_table, dequantize_blocks
-from .fast.rht import rht16_fast, round_bf16_fast
-from .fast.scan import BINARY32_OVERFLOW, scan_values
 from .fast.rounding import decode_table
-from .fast.transpose import transpose_fast
+from .fast.scan import BINARY32_OVERFLOW, scan_values
 from .formats import get_format
 from .io import native_byte_order
 from .quantized import CODES_SCHEME, QuantizedTensor
-from .schemes import BLOCK_SCHEMES, BlockResult, BlockSpec, Dequant, RhtOutput, parse_target, get_profile, get_scheme, \
-    resolve_spec
+from .schemes import BLOCK_SCHEMES, BlockResult, BlockSpec, Dequant, RhtOutput, get_scheme, resolve_spec
+from .twins import Twin, choose_twin
 
 __all__ = ["quantize", "dequantize", "quantize_view", "prepare_view", "tensor_amax", "PreparedView"]
 
@@ -90,14 +84,16 @@ def _check_input(x: object, block: int = 0) -> tuple[np.ndarray, np.float32, np.
 
 
 def prepare_view(x: np.ndarray, spec: BlockSpec, *, columnwise: bool = False, pad: bool = False,
-                 rht: bool = False, impl: str = "fast") -> PreparedView:
-    """Step 0: the view that is quantized (FPS-BLK-1, FPS-BLK-10, FPS-BLK-20)."""
-    # a rowwise, untransformed 1xB view is the input's own rows: the fast kernels get its block
-    # amaxes from the input scan (one pass over the input fewer)
-    same_rows = spec.tile == "1xB" and not columnwise and not rht and impl == "fast"
+                 rht: bool = False, impl: "str | Twin" = "fast") -> PreparedView:
+    """Step 0: the view that is quantized (FPS-BLK-1, FPS-BLK-10, FPS-BLK-20), by the twin
+    ``impl`` names (:func:`fpspec.twins.choose_twin`)."""
+    twin = choose_twin(impl)
+    # a rowwise, untransformed 1xB view is the input's own rows: a twin that takes block amaxes
+    # from the input scan gets them here (one pass over the input fewer)
+    same_rows = spec.tile == "1xB" and not columnwise and not rht and twin.block_amax_from_scan
     x, known_amax, block_amax = _check_input(x, spec.block if same_rows else 0)
     if columnwise:
-        v = transpose_fast(x) if impl == "fast" else np.ascontiguousarray(x.T)
+        v = twin.transpose(x)
     else:
         v = np.ascontiguousarray(x)
     if spec.arithmetic.binary32_input and v.dtype != np.float32:
@@ -115,9 +111,9 @@ def prepare_view(x: np.ndarray, spec: BlockSpec, *, columnwise: bool = False, pa
     if rht:
         if v.shape[1] % 16:
             raise FpspecError(f"the Hadamard transform needs K = {v.shape[1]} to be a multiple of 16")
-        v = rht16_exact(v) if impl == "exact" else rht16_fast(v)
+        v = twin.rht16(v)
         if spec.rht_output is RhtOutput.BF16:
-            v = round_bf16_exact(v) if impl == "exact" else round_bf16_fast(v)
+            v = twin.round_bf16(v)
         known: np.float32 | None = None
     else:
         known = known_amax
@@ -126,13 +122,9 @@ def prepare_view(x: np.ndarray, spec: BlockSpec, *, columnwise: bool = False, pa
     return PreparedView(v, (m, k), known, block_amax)
 
 
-def tensor_amax(v: np.ndarray, impl: str = "fast") -> np.float32:
+def tensor_amax(v: np.ndarray, impl: "str | Twin" = "fast") -> np.float32:
     """max |v| rounded to binary32 (a maximum has no order dependence) (FPS-BLK-5)."""
-    if v.size == 0:
-        return np.float32(0)
-    if impl == "exact":
-        return np.float32(max(abs(float(e)) for e in np.asarray(v).reshape(-1)))
-    return np.float32(scan_values(np.ascontiguousarray(v).reshape(-1)).amax)
+    return choose_twin(impl).tensor_amax(v)
 
 
 def _given_amax(amax: object) -> np.float32:
@@ -165,18 +157,15 @@ def _check_rbits(rbits: object, spec: BlockSpec, shape: tuple[int, int]) -> np.n
 
 
 def quantize_view(v: np.ndarray, spec: BlockSpec, amax: np.float32, rbits: np.ndarray | None = None,
-                  impl: str = "fast", want_dequant: bool = True,
+                  impl: "str | Twin" = "fast", want_dequant: bool = True,
                   block_amax: np.ndarray | None = None) -> BlockResult:
     """Steps 1-2 on a prepared view (used by quantize and by the GEMM models); ``block_amax``:
     the view's block amaxes as :func:`prepare_view` measured them (fast path only; the exact
     path measures its own)."""
+    twin = choose_twin(impl)
     if spec.rounding.stochastic:
         rbits = _check_rbits(rbits, spec, v.shape)
-    if impl == "exact":
-        return quantize_view_exact(v, spec, float(amax), rbits)
-    if impl == "fast":
-        return quantize_view_fast(v, spec, float(amax), rbits, want_dequant=want_dequant, block_amax=block_amax)
-    raise FpspecError(f"impl must be 'fast' or 'exact', got {impl!r}")
+    return twin.quantize_view(v, spec, amax, rbits, want_dequant=want_dequant, block_amax=block_amax)
 
 
 def _check_names(scheme: str, profile: object, block: object) -> None:
@@ -190,10 +179,43 @@ def _check_names(scheme: str, profile: object, block: object) -> None:
                           f"got {type(block).__name__} {block!r}")
 
 
-def quantize(x: np.ndarray, scheme: str = "ue5m3", *, profile: str | None = None, block: int | None = None,
-             tile: str = "1xB", target: float | None = None, amax: float | None = None,
-             rounding: str = "rne", rbits: np.ndarray | None = None, nbits: int = DEFAULT_SR_BITS,
-             columnwise: bool = False, rht: bool = False, scale_format: str | None = None,
+#: The settings of :func:`quantize` that make its :class:`~fpspec.schemes.BlockSpec` (a given spec
+#: carries them all).
+_SPEC_SETTINGS = ("profile", "block", "tile", "target", "rounding", "nbits", "scale_format", "zero_scale_rule",
+                  "sr_eval", "rht_output", "payload_format")
+
+
+def _spec_of(scheme: "str | BlockSpec", settings: dict[str, object]) -> BlockSpec:
+    """The call's resolved spec, made once (FPS-BLK-15): ``scheme`` itself when it is a resolved
+    :class:`~fpspec.schemes.BlockSpec` (then no setting may be given beside it), else the scheme's
+    profile resolved against the settings (None: the profile's or the scheme's default)."""
+    if isinstance(scheme, BlockSpec):
+        given = [k for k in _SPEC_SETTINGS if settings[k] is not None]
+        if given:
+            raise FpspecError(f"a resolved BlockSpec carries {', '.join(given)}: give them in the spec "
+                              f"(spec.with_(...) or fpspec.schemes.resolve_spec), not beside it")
+        return scheme
+    if not isinstance(scheme, str):
+        raise FpspecError(f"scheme must be a scheme name ({', '.join(BLOCK_SCHEMES)}) or a resolved BlockSpec, "
+                          f"got {type(scheme).__name__} {scheme!r}")
+    block = settings["block"]
+    _check_names(scheme, settings["profile"], block)
+    tile, rounding, nbits = settings["tile"], settings["rounding"], settings["nbits"]
+    return resolve_spec(scheme, settings["profile"],  # type: ignore[arg-type]
+                        block=None if block is None else int(block),  # type: ignore[call-overload]
+                        tile="1xB" if tile is None else tile,  # type: ignore[arg-type]
+                        target=settings["target"], scale_format=settings["scale_format"],  # type: ignore[arg-type]
+                        zero_scale_rule=settings["zero_scale_rule"],  # type: ignore[arg-type]
+                        rounding="rne" if rounding is None else rounding,  # type: ignore[arg-type]
+                        nbits=DEFAULT_SR_BITS if nbits is None else nbits,  # type: ignore[arg-type]
+                        sr_eval=settings["sr_eval"], rht_output=settings["rht_output"],  # type: ignore[arg-type]
+                        payload_format=settings["payload_format"])  # type: ignore[arg-type]
+
+
+def quantize(x: np.ndarray, scheme: "str | BlockSpec" = "ue5m3", *, profile: str | None = None,
+             block: int | None = None, tile: str | None = None, target: float | None = None,
+             amax: float | None = None, rounding: str | None = None, rbits: np.ndarray | None = None,
+             nbits: int | None = None, columnwise: bool = False, rht: bool = False, scale_format: str | None = None,
              zero_scale_rule: bool | None = None, sr_eval: str | None = None, rht_output: str | None = None,
              pad: bool = False, impl: Literal["fast", "exact"] = "fast",
              payload_format: str | None = None) -> QuantizedTensor:
@@ -207,13 +229,16 @@ def quantize(x: np.ndarray, scheme: str = "ue5m3", *, profile: str | None = None
             narrow it to binary32 (RNE), as their operation sequences do.  NaN, Inf and magnitudes
             whose binary32 rounding is infinite are refused.  An array in the other byte order
             (``>f4``, ``>f8``) is taken by value (brought to the native order here).
-        scheme: ``ue5m3``, ``nvfp4``, ``mxfp4`` or ``mxfp8`` (:data:`fpspec.schemes.BLOCK_SCHEMES`).
+        scheme: ``ue5m3``, ``nvfp4``, ``mxfp4`` or ``mxfp8`` (:data:`fpspec.schemes.BLOCK_SCHEMES`),
+            or a resolved :class:`~fpspec.schemes.BlockSpec` (``qt.spec`` of another tensor, or
+            :func:`fpspec.schemes.resolve_spec`), which carries every setting from ``profile`` to
+            ``payload_format`` below: none of them may be given beside it.
         profile: arithmetic profile name (default per scheme, see :mod:`fpspec.schemes`).
         block: block length B, an integer (default: the scheme's, 16; 32 for mxfp4 and mxfp8).
-        tile: ``1xB`` (one scale per B consecutive elements along K) or ``BxB``.
+        tile: ``1xB`` (one scale per B consecutive elements along K; the default) or ``BxB``.
         target: T, the scale the tensor amax maps to (default 448).
         amax: a given (held) tensor amax, >= 0 (delayed scaling); None measures max |V|.
-        rounding: payload rounding (``rne``, ``sr`` = midpoint SR, ``rna``, ...).
+        rounding: payload rounding (``rne``, the default; ``sr`` = midpoint SR, ``rna``, ...).
         rbits: random values, one per element of the view (uint8/16/32, below 2^nbits).
         nbits: N, the width of the random values of stochastic rounding (1..32; default 8).
         columnwise: quantize X^T (the backward GEMMs' operand layout).
@@ -223,23 +248,25 @@ def quantize(x: np.ndarray, scheme: str = "ue5m3", *, profile: str | None = None
         sr_eval: ``exact`` or ``fp32`` (seed-fp32 only: the seed's FP32 evaluation of its SR rule).
         rht_output: ``fp32`` or ``bf16``: the transformed view rounded to bfloat16 (default: the profile's).
         pad: zero-pad the view to whole blocks instead of refusing.
-        impl: ``fast`` (Numba) or ``exact`` (the Fraction spec); bit-equal.
+        impl: ``fast`` (Numba) or ``exact`` (the Fraction spec); bit-equal (:mod:`fpspec.twins`).
         payload_format: the element format: ``e2m1`` (ue5m3, nvfp4, mxfp4), or ``e4m3``
             (default) or ``e5m2`` for mxfp8 (FPS-BLK-26).
+
+    The returned tensor carries the resolved spec (``qt.spec``); :func:`dequantize` and the GEMM
+    models read it instead of resolving names again.
     """
-    if impl not in ("fast", "exact"):
-        raise FpspecError(f"impl must be 'fast' or 'exact', got {impl!r}")
-    _check_names(scheme, profile, block)
+    twin = choose_twin(impl)
+    spec = _spec_of(scheme, {"profile": profile, "block": block, "tile": tile, "target": target,
+                             "rounding": rounding, "nbits": nbits, "scale_format": scale_format,
+                             "zero_scale_rule": zero_scale_rule, "sr_eval": sr_eval, "rht_output": rht_output,
+                             "payload_format": payload_format})
     x, rbits = native_byte_order(x), native_byte_order(rbits)
-    spec = resolve_spec(scheme, profile, block=None if block is None else int(block), tile=tile, target=target,
-                        scale_format=scale_format, zero_scale_rule=zero_scale_rule, rounding=rounding, nbits=nbits,
-                        sr_eval=sr_eval, rht_output=rht_output, payload_format=payload_format)
-    v, orig, known, block_amax = prepare_view(x, spec, columnwise=columnwise, pad=pad, rht=rht, impl=impl)
+    v, orig, known, block_amax = prepare_view(x, spec, columnwise=columnwise, pad=pad, rht=rht, impl=twin)
     if amax is not None:
         g = _given_amax(amax)
     else:
-        g = known if known is not None else tensor_amax(v, impl)
-    res = quantize_view(v, spec, g, rbits, impl, want_dequant=False, block_amax=block_amax)
+        g = known if known is not None else twin.tensor_amax(v)
+    res = quantize_view(v, spec, g, rbits, twin, want_dequant=False, block_amax=block_amax)
     params = {
         "target": None if spec.target is None else str(spec.target),
         "zero_scale_rule": spec.zero_scale_rule,
@@ -253,11 +280,11 @@ def quantize(x: np.ndarray, scheme: str = "ue5m3", *, profile: str | None = None
         "padded": bool(v.shape != orig),
     }
     return QuantizedTensor(codes=res.codes, scales=res.scales, scale_format=spec.scale_format.name,
-                           block=spec.block, tile=tile, encode_scale=np.float32(res.encode_scale),
+                           block=spec.block, tile=spec.tile, encode_scale=np.float32(res.encode_scale),
                            decode_scale=np.float32(res.decode_scale), amax=np.float32(g),
-                           scheme=scheme, profile=spec.profile.name, columnwise=bool(columnwise),
+                           scheme=spec.profile.scheme, profile=spec.profile.name, columnwise=bool(columnwise),
                            payload_format=spec.payload_format.name, params=params,
-                           source_shape=tuple(np.shape(x)))
+                           source_shape=tuple(np.shape(x)), spec=spec)
 
 
 _OVERFLOW_REASON = {
@@ -273,19 +300,8 @@ _OVERFLOW_REASON = {
 _CODES_OVERFLOW_REASON = "q s exceeds binary32"
 
 
-def _container_target(qt: QuantizedTensor, prof) -> float | None:
-    """T of a quantized tensor's params, checked as quantize checks it."""
-    if not get_scheme(prof.scheme).tensor_scale:
-        return None
-    text = qt.params.get("target")
-    try:
-        t = Fraction(str(text))
-    except (TypeError, ValueError, ZeroDivisionError):
-        raise FpspecError(f"quantized tensor has no valid target T in its params, got {text!r}") from None
-    return float(parse_target(float(t)))
-
-
-def dequantize(qt: QuantizedTensor, *, overflow: Literal["error", "ieee"] = "error") -> np.ndarray:
+def dequantize(qt: QuantizedTensor, *, overflow: Literal["error", "ieee"] = "error",
+               impl: Literal["fast", "exact"] = "fast") -> np.ndarray:
     """float32 values of a quantized tensor, shape of ``qt.codes`` (FPS-BLK-14, FPS-BLK-21).
 
     A rowwise tensor quantized from a source of more than two dimensions comes back
@@ -306,13 +322,17 @@ def dequantize(qt: QuantizedTensor, *, overflow: Literal["error", "ieee"] = "err
     A value that the formula takes past binary32 (+-inf, or NaN for TE's 0 * inf) is
     refused, naming the first such element; ``overflow="ieee"`` returns the formula's
     IEEE result instead, as the source's kernel does.
+
+    ``impl``: ``fast`` (a table of every (scale code, payload code) pair, looked up per element)
+    or ``exact`` (:mod:`fpspec.exact.dequant`: every element by the formula on exact values);
+    bit-equal (:mod:`fpspec.twins`).
     """
     if not isinstance(qt, QuantizedTensor):
         raise FpspecError(f"dequantize takes a QuantizedTensor (from fpspec.quantize, or "
                           f"QuantizedTensor.from_npz for a file), got {_described(qt)}")
     if overflow not in ("error", "ieee"):
         raise FpspecError(f"overflow must be 'error' or 'ieee', got {overflow!r}")
-    values = _dequantize_view(qt, overflow)
+    values = _dequantize_view(qt, overflow, choose_twin(impl))
     src = qt.source_shape
     if src is not None and len(src) > 2 and not qt.columnwise:
         rows, k = math.prod(src[:-1]), src[-1]
@@ -333,11 +353,12 @@ def _formula(qt: QuantizedTensor) -> tuple[Dequant, float | None, str]:
     for a tensor built from codes q s, the factor MX's formula takes (F = s, D = 1), without T."""
     if qt.scheme == CODES_SCHEME:
         return Dequant.MX, None, _CODES_OVERFLOW_REASON
-    prof = get_profile(qt.scheme, qt.profile)
-    return prof.dequant, _container_target(qt, prof), _OVERFLOW_REASON[prof.dequant]
+    spec = qt.resolved_spec()  # (made once: by quantize, or on loading the tensor's file)
+    dequant = spec.profile.dequant
+    return dequant, None if spec.target is None else float(spec.target), _OVERFLOW_REASON[dequant]
 
 
-def _dequantize_view(qt: QuantizedTensor, overflow: str) -> np.ndarray:
+def _dequantize_view(qt: QuantizedTensor, overflow: str, twin: Twin) -> np.ndarray:
     formula, target, overflow_reason = _formula(qt)
     amax = float(qt.amax)
     if not math.isfinite(amax) or amax < 0:
@@ -347,8 +368,8 @@ def _dequantize_view(qt: QuantizedTensor, overflow: str) -> np.ndarray:
     if idx is not None:
         raise FpspecError(f"scale code {int(qt.scales[idx])} of block {list(idx)} is not a finite "
                           f"{qt.scale_format} value")
-    table = dequant_value_table(formula, qt.scale_format, qt.payload_format, amax, target, qt.decode_scale)
-    out, bad = dequantize_blocks(qt.codes, qt.scales, table, qt.block, qt.tile)
+    out, bad = twin.dequantize_blocks(qt.codes, qt.scales, formula, qt.scale_format, qt.payload_format, amax, target,
+                                      qt.decode_scale, qt.block, qt.tile)
     if bad >= 0 and overflow == "error":
         idx = tuple(int(i) for i in np.unravel_index(bad, qt.codes.shape))
         raise FpspecError(f"the dequantized value of element {list(idx)} is {float(out[idx])!r}: "

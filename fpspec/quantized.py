@@ -34,17 +34,17 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
 
+from .choices import DEFAULT_SR_BITS
 from .errors import FpspecError
-from .exact.binary32 import FLT_MAX
-from .formats import get_format
+from .formats import FP32, get_format
 from .io import load_npz, save_npz
-from .schemes import BLOCK_SCHEMES, get_profile, resolve_spec
+from .schemes import BLOCK_SCHEMES, BlockSpec, get_profile, resolve_spec
 
 __all__ = ["QuantizedTensor", "NPZ_KEYS", "CODES_SCHEME", "CODES_PAYLOAD_FORMATS", "row_indices"]
 
@@ -53,7 +53,7 @@ NPZ_KEYS = ("codes", "scales", "encode_scale", "decode_scale", "amax", "dequant"
 _SCALARS = ("encode_scale", "decode_scale", "amax")
 #: Payload formats a quantizer writes, over every scheme (each scheme takes its own subset).
 _PAYLOAD_FORMATS = tuple(dict.fromkeys(pf for s in BLOCK_SCHEMES.values() for pf in s.payload_formats))
-_FLT_MAX = Fraction(FLT_MAX)
+_FLT_MAX = FP32.max_finite  # (a Fraction)
 #: Scheme and profile name of a tensor built from codes and scale bytes (FPS-GEMM-4).
 CODES_SCHEME = "codes"
 #: Payload formats a tensor built from codes may hold: E2M1 and the MXFP8 payloads.
@@ -80,6 +80,10 @@ class QuantizedTensor:
     #: dimensions was flattened to the (M, K) view and :func:`~fpspec.quantization.dequantize`
     #: restores it.
     source_shape: tuple[int, ...] | None = None
+    #: The resolved spec the codes were made under (:class:`~fpspec.schemes.BlockSpec`): the one
+    #: :func:`~fpspec.quantization.quantize` made, or None until :meth:`resolved_spec` resolves
+    #: the names and params once (a file's tensor: on :meth:`validate`).  Not written to files.
+    spec: BlockSpec | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.codes, np.ndarray) or self.codes.dtype != np.uint8 or self.codes.ndim != 2:
@@ -107,6 +111,56 @@ class QuantizedTensor:
             raise FpspecError(f"scales shape {self.scales.shape} does not match codes {self.codes.shape} "
                               f"with {self.tile} tiles of {self.block}: expected {want}")
         get_format(self.scale_format)
+        if self.spec is not None:
+            self._check_spec_names()
+
+    def _check_spec_names(self) -> None:
+        """A given spec is the one the names say (FPS-BLK-15): a tensor never carries two answers."""
+        spec = self.spec
+        if not isinstance(spec, BlockSpec):
+            raise FpspecError(f"spec must be a resolved BlockSpec or None, got {type(spec).__name__}")
+        pairs = (("scheme", spec.profile.scheme), ("profile", spec.profile.name), ("block", spec.block),
+                 ("tile", spec.tile), ("scale_format", spec.scale_format.name),
+                 ("payload_format", spec.payload_format.name))
+        for name, want in pairs:
+            if getattr(self, name) != want:
+                raise FpspecError(f"{name} {getattr(self, name)!r} is not the spec's {want!r}")
+        target = self.params.get("target")
+        if target is not None and (spec.target is None or target != str(spec.target)):
+            raise FpspecError(f"params target {target!r} is not the spec's T = {spec.target}")
+
+    def resolved_spec(self) -> BlockSpec:
+        """The resolved spec of the tensor: the one it carries, else its names and params resolved
+        once (as :func:`~fpspec.schemes.resolve_spec` checks them) and kept (FPS-BLK-15)."""
+        if self.spec is None:
+            object.__setattr__(self, "spec", self._resolve_names())
+        return self.spec  # type: ignore[return-value]
+
+    def _resolve_names(self) -> BlockSpec:
+        if self.scheme == CODES_SCHEME:
+            raise FpspecError("a tensor built from codes has no block scheme: its values are q s (FPS-GEMM-4)")
+        for key in ("scheme", "profile", "scale_format"):
+            if not isinstance(getattr(self, key), str):
+                raise FpspecError(f"{key} must be a name, got {getattr(self, key)!r}")
+        prof = get_profile(self.scheme, self.profile)
+        p = self.params
+        target = None
+        if prof.target is not None:
+            if p.get("target") is None:
+                raise FpspecError(f"{self.scheme}/{self.profile} needs the target T, and params has none")
+            try:
+                target = Fraction(str(p["target"]))
+            except (ValueError, ZeroDivisionError):
+                raise FpspecError(f"target T must be a number, got {p['target']!r}") from None
+            if not 0 < target <= _FLT_MAX:
+                raise FpspecError(f"target T must be positive and at most FLT_MAX, got {p['target']}")
+            if Fraction(float(np.float32(float(target)))) != target:
+                raise FpspecError(f"target T {p['target']} is not exactly a binary32 value")
+        return resolve_spec(self.scheme, self.profile, block=int(self.block), tile=self.tile, target=target,
+                            scale_format=self.scale_format, zero_scale_rule=p.get("zero_scale_rule"),
+                            rounding=p.get("rounding", "rne"), nbits=p.get("nbits", DEFAULT_SR_BITS),
+                            sr_eval=p.get("sr_eval"), rht_output=p.get("rht_output"),
+                            payload_format=self.payload_format)
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -171,8 +225,10 @@ class QuantizedTensor:
     __iter__ = None
 
     def meta(self) -> dict:
-        d = {k: v for k, v in asdict(self).items()
-             if k not in ("codes", "scales", "encode_scale", "decode_scale", "amax")}
+        """The file's JSON metadata: the names and params (the spec is resolved again on load)."""
+        d = {f.name: getattr(self, f.name) for f in fields(self)
+             if f.name not in ("codes", "scales", "encode_scale", "decode_scale", "amax", "spec")}
+        d["params"] = json.loads(json.dumps(d["params"]))  # a deep copy, as asdict made
         if d["source_shape"] is None:
             del d["source_shape"]
         else:
@@ -237,25 +293,7 @@ class QuantizedTensor:
         if not isinstance(self.payload_format, str) or self.payload_format not in writes:
             raise FpspecError(f"payload format {self.payload_format!r} is not one fpspec writes"
                               + (f" for {self.scheme}" if sch is not None else "") + f" ({', '.join(writes)})")
-        for key in ("scheme", "profile", "scale_format"):
-            if not isinstance(getattr(self, key), str):
-                raise FpspecError(f"{key} must be a name, got {getattr(self, key)!r}")
-        prof = get_profile(self.scheme, self.profile)
-        target = None
-        if prof.target is not None:
-            if self.params.get("target") is None:
-                raise FpspecError(f"{self.scheme}/{self.profile} needs the target T, and params has none")
-            try:
-                target = Fraction(str(self.params["target"]))
-            except (ValueError, ZeroDivisionError):
-                raise FpspecError(f"target T must be a number, got {self.params['target']!r}") from None
-            if not 0 < target <= _FLT_MAX:
-                raise FpspecError(f"target T must be positive and at most FLT_MAX, got {self.params['target']}")
-            if Fraction(float(np.float32(float(target)))) != target:
-                raise FpspecError(f"target T {self.params['target']} is not exactly a binary32 value")
-        resolve_spec(self.scheme, self.profile, block=int(self.block), tile=self.tile, target=target,
-                     scale_format=self.scale_format, zero_scale_rule=self.params.get("zero_scale_rule"),
-                     rounding=self.params.get("rounding", "rne"), payload_format=self.payload_format)
+        self.resolved_spec()
         if not isinstance(self.columnwise, bool):
             raise FpspecError(f"columnwise must be true or false, got {self.columnwise!r}")
         for key in ("zero_scale_rule", "rht", "padded"):
@@ -330,7 +368,7 @@ class QuantizedTensor:
             meta = json.loads(str(z["meta"]))
         except json.JSONDecodeError as exc:
             raise FpspecError(f"{path}: meta is not JSON ({exc})") from None
-        known = {f.name for f in fields(cls)} - {"codes", "scales", *_SCALARS}
+        known = {f.name for f in fields(cls)} - {"codes", "scales", *_SCALARS, "spec"}
         if not isinstance(meta, dict):
             raise FpspecError(f"{path}: meta must be a JSON object, got {type(meta).__name__}")
         unknown = sorted(set(meta) - known)

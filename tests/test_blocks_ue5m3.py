@@ -296,11 +296,16 @@ def test_dequantize_refuses_inconsistent_containers():
     nan_scale[0, 1] = 0xF9
     for qt, msg in ((replace(q, codes=bad_code), r"payload code 31.*\[0, 17\]"),
                     (replace(q, scales=nan_scale), r"scale code 249 of block \[0, 1\]"),
-                    (replace(q, params={**q.params, "target": None}), "target T"),
-                    (replace(q, params={**q.params, "target": "0"}), "finite and positive"),
+                    (replace(q, params={**q.params, "target": None}, spec=None), "needs the target T"),
+                    (replace(q, params={**q.params, "target": "0"}, spec=None), "must be positive"),
                     (replace(q, amax=np.float32(-1)), "amax")):
         with pytest.raises(FpspecError, match=msg):
             dequantize(qt)
+    # a tensor never carries two answers: params that contradict the spec it carries are refused
+    with pytest.raises(FpspecError, match=r"params target '2048' is not the spec's T = 448"):
+        replace(q, params={**q.params, "target": "2048"})
+    with pytest.raises(FpspecError, match=r"block 32 is not the spec's 16"):
+        replace(q, block=32, scales=np.zeros((q.codes.shape[0], q.codes.shape[1] // 32), np.uint8))
     with pytest.raises(FpspecError, match="overflow must be"):
         dequantize(q, overflow="clip")
 

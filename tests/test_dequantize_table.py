@@ -16,17 +16,17 @@ import pytest
 
 from fpspec.errors import FpspecError
 from fpspec.fast.dequant import dequant_factors
-from fpspec.quantization import _container_target, dequantize, quantize
-from fpspec.schemes import get_profile
+from fpspec.quantization import dequantize, quantize
 
 _E2M1 = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0])
 
 
 def _reference(qt) -> np.ndarray:
     """fp32((q F) / D) element by element, F per block from :func:`dequant_factors`."""
-    prof = get_profile(qt.scheme, qt.profile)
-    factors, divisor = dequant_factors(prof.dequant, qt.scales, qt.scale_format, float(qt.amax),
-                                       _container_target(qt, prof), qt.decode_scale)
+    spec = qt.resolved_spec()
+    target = None if spec.target is None else float(spec.target)
+    factors, divisor = dequant_factors(spec.profile.dequant, qt.scales, qt.scale_format, float(qt.amax), target,
+                                       qt.decode_scale)
     f = np.asarray(factors, dtype=np.float64).reshape(qt.scales.shape)
     if qt.tile == "BxB":
         f = np.repeat(f, qt.block, axis=0)

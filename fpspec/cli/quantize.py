@@ -48,7 +48,7 @@ def _cmd_quantize(args: argparse.Namespace) -> int:
 def _cmd_dequantize(args: argparse.Namespace) -> int:
     check_output(args.out, suffix=".npy", inputs=[args.input])
     qt = QuantizedTensor.from_npz(args.input)
-    save_npy(args.out, dequantize(qt))
+    save_npy(args.out, dequantize(qt, impl=args.impl))
     return 0
 
 
@@ -98,6 +98,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "file is validated first (scheme, profile, block, target, amax, codes).")
     p.add_argument("input", metavar="OUT.npz")
     p.add_argument("--out", required=True, metavar="X.npy", help="output float32 values (.npy; written atomically)")
+    p.add_argument("--impl", choices=["fast", "exact"], default="fast", help=argparse.SUPPRESS)
     p.set_defaults(func=_cmd_dequantize)
 
 

@@ -47,10 +47,10 @@ from ..choices import (
     validate_policies,
 )
 from ..errors import FpspecError
-from ..formats import FloatFormat, get_format
+from ..formats import CodeKind, FloatFormat, get_format
 
 __all__ = ["round_to_code", "round_up_decision", "round_up_decision_int", "round_up_decision_bits", "locate",
-           "encode_exact", "decode_exact_array", "exact_value"]
+           "encode_exact", "decode_exact_array", "decode_exact_codes", "fp32_nan_to_float64_bits", "exact_value"]
 
 Number = Fraction | float | int
 
@@ -190,12 +190,20 @@ def round_to_code(x: Number, fmt: FloatFormat | str, mode: RoundingMode | str = 
     fmt = get_format(fmt)
     mode = RoundingMode.parse(mode)
     pol = _checked_policies(fmt, mode, policies)
-    if not isinstance(x, (float, int, Fraction)):
-        x = float(x)  # NumPy / ml_dtypes float scalars widen to a Python float exactly
     if mode.stochastic:
         check_nbits(nbits)
-        if r is None or not 0 <= r < (1 << nbits):
-            raise FpspecError(f"stochastic mode {mode.value} needs r in [0, 2^{nbits}), got {r}")
+    return _round_checked(x, fmt, mode, r, nbits, pol)
+
+
+def _round_checked(x: Number, fmt: FloatFormat, mode: RoundingMode, r: int | None, nbits: int,
+                   pol: Policies) -> int:
+    """Steps 1-7 of :func:`round_to_code` on arguments its door resolved and checked (a format,
+    a mode, policies the format honours, a valid ``nbits``): what :func:`encode_exact` runs per
+    element."""
+    if not isinstance(x, (float, int, Fraction)):
+        x = float(x)  # NumPy / ml_dtypes float scalars widen to a Python float exactly
+    if mode.stochastic and (r is None or not 0 <= r < (1 << nbits)):
+        raise FpspecError(f"stochastic mode {mode.value} needs r in [0, 2^{nbits}), got {r}")
 
     # 1. NaN
     if isinstance(x, float) and math.isnan(x):
@@ -333,7 +341,7 @@ def encode_exact(x: np.ndarray, fmt: FloatFormat | str, mode: RoundingMode | str
     codes = []
     for i, (v, r) in enumerate(zip(values, flat_r)):
         try:
-            codes.append(round_to_code(v, fmt, mode, r=r, nbits=nbits, policies=pol))
+            codes.append(_round_checked(v, fmt, mode, r, nbits, pol))
         except FpspecError as exc:
             where = tuple(int(j) for j in np.unravel_index(i, x.shape)) if x.shape else ()
             raise FpspecError(str(exc), where) from None
@@ -345,3 +353,33 @@ def decode_exact_array(codes: np.ndarray, fmt: FloatFormat | str) -> list[Fracti
     """Decode every code with :meth:`FloatFormat.decode_exact` (flat list, row-major)."""
     fmt = get_format(fmt)
     return [fmt.decode_exact(int(c)) for c in np.asarray(codes).reshape(-1)]
+
+
+def decode_exact_codes(codes: np.ndarray, fmt: FloatFormat) -> np.ndarray:
+    """Decode codes to float64 values, every code by :meth:`FloatFormat.decode_exact` (FPS-FMT-3):
+    the exact twin of :func:`fpspec.fast.rounding.decode_fast` (same checks, same output)."""
+    codes = np.asarray(codes)
+    if codes.dtype.kind not in "ui":
+        raise FpspecError(f"codes must be an unsigned integer array, got {codes.dtype}")
+    flat = codes.reshape(-1)
+    bad = np.flatnonzero((flat < 0) | (flat >= fmt.num_codes))
+    if bad.size:
+        idx = tuple(int(i) for i in np.unravel_index(int(bad[0]), codes.shape))
+        raise FpspecError(f"code {int(flat[bad[0]])} out of range for {fmt.name} ({fmt.bits} bits)", idx)
+    values = decode_exact_array(codes, fmt)
+    out = np.array([float(v) for v in values], dtype=np.float64)  # exact: every value fits float64
+    if fmt.signed:  # Fraction(0) has no sign: the negative zero code decodes to -0.0
+        out[(flat & fmt.sign_mask).astype(bool) & (out == 0)] = -0.0
+    if fmt.bits == 32:  # binary32 NaN codes keep their trailing significand (quieted)
+        nan = np.array([fmt.kind(int(c)) is CodeKind.NAN for c in flat], dtype=bool)
+        if nan.any():
+            out.view(np.uint64)[nan] = fp32_nan_to_float64_bits(flat[nan].astype(np.uint32))
+    return out.reshape(codes.shape)
+
+
+def fp32_nan_to_float64_bits(u: np.ndarray) -> np.ndarray:
+    """float64 bits of binary32 NaN codes: sign kept, quiet bit set, the trailing significand
+    moved to the top of float64's (IEEE 754 sec. 6.2.3 widening, as x86 and Arm convert)."""
+    u64 = u.astype(np.uint64)
+    return ((u64 >> np.uint64(31)) << np.uint64(63)) | np.uint64(0x7FF8000000000000) | \
+        ((u64 & np.uint64(0x7FFFFF)) << np.uint64(29))
