@@ -35,8 +35,8 @@ _EXPORTS: dict[str, str] = {
     "FORMATS": "fpspec.formats",
     "RoundingMode": "fpspec.choices",
     "GemmModel": "fpspec.models",
-    "get_model": "fpspec.models",
-    "PRESETS": "fpspec.models",
+    "get_model": "fpspec.presets",
+    "PRESETS": "fpspec.presets",
     "range_bounds": "fpspec.bounds",
     "FpspecError": "fpspec.errors",
 }
@@ -64,7 +64,8 @@ if TYPE_CHECKING:  # static type checkers and IDEs see the real names
     from .errors import FpspecError
     from .formats import FORMATS, FloatFormat, get_format
     from .matmul import gemm
-    from .models import PRESETS, GemmModel, get_model
+    from .models import GemmModel
+    from .presets import PRESETS, get_model
     from .quantization import dequantize, quantize
     from .quantized import QuantizedTensor
     from .vectors.checker import check

@@ -140,7 +140,7 @@ def _resolve_rht_output(name: str) -> object:
 
 def _resolve_preset(name: str) -> object:
     """A GEMM preset (``fpspec gemm --model NAME``)."""
-    return importlib.import_module("fpspec.models").PRESETS[name]
+    return importlib.import_module("fpspec.presets").PRESETS[name]
 
 
 SELECTOR_KINDS.update({

@@ -25,7 +25,9 @@ from .fast.accumulate import FastPathUnsupported, gemm_fast, rowdot_fast, suppor
 from .gemm_operands import (CODE_FORMATS, WHAT_IF_HINT, GemmWhatIfWarning, check_codes_in_range, check_operands,
                             contract_violation, place_tensor_scales)
 from .io import native_byte_order
-from .models import LIBRARY_PRESETS, GemmModel, contract_of, get_model, resolve
+from .cublas.library import LIBRARY_PRESETS, resolve
+from .models import GemmModel, contract_of
+from .presets import get_model
 from .quantized import QuantizedTensor
 from .twins import choose_twin
 
@@ -39,7 +41,7 @@ def gemm(a: Any, bt: Any, model: "str | GemmModel", *, fmt: str | None = None, i
     Args:
         a: M x K operand: a QuantizedTensor, or a code array (with ``fmt``).
         bt: N x K operand (the columns of B as rows), of the same kind as ``a``.
-        model: a preset name (:data:`fpspec.models.PRESETS`) or a GemmModel.
+        model: a preset name (:data:`fpspec.presets.PRESETS`) or a GemmModel.
         fmt: the code format of code-array operands: e4m3, e5m2, fp16, bf16.
         impl: "fast" (Numba, default) or "exact" (the executable spec).
         shape: (M, N, K) of the GEMM a library preset (``cublas-h200-*``) is resolved at
@@ -97,7 +99,7 @@ def _library_model(model, a, bt, fmt, shape) -> "str | GemmModel":
         if shape is not None:
             raise FpspecError("shape is for library presets (cublas-h200-*), whose model depends on it")
         return model
-    from .cublas_h200 import call_shape
+    from .cublas.h200 import call_shape
 
     if not isinstance(a, QuantizedTensor) and (np.ndim(a) != 2 or np.ndim(bt) != 2):
         raise FpspecError(f"A and BT must be 2-D code arrays, got {np.ndim(a)}-D and {np.ndim(bt)}-D")

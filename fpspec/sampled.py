@@ -24,7 +24,8 @@ import numpy as np
 from .errors import FpspecError
 from .io import native_byte_order
 from .matmul import gemm
-from .models import LIBRARY_PRESETS, GemmModel
+from .cublas.library import LIBRARY_PRESETS
+from .models import GemmModel
 from .quantized import QuantizedTensor, row_indices
 
 __all__ = ["gemm_sample", "check_gemm_sample", "SampleCheck", "Mismatch", "parse_selection", "whole_tile_rows",

@@ -90,7 +90,7 @@ def test_quantized_operands_fast_equals_exact(pa, pb, preset):
     # the Numba path itself takes FP8 payloads (no FastPathUnsupported fallback)
     from fpspec.exact.accumulate import tensor_alpha
     from fpspec.matmul import gemm_fast
-    from fpspec.models import get_model
+    from fpspec.presets import get_model
 
     model = get_model(preset)
     assert np.array_equal(_bits(gemm_fast(qa, qb, model, fmt=None, alpha=tensor_alpha(qa, qb, model))), _bits(yf))

@@ -1,28 +1,26 @@
-"""The offline cuBLAS shape rule of fpspec.cublas_h200 (FPS-CUB-1..5, docs/cublas-h200.rst):
-the generated table, kernel names and launch grids, predictions at hand-checked shapes,
-the leave-one-shape-out rates the docs quote, and bad input."""
+"""The offline cuBLAS shape rule of fpspec.cublas.h200 (FPS-CUB-1..5, docs/cublas-h200.rst):
+the recorded calls (a data file the rule tool generates), kernel names and launch grids,
+predictions at hand-checked shapes, the leave-one-shape-out rates the docs quote, and bad input."""
 
 from __future__ import annotations
 
+import gzip
 import hashlib
-import sys
+import json
 from pathlib import Path
 
 import pytest
 
-from fpspec import cublas_h200 as ch
-from fpspec import models
-from fpspec import cublas_h200_table as tab
+from fpspec.cublas import h200 as ch
+from fpspec.cublas import library
 from fpspec.errors import FpspecError
+from tools.cublas import rule as rule_tool
 
 ROOT = Path(__file__).resolve().parents[1]
 SWEEP = ROOT / "vectors" / "provenance" / "h200-cublas" / "sweep.jsonl"
 HELDOUT = ROOT / "vectors" / "provenance" / "h200-cublas" / "heldout.jsonl"
 SOURCES = (SWEEP, HELDOUT, HELDOUT.with_name("heldout2.jsonl"), HELDOUT.with_name("heldout3.jsonl"),
            *(HELDOUT.with_name(f"train{i}.jsonl.gz") for i in (1, 2, 3)))
-sys.path.insert(0, str(ROOT / "tools"))
-
-import h200_cublas_rule as rule_tool  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -36,33 +34,55 @@ def table_calls() -> list[dict]:
     return [c for p in SOURCES for c in rule_tool.read_sweep(p)[1]]
 
 
-# ------------------------------------------------------------------ the generated table
-def test_fps_cub_4_generated_table_reproduces_from_the_committed_sweep():
-    """FPS-CUB-4: regenerating the table module from the committed sweep and held-out runs
-    gives the committed file byte for byte, and the file names each source's sha256."""
-    text = rule_tool.module_text(SOURCES)
-    committed = (ROOT / "fpspec" / "cublas_h200_table.py").read_text()
-    assert text == committed, "fpspec/cublas_h200_table.py is stale: run the command in its header"
-    assert tab.SOURCES == tuple((p.relative_to(ROOT).as_posix(),
+# ------------------------------------------------------------------ the recorded calls
+def test_fps_cub_4_recorded_calls_reproduce_from_the_committed_runs():
+    """FPS-CUB-4: regenerating the recorded calls from the committed sweep, held-out and
+    training runs gives the committed data file's JSON text exactly, and the file names each
+    source's sha256 (of its content) and the command that regenerates it."""
+    text = rule_tool.calls_text(SOURCES)
+    committed = gzip.decompress(ch.CALLS_FILE.read_bytes()).decode()
+    assert text == committed, f"{ch.CALLS_FILE} is stale: run the command it names ('command')"
+    data = json.loads(committed)
+    assert data["schema"] == ch.CALLS_SCHEMA == "fpspec-cublas-h200-calls/1"
+    assert data["command"].startswith("python3 -m tools.cublas.rule emit vectors/provenance/h200-cublas/sweep.jsonl ")
+    rec = ch.recorded_calls()
+    assert rec.sources == tuple((p.relative_to(ROOT).as_posix(),
                                  hashlib.sha256(rule_tool.run_text(p).encode()).hexdigest()) for p in SOURCES)
-    assert tab.SWEEP_SHA256 == hashlib.sha256(SWEEP.read_bytes()).hexdigest()
-    assert tab.SWEEP_FILE == "vectors/provenance/h200-cublas/sweep.jsonl"
-    assert tab.DEVICE["gpu"] == "NVIDIA H200" and tab.DEVICE["sm_count"] == 132
-    assert len(text.splitlines()) < 5000               # 17,066 calls packed a shape per group
+    assert rec.sources[0] == ("vectors/provenance/h200-cublas/sweep.jsonl",
+                              hashlib.sha256(SWEEP.read_bytes()).hexdigest())
+    assert rec.device["gpu"] == "NVIDIA H200" and rec.device["sm_count"] == 132
+    assert len(ch.CALLS_FILE.read_bytes()) < 200_000       # 29,806 calls, compressed
     assert "heldout4" not in text and "heldout5" not in text  # the acceptance sets are never sources
 
 
-def test_emit_module_through_the_rule_tool(tmp_path):
-    import h200_cublas_rule as rule
-
-    out = tmp_path / "table.py"
-    # the CLI writes what module_text gives (for the whole table: the test above), here for
-    # the sweep and the first held-out run alone
-    assert rule.main(["emit", str(SWEEP), str(HELDOUT), "--out", str(out)]) == 0
-    text = out.read_text()
-    assert text == rule_tool.module_text([SWEEP, HELDOUT]) and "heldout.jsonl" in text and "train1" not in text
+def test_emit_through_the_rule_tool(tmp_path):
+    out = tmp_path / "calls.json.gz"
+    # the CLI writes what calls_text gives (for the whole table: the test above), here for
+    # the sweep and the first held-out run alone; the same runs give the same bytes
+    assert rule_tool.main(["emit", str(SWEEP), str(HELDOUT), "--out", str(out)]) == 0
+    first = out.read_bytes()
+    text = gzip.decompress(first).decode()
+    assert text == rule_tool.calls_text([SWEEP, HELDOUT]) and "heldout.jsonl" in text and "train1" not in text
+    assert rule_tool.main(["emit", str(SWEEP), str(HELDOUT), "--out", str(out)]) == 0 and out.read_bytes() == first
+    small = ch.recorded_calls(out)
+    # the two runs' calls, one per shape run (FP8 runs N and K rounded up to 16)
+    assert {t: len(v) for t, v in small.observations.items()} == {"torch-bf16": 524, "torch-fp16": 524,
+                                                                 "torch-scaled-mm": 521, "torch-scaled-mm-fast": 521}
     with pytest.raises(SystemExit):
-        rule.main(["emit", str(SWEEP.parent), "--out", str(out)])   # a directory
+        rule_tool.main(["emit", str(SWEEP.parent), "--out", str(out)])   # a directory
+
+
+def test_recorded_calls_refuse_a_damaged_file(tmp_path):
+    """A missing, damaged or foreign data file is one FpspecError naming it."""
+    bad = tmp_path / "calls.json.gz"
+    with pytest.raises(FpspecError, match="calls.json.gz: not a table of recorded cuBLAS calls"):
+        ch.recorded_calls(bad)
+    bad.write_bytes(b"not gzip")
+    with pytest.raises(FpspecError, match="not a table of recorded cuBLAS calls"):
+        ch.recorded_calls(bad)
+    bad.write_bytes(gzip.compress(json.dumps({"schema": "other/1"}).encode()))
+    with pytest.raises(FpspecError, match="schema 'other/1'"):
+        ch.recorded_calls(bad)
 
 
 def test_table_holds_every_swept_call(table_calls):
@@ -113,7 +133,7 @@ def test_fps_cub_1_kernel_names():
                                           "false, true, true, false, 7, false>")
     assert ch.parse_kernel_name(gemv).kclass == "simt" and ch.kernel_family(gemv) == "simt"
     with pytest.raises(FpspecError, match="simt kernel internal::gemvx::kernel.* is not modelled"):
-        models.model_for_kernel("cublas-h200-bf16", (1, 500, 96), gemv, (125, 1, 1))
+        library.model_for_kernel("cublas-h200-bf16", (1, 500, 96), gemv, (125, 1, 1))
     red = "void cublasLt::splitKreduce_kernel<32, 16, int, float, float, float, float, false>(cublasLt::Params)"
     assert ch.parse_kernel_name(red).kclass == "reduce"
     assert ch.parse_kernel_name("some_kernel").kclass == "other"
@@ -234,7 +254,7 @@ BIT_CHECKED = [("torch-bf16", (4096, 1, 4096)), ("torch-bf16", (1000, 1, 32768))
 def test_fps_cub_3_plans_reproduce_the_sampled_bits(sweep_calls):
     """FPS-CUB-3: at hand-picked calls the target's preset with the plan's S reproduces
     every sampled output of the H200, and the neighbouring slice counts do not."""
-    import h200_cublas_fit as fit
+    from tools.cublas import fit
 
     by = {(c["target"], tuple(c["shape"])): c for c in sweep_calls}
     for key in BIT_CHECKED:

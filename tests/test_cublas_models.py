@@ -5,26 +5,24 @@ bit for bit, SIMT kernels are a clear error, and the acceptance and observer too
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from fpspec import cublas_h200 as ch
-from fpspec import models
+from fpspec.cublas import h200 as ch
+from fpspec.cublas import library
 from fpspec.adapters.torch_gemm import OBSERVE_TAG, observation_from_trace
 from fpspec.cli import main
 from fpspec.errors import FpspecError
 from fpspec.matmul import gemm
-from fpspec.models import LIBRARY_PRESETS, PRESETS, get_model, presets_json, resolve
+from fpspec.cublas.library import LIBRARY_PRESETS, resolve
+from fpspec.presets import PRESETS, get_model, presets_json
+from tools.cublas import accept as accept_tool
+from tools.cublas.common import bits_from_hex, codes_numpy, read_records
 
 ROOT = Path(__file__).resolve().parents[1]
 SWEEP = ROOT / "vectors" / "provenance" / "h200-cublas" / "sweep.jsonl"
-sys.path.insert(0, str(ROOT / "tools"))
-
-import h200_cublas_accept as accept_tool  # noqa: E402
-from h200_cublas_common import bits_from_hex, codes_numpy, read_records  # noqa: E402
 
 #: (target, shape) -> family, one or two calls of every modelled family of the sweep
 PICKED = {
@@ -170,9 +168,9 @@ def test_fps_cub_7_kernel_families_and_slices():
     assert ch.cutlass_slices(14000, 16, 8) == (880,) * 15 + (800,)
     assert ch.cutlass_slices(5000, 313, 8)[:1] == (16,) and len(ch.cutlass_slices(5000, 313, 8)) == 313
     assert ch.cutlass_slices(64, 2, 64) == (32, 32)          # 64 would give one slice: units of 8
-    m = models.model_for_kernel("torch-bf16", (8192, 17, 4000), s1688, (128, 1, 4))
+    m = library.model_for_kernel("torch-bf16", (8192, 17, 4000), s1688, (128, 1, 4))
     assert m.slice_plan == (1000,) * 4 and m.group_size == 8
-    m = models.model_for_kernel("torch-bf16", (4096, 33, 8192), s1688, (64, 1, 6))
+    m = library.model_for_kernel("torch-bf16", (4096, 33, 8192), s1688, (64, 1, 6))
     assert m.slice_plan == (1408,) * 5 + (1152,)
     assert ch.cutlass_slices(1000, 1) is None
     names = {"nvjet_sm90_tss_64x32_64x16_2x4_h_bz_splitK_TNT": "nvjet",
@@ -182,14 +180,14 @@ def test_fps_cub_7_kernel_families_and_slices():
              "void gemmSN_TN_kernel<float, 128, 16, 2, 4, 8, 9, false>(int)": "simt"}
     for name, fam in names.items():
         assert ch.kernel_family(name) == fam
-    m = models.model_for_kernel("torch-bf16", (100, 100, 5000), "cutlass_80_tensorop_s16816gemm_bf16_64x64_64x6_tn_align2",
-                            (4, 1, 33))
+    m = library.model_for_kernel("torch-bf16", (100, 100, 5000),
+                                 "cutlass_80_tensorop_s16816gemm_bf16_64x64_64x6_tn_align2", (4, 1, 33))
     assert (m.group_size, m.k_tile, m.slice_residue, m.slice_plan[0], m.window_bits) == (16, 64, "first", 152, 25)
-    m = models.model_for_kernel("cublas-h200-bf16", (31, 31, 1000), "cutlass_75_tensorop_s1688gemm_bf16_64x64_tn_align1",
-                            (1, 1, 16))
+    m = library.model_for_kernel("cublas-h200-bf16", (31, 31, 1000),
+                                 "cutlass_75_tensorop_s1688gemm_bf16_64x64_tn_align1", (1, 1, 16))
     assert (m.group_size, m.k_tile, m.slice_plan[:2]) == (8, ch.S1688_K_TILE, (64, 64))
     with pytest.raises(FpspecError, match="not modelled"):
-        models.model_for_kernel("torch-bf16", (7, 7, 64), "void gemmSN_TN_kernel<float, 128>(int)", (1, 1, 1))
+        library.model_for_kernel("torch-bf16", (7, 7, 64), "void gemmSN_TN_kernel<float, 128>(int)", (1, 1, 1))
 
 
 def _trace(kernels: list[tuple[str, list[int]]]) -> dict:
@@ -261,10 +259,10 @@ def test_fps_cub_9_accept_tool_on_sweep_subset(tmp_path, picked):
 
 
 def test_fps_cub_8_observe_tool_on_cpu(tmp_path):
-    """FPS-CUB-8: tools/h200_cublas_observe.py runs end to end on torch's CPU ops (no
+    """FPS-CUB-8: tools/cublas/observe.py runs end to end on torch's CPU ops (no
     kernels there: nothing modelled by the observer, the offline model compared)."""
     pytest.importorskip("torch")
-    import h200_cublas_observe as obs_tool
+    from tools.cublas import observe as obs_tool
 
     shapes = tmp_path / "shapes.txt"
     shapes.write_text("16 32 64\n")
@@ -304,7 +302,7 @@ def test_fps_cub_10_persistent_launch_gives_candidates():
     assert (c.confidence, c.candidates, c.tiles, c.p, c.s) == ("candidates", (3, 4, 5), 56, None, None)
     assert not c.modelled
     with pytest.raises(FpspecError, match="settle_choice"):
-        models.kernel_model(c)
+        library.kernel_model(c)
     assert ch.persistent_candidates(14864, 128, 56, 120, (4, 1)) == (3, 4, 5)
     assert ch.persistent_candidates(14864, 128, 56, 120, (2, 1)) == ()      # clusters of 2 persist on 132
     assert ch.persistent_candidates(14864, 128, 56, 132, (2, 1)) == (3, 4, 5)
@@ -313,7 +311,7 @@ def test_fps_cub_10_persistent_launch_gives_candidates():
     assert odd.confidence == "unknown" and "not a whole number" in odd.note
     s = ch.settled(c, 4)
     assert (s.confidence, s.p, s.s) == ("outputs", 4, 3840) and s.modelled
-    assert models.kernel_model(s) == get_model("km-h100-fp8-promote128", require_full_groups=False, split_k=3840)
+    assert library.kernel_model(s) == get_model("km-h100-fp8-promote128", require_full_groups=False, split_k=3840)
     with pytest.raises(FpspecError, match="not a candidate"):
         ch.settled(c, 2)
 
@@ -329,10 +327,10 @@ def test_fps_cub_10_settle_choice_on_the_calls_outputs(persistent_call):
     c = ch.plan_from_kernel("torch-scaled-mm", 1, 3344, 14864, _GEMV_FP8, [4, 30, 1])
     got = settle_choice(c, a, bt[::2], want[::2])            # settled on half the sample
     assert (got.p, got.s) == (4, 3840)
-    assert np.array_equal(gemm(a, bt[1::2], models.kernel_model(got), fmt="e4m3").astype(np.float32)
+    assert np.array_equal(gemm(a, bt[1::2], library.kernel_model(got), fmt="e4m3").astype(np.float32)
                           .reshape(-1).view(np.uint32), want[1::2])      # the other half reproduced
     for p in (3, 5):
-        other = models.kernel_model(ch.settled(c, p))
+        other = library.kernel_model(ch.settled(c, p))
         assert (gemm(a, bt, other, fmt="e4m3").astype(np.float32).reshape(-1).view(np.uint32) != want).any()
     bad = want.copy()
     bad[5] ^= 1
@@ -384,3 +382,52 @@ def test_fps_cub_10_observation_settles_and_accept_scores_the_other_half(tmp_pat
     d = rep["targets"]["torch-scaled-mm"]["all"]
     assert (d["outputs"], d["observer_outputs"], d["observer"], d["settled_calls"]) == (64, 32, 32, 1)
     assert "settled" in rep["failures"][0]
+
+
+_LAZY = """
+from fpspec.cublas import h200, library
+import fpspec.matmul
+before = h200.recorded_calls.cache_info().currsize
+names = library.LIBRARY_PRESETS
+library.LIBRARY
+after = h200.recorded_calls.cache_info().currsize
+h200.predict("torch-bf16", 64, 64, 64)
+print(before, after, h200.default_predictor.cache_info().currsize, ",".join(names))
+"""
+
+
+def test_recorded_calls_read_on_first_use():
+    """The recorded calls are data read once, when a prediction or the library presets'
+    backing (LIBRARY) first needs them: importing fpspec.cublas.library and fpspec.matmul
+    reads nothing, and the library presets' names need no data."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", _LAZY], capture_output=True, text=True, check=True, cwd=ROOT).stdout
+    assert out.split() == ["0", "1", "1", "cublas-h200-bf16,cublas-h200-fp16,cublas-h200-fp8,cublas-h200-fp8-fast"]
+
+
+def test_fps_cub_6_resolution_says_where_the_answer_comes_from(capsys):
+    """FPS-CUB-6: ``resolution`` gives the model resolve gives and whether it comes from a
+    recorded call, the rule (no kernel splits K) or the nearest recorded shapes (a guess),
+    with the reason; the CLI's JSON carries the same basis; a fixed preset is refused."""
+    rec = library.resolution("cublas-h200-bf16", (128, 128, 16384))
+    assert (rec.basis, rec.model, rec.shape) == ("recorded", resolve("cublas-h200-bf16", (128, 128, 16384)),
+                                                 (128, 128, 16384))
+    assert rec.reason.startswith("measured: this shape ran on the H200")
+    rule = library.resolution("cublas-h200-bf16", (4096, 4096, 512))
+    assert (rule.basis, rule.model.split_k) == ("rule", None) and rule.reason.startswith("by rule: no kernel splits K")
+    near = library.resolution("cublas-h200-bf16", (1000, 1000, 9000))
+    assert near.basis == "nearest" and near.choice.source == (928, 1048, 8960)
+    assert near.reason.startswith("a guess from the nearest measured shape 928x1048x8960")
+    assert near.model == resolve("cublas-h200-bf16", (1000, 1000, 9000))
+    assert ch.predict("torch-bf16", 1000, 1000, 9000).basis == "nearest"
+    assert ch.plan_from_kernel("torch-bf16", 4096, 1, 4096, "nvjet_sm90_tss_64x8_64x16_2x1_v_bz_splitK_TNT",
+                               [2, 64, 1]).basis == "observed"
+    with pytest.raises(FpspecError, match="'km-h100-bf16' is not a library preset"):
+        library.resolution("km-h100-bf16", (1, 2, 3))
+    with pytest.raises(FpspecError, match="not modelled"):
+        library.resolution("cublas-h200-bf16", (7, 7, 1024))  # SIMT: no model, no basis
+    assert main(["models", "--shape", "1000,1000,9000", "--model", "cublas-h200-bf16", "--json"]) == 0
+    choice = json.loads(capsys.readouterr().out)[0]["choice"]
+    assert (choice["basis"], choice["reason"]) == ("nearest", near.reason)

@@ -1,26 +1,24 @@
-"""The cuBLAS shape sweep and its fit (tools/h200_cublas_*.py): the operand hash in NumPy
+"""The cuBLAS shape sweep and its fit (tools/cublas/*.py): the operand hash in NumPy
 and torch, kernel names and trace attribution, the K-split rule, and the fit's search
 of S on outputs made with fpspec's own models (issue 14)."""
 
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
+from fpspec.cublas.h200 import TARGETS, call_shape
+from fpspec.probe.operands import value_table
+from tools.cublas import common
+from tools.cublas import fit
+from tools.cublas import kernels as kern
+from tools.cublas import sweep
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
-
-import h200_cublas_common as common  # noqa: E402
-import h200_cublas_fit as fit  # noqa: E402
-import h200_cublas_kernels as kern  # noqa: E402
-import h200_cublas_sweep as sweep  # noqa: E402
-
-from fpspec.probe.operands import value_table  # noqa: E402
 
 
 # ------------------------------------------------------------------ the hash
@@ -102,8 +100,8 @@ def test_sample_index_and_shapes_file(tmp_path):
     assert len(idx) == 8 and {0, 1, 2, 3, 8191} <= set(idx.tolist()) and np.all(np.diff(idx) > 0)
     assert common.sample_index(1, 8, 3).tolist() == [0]
     assert common.sample_counts(1, 8192) == (1, 64) and common.sample_counts(7, 9) == (7, 9)
-    assert common.run_shape("torch-scaled-mm", (7, 100, 1000)) == (7, 112, 1008)
-    assert common.run_shape("torch-bf16", (7, 100, 1000)) == (7, 100, 1000)
+    assert call_shape("torch-scaled-mm", (7, 100, 1000)) == (7, 112, 1008)
+    assert call_shape("torch-bf16", (7, 100, 1000)) == (7, 100, 1000)
     assert common.parse_shapes_text("# held out\n1x8192x4096\n33, 65, 5000\n100 100 1000  # odd\n") == [
         (1, 8192, 4096), (33, 65, 5000), (100, 100, 1000)]
     with pytest.raises(SystemExit):
@@ -226,15 +224,15 @@ def test_best_b_and_rule_fit_recover_synthetic_parameters():
 # ------------------------------------------------------------------ the S search
 def _record(target: str, shape, s, hyp_name="main", kernel=None, grid=None, seed=3):
     """A sweep record whose outputs fpspec's model made with split S."""
-    cfg = common.TARGETS[target]
+    cfg = TARGETS[target]
     m, n, k = shape
     rows, cols = common.sample_index(m, 8, seed), common.sample_index(n, 8, seed + 1)
-    a = common.codes_numpy(cfg["fmt"], seed, rows, k)
-    bt = common.codes_numpy(cfg["fmt"], seed + 9, cols, k)
+    a = common.codes_numpy(cfg.fmt, seed, rows, k)
+    bt = common.codes_numpy(cfg.fmt, seed + 9, cols, k)
     hyp = {h.name: h for h in fit.hypotheses(target)}[hyp_name]
-    bits = fit.model_bits(cfg["fmt"], np.repeat(a, len(cols), axis=0), np.tile(bt, (len(rows), 1)), hyp, s)
+    bits = fit.model_bits(cfg.fmt, np.repeat(a, len(cols), axis=0), np.tile(bt, (len(rows), 1)), hyp, s)
     kernels = [{"name": kernel, "grid": grid, "dur_us": 1.0}] if kernel else []
-    return {"kind": "call", "id": seed, "target": target, "fmt": cfg["fmt"], "shape": list(shape),
+    return {"kind": "call", "id": seed, "target": target, "fmt": cfg.fmt, "shape": list(shape),
             "seed_a": seed, "seed_b": seed + 9, "rows": rows.tolist(), "cols": cols.tolist(),
             "bits": common.bits_hex(bits), "kernels": kernels,
             "checksum_a": common.code_checksum(a).tolist(), "checksum_b": common.code_checksum(bt).tolist()}
@@ -406,8 +404,8 @@ def test_fps_cub_7_s16816_calls_in_units_of_64():
     """FPS-CUB-7 on data drawn to test it: s16816 splits over K a multiple of 64 are cut in
     units of 64 too (all 245 cutlass calls of unit64.jsonl.gz where the units differ:
     132 s16816, 113 wmma); the observer's model reproduces every sampled output."""
-    from fpspec.cublas_h200 import pick_gemm_kernel
-    from fpspec.models import model_for_kernel
+    from fpspec.cublas.h200 import pick_gemm_kernel
+    from fpspec.cublas.library import model_for_kernel
     from fpspec.matmul import gemm
 
     calls = {(r["target"], tuple(r["shape"])): r for r in common.read_records([UNIT64])
@@ -427,8 +425,8 @@ def test_fps_cub_7_wmma_calls_in_units_of_64(train1_calls):
     """FPS-CUB-7: a wmma split over K a multiple of 64 is cut in units of 64, as an s1688
     one is (train1.jsonl, measured after the s1688 rule was fitted): the observer's model
     reproduces every sampled output; slices in units of 8 miss most of them."""
-    from fpspec.cublas_h200 import cutlass_slices, pick_gemm_kernel
-    from fpspec.models import model_for_kernel
+    from fpspec.cublas.h200 import cutlass_slices, pick_gemm_kernel
+    from fpspec.cublas.library import model_for_kernel
     from fpspec.matmul import gemm
 
     for (target, shape), plan in WMMA_TRAIN1.items():
@@ -450,8 +448,8 @@ def test_fps_cub_7_s1688_heldout_calls_reproduced_by_the_observer(heldout_calls)
     """FPS-CUB-7: the observer's s1688 model (units of 64 only where 64 divides K, else 8;
     G = 8, K tiles of 32 residue first) reproduces every sampled output of the held-out
     s1688 calls that the stage-3 units missed; slices one unit longer miss most outputs."""
-    from fpspec.cublas_h200 import pick_gemm_kernel
-    from fpspec.models import model_for_kernel
+    from fpspec.cublas.h200 import pick_gemm_kernel
+    from fpspec.cublas.library import model_for_kernel
     from fpspec.matmul import gemm
 
     for (target, shape), plan in S1688_HELDOUT.items():
@@ -500,10 +498,10 @@ def test_gemvx_kernel_is_classified_simt_and_its_one_shape_is_a_lane_tree(heldou
     observer raise FpspecError); what its two calls show, recorded for a later model: 32
     (BF16) or 16 (FP16) lanes = blockDim.x, each a contiguous chunk of K in FP32, chunk
     sums added by halving, reproduce all 64 outputs; other lane counts do not."""
-    from fpspec.cublas_h200 import kernel_family, pick_gemm_kernel
-    from fpspec.models import model_for_kernel
+    from fpspec.cublas.h200 import kernel_family, pick_gemm_kernel
+    from fpspec.cublas.library import model_for_kernel
     from fpspec.errors import FpspecError
-    from fpspec.models import resolve
+    from fpspec.cublas.library import resolve
 
     for target, lanes, other in (("torch-bf16", 32, 16), ("torch-fp16", 16, 8)):
         rec = heldout_calls[(target, (1, 500, 96))]
@@ -524,7 +522,7 @@ def test_fps_cub_9_accept_leave_one_out_and_committed_reports(tmp_path, heldout_
     table (a held-out shape now in the table is then not found there: here the s1688 call
     at 8192 x 17 x 4000 takes the kernel and z of its nearest other s1688 call); every
     committed fragment is the render of its committed report."""
-    import h200_cublas_accept as acc
+    from tools.cublas import accept as acc
 
     run = tmp_path / "run.jsonl"
     keys = [("torch-bf16", (8192, 17, 4000)), ("torch-scaled-mm", (1, 8192, 20000))]
@@ -536,7 +534,7 @@ def test_fps_cub_9_accept_leave_one_out_and_committed_reports(tmp_path, heldout_
         for d in rep["targets"].values():
             assert d["all"]["observer"] == d["all"]["outputs"]
     assert all(d["all"]["offline"] == d["all"]["outputs"] for d in table["targets"].values())
-    from fpspec.cublas_h200 import default_predictor
+    from fpspec.cublas.h200 import default_predictor
     pred = default_predictor()
     got = pred.without("torch-bf16", (8192, 17, 4000)).predict("torch-bf16", 8192, 17, 4000)
     assert got.confidence == "nearest" and got.source != (8192, 17, 4000)
@@ -559,7 +557,7 @@ def test_fps_cub_9_fourth_heldout_run_reproduced_by_the_observer():
     offline counts are the committed report's with train1-3 in the table and the aspect
     term of FPS-CUB-5 (accept-heldout4-retrained; accept-heldout4 keeps the first
     evaluation's)."""
-    import h200_cublas_accept as acc
+    from tools.cublas import accept as acc
 
     rep = acc.accept([str(ROOT / "vectors/provenance/h200-cublas/heldout4.jsonl")])
     committed = json.loads((ROOT / "docs/cublas-reports/accept-heldout4-retrained.json").read_text())
@@ -596,7 +594,7 @@ def test_fps_cub_9_later_heldout_runs_first_calls_as_reported(run, report, limit
     s1688 64 x 64 and wmma calls, from 3 x 3 x 5213 BF16 on; heldout9's first 100: eight,
     from 3 x 11 x 1920 BF16 on), and the observer
     reproduces every scored output of every tensor-core call."""
-    import h200_cublas_accept as acc
+    from tools.cublas import accept as acc
 
     path = ROOT / f"vectors/provenance/h200-cublas/{run}.jsonl.gz"
     rep = acc.accept([str(path)], limit=limit)
@@ -632,16 +630,19 @@ def test_fps_cub_9_later_heldout_runs_first_calls_as_reported(run, report, limit
      + ["unit64_shapes.txt"]),
 ])
 def test_drawn_shape_files_regenerate(name, args, tmp_path, monkeypatch):
-    """The shape files drawn by tools/h200_cublas_shapes.py come back byte for byte from the
+    """The shape files drawn by tools/cublas/shapes.py come back byte for byte from the
     command in their header (a seeded generator, category by category), and no drawn shape
     repeats an excluded one."""
-    import h200_cublas_shapes as shapes
+    from tools.cublas import shapes
 
     prov = ROOT / "vectors" / "provenance" / "h200-cublas"
     monkeypatch.chdir(ROOT)
     args = [a if not a.endswith("_shapes.txt") else f"vectors/provenance/h200-cublas/{a}" for a in args]
     assert shapes.main(args + ["--out", str(tmp_path / "s.txt")]) == 0
-    assert (tmp_path / "s.txt").read_text() == (prov / f"{name}_shapes.txt").read_text()
+    # the committed files were drawn before the tool moved to tools/cublas/: their header names it there
+    committed = (prov / f"{name}_shapes.txt").read_text().replace("tools/h200_cublas_shapes.py",
+                                                                   "tools/cublas/shapes.py")
+    assert (tmp_path / "s.txt").read_text() == committed
     drawn = shapes.read_shapes(str(tmp_path / "s.txt"))
     for a in args:
         if a.endswith("_shapes.txt"):
@@ -651,13 +652,13 @@ def test_drawn_shape_files_regenerate(name, args, tmp_path, monkeypatch):
 
 
 def test_rule_scan_aspect_on_the_sweep():
-    """FPS-CUB-5: ``h200_cublas_rule.py scan --aspect`` on the sweep alone gives one row per
+    """FPS-CUB-5: ``python3 -m tools.cublas.rule scan --aspect`` on the sweep alone gives one row per
     aspect weight (leave-one-shape-out S right on nvjet calls, four targets) and puts the
     constants back.  On the sweep's grid of shapes the aspect term costs BF16 and FP16 a
     few calls (94.4 -> 90.9 %, 89.8 -> 88.9 % at 1/8) and leaves FP8 as it was; the weight
     was chosen on the whole table (docs/cublas-h200.rst)."""
-    import fpspec.cublas_h200 as ch
-    import h200_cublas_rule as rule
+    from fpspec.cublas import h200 as ch
+    from tools.cublas import rule
 
     before = (ch.NEAREST_AREA_FLOOR, ch.NEAREST_K_WEIGHT, ch.NEAREST_VOTES, ch.NEAREST_ASPECT_WEIGHT)
     lines = []
@@ -670,12 +671,12 @@ def test_rule_scan_aspect_on_the_sweep():
 
 
 def test_rule_curve_on_the_ninth_heldout_run(capsys):
-    """FPS-CUB-5: ``h200_cublas_rule.py curve``: predictors built from seeded shares of the
+    """FPS-CUB-5: ``python3 -m tools.cublas.rule curve``: predictors built from seeded shares of the
     committed table, scored on a held-out run (nvjet calls whose predicted S is the
     kernel's).  With the whole table it counts what the acceptance analysis counted on
     heldout9 (294 of 333 BF16 and FP16 calls, 387 of 400 FP8); half the table loses only a
     few calls, the flat curve of docs/cublas-h200.rst."""
-    import h200_cublas_rule as rule
+    from tools.cublas import rule
 
     run = str(ROOT / "vectors/provenance/h200-cublas/heldout9.jsonl.gz")
     rows = rule.curve([run], [0.5, 1.0], seeds=1, log=lambda *a: None)
@@ -707,3 +708,19 @@ def test_fps_cub_9_later_heldout_runs_observed_live(run, unmodelled):
         assert d["all"]["not_modelled"] == simt["calls"], target
         assert d["all"]["offline"] == report["targets"][target]["all"]["offline"], target
     assert [live[t]["all"]["not_modelled"] for t in ("torch-bf16", "torch-fp16")] == unmodelled
+
+
+def test_rule_bases_on_a_heldout_run(capsys):
+    """FPS-CUB-6: ``python3 -m tools.cublas.rule bases`` scores offline answers by basis on a
+    run outside the table (heldout4): every "rule" answer is the observer's model, "nearest"
+    answers are guesses (FP8 39 of 42, BF16 48 of 68), and the JSON carries the counts."""
+    from tools.cublas import rule
+
+    run = ROOT / "vectors/provenance/h200-cublas/heldout4.jsonl"
+    counts = rule.bases([run], log=lambda *a: None)
+    assert counts == {"torch-scaled-mm": {"rule": [40, 40], "nearest": [39, 42]},
+                      "torch-scaled-mm-fast": {"rule": [36, 36], "nearest": [43, 46]},
+                      "torch-bf16": {"nearest": [48, 68], "rule": [14, 14]},
+                      "torch-fp16": {"nearest": [44, 68], "rule": [14, 14]}}
+    assert rule.main(["bases", str(run), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == counts

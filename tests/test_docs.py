@@ -330,7 +330,8 @@ def test_fps_doc_3_gemm_preset_tables_match_the_models(site):
     """FPS-DOC-3: gemm.html shows every preset with every GemmModel parameter as fpspec.models has it."""
     import dataclasses
 
-    from fpspec.models import PRESETS, GemmModel
+    from fpspec.models import GemmModel
+    from fpspec.presets import PRESETS
 
     page = page_text(site, "gemm")
     tables = re.findall(r'<table class="[^"]*\bfpspec-presets\b[^"]*">(.*?)</table>', page, re.S)
@@ -751,7 +752,7 @@ def test_fps_cnf_4_level_2_has_the_same_sets_with_more_cases():
 def test_backing_table_lists_every_preset_with_its_evidence(site):
     """Issue 13: one generated table says, preset by preset, what each GEMM model is backed
     by (measured, hardware-validated model, paper, fpspec's choice)."""
-    from fpspec.models import PRESETS
+    from fpspec.presets import PRESETS
 
     from fpspec_backing import KIND_TEXT
 

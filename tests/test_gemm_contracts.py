@@ -21,8 +21,9 @@ from fpspec.convert import encode
 from fpspec.errors import FpspecError
 from fpspec.gemm_operands import has_tensor_scale
 from fpspec.matmul import GemmWhatIfWarning, gemm
-from fpspec.models import (CONTRACTS, GENERIC_CONTRACT, LIBRARY, PRESETS, TENSOR_SCALE_PLACES, TE_NVFP4_EPILOGUE,
-                           get_model)
+from fpspec.cublas.library import LIBRARY
+from fpspec.models import CONTRACTS, GENERIC_CONTRACT, TENSOR_SCALE_PLACES, TE_NVFP4_EPILOGUE
+from fpspec.presets import PRESETS, get_model
 from fpspec.quantization import quantize
 from fpspec.quantized import QuantizedTensor
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from fpspec.matmul import gemm
-from fpspec.models import PRESETS, get_model
+from fpspec.presets import PRESETS, get_model
 
 from gemm_helpers import random_quantized, wide_codes
 

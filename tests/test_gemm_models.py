@@ -12,7 +12,9 @@ import pytest
 from fpspec.cli import main
 from fpspec.errors import FpspecError
 from fpspec.matmul import gemm
-from fpspec.models import BACKING_KINDS, INSTRUCTION_PRESETS, LIBRARY, LIBRARY_PRESETS, PRESETS, GemmModel, get_model, parse_overrides
+from fpspec.cublas.library import LIBRARY, LIBRARY_PRESETS
+from fpspec.models import GemmModel, parse_overrides
+from fpspec.presets import BACKING_KINDS, INSTRUCTION_PRESETS, PRESETS, get_model
 
 from gemm_helpers import wide_codes
 
@@ -177,7 +179,7 @@ def test_fpsgemm3_every_preset_has_a_structured_backing(capsys):
     assert listing["exact"]["backing"] == {"kind": "fpspec-choice", "detail": PRESETS["exact"].backing.detail,
                                            "reference": "docs/gemm.rst", "device": None, "outputs": None,
                                            "shapes": []}
-    from fpspec.models import Backing
+    from fpspec.presets import Backing
 
     with pytest.raises(FpspecError, match="measured"):
         Backing("measured", "x", "docs")
@@ -186,20 +188,78 @@ def test_fpsgemm3_every_preset_has_a_structured_backing(capsys):
 
 
 def _table_outputs() -> dict[str, int]:
-    """Sampled outputs per target of the runs the cuBLAS table is generated from (its SOURCES)."""
+    """Sampled outputs per target of the runs the cuBLAS table is generated from (its sources)."""
     import collections
-    import sys
     from pathlib import Path
 
-    from fpspec import cublas_h200_table as tab
+    from fpspec.cublas.h200 import recorded_calls
+    from tools.cublas.common import read_records
 
     root = Path(__file__).resolve().parents[1]
-    sys.path.insert(0, str(root / "tools"))
-    from h200_cublas_common import read_records
-
     out: collections.Counter = collections.Counter()
-    for path, _ in tab.SOURCES:
+    for path, _ in recorded_calls().sources:
         for r in read_records([root / path]):
             if r.get("kind") == "call" and r.get("bits") and not r.get("error"):
                 out[r["target"]] += len(r["bits"])
     return dict(out)
+
+
+# -------------------------------------------------------------- the layers
+_FRESH_IMPORT = """
+import sys, time
+t = time.perf_counter()
+import fpspec.models
+took = time.perf_counter() - t
+print(took, sorted(m for m in sys.modules if m.startswith(("fpspec.cublas", "fpspec.presets"))))
+"""
+
+
+def _fresh_import() -> tuple[float, list[str]]:
+    """Seconds ``import fpspec.models`` takes in a fresh interpreter, and the fpspec.cublas /
+    fpspec.presets modules it loaded."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", _FRESH_IMPORT], capture_output=True, text=True, check=True).stdout
+    took, loaded = out.split(" ", 1)
+    return float(took), json.loads(loaded.replace("'", '"'))
+
+
+def test_models_import_alone_and_fast():
+    """fpspec.models holds the model and the operand contracts only: importing it loads
+    neither the presets nor the cuBLAS predictor and its recorded calls (issue 29), and takes
+    well under 50 ms (about 15 ms measured; the best of three fresh interpreters, so that a
+    busy machine does not fail it)."""
+    runs = [_fresh_import() for _ in range(3)]
+    assert all(loaded == [] for _, loaded in runs), runs
+    assert min(took for took, _ in runs) < 0.050, runs
+
+
+def test_presets_and_library_presets_in_one_order():
+    """Every preset states its contract, in the order ``fpspec models`` lists them (the fixed
+    presets, then the library ones): the unknown-name refusal lists CONTRACTS."""
+    from fpspec.models import CONTRACTS, unknown_preset
+
+    assert list(CONTRACTS) == [*PRESETS, *LIBRARY_PRESETS] == [*PRESETS, *LIBRARY]
+    assert str(unknown_preset("nope")).endswith(", cublas-h200-fp8-fast") and "sm90-f16, " in str(unknown_preset(1))
+
+
+def test_get_model_is_one_door_for_every_preset():
+    """FPS-GEMM-3, FPS-CUB-6: get_model takes a fixed preset, an instruction preset and a
+    library preset (at a shape, as resolve gives it); a library preset without a shape, a
+    shape with a fixed preset and an unknown name are one-line refusals."""
+    from fpspec.cublas.library import resolve
+
+    assert get_model("sm90-f16") is PRESETS["sm90-f16"].model
+    assert get_model("seed-probe-matched", G=32).group_size == 32
+    m = get_model("cublas-h200-bf16", shape=(128, 128, 16384))
+    assert m == resolve("cublas-h200-bf16", (128, 128, 16384)) and m.split_k == 1536
+    assert get_model("cublas-h200-bf16", shape=(128, 128, 16384), split_k=None).split_k is None
+    with pytest.raises(FpspecError, match=r"library preset: .*shape=\(M, N, K\)"):
+        get_model("cublas-h200-fp16")
+    with pytest.raises(FpspecError, match="shape is for library presets"):
+        get_model("km-h100-bf16", shape=(1, 2, 3))
+    with pytest.raises(FpspecError, match="unknown GEMM model preset 'nope'"):
+        get_model("nope")
+    with pytest.raises(FpspecError, match="unknown GEMM model preset"):
+        get_model(["sm90-f16"])  # type: ignore[arg-type]

@@ -21,7 +21,7 @@ from fpspec.fast.steps import (accumulate_row, accumulator_exponent_row, add_rne
                                keep_magnitude)
 from fpspec.gemm_operands import operand_formats
 from fpspec.matmul import gemm
-from fpspec.models import get_model
+from fpspec.presets import get_model
 
 from gemm_helpers import codes_of, wide_codes
 
@@ -441,7 +441,7 @@ def test_fpsgemm10_narrow_kernel_random_sweep_over_window_presets():
     products at these spans; the integer shifts are forced in
     test_fpsgemm10_narrow_float_and_integer_products_agree."""
     from fpspec.fast.accumulate import FastPathUnsupported
-    from fpspec.models import PRESETS
+    from fpspec.presets import PRESETS
 
     rng = np.random.default_rng(20261202)
     ran = floats = 0

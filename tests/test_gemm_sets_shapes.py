@@ -12,7 +12,8 @@ import pytest
 
 from fpspec.formats import get_format
 from fpspec.matmul import gemm
-from fpspec.models import LIBRARY, PRESETS
+from fpspec.cublas.library import LIBRARY
+from fpspec.presets import PRESETS
 from fpspec.vectors import gemm_sets  # noqa: F401  (registers the gemm operation and the models)
 from fpspec.vectors.gemm_sets import gemm_op
 from fpspec.vectors.gemm_shapes import QUANTIZED_KINDS, SHAPE_PRESETS, UE5M3_WIDE_TARGET, model_gemm_shapes

@@ -9,7 +9,8 @@ import pytest
 from fpspec.errors import FpspecError
 from fpspec.fast.chain import CONTINUE, END_SLICE, PROMOTE, chain_plan
 from fpspec.matmul import gemm
-from fpspec.models import GemmModel, get_model, parse_overrides
+from fpspec.models import GemmModel, parse_overrides
+from fpspec.presets import get_model
 
 from gemm_helpers import wide_codes
 

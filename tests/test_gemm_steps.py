@@ -20,7 +20,7 @@ import pytest
 from fpspec.fast import steps
 from fpspec.fast.chain import accumulate, chain_spec, float_bits
 from fpspec.fast.spans import lsb_of
-from fpspec.models import get_model
+from fpspec.presets import get_model
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -9,7 +9,7 @@ import pytest
 import fpspec
 from fpspec.cli import main
 from fpspec.errors import FpspecError
-from fpspec.models import resolve
+from fpspec.cublas.library import resolve
 from fpspec.quantized import QuantizedTensor
 from fpspec.sampled import check_gemm_sample, gemm_sample, parse_selection, whole_tile_rows
 

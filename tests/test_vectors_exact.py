@@ -14,7 +14,7 @@ import numpy as np
 from fpspec.errors import FpspecError
 import pytest
 
-from fpspec.models import PRESETS
+from fpspec.presets import PRESETS
 from fpspec.vectors import blocks, gemm_sets  # noqa: F401  (registers the operations)
 from fpspec.vectors.ops import compute
 from fpspec.vectors.pack import Pack

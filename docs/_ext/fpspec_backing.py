@@ -1,7 +1,7 @@
 """Generated tables of the GEMM presets, from :mod:`fpspec.models` so that they cannot drift from it.
 
 ``.. fpspec-backing-table::``
-    what each GEMM preset is backed by (issue 13), from ``fpspec.models.PRESETS[...].backing``.
+    what each GEMM preset is backed by (issue 13), from ``fpspec.presets.PRESETS[...].backing``.
 ``.. fpspec-gemm-contracts::``
     each preset's operand contract (FPS-GEMM-25), from ``fpspec.models.CONTRACTS``: what gemm
     refuses, and where the tensor scales go.
@@ -34,7 +34,7 @@ class BackingTableDirective(GeneratedDirective):
     depends_on = ("fpspec.models",)
 
     def rst_lines(self) -> list:
-        from fpspec.models import PRESETS
+        from fpspec.presets import PRESETS
 
         order = list(KIND_TEXT)
         presets = sorted(PRESETS.values(), key=lambda p: (order.index(p.backing.kind), list(PRESETS).index(p.name)))
@@ -56,7 +56,9 @@ class GemmContractsDirective(GeneratedDirective):
     depends_on = ("fpspec.models",)
 
     def rst_lines(self) -> list:
-        from fpspec.models import CONTRACTS, LIBRARY, PRESETS
+        from fpspec.cublas.library import LIBRARY
+        from fpspec.models import CONTRACTS
+        from fpspec.presets import PRESETS
 
         rows = []
         for name, c in CONTRACTS.items():

@@ -3,7 +3,7 @@
 ``.. fpspec-hardware-models::``
     one row per instruction-level preset of :mod:`fpspec.models`: architecture,
     instruction, and its arithmetic (k, group, window, alignment, rounding, specials,
-    output) as :func:`fpspec.models.arithmetic_summary` derives it from the parameters.
+    output) as :func:`fpspec.presets.arithmetic_summary` derives it from the parameters.
 ``.. fpspec-km-differences::``
     each Khattak-Mikaitis preset beside the instruction preset of its GPU: the parameters
     whose values differ.
@@ -39,7 +39,7 @@ class HardwareModelsDirective(GeneratedDirective):
     depends_on = ("fpspec.models",)
 
     def rst_lines(self) -> list:
-        from fpspec.models import INSTRUCTION_PRESETS, PRESETS, arithmetic_summary
+        from fpspec.presets import INSTRUCTION_PRESETS, PRESETS, arithmetic_summary
 
         rows = []
         for name in INSTRUCTION_PRESETS:
@@ -58,7 +58,8 @@ class KmDifferencesDirective(GeneratedDirective):
     depends_on = ("fpspec.models",)
 
     def rst_lines(self) -> list:
-        from fpspec.models import PRESETS, GemmModel
+        from fpspec.models import GemmModel
+        from fpspec.presets import PRESETS
 
         rows = []
         for km, sm in KM_COUNTERPARTS.items():

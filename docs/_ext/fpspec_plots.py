@@ -205,7 +205,7 @@ def gemm_error_data() -> dict[str, list[float | None]]:
     import numpy as np
 
     from fpspec.matmul import gemm
-    from fpspec.models import PRESETS
+    from fpspec.presets import PRESETS
 
     rng = np.random.default_rng(20261129)
     # the GEMM-level presets (the instruction presets of docs/hardware-models.rst need K in

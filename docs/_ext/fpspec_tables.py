@@ -623,7 +623,8 @@ class PresetsDirective(GeneratedDirective):
     def rst_lines(self) -> list:
         import dataclasses
 
-        from fpspec.models import PARAMETER_ALIASES, PARAMETER_HELP, PRESETS, GemmModel
+        from fpspec.models import PARAMETER_ALIASES, PARAMETER_HELP, GemmModel
+        from fpspec.presets import PRESETS
 
         aliases: dict[str, list[str]] = {}
         for short, full in PARAMETER_ALIASES.items():

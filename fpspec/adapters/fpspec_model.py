@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..matmul import gemm, rowdot
-from ..models import GemmModel, get_model
+from ..models import GemmModel
+from ..presets import get_model
 
 __all__ = ["ModelTarget"]
 

@@ -9,7 +9,7 @@ as a ``user_annotation`` event (and a ``gpu_user_annotation`` on the GPU timelin
 A kernel belongs to the annotation whose CPU time range holds its launch.
 
 Used by the torch observer (:func:`fpspec.adapters.torch_gemm.observe`) and by the
-H200 sweep (tools/h200_cublas_sweep.py).  Pure Python: no torch needed to read a trace.
+H200 sweep (tools/cublas/sweep.py).  Pure Python: no torch needed to read a trace.
 """
 
 from __future__ import annotations

@@ -1,14 +1,14 @@
 """Settle a persistent split launch's slice count with the call's own outputs (FPS-CUB-10).
 
-A persistent ``nvjet`` split launch runs on a fixed grid (:data:`fpspec.cublas_h200.PERSISTENT_CTAS`),
+A persistent ``nvjet`` split launch runs on a fixed grid (:data:`fpspec.cublas.h200.PERSISTENT_CTAS`),
 so its grid no longer says into how many slices P it cut K; the observer knows only the
-candidates (:func:`fpspec.cublas_h200.persistent_candidates`).  Each candidate is a
+candidates (:func:`fpspec.cublas.h200.persistent_candidates`).  Each candidate is a
 complete model; :func:`settle_choice` computes every candidate's outputs at a sample of
 the call's outputs and keeps the one that reproduces all of them, bit for bit.  No
 tolerance and no scoring: a candidate reproduces the whole sample or is out; none or
 more than one left is an :class:`~fpspec.errors.FpspecError` that says so.  Pure NumPy;
 the torch observer (:func:`fpspec.adapters.torch_gemm.observation`) and
-``tools/h200_cublas_accept.py`` call it.
+``tools/cublas/accept.py`` call it.
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ from typing import Sequence
 
 import numpy as np
 
-from ..cublas_h200 import TARGETS, KernelChoice, settled
+from ..cublas.h200 import TARGETS, KernelChoice, settled
 from ..errors import FpspecError
 from ..matmul import gemm
-from ..models import kernel_model
+from ..cublas.library import kernel_model
 
 __all__ = ["SETTLE_SAMPLES", "settle_sample", "fitting_candidates", "settle_choice", "unsettled"]
 
@@ -44,7 +44,7 @@ def _bits(model, a: np.ndarray, bt: np.ndarray, fmt: str) -> np.ndarray:
 
 
 def fitting_candidates(choice: KernelChoice, a: np.ndarray, bt: np.ndarray, want: np.ndarray) -> list[KernelChoice]:
-    """Every candidate of ``choice`` (:func:`fpspec.cublas_h200.settled`) that reproduces
+    """Every candidate of ``choice`` (:func:`fpspec.cublas.h200.settled`) that reproduces
     ``want`` bit for bit, one per distinct slice length (arguments as :func:`settle_choice`)."""
     fmt = TARGETS[choice.target].fmt
     want = np.asarray(want)
@@ -64,7 +64,7 @@ def settle_choice(choice: KernelChoice, a: np.ndarray, bt: np.ndarray, want: np.
     """The candidate of ``choice`` (confidence ``"candidates"``) that reproduces ``want``:
     the call's FP32 outputs (values, or their uint32 bits) at rows ``a`` (code arrays of
     the sampled rows of A, r x K) and columns ``bt`` (c x K), r x c row-major.  Returns
-    :func:`fpspec.cublas_h200.settled` (confidence ``"outputs"``); a choice that is not
+    :func:`fpspec.cublas.h200.settled` (confidence ``"outputs"``); a choice that is not
     ambiguous is returned as it is."""
     if choice.confidence != "candidates":
         return choice

@@ -155,12 +155,12 @@ _CPU_GEMM_OPS = ("aten::_scaled_mm", "aten::mm", "aten::addmm", "aten::bmm", "at
 
 @dataclass(frozen=True)
 class Observation:
-    """One observed GEMM call: the target (a :data:`fpspec.cublas_h200.TARGETS` name), the
+    """One observed GEMM call: the target (a :data:`fpspec.cublas.h200.TARGETS` name), the
     shape (M, N, K), the kernels it launched (name, grid; in launch order), the GEMM kernel
     among them, how they were attributed, the call's result, the kernel's
-    :class:`~fpspec.cublas_h200.KernelChoice` (``choice``; confidence ``"outputs"`` when
+    :class:`~fpspec.cublas.h200.KernelChoice` (``choice``; confidence ``"outputs"`` when
     the call's outputs settled a persistent launch's slice count, FPS-CUB-10) and the
-    model (:func:`fpspec.models.kernel_model` of it) or why there is none."""
+    model (:func:`fpspec.cublas.library.kernel_model` of it) or why there is none."""
 
     target: str
     shape: tuple[int, int, int]
@@ -187,7 +187,7 @@ def target_call(torch: Any, target: str, a: Any, bt: Any) -> Any:
     ``torch.mm(a, bt.t(), out_dtype=float32)`` (BF16, FP16; on the CPU, which has no
     ``out_dtype`` mm, the FP32 product of the upcast operands stands in) or
     ``torch._scaled_mm(a, bt.t(), scale_a=1, scale_b=1, out_dtype=float32, use_fast_accum=...)``."""
-    from ..cublas_h200 import TARGETS
+    from ..cublas.h200 import TARGETS
 
     tg = TARGETS[target]
     if tg.fmt == "e4m3":
@@ -204,19 +204,19 @@ def observe_call(call: Any, target: str, shape: Any, *, torch: Any = None) -> Ob
     read the kernel it launched and that kernel's grid (FPS-CUB-8): the kernels inside
     ``record_function(OBSERVE_TAG)`` (:func:`fpspec.adapters.kernel_trace.attribute_kernels`;
     on the CPU, torch's CPU ops stand in for kernels), the GEMM kernel among them
-    (:func:`fpspec.cublas_h200.pick_gemm_kernel`), then
-    :func:`fpspec.models.model_for_kernel`.  An unmodelled kernel (SIMT, a CPU op)
+    (:func:`fpspec.cublas.h200.pick_gemm_kernel`), then
+    :func:`fpspec.cublas.library.model_for_kernel`.  An unmodelled kernel (SIMT, a CPU op)
     gives an Observation with ``model`` None and the reason in ``error``."""
     import json
     import tempfile
     from pathlib import Path
 
-    from ..cublas_h200 import LIBRARY_PRESETS, TARGETS
+    from ..cublas.h200 import PRESET_TARGETS, TARGETS
 
-    target = LIBRARY_PRESETS.get(target, target)
+    target = PRESET_TARGETS.get(target, target)
     if target not in TARGETS:
         raise FpspecError(f"unknown cuBLAS target {target!r}; expected one of {', '.join(TARGETS)} "
-                          f"or a library preset ({', '.join(LIBRARY_PRESETS)})")
+                          f"or a library preset ({', '.join(PRESET_TARGETS)})")
     t = torch or require_torch("cpu")
     from torch.profiler import ProfilerActivity, profile, record_function
 
@@ -238,11 +238,11 @@ def observation_from_trace(trace: dict, target: str, shape: Any, *, result: Any 
     """The :class:`Observation` of a kineto trace (Chrome JSON) in which the call ran inside
     ``record_function(OBSERVE_TAG)`` (FPS-CUB-8); pure Python.  Without CUDA kernel events
     torch's CPU GEMM ops stand in (no grid: no model)."""
-    from ..cublas_h200 import LIBRARY_PRESETS, choice_for_kernel, pick_gemm_kernel
-    from ..models import kernel_model
+    from ..cublas.h200 import PRESET_TARGETS, choice_for_kernel, pick_gemm_kernel
+    from ..cublas.library import kernel_model
     from .kernel_trace import attribute_kernels
 
-    target = LIBRARY_PRESETS.get(target, target)
+    target = PRESET_TARGETS.get(target, target)
     has_kernels = any(isinstance(e, dict) and str(e.get("cat", "")).lower() == "kernel"
                       for e in trace.get("traceEvents", []))
     owners = attribute_kernels(trace, OBSERVE_TAG, ("kernel",) if has_kernels else ("cpu_op",))
@@ -279,7 +279,7 @@ def settle_observation(obs: Observation, a: Any, bt: Any, *, avoid_rows: Any = (
     leaves one candidate; a, bt are the call's operands (numpy codes or tensors).  Any
     other observation is returned as it is; when no candidate reproduces a sample, or the
     largest leaves more than one, there is no model and ``error`` says why."""
-    from ..models import kernel_model
+    from ..cublas.library import kernel_model
     from .settle import SETTLE_SAMPLES, fitting_candidates, settle_sample, unsettled
 
     if obs.choice is None or obs.choice.confidence != "candidates" or obs.result is None:
@@ -318,12 +318,12 @@ def observation(a: Any, bt: Any, target: str, *, device: str | None = None) -> O
     numpy code arrays (uint16 BF16 / FP16, uint8 e4m3; moved to ``device``, default
     "cuda" when torch sees a GPU, else "cpu") or torch tensors of the target's dtype.
     One unprofiled call first (cuBLAS handles, workspaces), then the observed one."""
-    from ..cublas_h200 import LIBRARY_PRESETS, TARGETS
+    from ..cublas.h200 import PRESET_TARGETS, TARGETS
 
-    target = LIBRARY_PRESETS.get(target, target)
+    target = PRESET_TARGETS.get(target, target)
     if target not in TARGETS:
         raise FpspecError(f"unknown cuBLAS target {target!r}; expected one of {', '.join(TARGETS)} "
-                          f"or a library preset ({', '.join(LIBRARY_PRESETS)})")
+                          f"or a library preset ({', '.join(PRESET_TARGETS)})")
     t = require_torch(device or "cpu")
     dev = device or ("cuda" if t.cuda.is_available() else "cpu")
     ta, tb = (_as_tensor(t, x, TARGETS[target].fmt, dev) for x in (a, bt))

@@ -14,8 +14,10 @@ from ..errors import FpspecError
 from ..io import check_output, load_npy, save_npy
 from ..gemm_operands import WHAT_IF_HINT
 from ..matmul import CODE_FORMATS, GemmWhatIfWarning, gemm
-from ..cublas_h200 import call_shape, resolve_choice
-from ..models import CONTRACTS, LIBRARY, PARAMETER_HELP, PRESETS, parse_overrides, presets_json, resolve
+from ..cublas.h200 import call_shape, resolve_choice
+from ..cublas.library import LIBRARY, resolve
+from ..models import CONTRACTS, PARAMETER_HELP, parse_overrides
+from ..presets import PRESETS, presets_json
 from ..quantization import quantize
 from ..quantized import QuantizedTensor
 from ..sampled import bits_dtype
@@ -146,7 +148,7 @@ def _cmd_models(args: argparse.Namespace) -> int:
         c = CONTRACTS[name]
         print(f"    operands: {c.rule()}; tensor scales: {c.tensor_scales_text(p.model)}")
         if p.library:
-            print(f"    library preset: resolved per shape (fpspec.models.resolve; gemm --shape M,N,K); "
+            print(f"    library preset: resolved per shape (fpspec.cublas.library.resolve; gemm --shape M,N,K); "
                   f"the chain below is that of its Hopper kernels without a K split")
         d = p.model.to_dict()
         print("    " + ", ".join(f"{k}={v}" for k, v in d.items()))

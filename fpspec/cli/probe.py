@@ -121,12 +121,12 @@ def _cmd_observe(args: argparse.Namespace) -> int:
     import json
 
     from ..adapters.torch_gemm import observation
-    from ..cublas_h200 import LIBRARY_PRESETS, TARGETS
+    from ..cublas.h200 import PRESET_TARGETS, TARGETS
 
     spec = require(args, "gemm", "--gemm")
-    target = LIBRARY_PRESETS.get(spec, spec)
+    target = PRESET_TARGETS.get(spec, spec)
     if target not in TARGETS:
-        raise FpspecError(f"--observe needs a cuBLAS target: {', '.join(TARGETS)} (or {', '.join(LIBRARY_PRESETS)})")
+        raise FpspecError(f"--observe needs a cuBLAS target: {', '.join(TARGETS)} (or {', '.join(PRESET_TARGETS)})")
     if not args.shape:
         raise FpspecError("--observe needs --shape MxN (and --k)")
     try:

@@ -7,11 +7,13 @@ import sys
 
 import numpy as np
 
-from ..cublas_h200 import call_shape, resolve_choice
+from ..cublas.h200 import call_shape, resolve_choice
 from ..errors import FpspecError
 from ..io import check_output, load_npy, save_npy
 from ..matmul import CODE_FORMATS
-from ..models import LIBRARY, PRESETS, parse_overrides
+from ..cublas.library import LIBRARY
+from ..models import parse_overrides
+from ..presets import PRESETS
 from ..sampled import bits_dtype, check_gemm_sample, gemm_sample, gemm_shape, parse_selection
 from .gemm import read_operands
 

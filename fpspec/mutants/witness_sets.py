@@ -16,7 +16,7 @@ import numpy as np
 
 from ..convert import encode
 from ..matmul import gemm
-from ..models import get_model
+from ..presets import get_model
 from ..quantization import quantize
 from ..schemes import resolve_spec
 from ..vectors import coverage

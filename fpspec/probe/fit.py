@@ -13,7 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..models import PRESETS, GemmModel
+from ..models import GemmModel
+from ..presets import PRESETS
 
 __all__ = ["FittedModel", "fit", "nearest_preset", "PROBED_FIELDS"]
 

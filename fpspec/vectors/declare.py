@@ -43,7 +43,8 @@ from ..choices import NanPolicy, NegativePolicy, OverflowPolicy, RoundingMode, Z
 from ..errors import FpspecError
 from ..fast.rounding import MAX_SR_BITS
 from ..formats import FORMATS
-from ..models import LIBRARY, PRESETS
+from ..cublas.library import LIBRARY_PRESETS
+from ..presets import PRESETS
 from ..schemes import PROFILES, SCHEMES
 from .coverage import vector_policies
 from .ops import policies_dict
@@ -148,7 +149,7 @@ class Declaration:
         _known(where, "formats", decl.formats, FORMATS)
         _known(where, "schemes", decl.schemes, SCHEMES)
         _known(where, "profiles", decl.profiles, [f"{s}/{p}" for s, p in PROFILES])
-        _known(where, "models", decl.models, [*PRESETS, *LIBRARY])  # library presets name gemm-shapes sets
+        _known(where, "models", decl.models, [*PRESETS, *LIBRARY_PRESETS])  # library presets name gemm-shapes sets
         _known(where, "nan_payloads", decl.nan_payloads, ["*", *FORMATS])
         return decl
 

@@ -22,7 +22,7 @@ import numpy as np
 from ..convert import encode
 from ..formats import CodeKind, get_format
 from ..matmul import gemm
-from ..models import INSTRUCTION_PRESETS, PRESETS
+from ..presets import INSTRUCTION_PRESETS, PRESETS
 from ..quantization import quantize
 from ..quantized import CODES_SCHEME, QuantizedTensor
 from . import coverage

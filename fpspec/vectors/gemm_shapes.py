@@ -41,9 +41,11 @@ from typing import Any
 import numpy as np
 
 from ..convert import encode
-from ..cublas_h200 import call_shape
+from ..cublas.h200 import call_shape
 from ..formats import get_format
-from ..models import LIBRARY, PRESETS, GemmModel, contract_of, resolve
+from ..cublas.library import LIBRARY, resolve
+from ..models import GemmModel, contract_of
+from ..presets import PRESETS
 from ..quantization import quantize
 from ..quantized import CODES_SCHEME, QuantizedTensor
 from . import coverage

@@ -1,16 +1,18 @@
-"""The offline cuBLAS shape rule (fpspec/cublas_h200.py): its generated table and its
-measured rates, from a sweep (tools/h200_cublas_sweep.py) and, for the rates, the fit's
-per-call search results (tools/h200_cublas_fit.py).
+"""The offline cuBLAS shape rule (fpspec/cublas/h200.py): its recorded calls and its
+measured rates, from a sweep (tools/cublas/sweep.py) and, for the rates, the fit's
+per-call search results (tools/cublas/fit.py).  Run from the repository root:
 
-    python3 tools/h200_cublas_rule.py emit SWEEP [SWEEP ...] --out fpspec/cublas_h200_table.py
-    python3 tools/h200_cublas_rule.py evaluate SWEEP --fit-records DIR/fit_records.jsonl [--out REPORT.json]
-    python3 tools/h200_cublas_rule.py scan [SWEEP] [--aspect]
-    python3 tools/h200_cublas_rule.py curve HELDOUT [HELDOUT ...] [--fractions 0.25 0.5 1] [--seeds 3] [--json]
+    python3 -m tools.cublas.rule emit SWEEP [SWEEP ...] --out fpspec/cublas/h200_calls.json.gz
+    python3 -m tools.cublas.rule evaluate SWEEP --fit-records DIR/fit_records.jsonl [--out REPORT.json]
+    python3 -m tools.cublas.rule scan [SWEEP] [--aspect]
+    python3 -m tools.cublas.rule bases HELDOUT [HELDOUT ...] [--json]
+    python3 -m tools.cublas.rule curve HELDOUT [HELDOUT ...] [--fractions 0.25 0.5 1] [--seeds 3] [--json]
 
-``emit`` writes the generated module from one or more sweep files (in order): every
-swept call as shape, GEMM kernel (short name) and launch grid, and the sweep's device
-and software.  tests/test_cublas_h200.py regenerates it from the committed sweep and
-compares bytes.
+``emit`` writes the recorded calls (gzip-compressed JSON, fpspec.cublas.h200.CALLS_SCHEMA)
+from one or more sweep files (in order): every swept call as shape, GEMM kernel (short
+name) and launch grid, and the first sweep's device and software.
+tests/test_cublas_h200.py regenerates it from the committed runs and compares the JSON
+text.
 
 ``evaluate`` measures, per target and with every shape left out of the table in turn
 (leave one shape out): (i) the share of calls whose predicted S is among the S that
@@ -23,6 +25,11 @@ count for the predicted S are counted here with the fit's evaluator.
 the kernel's, for a grid of the nearest-shape constants (how they were chosen), on a
 sweep or on the committed table (no SWEEP); ``--aspect`` scans the aspect weight.
 
+``bases`` scores the offline answers by where they come from (FPS-CUB-6): on held-out runs
+that are not in the table, per target and basis (recorded, rule, nearest, unknown), the
+share of calls whose offline model (``resolve``) is the observer's (``model_for_kernel``
+of the kernel that ran), the same model or none.
+
 ``curve`` is the rule's learning curve: predictors built from random shares of the
 committed table's calls (whole targets' calls drawn with a seeded generator), each scored
 on held-out runs that are not in the table, as the share of their nvjet calls whose
@@ -33,25 +40,22 @@ sweeps of the same kind would not raise the offline rate.
 from __future__ import annotations
 
 import argparse
+import gzip
 import hashlib
 import json
 import sys
-import textwrap
 from pathlib import Path
 from typing import Any, Sequence
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(ROOT))
+import numpy as np
 
-import numpy as np  # noqa: E402
-from h200_cublas_common import bits_from_hex, codes_numpy, run_text  # noqa: E402
+from fpspec.cublas import h200 as ch
+from fpspec.errors import FpspecError
 
-from fpspec import cublas_h200 as ch  # noqa: E402
-from fpspec.errors import FpspecError  # noqa: E402
+from .common import ROOT, bits_from_hex, codes_numpy, run_text
 
-MODULE_WRAP = 118
-DEFAULT_MODULE = "fpspec/cublas_h200_table.py"
+#: where ``emit`` writes by default (the package's data file), relative to the repository root
+DEFAULT_OUT = f"fpspec/cublas/{ch.CALLS_FILE.name}"
 META_KEYS = ("started", "gpu", "nvidia_smi", "compute_capability", "sm_count", "torch", "cuda_runtime",
              "cublas_compiled", "cublaslt_version", "preferred_blas_library", "allow_bf16_reduced_precision_reduction",
              "allow_fp16_reduced_precision_reduction", "env")
@@ -139,90 +143,50 @@ def persistent_p(rec: dict, kg: tuple[str, tuple[int, int, int]], log=None) -> i
 
 
 # ================================================================== emit
-def module_text(sweep: str | Path | Sequence[str | Path]) -> str:
-    """The generated table module for one or more sweep-format runs (deterministic: the
-    same runs give the same bytes).  The first run's meta line gives the device; a shape
-    run in an earlier file wins over a later one (``observations``)."""
+def calls_text(sweep: str | Path | Sequence[str | Path]) -> str:
+    """The JSON text of the recorded calls (:data:`fpspec.cublas.h200.CALLS_SCHEMA`) for one
+    or more sweep-format runs (deterministic: the same runs give the same text, one call per
+    line).  The first run's meta line gives the device; a shape run in an earlier file wins
+    over a later one (``observations``)."""
     paths = [Path(sweep)] if isinstance(sweep, (str, Path)) else [Path(p) for p in sweep]
     if not paths:
-        raise SystemExit("module_text: no sweep file given")
+        raise SystemExit("calls_text: no sweep file given")
     digests = [hashlib.sha256(run_text(p).encode()).hexdigest() for p in paths]  # of the run, compressed or not
     metas, calls = [], []
     for p in paths:
         meta_p, calls_p = read_sweep(p)
         metas.append(meta_p)
         calls += calls_p
-    meta = metas[0]
     obs = observations(calls, log=lambda s: print(s, file=sys.stderr))
     kernels = sorted({o.kernel for rows in obs.values() for o in rows})
     kid = {name: i for i, name in enumerate(kernels)}
     rels = [_rel(p) for p in paths]
-    rel, digest = rels[0], digests[0]
-    command = "python3 tools/h200_cublas_rule.py emit " + "".join(f"{r} \\\n        " for r in rels) + \
-        f"--out {DEFAULT_MODULE}"
-    device = {key: meta.get(key) for key in META_KEYS if key in meta}
-    lines = [
-        '"""GENERATED by tools/h200_cublas_rule.py - do not edit; regenerate with:',
-        "",
-        f"    {command}",
-        "",
-        "Sources (sha256):",
-        *[f"{r} ({d})" for r, d in zip(rels, digests)],
-        "",
-        "CALLS: per target, every call of the sources: ``MxN`` (the output shape run) starts a group of",
-        "``K:kernel:grid[:P]`` items (K, the index of the call's GEMM kernel in KERNELS, its launch",
-        "grid x,y[,z], and for a persistent split launch the slice count P its recorded outputs",
-        "settle, FPS-CUB-10).  Read by fpspec.cublas_h200 (FPS-CUB-4).",
-        '"""',
-        "",
-        "from __future__ import annotations",
-        "",
-        "#: the runs the table is generated from, and the sha256 of each",
-        "SOURCES: tuple[tuple[str, str], ...] = (",
-        *[f"    ({r!r},\n     {d!r})," for r, d in zip(rels, digests)],
-        ")",
-        f"SWEEP_FILE = {rel!r}",
-        f"SWEEP_SHA256 = {digest!r}",
-        "",
-        "#: the first run's device and software (its meta line)",
-        "DEVICE: dict[str, object] = {",
-    ]
-    for key, value in device.items():
-        if isinstance(value, dict):
-            lines.append(f"    {key!r}: {{")
-            lines += [f"        {k2!r}: {v2!r}," for k2, v2 in value.items()]
-            lines.append("    },")
-        else:
-            lines.append(f"    {key!r}: {value!r},")
-    lines += ["}", "", "KERNELS: tuple[str, ...] = ("]
-    cur = "   "
-    for name in kernels:
-        item = f" {name!r},"
-        if len(cur) + len(item) > MODULE_WRAP:
-            lines.append(cur)
-            cur = "   "
-        cur += item
-    lines += [cur, ")", "", "CALLS: dict[str, str] = {"]
-    for target in ch.TARGETS:
-        rows = sorted(obs.get(target, []), key=lambda o: (o.m, o.n, o.k))
-        items, last = [], None
-        for o in rows:
-            if (o.m, o.n) != last:
-                items.append(f"{o.m}x{o.n}")
-                last = (o.m, o.n)
-            g = o.grid if o.grid[2] != 1 else o.grid[:2]
-            items.append(f"{o.k}:{kid[o.kernel]}:{','.join(str(v) for v in g)}" + (f":{o.p}" if o.p else ""))
-        lines.append(f"    {target!r}: (")
-        for chunk in textwrap.wrap(" ".join(items), MODULE_WRAP - 12, break_long_words=False, break_on_hyphens=False):
-            lines.append(f'        "{chunk} "')
-        lines.append("    ),")
-    lines += ["}", ""]
+    command = "python3 -m tools.cublas.rule emit " + " ".join(rels) + f" --out {DEFAULT_OUT}"
+    head = {"schema": ch.CALLS_SCHEMA, "command": command, "sources": [[r, d] for r, d in zip(rels, digests)],
+            "device": {key: metas[0][key] for key in META_KEYS if key in metas[0]}}
+    lines = ["{"] + [f"{json.dumps(key)}: {json.dumps(value, sort_keys=True)}," for key, value in head.items()]
+    lines.append('"kernels": [')
+    lines += [f"{json.dumps(name)}," for name in kernels]
+    lines[-1] = lines[-1].rstrip(",")
+    lines.append('],\n"calls": {')
+    targets = [t for t in ch.TARGETS if t in obs]
+    for i, target in enumerate(targets):
+        rows = sorted(obs[target], key=lambda o: (o.m, o.n, o.k))
+        lines.append(f"{json.dumps(target)}: [")
+        lines += [json.dumps([o.m, o.n, o.k, kid[o.kernel], list(o.grid), o.p]) + "," for o in rows]
+        lines[-1] = lines[-1].rstrip(",")
+        lines.append("]" + ("," if i < len(targets) - 1 else ""))
+    lines += ["}", "}", ""]
     return "\n".join(lines)
 
 
 def emit(sweep: str | Path | Sequence[str | Path], out: str | Path) -> Path:
+    """Write :func:`calls_text` gzip-compressed to ``out`` (no file name or time in the gzip
+    header, so that the same runs give the same bytes with one zlib)."""
     out = Path(out)
-    out.write_text(module_text(sweep))
+    data = calls_text(sweep).encode()
+    with open(out, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=9, mtime=0) as f:
+        f.write(data)
     return out
 
 
@@ -238,7 +202,7 @@ def loo_predictions(pred: ch.Predictor, target: str) -> dict[tuple[int, int, int
 
 def evaluate(sweep: str | Path, fit_records: str | Path, log=print) -> dict:
     """Rates (i) and (ii) of the module docstring, leave one shape out and in-table."""
-    import h200_cublas_fit as fit
+    from . import fit
 
     meta, calls = read_sweep(sweep)
     recs = {(c["target"], c["id"]): c for c in calls}
@@ -411,12 +375,42 @@ def curve(heldout_runs: Sequence[str | Path], fractions: Sequence[float], seeds:
     return out
 
 
+def bases(heldout_runs: Sequence[str | Path], log=print) -> dict[str, dict[str, list[int]]]:
+    """Per target and :data:`fpspec.cublas.h200.BASIS` of the offline answer, [calls whose
+    offline model is the observer's, calls] of the held-out runs' calls whose shape is not in
+    the table (see the module docstring)."""
+    from fpspec.cublas.library import kernel_model
+
+    def model(choice: ch.KernelChoice):
+        try:
+            return kernel_model(choice)
+        except FpspecError:
+            return None
+
+    seen = {(t, o.m, o.n, o.k) for t, rows in ch.observations_from_table().items() for o in rows}
+    out: dict[str, dict[str, list[int]]] = {}
+    for run in heldout_runs:
+        for target, rows in observations(read_sweep(run)[1]).items():
+            for o in rows:
+                if (target, o.m, o.n, o.k) in seen:
+                    continue
+                seen.add((target, o.m, o.n, o.k))
+                offline = ch.predict(target, o.m, o.n, o.k)
+                observed = model(ch._observed_plan(target, o))
+                row = out.setdefault(target, {}).setdefault(offline.basis, [0, 0])
+                row[0] += observed is not None and model(offline) == observed
+                row[1] += 1
+    for target, by in out.items():
+        log(f"{target}: " + "  ".join(f"{b} {_pct(*by[b])}" for b in sorted(by)))
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
-    e = sub.add_parser("emit", help="write the generated table module")
+    e = sub.add_parser("emit", help="write the recorded calls (the package's data file)")
     e.add_argument("sweep", nargs="+", help="sweep .jsonl files, in order (the first one's device)")
-    e.add_argument("--out", default=str(ROOT / DEFAULT_MODULE))
+    e.add_argument("--out", default=str(ROOT / DEFAULT_OUT))
     v = sub.add_parser("evaluate", help="measure the rule's rates (leave one shape out)")
     v.add_argument("sweep")
     v.add_argument("--fit-records", required=True)
@@ -429,6 +423,9 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--fractions", nargs="+", type=float, default=[0.25, 0.5, 0.75, 1.0])
     c.add_argument("--seeds", type=int, default=3, help="draws per fraction below 1")
     c.add_argument("--json", action="store_true", help="print the rows as one JSON list")
+    b = sub.add_parser("bases", help="offline answers by basis: the share that is the observer's model")
+    b.add_argument("heldout", nargs="+", help="held-out sweep .jsonl(.gz) files, not in the table")
+    b.add_argument("--json", action="store_true", help="print the counts as JSON")
     args = p.parse_args(argv)
     if args.cmd == "emit":
         if any(Path(x).is_dir() for x in args.sweep):
@@ -438,6 +435,10 @@ def main(argv: list[str] | None = None) -> int:
         rep = evaluate(args.sweep, args.fit_records)
         if args.out:
             Path(args.out).write_text(json.dumps(rep, indent=1, default=list) + "\n")
+    elif args.cmd == "bases":
+        counts = bases(args.heldout, log=(lambda *a: None) if args.json else print)
+        if args.json:
+            print(json.dumps(counts, indent=1))
     elif args.cmd == "curve":
         if any(not 0 < f <= 1 for f in args.fractions):
             p.error("fractions must lie in (0, 1]")

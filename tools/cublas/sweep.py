@@ -2,22 +2,22 @@
 
 Run on the GPU machine, from the repository root (vectors/provenance/h200-cublas/README.md):
 
-    PYTHONUNBUFFERED=1 PYTHONPATH=. python3 tools/h200_cublas_sweep.py --out OUTDIR
+    PYTHONUNBUFFERED=1 PYTHONPATH=. python3 -m tools.cublas.sweep --out OUTDIR
 
-Four targets (tools/h200_cublas_common.py TARGETS): ``torch.mm(A, BT.t(),
+Four targets (tools/cublas/common.py TARGETS): ``torch.mm(A, BT.t(),
 out_dtype=torch.float32)`` on BF16 and FP16, and ``torch._scaled_mm`` on float8_e4m3fn
 with ``use_fast_accum`` False and True (scales 1, FP32 output) - the calls of
 tools/h200_probe.py and fpspec/adapters/torch_gemm.py.  For every (target, shape) it:
 
 1. builds A (M x K) and BT (N x K) on the device from the counter-based hash of
-   (seed, row, k) (tools/h200_cublas_common.py; the CPU regenerates any row), and
+   (seed, row, k) (tools/cublas/common.py; the CPU regenerates any row), and
    records a checksum of every sampled row and column of the operands as they went in;
 2. calls the GEMM once unprofiled (an FP8 call that fails with M not a multiple of 16
    is retried with M rounded up, and says so), then ``--reps`` times under ``torch.profiler`` inside a
    ``record_function("fpspec:<id>:<rep>")`` and keeps up to 64 sampled outputs
    (a few rows x a few columns) as FP32 bits;
 3. reads from the kineto trace the kernels each call launched: name, grid, block,
-   duration, and the raw ``args`` (tools/h200_cublas_kernels.py).
+   duration, and the raw ``args`` (tools/cublas/kernels.py).
 
 Jobs run cheapest first, a chunk of jobs per profiler session; every finished chunk is
 appended to OUTDIR/sweep.jsonl (one JSON object per line: a "meta" line, one "call"
@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import gzip
 import json
 import math
@@ -52,12 +53,11 @@ from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from fpspec.cublas.h200 import TARGETS, call_shape
 
-from h200_cublas_common import (CODE_BYTES, OPERANDS, SCHEMA, TARGETS, bits_hex, code_checksum,  # noqa: E402
-                                codes_numpy, codes_torch, default_grid, parse_shapes_text, run_shape,
-                                sample_counts, sample_index, small_grid)
-from h200_cublas_kernels import attribute_kernels, trace_fields  # noqa: E402
+from .common import (CODE_BYTES, OPERANDS, SCHEMA, bits_hex, code_checksum, codes_numpy, codes_torch, default_grid,
+                     parse_shapes_text, sample_counts, sample_index, small_grid)
+from .kernels import attribute_kernels, trace_fields
 
 TAG = "fpspec:"
 GEN_CHUNK_ELEMS = 1 << 24   # rows of operands generated at a time (int64 temporaries)
@@ -70,13 +70,13 @@ def build_jobs(targets: list[str], shapes: list[tuple[int, int, int]], max_outpu
     jobs = []
     for si, shape in enumerate(shapes):
         for target in targets:
-            m, n, k = run_shape(target, shape)
+            m, n, k = call_shape(target, shape)
             js = seed + 1000 * si + 10 * list(TARGETS).index(target)   # the same for any subset of targets
             r, c = sample_counts(m, n, max_outputs)
             jobs.append({"target": target, "requested_shape": list(shape), "shape": [m, n, k],
                          "seed_a": js + 1, "seed_b": js + 2,
                          "rows": sample_index(m, r, js + 3).tolist(), "cols": sample_index(n, c, js + 4).tolist(),
-                         "cost": (m + n) * k * CODE_BYTES[TARGETS[target]["fmt"]] * 40 + m * n * k / 200})
+                         "cost": (m + n) * k * CODE_BYTES[TARGETS[target].fmt] * 40 + m * n * k / 200})
     jobs.sort(key=lambda j: (j["cost"], j["target"]))
     for i, j in enumerate(jobs):
         j["id"] = i
@@ -88,7 +88,7 @@ def chunks(jobs: list[dict], max_jobs: int, max_bytes: float):
     cur, size = [], 0.0
     for j in jobs:
         m, n, k = j["shape"]
-        b = (m + n) * k * CODE_BYTES[TARGETS[j["target"]]["fmt"]]
+        b = (m + n) * k * CODE_BYTES[TARGETS[j["target"]].fmt]
         if cur and (len(cur) >= max_jobs or size + b > max_bytes):
             yield cur
             cur, size = [], 0.0
@@ -169,9 +169,9 @@ class TorchBackend:
     def call(self, target: str, a, bt):
         t = self.torch
         cfg = TARGETS[target]
-        if cfg["fmt"] == "e4m3":
+        if cfg.fmt == "e4m3":
             return t._scaled_mm(a, bt.t(), scale_a=self.one, scale_b=self.one, out_dtype=t.float32,
-                                use_fast_accum=cfg["fast_accum"])
+                                use_fast_accum=cfg.fast_accum)
         if not self.cuda:  # stand-in: the CPU has no mm with out_dtype
             return t.mm(a.float(), bt.float().t())
         return t.mm(a, bt.t(), out_dtype=t.float32)
@@ -186,7 +186,7 @@ class TorchBackend:
         size = (256, 1024) if self.cuda else (16, 64)
         for target in targets:
             t0 = time.perf_counter()
-            fmt = TARGETS[target]["fmt"]
+            fmt = TARGETS[target].fmt
             a, bt = self.operand(fmt, 1, *size), self.operand(fmt, 2, *size)
             self.call(target, a, bt)
             if self.cuda:
@@ -220,7 +220,7 @@ class TorchBackend:
         t0 = time.perf_counter()
         ready = []
         for j in jobs:
-            fmt = TARGETS[j["target"]]["fmt"]
+            fmt = TARGETS[j["target"]].fmt
             m, n, k = j["shape"]
             try:
                 a = self.operand(fmt, j["seed_a"], m, k)
@@ -354,7 +354,7 @@ def _kernels_from_events(prof) -> dict[str, list[tuple[str, float]]]:
 def finish_record(j: dict, outs: list[np.ndarray], owners: dict) -> dict:
     """The JSON line of one job."""
     rec = {"kind": "call", **{k: v for k, v in j.items() if k != "cost"},
-           "fmt": TARGETS[j["target"]]["fmt"], "call": TARGETS[j["target"]]["call"], "operands": OPERANDS}
+           "fmt": TARGETS[j["target"]].fmt, "call": TARGETS[j["target"]].call, "operands": OPERANDS}
     rec.setdefault("error", None)
     if outs:
         rec["bits"] = bits_hex(outs[0])
@@ -398,12 +398,12 @@ class LocalBackend:
 
     def fake_kernel(self, target: str, m: int, n: int, k: int) -> tuple[str, list[int], dict]:
         """(kernel name, grid, how the outputs are made) for a shape."""
-        from h200_cublas_kernels import rule_p, slice_for_p
+        from .kernels import rule_p, slice_for_p
 
-        from fpspec.cublas_h200 import parse_kernel_name
+        from fpspec.cublas.h200 import parse_kernel_name
 
         cfg = TARGETS[target]
-        fmt, kt = cfg["fmt"], cfg["kt"]
+        fmt, kt = cfg.fmt, cfg.kt
         if fmt != "e4m3" and min(m, n) <= 8:
             return "gemmSN_TN_kernel", [math.ceil(n / 32), m, 1], {"hyp": "fp32-seq", "s": None}
         if fmt != "e4m3" and (m % 2 or n % 2):
@@ -417,14 +417,14 @@ class LocalBackend:
             tm, tn, fam, name = 64, 64, "small", "nvjet_tst_64x64_64x8_2x1_v_bz_splitK_TNT"
         else:
             tm, tn, fam, name = 128, 256, "large", "nvjet_tst_128x256_64x4_1x2_h_bz_coopA_splitK_TNT"
-        # CTAs as cuBLAS launches them: whole clusters of tiles (fpspec.cublas_h200.padded_tiles)
+        # CTAs as cuBLAS launches them: whole clusters of tiles (fpspec.cublas.h200.padded_tiles)
         cl = parse_kernel_name(name).cluster or (1, 1)
         gx, gy = -(-math.ceil(n / tm) // cl[0]) * cl[0], -(-math.ceil(m / tn) // cl[1]) * cl[1]
         p = rule_p(k, kt, gx * gy, self.FAKE_R, self.FAKE_B[fam])
         return name, [gx, gy, p], {"hyp": "main", "s": slice_for_p(k, kt, p)}
 
     def run_chunk(self, jobs: list[dict], keep_trace: Path | None) -> tuple[list[dict], dict]:
-        from h200_cublas_fit import hypotheses, model_bits
+        from .fit import hypotheses, model_bits
 
         t0 = time.perf_counter()
         events: list[dict] = []
@@ -433,7 +433,7 @@ class LocalBackend:
         corr = 0
         for j in jobs:
             cfg = TARGETS[j["target"]]
-            fmt = cfg["fmt"]
+            fmt = cfg.fmt
             m, n, k = j["shape"]
             a = codes_numpy(fmt, j["seed_a"], j["rows"], k)
             bt = codes_numpy(fmt, j["seed_b"], j["cols"], k)
@@ -527,7 +527,8 @@ def main(argv: list[str] | None = None) -> int:
     meta = {"kind": "meta", "schema": SCHEMA, "operands": OPERANDS, "started": time.strftime("%Y-%m-%dT%H:%M:%SZ",
                                                                                              time.gmtime()),
             "argv": sys.argv[1:] if argv is None else argv, "grid": grid_name, "shapes": len(shapes), "jobs": len(jobs),
-            "targets": {t: TARGETS[t] for t in targets}, "nvidia_smi": gpu_facts() if not args.local else None,
+            "targets": {t: dataclasses.asdict(TARGETS[t]) for t in targets},
+            "nvidia_smi": gpu_facts() if not args.local else None,
             "python": sys.version.split()[0], "numpy": np.__version__, "platform": platform.platform(),
             "env": {k: os.environ.get(k) for k in ("CUBLASLT_WORKSPACE_SIZE", "CUBLAS_WORKSPACE_CONFIG",
                                                    "TORCH_BLAS_PREFER_CUBLASLT", "CUDA_VISIBLE_DEVICES")},

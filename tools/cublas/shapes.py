@@ -1,4 +1,4 @@
-"""Draw a seeded list of GEMM shapes for ``tools/h200_cublas_sweep.py --shapes`` (issue 14).
+"""Draw a seeded list of GEMM shapes for ``tools/cublas/sweep.py --shapes`` (issue 14).
 
 The held-out acceptance sets (``vectors/provenance/h200-cublas/heldout*_shapes.txt``) were
 drawn by category with a seeded generator; this script is that generator written down, so
@@ -27,7 +27,7 @@ Sizes are drawn log-uniformly (``numpy.random.default_rng(seed)``), category by
 category in the order of the mix (``--mix``, default :data:`MIX`); a shape already drawn
 or listed in an ``--exclude`` file is drawn again.
 
-    python3 tools/h200_cublas_shapes.py --seed 20261204 --count 1000 \\
+    python3 -m tools.cublas.shapes --seed 20261204 --count 1000 \\
         --exclude vectors/provenance/h200-cublas/heldout4_shapes.txt --out shapes.txt
 """
 
@@ -111,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--count", type=int, required=True, help="number of shapes")
     p.add_argument("--exclude", nargs="*", default=[], metavar="FILE", help="shape files not to repeat")
     p.add_argument("--exclude-table", action="store_true",
-                   help="nor any shape of fpspec's committed table (fpspec/cublas_h200_table.py)")
+                   help="nor any shape of fpspec's committed table (fpspec/cublas/h200_calls.json.gz)")
     p.add_argument("--mix", default=None, metavar="CAT=PARTS,...",
                    help="categories and their parts, e.g. 'llm=1' (default: the held-out sets' mix)")
     p.add_argument("--out", default="-", help="output file (default: stdout)")
@@ -123,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     for path in args.exclude:
         seen |= read_shapes(path)
     if args.exclude_table:
-        from fpspec.cublas_h200 import observations_from_table
+        from fpspec.cublas.h200 import observations_from_table
         seen |= {(o.m, o.n, o.k) for rows in observations_from_table().values() for o in rows}
     mix = dict(MIX)
     if args.mix:
@@ -145,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
                     break
             seen.add(s)
             shapes.append(s)
-    lines = [f"# {args.count} shapes drawn by tools/h200_cublas_shapes.py --seed {args.seed} "
+    lines = [f"# {args.count} shapes drawn by tools/cublas/shapes.py --seed {args.seed} "
              f"({', '.join(f'{k} {v}' for k, v in mix.items())} parts), excluding "
              f"{', '.join(args.exclude) or 'nothing'}{' and the committed table' if args.exclude_table else ''}",
              "# M N K"] + [f"{m} {n} {k}" for m, n, k in shapes]

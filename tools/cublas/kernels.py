@@ -33,14 +33,11 @@ from __future__ import annotations
 
 import math
 import re
-import sys
-from pathlib import Path
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from fpspec.adapters.kernel_trace import KERNEL_CATS, LAUNCH_CATS, attribute_kernels  # noqa: E402,F401
+from fpspec.adapters.kernel_trace import KERNEL_CATS, LAUNCH_CATS, attribute_kernels  # noqa: F401
+from fpspec.cublas.h200 import parse_kernel_name, slice_cap, slice_length
 
 GEMM_CLASSES = ("nvjet", "sm90-xmma", "sm80", "sm75", "simt")
 
@@ -77,8 +74,6 @@ class KernelInfo:
         return d
 
 
-_NVJET = re.compile(r"^nvjet_(?:sm\d+_)?(?P<types>[a-z0-9]+)_(?P<tm>\d+)x(?P<tn>\d+)_(?P<kt>\d+)x(?P<st>\d+)"
-                    r"_(?P<cm>\d+)x(?P<cn>\d+)_(?P<rest>.*)$")
 _TILESIZE = re.compile(r"tilesize(?P<tm>\d+)x(?P<tn>\d+)x(?P<kt>\d+)")
 _STAGE = re.compile(r"stage(?:s)?(?P<st>\d+)(?![x\d])")
 _OLD = re.compile(r"_(?P<tm>\d+)x(?P<tn>\d+)_.*?stages_(?P<kt>\d+)x(?P<st>\d+)")
@@ -113,15 +108,15 @@ def parse_kernel(name: str) -> KernelInfo:
     wrapped = re.match(r"^cutlass::Kernel2?<\s*(\w+)\s*>", base)   # cutlass::Kernel2<NAME>(NAME::Params)
     base = wrapped.group(1) if wrapped else base.split("(")[0].split("<")[0].strip()
     info = KernelInfo(name=name, kclass=_arch_class(base))
-    m = _NVJET.match(base)
-    if m:
-        info.tile_m, info.tile_n = int(m["tm"]), int(m["tn"])
-        info.kt, info.stages = int(m["kt"]), int(m["st"])
-        info.cluster = (int(m["cm"]), int(m["cn"]))
-        toks = m["rest"].split("_")
-        if toks and _LAYOUT.match(toks[-1]):
+    nv = parse_kernel_name(base) if base else None      # the package's parser: nvjet names
+    if nv is not None and nv.kclass == "nvjet":
+        assert nv.tile is not None and nv.cluster is not None
+        info.tile_m, info.tile_n = nv.tile
+        info.kt, info.stages, info.cluster = nv.kt, nv.stages, nv.cluster
+        toks = list(nv.flags)
+        if len(toks) > 1 and _LAYOUT.match(toks[-1]):
             info.layout = toks.pop()
-        info.flags = [m["types"]] + toks
+        info.flags = toks
         info.pattern = "nvjet"
         return info
     m = _TILESIZE.search(base)
@@ -177,11 +172,8 @@ def output_tiles(m: int, n: int, tile_m: int, tile_n: int, orientation: str = "c
 # ================================================================== the rule
 def slice_for_p(k: int, kt: int, p: int | None) -> int | None:
     """S = ceil(K / (P kt)) kt, normalised: None when P <= 1 or when one slice holds all
-    of K (no split)."""
-    if p is None or p <= 1:
-        return None
-    s = math.ceil(k / (p * kt)) * kt
-    return None if s >= k else s
+    of K (no split): :func:`fpspec.cublas.h200.slice_length`."""
+    return slice_length(k, kt, p)
 
 
 def normalise_s(k: int, s: int | None) -> int | None:
@@ -192,8 +184,7 @@ def normalise_s(k: int, s: int | None) -> int | None:
 def rule_p(k: int, kt: int, t: int, r: int, b: int) -> int:
     """Issue 14's slice count: P = min(ceil(ceil(K/kt) / R) - 1, floor(B / T)), at least 1
     (R = the fewest K tiles a slice keeps, 20 on the H200; B = the kernel's CTA budget)."""
-    cap = math.ceil(math.ceil(k / kt) / r) - 1
-    return max(1, min(cap, b // max(t, 1)))
+    return max(1, min(slice_cap(k, kt, r), b // max(t, 1)))
 
 
 def rule_s(k: int, kt: int, t: int, r: int, b: int) -> int | None:

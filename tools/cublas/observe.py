@@ -4,16 +4,16 @@ On the GPU machine, from the repository root (one command, a few minutes; writes
 $OUT/observe.jsonl, $OUT/observe_summary.json and $OUT/log.txt):
 
     set -o pipefail; export PYTHONUNBUFFERED=1 PYTHONPATH=.; \\
-    timeout 480 python3 tools/h200_cublas_observe.py --out $OUT --budget 400 2>&1 | tee $OUT/log.txt
+    timeout 480 python3 -m tools.cublas.observe --out $OUT --budget 400 2>&1 | tee $OUT/log.txt
 
 For every (target, shape) - default shapes: vectors/provenance/h200-cublas/heldout_shapes.txt,
 targets: the four of the sweep - it generates the operands of the sweep's hash
-(tools/h200_cublas_common.py, same seeds and sampled rows and columns as
-``tools/h200_cublas_sweep.py --shapes ... --seed``), runs the torch call once unprofiled
+(tools/cublas/common.py, same seeds and sampled rows and columns as
+``tools/cublas/sweep.py --shapes ... --seed``), runs the torch call once unprofiled
 and once under the profiler (:func:`fpspec.adapters.torch_gemm.observe_call`), reads the
-kernel and its grid, takes the model :func:`fpspec.models.model_for_kernel` gives, and
+kernel and its grid, takes the model :func:`fpspec.cublas.library.model_for_kernel` gives, and
 compares fpspec's output under that model on the sampled outputs with the call's, bit for
-bit; it also records the offline model's match (``fpspec.models.resolve``).  A persistent
+bit; it also records the offline model's match (``fpspec.cublas.library.resolve``).  A persistent
 split launch (FPS-CUB-10) has its slice count settled on outputs outside the sampled rows
 and columns (:func:`fpspec.adapters.torch_gemm.settle_observation`), so the sample the
 match is counted on played no part in choosing the model.  A kernel the
@@ -33,22 +33,17 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from fpspec.adapters.torch_gemm import observe_call, settle_observation, target_call
+from fpspec.cublas.h200 import PRESET_TARGETS, TARGETS, kernel_family
+from fpspec.cublas.library import resolve
+from fpspec.errors import FpspecError
+from fpspec.matmul import gemm
 
-from h200_cublas_common import TARGETS, bits_hex, code_checksum, codes_numpy, parse_shapes_text  # noqa: E402
-from h200_cublas_sweep import TorchBackend, build_jobs  # noqa: E402
+from .common import ROOT, bits_hex, code_checksum, codes_numpy, parse_shapes_text
+from .sweep import TorchBackend, build_jobs
 
-from fpspec.adapters.torch_gemm import observe_call, settle_observation, target_call  # noqa: E402
-from fpspec.cublas_h200 import kernel_family  # noqa: E402
-from fpspec.errors import FpspecError  # noqa: E402
-from fpspec.matmul import gemm  # noqa: E402
-from fpspec.models import resolve  # noqa: E402
-
-ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_SHAPES = ROOT / "vectors" / "provenance" / "h200-cublas" / "heldout_shapes.txt"
-PRESET_OF = {"torch-bf16": "cublas-h200-bf16", "torch-fp16": "cublas-h200-fp16",
-             "torch-scaled-mm": "cublas-h200-fp8", "torch-scaled-mm-fast": "cublas-h200-fp8-fast"}
+PRESET_OF = {t: p for p, t in PRESET_TARGETS.items()}
 _DTYPE = {"bf16": np.uint16, "fp16": np.uint16, "e4m3": np.uint8}
 
 
@@ -64,7 +59,7 @@ def run_job(be: TorchBackend, job: dict) -> dict:
     """One call: operands, the observed call, the models, the match counts."""
     t = be.torch
     target = job["target"]
-    fmt = TARGETS[target]["fmt"]
+    fmt = TARGETS[target].fmt
     m, n, k = job["shape"]
     rec = {"kind": "observe", "target": target, "requested_shape": job["requested_shape"]}
     a = be.operand(fmt, job["seed_a"], m, k)

@@ -1,5 +1,6 @@
-"""Shared pieces of the cuBLAS shape sweep (tools/h200_cublas_sweep.py) and its fit
-(tools/h200_cublas_fit.py): the targets, the shape grid, and the operand codes.
+"""Shared pieces of the cuBLAS shape sweep (tools/cublas/sweep.py) and its fit
+(tools/cublas/fit.py): the shape grid, the operand codes and the runs' files.  The targets
+(the torch calls, their presets and K tiles) are fpspec.cublas.h200.TARGETS.
 
 Operand codes come from a counter-based integer hash of (seed, row, k), written once
 with Python operators only (``^ & >> << * % //``) so that the same function body runs
@@ -28,34 +29,11 @@ import numpy as np
 SCHEMA = "fpspec-h200-cublas-sweep/1"
 OPERANDS = "fpspec-cublas-hash/1"
 
-# ------------------------------------------------------------------ targets
-#: target name -> operand format, torch call, the fpspec preset that models the
-#: instruction, and the K tile (kt) of cuBLAS's Hopper kernels for that format (the
-#: unit of a slice; a kernel name that carries its own K tile overrides it).
-TARGETS: dict[str, dict[str, Any]] = {
-    "torch-bf16": {"fmt": "bf16", "preset": "km-h100-bf16", "kt": 64,
-                   "call": "torch.mm(A, BT.t(), out_dtype=torch.float32)"},
-    "torch-fp16": {"fmt": "fp16", "preset": "km-h100-bf16", "kt": 64,
-                   "call": "torch.mm(A, BT.t(), out_dtype=torch.float32)"},
-    "torch-scaled-mm": {"fmt": "e4m3", "preset": "km-h100-fp8-promote128", "kt": 128, "fast_accum": False,
-                        "call": "torch._scaled_mm(A, BT.t(), scale_a=1, scale_b=1, out_dtype=torch.float32, "
-                                "use_fast_accum=False)"},
-    "torch-scaled-mm-fast": {"fmt": "e4m3", "preset": "km-h100-fp8", "kt": 128, "fast_accum": True,
-                             "call": "torch._scaled_mm(A, BT.t(), scale_a=1, scale_b=1, out_dtype=torch.float32, "
-                                     "use_fast_accum=True)"},
-}
+#: The repository root (the runs' paths in reports and in the recorded calls are relative to it).
+ROOT = Path(__file__).resolve().parents[2]
 
 #: code width in bytes per format
 CODE_BYTES = {"bf16": 2, "fp16": 2, "e4m3": 1}
-
-
-def run_shape(target: str, shape: tuple[int, int, int]) -> tuple[int, int, int]:
-    """The shape actually run: torch._scaled_mm needs N and K multiples of 16 (M is
-    free), so FP8 rounds them up; BF16/FP16 run the shape as asked."""
-    m, n, k = shape
-    if TARGETS[target]["fmt"] == "e4m3":
-        return m, -(-n // 16) * 16, -(-k // 16) * 16
-    return m, n, k
 
 
 # ------------------------------------------------------------------ the grid

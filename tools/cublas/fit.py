@@ -1,13 +1,13 @@
-"""Fit cuBLAS's K split from a sweep (tools/h200_cublas_sweep.py), offline on a CPU.
+"""Fit cuBLAS's K split from a sweep (tools/cublas/sweep.py), offline on a CPU.
 
-    python3 tools/h200_cublas_fit.py SWEEP [SWEEP ...] --out DIR
+    python3 -m tools.cublas.fit SWEEP [SWEEP ...] --out DIR
 
 SWEEP is a sweep.jsonl (or a directory of them).  For every call record it:
 
 1. regenerates the sampled rows of A and BT from the hash (checking the recorded
-   operand checksums) and reads the launched GEMM kernel (tools/h200_cublas_kernels.py:
+   operand checksums) and reads the launched GEMM kernel (tools/cublas/kernels.py:
    tile, K tile kt, CTAs = product of the grid; for nvjet and cutlass kernels the
-   grid-derived S is :func:`fpspec.cublas_h200.plan_from_kernel`'s);
+   grid-derived S is :func:`fpspec.cublas.h200.plan_from_kernel`'s);
 2. finds the slice lengths S for which the target's fpspec preset (``km-h100-bf16``
    for BF16 and FP16, ``km-h100-fp8-promote128`` for FP8 without fast accumulation,
    ``km-h100-fp8`` with it) with ``split_k = S`` reproduces every sampled output
@@ -25,7 +25,7 @@ SWEEP is a sweep.jsonl (or a directory of them).  For every call record it:
    grid-derived S and the S the bits show, and the share of sampled outputs that the
    preset with the rule's S reproduces.
 
-Writes DIR/cublas_rule.json (the table a later ``fpspec.models.resolve`` can be
+Writes DIR/cublas_rule.json (the table a later ``fpspec.cublas.library.resolve`` can be
 generated from: per target, per kernel, the rule's parameters and the shapes where
 it fails), DIR/fit_records.jsonl (one result per call; ``--reuse`` reads it back and
 skips the searches) and DIR/fit_summary.txt (what it prints).
@@ -45,16 +45,15 @@ from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from fpspec.cublas.h200 import TARGETS
 
-from h200_cublas_common import TARGETS, bits_from_hex, code_checksum, codes_numpy, read_records  # noqa: E402
-from h200_cublas_kernels import (GEMM_CLASSES, balanced_slices, ctas, gemm_kernel, normalise_s,  # noqa: E402
-                                 output_tiles, parse_kernel, rule_s, slice_for_p)
+from .common import bits_from_hex, code_checksum, codes_numpy, read_records
+from .kernels import (GEMM_CLASSES, balanced_slices, ctas, gemm_kernel, normalise_s, output_tiles, parse_kernel,
+                      rule_s, slice_for_p)
 
 RULE_TEXT = ("S = ceil(K / (P kt)) kt; P = min(ceil(ceil(K / kt) / R) - 1, floor(B / T)); no split when P <= 1; "
              "T = output tiles of the kernel's TM x TN tile in whole CM x CN clusters (nvjet: "
-             "fpspec.cublas_h200.padded_tiles, cuBLAS m = torch N, an M x 1 output as 1 x M; other kernels: "
+             "fpspec.cublas.h200.padded_tiles, cuBLAS m = torch N, an M x 1 output as 1 x M; other kernels: "
              "T = ceil(N/TM) ceil(M/TN) unless the family's tile_interpretation says otherwise); kt the kernel's "
              "K tile")
 R_RANGE = range(4, 65)
@@ -75,7 +74,7 @@ class Hypothesis:
     pad: str                  # "back" or "front"
 
     def model(self, split_k: int | None):
-        from fpspec.models import get_model
+        from fpspec.presets import get_model
 
         return get_model(self.preset, **dict(self.overrides), split_k=split_k)
 
@@ -86,13 +85,13 @@ def hypotheses(target: str) -> list[Hypothesis]:
     / sm80 kernels; issue 14), the A100 model (G = 8, neab = 1), each with the residue at
     the back or at the front of K, and a sequential FP32 chain (SIMT kernels)."""
     cfg = TARGETS[target]
-    main = Hypothesis("main", cfg["preset"], (), None, "back")
-    if cfg["fmt"] == "e4m3":
-        return [main, Hypothesis("front", cfg["preset"], (), 32, "front"),
+    main = Hypothesis("main", cfg.preset, (), None, "back")
+    if cfg.fmt == "e4m3":
+        return [main, Hypothesis("front", cfg.preset, (), 32, "front"),
                 Hypothesis("fp32-seq", "decoded-fp32", (), 8, "back")]
     return [main,
-            Hypothesis("g8-back", cfg["preset"], (("group_size", 8),), 8, "back"),
-            Hypothesis("g8-front", cfg["preset"], (("group_size", 8),), 8, "front"),
+            Hypothesis("g8-back", cfg.preset, (("group_size", 8),), 8, "back"),
+            Hypothesis("g8-front", cfg.preset, (("group_size", 8),), 8, "front"),
             Hypothesis("a100-back", "km-a100-bf16", (), 8, "back"),
             Hypothesis("a100-front", "km-a100-bf16", (), 8, "front"),
             Hypothesis("fp32-seq", "decoded-fp32", (), 8, "back")]
@@ -126,7 +125,7 @@ def model_bits(fmt: str, pa: np.ndarray, pb: np.ndarray, hyp: Hypothesis, s: int
     return np.asarray(y, dtype=np.float32).view(np.uint32)
 
 
-TARGETS_KT = {"bf16": 64, "fp16": 64, "e4m3": 128}
+TARGETS_KT = {t.fmt: t.kt for t in TARGETS.values()}
 _CODE_DTYPE = {"bf16": np.uint16, "fp16": np.uint16, "e4m3": np.uint8}
 
 
@@ -398,18 +397,18 @@ def _kt_of(r: dict) -> int:
     g = {"bf16": 16, "fp16": 16, "e4m3": 32}[r["fmt"]]
     if info is not None and info.kt and info.kt % g == 0:
         return info.kt
-    return TARGETS[r["target"]]["kt"]
+    return TARGETS[r["target"]].kt
 
 
 def _grid_p(r: dict, fam_interp: dict) -> tuple[int | None, int | None]:
-    """(T, P = CTAs / T): for nvjet kernels as :func:`fpspec.cublas_h200.plan_from_kernel`
+    """(T, P = CTAs / T): for nvjet kernels as :func:`fpspec.cublas.h200.plan_from_kernel`
     reads them (T counted in whole clusters, an M x 1 output as 1 x M, P = 1 without
     ``splitK`` in the name); for cutlass kernels T None and P = the grid's z; for other
     kernels under the family's tile reading.  P None when CTAs is not a whole multiple of T."""
     info = r["_info"]
     if info is not None and info.kclass in ("nvjet", "sm75", "sm80") and r["_kernel"] is not None \
             and r["_ctas"] is not None:
-        from fpspec.cublas_h200 import parse_kernel_name, plan_from_kernel
+        from fpspec.cublas.h200 import parse_kernel_name, plan_from_kernel
 
         if info.kclass == "nvjet" or parse_kernel_name(r["_kernel"]["name"]).tile is not None:
             m, n, k = (int(v) for v in r["shape"])
@@ -429,7 +428,7 @@ def _grid_s(r: dict, k: int, kt: int, p_grid: int | None) -> int | None:
         return None
     info = r["_info"]
     if info is not None and info.kclass in ("sm75", "sm80") and r["_kernel"] is not None:
-        from fpspec.cublas_h200 import CUTLASS_SLICE_UNIT
+        from fpspec.cublas.h200 import CUTLASS_SLICE_UNIT
 
         kt = CUTLASS_SLICE_UNIT
     return slice_for_p(k, kt, p_grid)
@@ -606,7 +605,7 @@ def build_table(calls: list[dict], results: list[dict], fam_interp: dict, record
         alt = [{"shape": x["shape"], "kernel": x.get("kernel"), "hypothesis": x["explained_by"], "S": x.get("S_alt")}
                for x in res if x.get("explained_by") not in ("main", None)]
         table["targets"][target] = {
-            "preset": cfg["preset"], "fmt": cfg["fmt"], "kt_default": cfg["kt"], "call": cfg["call"],
+            "preset": cfg.preset, "fmt": cfg.fmt, "kt_default": cfg.kt, "call": cfg.call,
             "R": r_fit, "R_fitted_on": "nvjet kernels" if nv else "all kernels with a tile",
             "matches_by_R": fit.get("matches_by_R"), "families": fams,
             "rates": {"calls": len(res),
