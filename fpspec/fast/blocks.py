@@ -50,14 +50,16 @@ from ..formats import E2M1, FloatFormat
 from ..schemes import AmaxZero, Arithmetic, BlockResult, BlockSpec, SignedZero, SrEvaluation, TorchDevice
 from . import jit as _jit  # noqa: F401 - its cache locators must be in place before the kernels below
 from .bits import bits_f32, bits_f64, f32_bits, f64_bits
-from .codes import (BLOCK_CHUNK, MODE_CODES, MX_CEIL, MX_EVEN, MX_FLOOR, MX_MODE_CODES, MX_RCEIL, MX_RCEIL_FP32, RNA,
-                    RNE, RTZ, SRA, SRM, SRU, ZB_MIN_NORMAL, ZB_ONE, ZERO_BYTE_CODES)
+from .codes import (MODE_CODES, MX_CEIL, MX_EVEN, MX_FLOOR, MX_MODE_CODES, MX_RCEIL, MX_RCEIL_FP32, RNA,
+                    RNE, RTZ, SRA, SRM, SRU, ZB_MIN_NORMAL, ZB_ONE, ZERO_BYTE_CODES, block_slot, chunk_bounds,
+                    chunk_count)
 from .dequant import dequant_value_table, dequantize_blocks
 from .log2 import float_log2_ceil_of, float_log2_floor_of
 from .rounding import decode_table, rne_f32_magnitude
 
 __all__ = ["quantize_view_fast", "block_amax_grid_fast", "e2m1_magnitude", "minifloat_magnitude", "scale_code_rne",
-           "ElemArgs", "elem_args"]
+           "ElemArgs", "elem_args", "BlockGrid", "block_grid", "ScaleArgs", "scale_args", "RoundingArgs",
+           "rounding_args", "ExactArgs", "Fp32Args", "TorchaoArgs", "MxArgs"]
 
 _FLT_MAX32 = np.float32(np.finfo(np.float32).max)
 #: Products below this magnitude skip TwoProduct: every nonzero threshold is above 2^-210.
@@ -551,31 +553,119 @@ def _payload_product(x, codes, rbits, use_r, base, block, mult, pos_zero, mode, 
             out[j] = mag | (8 if _negative(y, pos_zero) else 0)
 
 
+# --------------------------------------------------- the kernels' arguments
+# A kernel takes the arrays it reads and writes (the flat view x, the known block amaxes,
+# the random values, the codes and scales it writes) and its settings as named tuples built
+# once per call from the resolved BlockSpec: where each block's scale lies (BlockGrid), the
+# scale format and the zero-scale rule (ScaleArgs), the payload rounding (RoundingArgs), the
+# payload format (ElemArgs, MX) and the profile's tensor-level values (ExactArgs, Fp32Args,
+# TorchaoArgs, MxArgs).  Each kernel unpacks them before its parallel loop.
+
+class BlockGrid(NamedTuple):
+    """Where each block's scale lies in the scale grid (:func:`fpspec.fast.codes.block_slot`)."""
+
+    nbr: int            # blocks per row of the view (K / B)
+    block: int          # B
+    tile2d: bool        # BxB tiles: one scale per B x B tile
+
+
+class ScaleArgs(NamedTuple):
+    """The block scale format as :func:`scale_code_rne` rounds to it, and the zero-scale rule."""
+
+    m: int              # mantissa width
+    emin: int           # smallest normal exponent
+    max_code: int       # largest finite code
+    stable: np.ndarray  # float64 value of every code (0 for the non-finite ones)
+    zero_rule: bool     # a scale that rounds to code 0 becomes one_code (FPS-BLK-4)
+    one_code: int       # the code of 1.0
+
+
+class RoundingArgs(NamedTuple):
+    """The payload rounding: a code of :mod:`fpspec.fast.codes` and N, the random values' width."""
+
+    mode: int
+    nbits: int
+
+
+class ExactArgs(NamedTuple):
+    """Step 1 of the ``exact`` profile (FPS-BLK-2): T, 6T, g, and the RNE bounds of every scale code."""
+
+    t: float
+    six_t: float
+    g: float
+    wide: bool          # binary64 view: products |x| 6T held as TwoProduct pairs
+    bounds: np.ndarray  # e2m1_rne_bounds of the scale codes (float32[codes, 7])
+
+
+class Fp32Args(NamedTuple):
+    """Steps 1-2 of the binary32 profiles (FPS-BLK-3, FPS-BLK-8) and their switches."""
+
+    mulf: np.float32    # fp32(ge * fp32(1/6))
+    gd: np.float32      # fp32(1 / ge)
+    cap: bool           # the payload multiplier is capped at FLT_MAX
+    smax32: np.float32  # the scale format's largest value, binary32
+    pos_zero: bool      # signed_zero = positive: y = -0.0 gets code 0x0
+    sr_fp32: bool       # the seed's FP32 evaluation of sr-midpoint
+
+
+class TorchaoArgs(NamedTuple):
+    """Step 1 of ``torchao-0.18`` (FPS-BLK-18): the per-tensor scale, its reciprocal, the clamp."""
+
+    pts: float          # fp32(g / fp32(6T)), a binary32 value
+    ipts: np.float32    # fp32(1 / pts)
+    cuda: bool          # torch's CUDA arithmetic (FPS-BLK-29)
+    smin32: np.float32  # the scale clamp [2^-6, 448], binary32
+    smax32: np.float32
+
+
+class MxArgs(NamedTuple):
+    """The rules of an MX profile (FPS-BLK-12, FPS-BLK-13, FPS-BLK-23, FPS-BLK-24) as codes."""
+
+    mx_mode: int        # MX_* of fpspec.fast.codes
+    zero_byte: int      # ZB_*
+    fp32_quotient: bool  # microxcaling: A = fp32(x / 2^e)
+    cuda: bool
+
+
+def block_grid(spec: BlockSpec, k: int) -> BlockGrid:
+    """The :class:`BlockGrid` of an (M, ``k``) view under ``spec``."""
+    return BlockGrid(k // spec.block, spec.block, spec.tile == "BxB")
+
+
+def scale_args(spec: BlockSpec) -> ScaleArgs:
+    """The :class:`ScaleArgs` of ``spec``'s scale format and zero-scale rule."""
+    sf = spec.scale_format
+    stable = decode_table(sf).copy()
+    stable[~np.isfinite(stable)] = 0.0
+    return ScaleArgs(sf.man_bits, sf.emin, sf.max_finite_code, stable, spec.zero_scale_rule, spec.one_code)
+
+
+def rounding_args(spec: BlockSpec) -> RoundingArgs:
+    """The :class:`RoundingArgs` of ``spec``'s payload rounding."""
+    return RoundingArgs(MODE_CODES[spec.rounding], spec.nbits)
+
+
 # ----------------------------------------------------- per-profile kernels
-# Each kernel runs over chunks of BLOCK_CHUNK blocks in parallel; within a chunk, one pass
-# computes every block's scale (the scale steps), a second pass the payloads (the payload
-# step), so that the latency of one block's scale arithmetic overlaps the next block's.
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _block_slot(bn, nbr, block, tile2d):
-    """Index of block bn's scale in the scale grid: bn itself (1xB), or its tile (BxB)."""
-    if tile2d:
-        i = bn // nbr
-        return (i // block) * nbr + (bn - i * nbr)
-    return bn
-
+# Each kernel runs over chunks of BLOCK_CHUNK blocks in parallel (the one loop of
+# fpspec.fast.codes: chunk_count, chunk_bounds); within a chunk, one pass computes every
+# block's scale (the scale steps), a second pass the payloads (the payload step), so that the
+# latency of one block's scale arithmetic overlaps the next block's.
 
 @numba.njit(cache=True, parallel=True, error_model="numpy")
-def _exact_profile_blocks(x, nbr, block, tile2d, known_amax, amax_known, t, six_t, g, wide, sm, semin, smax_code,
-                          stable, bounds, zero_rule, one_code, mode, rbits, use_r, nbits, codes, scales):
-    """Steps 2-4 of :func:`fpspec.exact.blocks._exact_profile` (FPS-BLK-2) for every block."""
+def _exact_profile_blocks(x, known_amax, amax_known, rbits, use_r, codes, scales, grid, scale, rounding, args):
+    """Steps 2-4 of :func:`fpspec.exact.blocks._exact_profile` (FPS-BLK-2) for every block
+    (``grid``: :class:`BlockGrid`, ``scale``: :class:`ScaleArgs`, ``rounding``:
+    :class:`RoundingArgs`, ``args``: :class:`ExactArgs`)."""
+    nbr, block, tile2d = grid
+    sm, semin, smax_code, stable, zero_rule, one_code = scale
+    mode, nbits = rounding
+    t, six_t, g, wide, bounds = args
     nblocks = x.shape[0] // block
     num = six_t if g > 0.0 else 1.0
     # 2. u_B = a_B G / 6 = a_B T / g (a_B / 6 when g = 0): the ratio a_B tt / dd
     tt, dd, gd = (t, g, g) if g > 0.0 else (1.0, 6.0, 1.0)
-    for c in numba.prange((nblocks + BLOCK_CHUNK - 1) // BLOCK_CHUNK):
-        b0 = c * BLOCK_CHUNK
-        b1 = min(nblocks, b0 + BLOCK_CHUNK)
+    for c in numba.prange(chunk_count(nblocks)):
+        b0, b1 = chunk_bounds(c, nblocks)
         divisor = np.empty(b1 - b0)
         block_code = np.empty(b1 - b0, dtype=np.int64)
         if amax_known and not tile2d and not wide:
@@ -587,7 +677,7 @@ def _exact_profile_blocks(x, nbr, block, tile2d, known_amax, amax_known, t, six_
                 divisor[bn - b0] = gd * stable[code]
         else:
             for bn in range(b0, b1):
-                sidx = _block_slot(bn, nbr, block, tile2d)
+                sidx = block_slot(bn, nbr, block, tile2d)
                 a_b = known_amax[sidx] if amax_known else _block_amax(x, bn * block, block)
                 code = scale_code_rne(a_b, tt, dd, wide, sm, semin, smax_code, stable)
                 code = one_code if (code == 0) & zero_rule else code  # 3. zero-scale rule
@@ -621,13 +711,16 @@ def _fp32_scale(a_b, mulf, gd, cap, smax32, sm, semin, smax_code, stable, zero_r
 
 
 @numba.njit(cache=True, parallel=True, error_model="numpy")
-def _fp32_profile_blocks(x, nbr, block, tile2d, known_amax, amax_known, mulf, gd, cap, smax32, sm, semin, smax_code,
-                         stable, zero_rule, one_code, pos_zero, mode, sr_fp32, rbits, use_r, nbits, codes, scales):
-    """Steps 3-6 of :func:`fpspec.exact.blocks._fp32_profile` (FPS-BLK-3, FPS-BLK-8) for every block."""
+def _fp32_profile_blocks(x, known_amax, amax_known, rbits, use_r, codes, scales, grid, scale, rounding, args):
+    """Steps 3-6 of :func:`fpspec.exact.blocks._fp32_profile` (FPS-BLK-3, FPS-BLK-8) for every block
+    (``args``: :class:`Fp32Args`)."""
+    nbr, block, tile2d = grid
+    sm, semin, smax_code, stable, zero_rule, one_code = scale
+    mode, nbits = rounding
+    mulf, gd, cap, smax32, pos_zero, sr_fp32 = args
     nblocks = x.shape[0] // block
-    for c in numba.prange((nblocks + BLOCK_CHUNK - 1) // BLOCK_CHUNK):
-        b0 = c * BLOCK_CHUNK
-        b1 = min(nblocks, b0 + BLOCK_CHUNK)
+    for c in numba.prange(chunk_count(nblocks)):
+        b0, b1 = chunk_bounds(c, nblocks)
         multiplier = np.empty(b1 - b0, dtype=np.float32)
         if amax_known and not tile2d:
             for bn in range(b0, b1):  # binary32 block amaxes given: branch-free, vectorized across blocks
@@ -635,7 +728,7 @@ def _fp32_profile_blocks(x, nbr, block, tile2d, known_amax, amax_known, mulf, gd
                                                               semin, smax_code, stable, zero_rule, one_code)
         else:
             for bn in range(b0, b1):
-                sidx = _block_slot(bn, nbr, block, tile2d)
+                sidx = block_slot(bn, nbr, block, tile2d)
                 a_b = np.float32(known_amax[sidx] if amax_known else _block_amax(x, bn * block, block))
                 scales[sidx], multiplier[bn - b0] = _fp32_scale(a_b, mulf, gd, cap, smax32, sm, semin, smax_code,
                                                                 stable, zero_rule, one_code)
@@ -649,16 +742,19 @@ def _fp32_profile_blocks(x, nbr, block, tile2d, known_amax, amax_known, mulf, gd
 
 
 @numba.njit(cache=True, parallel=True, error_model="numpy")
-def _torchao_profile_blocks(x, nbr, block, tile2d, known_amax, amax_known, pts, ipts, cuda, smin32, smax32, sm,
-                            semin, smax_code, stable, mode, rbits, use_r, nbits, codes, scales):
-    """Steps 2-3 of :func:`fpspec.exact.blocks._torchao_profile` (FPS-BLK-18) for every block."""
+def _torchao_profile_blocks(x, known_amax, amax_known, rbits, use_r, codes, scales, grid, scale, rounding, args):
+    """Steps 2-3 of :func:`fpspec.exact.blocks._torchao_profile` (FPS-BLK-18) for every block
+    (``args``: :class:`TorchaoArgs`; the profile has no zero-scale rule)."""
+    nbr, block, tile2d = grid
+    sm, semin, smax_code, stable = scale.m, scale.emin, scale.max_code, scale.stable
+    mode, nbits = rounding
+    pts, ipts, cuda, smin32, smax32 = args
     nblocks = x.shape[0] // block
-    for c in numba.prange((nblocks + BLOCK_CHUNK - 1) // BLOCK_CHUNK):
-        b0 = c * BLOCK_CHUNK
-        b1 = min(nblocks, b0 + BLOCK_CHUNK)
+    for c in numba.prange(chunk_count(nblocks)):
+        b0, b1 = chunk_bounds(c, nblocks)
         reciprocal = np.empty(b1 - b0, dtype=np.float32)
         for bn in range(b0, b1):
-            sidx = _block_slot(bn, nbr, block, tile2d)
+            sidx = block_slot(bn, nbr, block, tile2d)
             a_b = np.float32(known_amax[sidx] if amax_known else _block_amax(x, bn * block, block))
             # 2. sbs = fp32(fp32(a_B / 6) / pts), clamped to [2^-6, 448], RNE (a_B / 6 as on the device)
             sbs = _scalar_quotient(a_b, 6.0, cuda) / pts
@@ -698,14 +794,16 @@ def _payload_minifloat(x, codes, base, block, d, mode, m, emin, max_code, sign_m
 
 
 @numba.njit(cache=True, parallel=True, error_model="numpy")
-def _mx_blocks(x, block, known_amax, amax_known, mx_mode, zero_byte, fp32_quotient, cuda, mode, rbits, use_r,
-               nbits, codes, scales, e2m1, m, emin, emax, max_code, sign_mask, top, even_field, top_field):
+def _mx_blocks(x, known_amax, amax_known, rbits, use_r, codes, scales, block, rounding, args, elem):
     """Steps 2-3 of :func:`fpspec.exact.blocks._mx_blocks` (FPS-BLK-12, FPS-BLK-13, FPS-BLK-23,
-    FPS-BLK-24, FPS-BLK-27, FPS-BLK-28) for every block; the payload format as :class:`ElemArgs`."""
+    FPS-BLK-24, FPS-BLK-27, FPS-BLK-28) for every block (1xB); ``args``: :class:`MxArgs`, the
+    payload format as :class:`ElemArgs`."""
+    mode, nbits = rounding
+    mx_mode, zero_byte, fp32_quotient, cuda = args
+    e2m1, m, emin, emax, max_code, sign_mask, top, even_field, top_field = elem
     nblocks = x.shape[0] // block
-    for c in numba.prange((nblocks + BLOCK_CHUNK - 1) // BLOCK_CHUNK):
-        b0 = c * BLOCK_CHUNK
-        b1 = min(nblocks, b0 + BLOCK_CHUNK)
+    for c in numba.prange(chunk_count(nblocks)):
+        b0, b1 = chunk_bounds(c, nblocks)
         for bn in range(b0, b1):
             # 2. e from the bits of a_B (or its binary32 log2); c_B = e + 127
             a_b = np.float64(known_amax[bn]) if amax_known else _block_amax(x, bn * block, block)
@@ -729,13 +827,6 @@ def _mx_blocks(x, block, known_amax, amax_known, mx_mode, zero_byte, fp32_quotie
 _Run = tuple[np.float32, np.float32, object]
 
 
-def _scale_args(spec: BlockSpec) -> tuple:
-    sf = spec.scale_format
-    stable = decode_table(sf).copy()
-    stable[~np.isfinite(stable)] = 0.0
-    return sf.man_bits, sf.emin, sf.max_finite_code, stable
-
-
 def _exact_profile(spec: BlockSpec, amax: float) -> _Run:
     """Step 1 of FPS-BLK-2: G = 6T/g (1 when g = 0); the kernel does steps 2-4."""
     assert spec.target is not None
@@ -747,13 +838,12 @@ def _exact_profile(spec: BlockSpec, amax: float) -> _Run:
         with np.errstate(over="ignore", under="ignore"):
             enc = np.float32(six_t / g)  # reported only: fp32(G), fp32(1/G) (double rounding is exact:
             dec = np.float32(g / six_t)  # quotients of <= 26-bit values)
-    sm, semin, smax_code, stable = _scale_args(spec)
-    bounds = e2m1_rne_bounds(stable, g if g > 0 else 1.0, six_t if g > 0 else 1.0)  # the kernel's gd and num
+    scale = scale_args(spec)
+    bounds = e2m1_rne_bounds(scale.stable, g if g > 0 else 1.0, six_t if g > 0 else 1.0)  # the kernel's gd and num
 
     def run(x, known_amax, amax_known, m, k, rbits, use_r, codes, scales):
-        _exact_profile_blocks(x, k // spec.block, spec.block, spec.tile == "BxB", known_amax, amax_known, t, six_t,
-                              g, x.dtype == np.float64, sm, semin, smax_code, stable, bounds, spec.zero_scale_rule,
-                              spec.one_code, MODE_CODES[spec.rounding], rbits, use_r, spec.nbits, codes, scales)
+        _exact_profile_blocks(x, known_amax, amax_known, rbits, use_r, codes, scales, block_grid(spec, k), scale,
+                              rounding_args(spec), ExactArgs(t, six_t, g, x.dtype == np.float64, bounds))
     return enc, dec, run
 
 
@@ -775,14 +865,13 @@ def _fp32_profile(spec: BlockSpec, amax: float) -> _Run:
                 ge = f32(1.0)
         gd = f32(1.0) / ge                                               # 2
         mulf = ge * (f32(1.0) / f32(6.0))
-    sm, semin, smax_code, stable = _scale_args(spec)
-    smax32 = f32(float(spec.scale_format.max_finite))
+    args = Fp32Args(mulf, gd, prof.cap_multiplier, f32(float(spec.scale_format.max_finite)),
+                    prof.signed_zero is SignedZero.POSITIVE, spec.sr_eval is SrEvaluation.FP32)
+    scale = scale_args(spec)
 
     def run(x, known_amax, amax_known, m, k, rbits, use_r, codes, scales):
-        _fp32_profile_blocks(x, k // spec.block, spec.block, spec.tile == "BxB", known_amax, amax_known, mulf, gd,
-                             prof.cap_multiplier, smax32, sm, semin, smax_code, stable, spec.zero_scale_rule,
-                             spec.one_code, prof.signed_zero is SignedZero.POSITIVE, MODE_CODES[spec.rounding],
-                             spec.sr_eval is SrEvaluation.FP32, rbits, use_r, spec.nbits, codes, scales)
+        _fp32_profile_blocks(x, known_amax, amax_known, rbits, use_r, codes, scales, block_grid(spec, k), scale,
+                             rounding_args(spec), args)
     return ge, gd, run
 
 
@@ -799,13 +888,13 @@ def _torchao_profile(spec: BlockSpec, amax: float) -> _Run:
         ipts = f32(1.0) / pts
     if not np.isfinite(ipts):
         raise FpspecError(f"profile {spec.profile.name} overflows 1/per_tensor_scale for amax {amax!r}")
-    sm, semin, smax_code, stable = _scale_args(spec)
     sf = spec.scale_format
+    args = TorchaoArgs(pts, ipts, cuda, f32(float(sf.min_normal)), f32(float(sf.max_finite)))
+    scale = scale_args(spec)
 
     def run(x, known_amax, amax_known, m, k, rbits, use_r, codes, scales):
-        _torchao_profile_blocks(x, k // spec.block, spec.block, spec.tile == "BxB", known_amax, amax_known, pts, ipts,
-                                cuda, f32(float(sf.min_normal)), f32(float(sf.max_finite)), sm, semin, smax_code,
-                                stable, MODE_CODES[spec.rounding], rbits, use_r, spec.nbits, codes, scales)
+        _torchao_profile_blocks(x, known_amax, amax_known, rbits, use_r, codes, scales, block_grid(spec, k), scale,
+                                rounding_args(spec), args)
     return ipts, pts, run
 
 
@@ -814,14 +903,12 @@ def _mx_run(spec: BlockSpec) -> _Run:
     passed as :class:`ElemArgs`."""
     prof = spec.profile
     assert prof.mx_mode is not None and prof.mx_zero_byte is not None
-    mxc = spec.arithmetic is Arithmetic.MICROXCALING
-
+    args = MxArgs(MX_MODE_CODES[prof.mx_mode], ZERO_BYTE_CODES[prof.mx_zero_byte],
+                  spec.arithmetic is Arithmetic.MICROXCALING, prof.torch_device is TorchDevice.CUDA)
     ea = elem_args(spec.payload_format)
 
     def run(x, known_amax, amax_known, m, k, rbits, use_r, codes, scales):
-        _mx_blocks(x, spec.block, known_amax, amax_known, MX_MODE_CODES[prof.mx_mode],
-                   ZERO_BYTE_CODES[prof.mx_zero_byte], mxc, prof.torch_device is TorchDevice.CUDA,
-                   MODE_CODES[spec.rounding], rbits, use_r, spec.nbits, codes, scales, *ea)
+        _mx_blocks(x, known_amax, amax_known, rbits, use_r, codes, scales, spec.block, rounding_args(spec), args, ea)
     return np.float32(1.0), np.float32(1.0), run
 
 

@@ -22,7 +22,7 @@ from ..errors import FpspecError
 from ..formats import get_format
 from ..schemes import Dequant
 from . import jit as _jit  # noqa: F401 - its cache locators must be in place before the kernels below
-from .codes import BLOCK_CHUNK
+from .codes import block_slot, chunk_bounds, chunk_count
 from .rounding import decode_table
 
 __all__ = ["dequantize_blocks", "dequant_factors", "dequant_value_table"]
@@ -35,12 +35,12 @@ def _dequant_kernel(codes, scales, values, row_bad, nbr, block, tile2d, out, fir
     looked for only in blocks whose row of the table holds a non-finite value."""
     n = codes.shape[0]
     nblocks = n // block
-    nch = (nblocks + BLOCK_CHUNK - 1) // BLOCK_CHUNK
+    nch = chunk_count(nblocks)
     for c in numba.prange(nch):
         bad = -1
-        for bn in range(c * BLOCK_CHUNK, min(nblocks, (c + 1) * BLOCK_CHUNK)):
-            i = bn // nbr
-            s = scales[(i // block) * nbr + (bn - i * nbr) if tile2d else bn]
+        b0, b1 = chunk_bounds(c, nblocks)
+        for bn in range(b0, b1):
+            s = scales[block_slot(bn, nbr, block, tile2d)]
             row = values[s]
             for j in range(bn * block, (bn + 1) * block):
                 out[j] = row[codes[j]]
@@ -123,7 +123,7 @@ def dequantize_blocks(codes: np.ndarray, scales: np.ndarray, table: tuple[np.nda
     flat = np.ascontiguousarray(codes).reshape(-1)
     out = np.empty(m * k, dtype=np.float32)
     nblocks = flat.shape[0] // block
-    first_bad = np.empty(max(1, (nblocks + BLOCK_CHUNK - 1) // BLOCK_CHUNK), dtype=np.int64)
+    first_bad = np.empty(max(1, chunk_count(nblocks)), dtype=np.int64)
     first_bad[:] = -1
     _dequant_kernel(flat, np.ascontiguousarray(scales, dtype=np.uint8).reshape(-1), values, row_bad, k // block,
                     block, tile == "BxB", out, first_bad)

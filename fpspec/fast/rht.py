@@ -10,7 +10,7 @@ import numpy as np
 
 from ..errors import FpspecError
 from . import jit as _jit  # noqa: F401 - its cache locators must be in place before the kernels below
-from .codes import BLOCK_CHUNK
+from .codes import chunk_bounds, chunk_count
 
 __all__ = ["rht16_fast", "round_bf16_fast"]
 
@@ -35,10 +35,11 @@ def _rht16_kernel(x, w, out, first_bad):
     is not exact in binary64 the exponent gap exceeds 29 bits, so both roundings return the
     larger addend (docs/scheme-nvfp4.rst)."""
     ngroups = x.shape[0] // 16
-    nch = (ngroups + BLOCK_CHUNK - 1) // BLOCK_CHUNK
+    nch = chunk_count(ngroups)
     for c in numba.prange(nch):
         bad = -1
-        for gi in range(c * BLOCK_CHUNK, min(ngroups, (c + 1) * BLOCK_CHUNK)):
+        g0, g1 = chunk_bounds(c, ngroups)
+        for gi in range(g0, g1):
             base = gi * 16
             for j in range(16):
                 acc = np.float32(np.float64(x[base]) * w[0, j])
@@ -57,7 +58,7 @@ def rht16_fast(x: np.ndarray) -> np.ndarray:
         raise FpspecError(f"the Hadamard transform needs the last dimension {k} to be a multiple of 16")
     flat = np.ascontiguousarray(x, dtype=np.float32).reshape(-1)
     out = np.empty_like(flat)
-    first_bad = np.full(max(1, (flat.size // 16 + BLOCK_CHUNK - 1) // BLOCK_CHUNK), -1, dtype=np.int64)
+    first_bad = np.full(max(1, chunk_count(flat.size // 16)), -1, dtype=np.int64)
     _rht16_kernel(flat, _RHT_W, out, first_bad)
     bad = first_bad[first_bad >= 0]
     if bad.size:

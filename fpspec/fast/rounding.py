@@ -290,9 +290,9 @@ def _encode_range_rne_f32(bits, out, lo, hi, spec):
     whose smallest subnormal is at least 2^-124, overflow ``sat`` or ``nonfinite`` with the
     nonfinite code right above max finite (``limit`` is the code every overflow and +-Inf
     becomes; ``sat`` only in formats without Inf),
-    and any NaN policy but ``error`` folded into ``nan_base ^ (sign & nan_sign)``.
-    ``spec`` is an :class:`F32Spec`.  Returns (1, -1) when a NaN was seen (the caller decides whether that is a refusal), else
-    (0, -1).  Steps 5-8 are :func:`rne_f32_magnitude` and 9. sign an OR, no branches.  A NaN's
+    and any NaN policy but ``error`` folded into ``nan_base ^ (sign & nan_sign)``; ``spec`` is an
+    :class:`F32Spec`.  Returns (1, -1) when a NaN was seen (the caller decides whether that is a
+    refusal), else (0, -1).  Steps 5-8 are :func:`rne_f32_magnitude` and 9. sign an OR, no branches.  A NaN's
     bits lie above every limit, so the loop gives it ``limit | sign``; 1. NaN is then a second
     pass over the slice, run only when the largest ``|x|`` bits are a NaN's, that writes the
     NaN codes (a select per element in the main loop cost 3-10 % of its time).  The loops run

@@ -15,7 +15,7 @@ import numba
 import numpy as np
 
 from . import jit as _jit  # noqa: F401 - its cache locators must be in place before the kernels below
-from .codes import BLOCK_CHUNK
+from .codes import chunk_bounds, chunk_count
 
 __all__ = ["scan_values", "ScanResult", "BINARY32_OVERFLOW"]
 
@@ -52,9 +52,8 @@ def _absmax16_bits32(bits, out):
     LLVM without its SLP vectorizer (the single pass took 1.8 times as long)."""
     n = out.shape[0]
     mask = np.uint32(0x7FFFFFFF)
-    for c in numba.prange((n + BLOCK_CHUNK - 1) // BLOCK_CHUNK):
-        s0 = c * BLOCK_CHUNK
-        s1 = min(n, s0 + BLOCK_CHUNK)
+    for c in numba.prange(chunk_count(n)):
+        s0, s1 = chunk_bounds(c, n)
         seg = bits[s0 * 16:s1 * 16]
         quarter = np.empty((s1 - s0) * 4, dtype=np.uint32)
         for q in range(quarter.shape[0]):
