@@ -49,19 +49,13 @@ _CUBLAS_REF = "docs/cublas-h200.rst; vectors/provenance/h200-cublas"
 #: :data:`fpspec.cublas.h200.PRESET_TARGETS`.
 LIBRARY_PRESETS: tuple[str, ...] = tuple(h200.PRESET_TARGETS)
 
-#: Summary and torch call of each library preset (its chain is its target's preset).
-_LIBRARY_TEXT: dict[str, tuple[str, str]] = {
-    "cublas-h200-bf16": ("cuBLAS BF16 GEMM with FP32 output on the H200 (torch.mm)",
-                         "torch.mm(A, BT.t(), out_dtype=torch.float32), BF16"),
-    "cublas-h200-fp16": ("cuBLAS FP16 GEMM with FP32 output on the H200 (torch.mm)",
-                         "torch.mm(A, BT.t(), out_dtype=torch.float32), FP16"),
-    "cublas-h200-fp8": ("cuBLAS FP8 (e4m3) GEMM with FP32 output on the H200, use_fast_accum=False (promotion "
-                        "every 128 products)",
-                        "torch._scaled_mm(A, BT.t(), scale_a=1, scale_b=1, out_dtype=torch.float32, "
-                        "use_fast_accum=False)"),
-    "cublas-h200-fp8-fast": ("cuBLAS FP8 (e4m3) GEMM with FP32 output on the H200, use_fast_accum=True",
-                             "torch._scaled_mm(A, BT.t(), scale_a=1, scale_b=1, out_dtype=torch.float32, "
-                             "use_fast_accum=True)"),
+#: The summary of each library preset (its call and chain are its target's, h200.TARGETS).
+_SUMMARIES: dict[str, str] = {
+    "cublas-h200-bf16": "cuBLAS BF16 GEMM with FP32 output on the H200 (torch.mm)",
+    "cublas-h200-fp16": "cuBLAS FP16 GEMM with FP32 output on the H200 (torch.mm)",
+    "cublas-h200-fp8": "cuBLAS FP8 (e4m3) GEMM with FP32 output on the H200, use_fast_accum=False (promotion every "
+                       "128 products)",
+    "cublas-h200-fp8-fast": "cuBLAS FP8 (e4m3) GEMM with FP32 output on the H200, use_fast_accum=True",
 }
 
 
@@ -69,8 +63,9 @@ def _library(name: str) -> Preset:
     """A library preset (FPS-CUB-6): the chain of the target's Hopper kernels for any K;
     :func:`resolve` adds the kernel and K slices cuBLAS uses at a shape."""
     target = h200.PRESET_TARGETS[name]
-    chain = h200.TARGETS[target].preset
-    summary, call = _LIBRARY_TEXT[name]
+    tg = h200.TARGETS[target]
+    chain, summary = tg.preset, _SUMMARIES[name]
+    call = tg.call if tg.fmt == "e4m3" else f"{tg.call}, {tg.fmt.upper()}"  # torch.mm's operand type named
     shapes = tuple(sorted({(o.m, o.n, o.k) for o in h200.observations_from_table()[target]}))
     return Preset(name, PRESETS[chain].model.replace(require_full_groups=False),
                   summary + "; the kernel and its K slices follow from the shape (fpspec.cublas.library.resolve)",

@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from fpspec.adapters.settle import settle_choice
-from fpspec.cublas.h200 import (PRESET_TARGETS, choice_for_kernel, default_predictor, kernel_family,
+from fpspec.cublas.h200 import (PRESET_TARGETS, TARGETS, choice_for_kernel, default_predictor, kernel_family,
                                 pick_gemm_kernel)
 from fpspec.cublas.library import kernel_model, resolve
 from fpspec.errors import FpspecError
@@ -41,7 +41,7 @@ from .common import bits_from_hex, code_checksum, codes_numpy, read_records, run
 
 PRESET_OF = {t: p for p, t in PRESET_TARGETS.items()}
 _DTYPE = {"bf16": np.uint16, "fp16": np.uint16, "e4m3": np.uint8}
-ORDER = ["torch-bf16", "torch-fp16", "torch-scaled-mm", "torch-scaled-mm-fast"]
+ORDER = list(TARGETS)
 FAMILIES = ["nvjet", "cutlass-s16816", "cutlass-wmma", "cutlass-s1688", "simt", "other", "none"]
 
 

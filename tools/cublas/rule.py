@@ -331,7 +331,7 @@ def scan(sweep: str | Path | None, log=print, aspect: bool = False) -> list[tupl
     return out
 
 
-CURVE_TARGETS = ("torch-bf16", "torch-fp16", "torch-scaled-mm", "torch-scaled-mm-fast")
+CURVE_TARGETS = tuple(ch.TARGETS)
 
 
 def nvjet_s_rate(pred: ch.Predictor, heldout: dict[str, list[ch.Observation]], target: str) -> tuple[int, int]:
