@@ -514,7 +514,7 @@ _TE_EPILOGUE_SRC = ("NVIDIA/TransformerEngine transformer_engine/common/recipe/n
 SEED_EPILOGUE = ("amax", "fp32-reciprocal")
 _SEED_EPILOGUE_SRC = ("MrHuff/ue5m3-fp4 src/ue5m3_fp4/backends/triton/api.py probe_matched_fp4_gemm: "
                       "issue_rz_bf16_gemm(encoded A, encoded B) * _encoded_global_alpha(amax_a, amax_b, T_a, T_b), "
-                      "the alpha as torch forms it on CUDA (tools/seed_alpha_cuda.py)")
+                      "the alpha as torch forms it on CUDA (tools/gpu/seed_alpha_cuda.py)")
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ Run on the GPU machine, from the repository root (vectors/provenance/h200-cublas
 Four targets (tools/cublas/common.py TARGETS): ``torch.mm(A, BT.t(),
 out_dtype=torch.float32)`` on BF16 and FP16, and ``torch._scaled_mm`` on float8_e4m3fn
 with ``use_fast_accum`` False and True (scales 1, FP32 output) - the calls of
-tools/h200_probe.py and fpspec/adapters/torch_gemm.py.  For every (target, shape) it:
+tools/gpu/h200_probe.py and fpspec/adapters/torch_gemm.py.  For every (target, shape) it:
 
 1. builds A (M x K) and BT (N x K) on the device from the counter-based hash of
    (seed, row, k) (tools/cublas/common.py; the CPU regenerates any row), and
