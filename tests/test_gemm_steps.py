@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from fpspec.fast import steps
-from fpspec.fast.chain import accumulate, chain_spec, float_bits
+from fpspec.fast.chain import CONTINUE, END_SLICE, PROMOTE, accumulate, after_group, chain_spec, float_bits
 from fpspec.fast.spans import lsb_of
 from fpspec.presets import get_model
 
@@ -49,7 +49,7 @@ def test_every_compiled_function_of_steps_is_in_the_table():
     """Each compiled function of the module is a listed variant or a listed helper, once."""
     listed = [v.name for v in steps.VARIANTS]
     helpers = [h.__name__ for h in steps.HELPERS]
-    assert len(set(listed)) == len(listed) == 12
+    assert len(set(listed)) == len(listed) == 13
     assert _compiled_functions() == set(listed) | set(helpers)
     assert not set(listed) & set(helpers)
     assert set(listed) <= set(steps.__all__)
@@ -142,4 +142,28 @@ def test_fpsgemm24_accumulate_exact64_equals_accumulate(name, over):
     ok = ~np.isnan(want)
     assert np.array_equal(got[ok].view(np.int64), want[ok].view(np.int64))
     assert (want[ok] != c[ok]).mean() > 0.5  # the sums count
-    assert (np.abs(want[ok]) >= 2.0 ** 127).any() and ((np.abs(want) < 2.0 ** -126) & (want != 0)).any()  # top, subnormal
+    assert (np.abs(want[ok]) >= 2.0 ** 127).any()  # the top binade (Inf or the largest value)
+    assert ((np.abs(want) < 2.0 ** -126) & (want != 0)).any()  # subnormal results
+
+
+@pytest.mark.parametrize("promotes", [False, True])
+def test_fpsgemm6_after_group_fp32_equals_after_group(promotes):
+    """after_group_fp32 on float32 values = after_group under a spec whose additions are all
+    FP32 RNE, for each action: random FP32 triples (the chain's c is never -0 in the FP32
+    kernel: it starts at +0 and only -0 + -0 gives -0), sums past FLT_MAX (Inf), sums that
+    cancel (+0), Inf and NaN."""
+    spec = chain_spec(get_model("decoded-fp32", promotion_rounding="rne"))._replace(promotes=promotes)
+    rng = np.random.default_rng(2403 + promotes)
+    n = 3000
+    c, big, total = (_fp32_values(rng, n) for _ in range(3))
+    c[c == 0.0] = 0.0
+    big[::5] = -c[::5]
+    total[1::7] = 0.0
+    total[2::11] = -c[2::11]
+    for action in (CONTINUE, PROMOTE, END_SLICE):
+        got = np.array([steps.after_group_fp32(np.float32(c[k]), np.float32(big[k]), np.float32(total[k]), action,
+                                               promotes) for k in range(n)], dtype=np.float64)
+        want = np.array([after_group(float(c[k]), float(big[k]), float(total[k]), action, spec) for k in range(n)])
+        assert np.array_equal(np.isnan(got), np.isnan(want)), action
+        ok = ~np.isnan(want)
+        assert np.array_equal(got[ok].view(np.int64), want[ok].view(np.int64)), action

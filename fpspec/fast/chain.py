@@ -28,9 +28,10 @@ Every kernel runs the same loop per output (the row kernels per row of outputs):
 
 written out once per kind of state: :func:`fpspec.fast.kernels.chain_output` for one
 output from its term buffers (the term kernels), :func:`fpspec.fast.kernels.chain_rows`
-for rows of outputs (the row kernels); the BLAS partials
-(:func:`fpspec.fast.partials.chain_partials`, ``chain_partials_seed``) run it over a
-chunk of groups at a time with the exactness guard inside, and say why.  The faster forms of the steps
+for rows of outputs (the row kernels).  Two keep a loop of their own, each saying why
+with its measurement: the sequential FP32 kernel (float32 state, step 5 after every
+product) and the BLAS partials (:func:`fpspec.fast.partials.chain_partials`,
+``chain_partials_seed``: a chunk of groups at a time, the exactness guard inside).  The faster forms of the steps
 (a row at a time, branch-free, on bit patterns, on float64 group sums) are the
 chain-step variants of :mod:`fpspec.fast.steps`, each listed there with the step of
 this module it equals and the test that pins them.

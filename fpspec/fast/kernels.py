@@ -26,7 +26,8 @@ formed:
 Step 1 is each kernel's own; the loop over the planned groups and steps 3-7 are written
 once, in two shapes: :func:`chain_output` (one output from its term buffers: the term
 kernels, and the fallback of the BLAS partials through :func:`term_group`) and
-:func:`chain_rows` (rows of outputs: the row kernels).  A kernel hands them its operands
+:func:`chain_rows` (rows of outputs: the row kernels but the sequential FP32 one, which
+says why).  A kernel hands them its operands
 as a named source tuple (:class:`ProductTerms`, :class:`WindowRows`, ...), whose type
 picks the kernel's step 1 at compile time (:func:`group_terms`, :func:`row_group`): one
 loop, each kernel compiled with its own step inlined.
@@ -48,16 +49,17 @@ import numpy as np
 from numba import types
 from numba.extending import overload
 
-from .chain import (FLOOR, NO_EXPONENT_FLOOR, NO_SPECIAL, NO_TERMS, accumulate, accumulator_exponent,
+from .chain import (CONTINUE, FLOOR, NO_EXPONENT_FLOOR, NO_SPECIAL, NO_TERMS, accumulate, accumulator_exponent,
                     after_group, bits_float, finish, group_step, keep)
 from .fp32 import add_specials, bitlen
 from .jit import gemm_jit
-from .steps import accumulate_row, accumulator_exponent_row, after_group_row, finish_row, keep_floor, keep_magnitude
+from .steps import (accumulate_row, accumulator_exponent_row, after_group_fp32, after_group_row, finish_row, keep_floor,
+                    keep_magnitude)
 
 __all__ = ["TermOperand", "AlignedOperand", "NarrowLanes", "BlockOperand", "ScaledBlockOperand", "FINITE", "POS_INF",
            "NEG_INF", "NAN", "LANE_WIDTHS", "lane_sum", "E2M1_LSB", "E2M1_PRODUCT_MAX", "KEPT_SUM_BITS",
            "SPAN_TOO_WIDE", "OVERFLOW_EXPONENT", "ProductTerms", "BlockTerms", "ScaledBlockTerms", "WindowRows",
-           "NarrowWindowRows", "BlockSumRows", "FP32Rows", "group_terms", "term_room", "term_group", "chain_output",
+           "NarrowWindowRows", "BlockSumRows", "group_terms", "term_room", "term_group", "chain_output",
            "chain_outputs", "row_group", "row_scratch", "chain_rows",
            "product_terms", "block_terms", "scaled_block_terms", "gemm_products", "gemm_blocks", "gemm_scaled_blocks",
            "gemm_window_rows", "gemm_window_narrow_rows", "gemm_block_sums_rows", "gemm_fp32_rows"]
@@ -763,10 +765,6 @@ def _row_group(src, i, g, k0, k1, spec, c, scratch):
             bs, sigs, lsbs = scratch
             _block_sum_row_group(src.a, src.bt, src.size, i, g, k0, k1, spec, c, bs, sigs, lsbs)
         return block_sum_rows
-    if kind is FP32Rows:
-        def fp32_rows(src, i, g, k0, k1, spec, c, scratch):
-            _fp32_row_group(src.va, src.vbt, i, k0, c)
-        return fp32_rows
     return None
 
 
@@ -788,29 +786,7 @@ def _row_scratch(src, plan, n):
             return (np.zeros((max(gb_max, 1), n), dtype=np.int32), np.empty(gb_max + 2, dtype=np.int64),
                     np.empty(gb_max + 2, dtype=np.int64))
         return block_sum_rows
-    if kind is FP32Rows:
-        def fp32_rows(src, plan, n):  # none
-            return np.empty(0, dtype=np.float64)
-        return fp32_rows
     return None
-
-
-class FP32Rows(NamedTuple):
-    """The operands of :func:`gemm_fp32_rows`: FP32 values va (rows, K) and vbt transposed
-    (K, N), float32."""
-
-    va: np.ndarray
-    vbt: np.ndarray
-
-
-@gemm_jit(inline=True)
-def _fp32_row_group(va, vbt, i, k, c):
-    """The group step of :func:`gemm_fp32_rows` for row i: group k is product k, c = RNE32(c
-    + RNE32(a b)) as IEEE float32 arithmetic."""
-    a = va[i, k]
-    row = vbt[k]
-    for j in range(c.size):
-        c[j] = np.float32(c[j]) + a * row[j]
 
 
 @gemm_jit
@@ -821,13 +797,31 @@ def gemm_fp32_rows(va, vbt, plan, spec, fin, out, r0, r1):
     transposed (K, N), float32).
 
     IEEE float32 ``*`` and ``+`` are correctly rounded RNE with subnormals (no fast-math,
-    no FMA contraction), which is exactly p = RNE32(a b) and c = RNE32(c + p): step 4 is
-    ``float32(c) + a b``, c a binary32 value held in :func:`chain_rows`' float64 state
-    (exactly).  Step 5 is :func:`~fpspec.fast.steps.after_group_row`, whose promotion
-    (:func:`~fpspec.fast.steps.add_rne32`) and slice sums (``add_round`` RNE to FP32) equal
-    those float32 additions.  Inf and NaN follow IEEE as in FPS-GEMM-2, and c is never -0
-    (it starts at +0 and x + y is -0 only for -0 + -0).
+    no FMA contraction), which is exactly p = RNE32(a b), c = RNE32(c + p) and step 5
+    (:func:`~fpspec.fast.steps.after_group_fp32`); Inf and NaN follow IEEE as in
+    FPS-GEMM-2, and c is never -0 (it starts at +0 and x + y is -0 only for -0 + -0).
 
-    A loop of its own in float32 state (steps 4-5 in float32 lanes) ran no faster: 6.4-6.9 against 6.8-7.1 ms at 256 x 256 x 512, 65-88 against 68-73 ms at 64 x
-    4096 x 512 (one thread, alternating runs on a shared machine)."""
-    chain_rows(FP32Rows(va, vbt), 1, plan, spec, fin, out, r0, r1)
+    It keeps its own loop rather than :func:`chain_rows`: with G = 1 the chain's step 5
+    comes after every product, and chain_rows' float64 state with a call of
+    :func:`~fpspec.fast.steps.after_group_row` per row and group ran 37-42 ms against this
+    loop's 12-15 (256 x 256 x 512, one thread, alternating runs).  Its state is float32, so
+    that steps 4-5 are native float32 additions."""
+    n = vbt.shape[1]
+    c = np.zeros(n, dtype=np.float32)
+    big = np.zeros(n, dtype=np.float32)
+    total = np.zeros(n, dtype=np.float32)
+    for i in range(r0, r1):
+        c[:] = 0.0
+        big[:] = 0.0
+        total[:] = 0.0
+        for kk in range(plan.start.size):  # group kk is product kk
+            a = va[i, kk]
+            row = vbt[kk]
+            for j in range(n):
+                c[j] = c[j] + a * row[j]
+            action = plan.action[kk]
+            if action != CONTINUE:
+                for j in range(n):
+                    c[j], big[j], total[j] = after_group_fp32(c[j], big[j], total[j], action, spec.promotes)
+        for j in range(n):
+            out[i, j] = finish(np.float64(total[j]), fin)

@@ -22,7 +22,8 @@ step        variant (this module)               scalar twin
             :func:`accumulate_exact64`,
             :func:`accumulate_row_rne_rtz`,
             :func:`accumulate_row_window`
-5 promote   :func:`after_group_row`             ``chain.after_group``
+5 promote   :func:`after_group_row`,            ``chain.after_group``
+            :func:`after_group_fp32`
 5 promote   :func:`add_rne32`                   ``fp32.add_round`` (RNE, FP32)
 6-7 finish  :func:`finish_row`                  ``chain.finish``
 ==========  ==================================  =======================================
@@ -40,14 +41,15 @@ from typing import Callable, NamedTuple
 import numpy as np
 
 from ..models import ZERO_ALIGNMENT_EXPONENT
-from .chain import (CONTINUE, FLOOR, NO_ROUNDING, NO_SNAP, NO_TERMS, NO_WINDOW, PROMOTE, accumulate, after_group,
-                    bits_float, float_bits, scale_by_alpha)
+from .chain import (CONTINUE, END_SLICE, FLOOR, NO_ROUNDING, NO_SNAP, NO_TERMS, NO_WINDOW, PROMOTE, accumulate,
+                    after_group, bits_float, float_bits, scale_by_alpha)
 from .fp32 import (FLOAT64_BITS, POW2, POW2_HI, POW2_LO, RNE, RTZ, add_round, add_round_fp32, round_fp32_pair)
 from .jit import gemm_jit
 
 __all__ = ["ChainVariant", "VARIANTS", "HELPERS", "keep_magnitude", "keep_floor", "accumulator_exponent_row",
            "bits_below", "accumulate_rtz_bits", "accumulate_row", "accumulate_exact64", "accumulate_row_rne_rtz",
-           "is_seed_pair", "accumulate_row_window", "add_rne32", "after_group_row", "finish_row"]
+           "is_seed_pair", "accumulate_row_window", "after_group_fp32", "add_rne32", "after_group_row",
+           "finish_row"]
 
 
 # ================================================================ step 3
@@ -304,6 +306,19 @@ def accumulate_row_window(c, x, low_i, low_b, ae_i, ae_b, spec, emax, left):
 
 # ================================================================ step 5
 @gemm_jit(inline=True)
+def after_group_fp32(c, big, total, action, promotes):
+    """:func:`~fpspec.fast.chain.after_group` on np.float32 values when every addition of the chain is FP32
+    RNE (promotion_rounding ``rne``): IEEE float32 ``+`` is exactly that addition, so
+    the sequential FP32 kernel keeps its chain in native float32 arithmetic."""
+    if action == PROMOTE:
+        return np.float32(0.0), big + c, total
+    if action == END_SLICE:
+        r = big + c if promotes else c
+        return np.float32(0.0), np.float32(0.0), total + r
+    return c, big, total
+
+
+@gemm_jit(inline=True)
 def add_rne32(x, y):
     """``add_round(x, y, RNE, FP32_LATTICE)`` for two FP32 values held in float64, without
     branches: RNE32 of their float64 sum.  Rounding the sum of two binary32 numbers to
@@ -411,6 +426,9 @@ VARIANTS: tuple[ChainVariant, ...] = (
                  _PARTIALS + "test_fpsgemm23_window_row_equals_accumulate"),
     ChainVariant(after_group_row, "fpspec.fast.chain.after_group", _PROMOTE, "5", "a row of outputs (row kernels)",
                  _NARROW + "test_fpsgemm6_add_rne32_equals_add_round"),
+    ChainVariant(after_group_fp32, "fpspec.fast.chain.after_group", _PROMOTE, "5",
+                 "every addition FP32 RNE, the chain in float32 (gemm_fp32_rows)",
+                 _STEPS + "test_fpsgemm6_after_group_fp32_equals_after_group"),
     ChainVariant(add_rne32, "fpspec.fast.fp32.add_round", _PROMOTE, "5",
                  "a promotion with promotion_rounding rne (after_group_row)",
                  _NARROW + "test_fpsgemm6_add_rne32_equals_add_round"),
