@@ -196,6 +196,41 @@ def test_torchao_lower_clamp(impl):
     assert q.decode_scale == pts and q.encode_scale == np.float32(1) / pts
 
 
+@pytest.mark.parametrize("impl", IMPLS)
+def test_torchao_block_scale_is_a_binary32_quotient(impl):
+    """FPS-BLK-18: sbs = fp32(fp32(a_B / 6) / pts) is a binary32 quotient, rounded to E4M3 after.
+    With pts = fp32(g / 2688) = 1 + 15 2^-23 and fp32(a_B / 6) = 1.0625 + 2^-19 the exact quotient
+    lies 2^-27 above the E4M3 midpoint 1.0625 and rounds to it in binary32: a tie, which goes to the
+    even code 1.0 (0x38), as torchao 0.18 gives; the binary64 quotient, no tie, rounds up to 1.125
+    (0x39, what the fast kernel gave when it divided by pts in binary64)."""
+    x = np.zeros((1, 32), np.float32)
+    x[0, 0] = 6.375011444091797   # a_B of block 0: fp32(a_B / 6) = 1.0625 + 2^-19
+    x[0, 16] = 2688.0048828125    # g
+    q = quantize(x, "nvfp4", profile="torchao-0.18", impl=impl)
+    assert q.decode_scale == np.float32(1 + 15 * 2.0 ** -23)
+    assert q.scales.tolist() == [[0x38, 0x7E]]
+
+
+@pytest.mark.parametrize("profile", ["torchao-0.18", "torchao-0.18-cuda"])
+def test_torchao_block_scales_next_to_e4m3_midpoints(profile):
+    """FPS-BLK-18: block amaxes whose fp32(a_B / 6) / pts lies within an ulp of an E4M3 midpoint
+    (where a binary64 quotient and the binary32 one round differently): both paths agree."""
+    rng = np.random.default_rng(18)
+    mids = [(1 + (2 * k + 1) / 16) * 2.0 ** e for k in range(8) for e in range(-5, 8)]
+    g = rng.uniform(1000, 100000, 60).astype(np.float32)
+    x = np.zeros((60, 32), np.float32)
+    x[:, 16] = g
+    inv = np.float32(1) / np.float32(2688)
+    pts = g / np.float32(2688) if profile == "torchao-0.18" else g * inv
+    bs = (np.array([mids[i] for i in rng.integers(len(mids), size=60)]) * pts).astype(np.float32)
+    bs = (bs.view(np.uint32) + rng.integers(0, 3, 60).astype(np.uint32)).view(np.float32)
+    x[:, 0] = np.minimum(bs.astype(np.float64) * 6.0, g * 0.99).astype(np.float32)
+    for row in x:  # each row its own tensor: its own g and pts
+        fast = quantize(row[None, :], "nvfp4", profile=profile, impl="fast")
+        exact = quantize(row[None, :], "nvfp4", profile=profile, impl="exact")
+        assert np.array_equal(fast.scales, exact.scales) and np.array_equal(fast.codes, exact.codes), row[[0, 16]]
+
+
 def test_torchao_refuses_zero_tensor():
     """FPS-BLK-18: torchao 0.18 divides 0/0 for a zero tensor amax; fpspec refuses it."""
     from fpspec.errors import FpspecError

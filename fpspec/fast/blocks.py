@@ -611,7 +611,7 @@ class Fp32Args(NamedTuple):
 class TorchaoArgs(NamedTuple):
     """Step 1 of ``torchao-0.18`` (FPS-BLK-18): the per-tensor scale, its reciprocal, the clamp."""
 
-    pts: float          # fp32(g / fp32(6T)), a binary32 value
+    pts: np.float32     # fp32(g / fp32(6T))
     ipts: np.float32    # fp32(1 / pts)
     cuda: bool          # torch's CUDA arithmetic (FPS-BLK-29)
     smin32: np.float32  # the scale clamp [2^-6, 448], binary32
@@ -884,7 +884,7 @@ def _torchao_profile(spec: BlockSpec, amax: float) -> _Run:
     cuda = spec.profile.torch_device is TorchDevice.CUDA
     with np.errstate(divide="ignore", over="ignore", under="ignore"):
         six_t = f32(6.0) * f32(float(spec.target))
-        pts = _scalar_quotient(amax, six_t, cuda)
+        pts = f32(_scalar_quotient(amax, six_t, cuda))  # binary32, so that the kernel's sbs is a binary32 quotient
         ipts = f32(1.0) / pts
     if not np.isfinite(ipts):
         raise FpspecError(f"profile {spec.profile.name} overflows 1/per_tensor_scale for amax {amax!r}")
