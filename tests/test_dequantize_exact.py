@@ -3,14 +3,15 @@
 
 Every dequantization rule of the schemes' profiles, every pair of a finite scale code and a
 finite payload code, over a spread of tensor amaxes, targets and decode scales: the fast
-table entry equals the exact formula bit for bit.  Whole tensors: the fast path of
-fpspec.dequantize equals :func:`dequantize_blocks_exact` on quantized tensors of every
-profile, and the exact quantizer's own dequantized values equal it too.  A NaN (TE's 0 * inf)
+table entry equals the exact formula bit for bit.  Whole tensors: fpspec.dequantize with
+impl="fast" equals :func:`dequantize_blocks_exact` on quantized tensors of every profile, as
+impl="exact" does, and the exact quantizer's own dequantized values equal it too.  A NaN (TE's 0 * inf)
 is compared as a NaN: IEEE 754 leaves the sign of an invalid operation's NaN to the platform.
 """
 
 from __future__ import annotations
 
+import re
 import zlib
 from fractions import Fraction
 
@@ -133,6 +134,7 @@ def test_whole_tensors_fast_equals_exact(scheme, profile, tile, block):
                                         block, tile)
     assert _same(got, want).all(), np.argwhere(~_same(got, want))[:3]
     assert bad == -1
+    assert _same(dequantize(qt, overflow="ieee", impl="exact"), got).all()  # the public door, both twins
 
 
 @pytest.mark.parametrize("scheme,profile", [("ue5m3", "exact"), ("ue5m3", "seed-fp32"), ("ue5m3", "seed-portable"),
@@ -163,6 +165,10 @@ def test_an_overflowing_tensor_reports_the_same_first_element():
     want, bad = dequantize_blocks_exact(qt.codes, qt.scales, Dequant.TE, spec.scale_format, spec.payload_format,
                                         float(qt.amax), spec.target, float(qt.decode_scale), 16, "1xB")
     assert _same(got, want).all()
+    assert _same(dequantize(qt, overflow="ieee", impl="exact"), got).all()
     assert not np.isfinite(want).all()
     assert bad == int(np.flatnonzero(~np.isfinite(want.reshape(-1)))[0])
     assert 0 < bad
+    for impl in ("fast", "exact"):
+        with pytest.raises(FpspecError, match=re.escape(f"the dequantized value of element {[bad // 64, bad % 64]}")):
+            dequantize(qt, impl=impl)
