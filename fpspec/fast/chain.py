@@ -26,12 +26,14 @@ Every kernel runs the same loop per output (the row kernels per row of outputs):
         c, big, total = after_group(c, big, total, plan.action[g], spec)  # step 5
     y = finish(total, fin)                               # steps 6-7
 
-written out once per kind of state: :func:`fpspec.fast.kernels.chain_output` for one
-output from its term buffers (the term kernels), :func:`fpspec.fast.kernels.chain_rows`
-for rows of outputs (the row kernels).  Two keep a loop of their own, each saying why
-with its measurement: the sequential FP32 kernel (float32 state, step 5 after every
-product) and the BLAS partials (:func:`fpspec.fast.partials.chain_partials`,
-``chain_partials_seed``: a chunk of groups at a time, the exactness guard inside).  The faster forms of the steps
+which each kernel writes out around its own step 1, and the BLAS partials
+(:func:`fpspec.fast.partials.chain_partials`, ``chain_partials_seed``) around their
+exactness guard: written once, as a driver taking the kernel's step by the type of a
+source tuple, it ran slower, kernel by kernel (by 2 to 24 %, and three times slower for
+the sequential FP32 chain; the measurements are in :mod:`fpspec.fast.kernels` and
+:mod:`fpspec.fast.partials`).
+
+The faster forms of the steps
 (a row at a time, branch-free, on bit patterns, on float64 group sums) are the
 chain-step variants of :mod:`fpspec.fast.steps`, each listed there with the step of
 this module it equals and the test that pins them.

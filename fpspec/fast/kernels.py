@@ -23,14 +23,18 @@ formed:
 * :func:`gemm_fp32_rows`: the sequential FP32 chain (G = 1, every rounding FP32 RNE) as
   IEEE float32 arithmetic.
 
-Step 1 is each kernel's own; the loop over the planned groups and steps 3-7 are written
-once, in two shapes: :func:`chain_output` (one output from its term buffers: the term
-kernels, and the fallback of the BLAS partials through :func:`term_group`) and
-:func:`chain_rows` (rows of outputs: the row kernels but the sequential FP32 one, which
-says why).  A kernel hands them its operands
-as a named source tuple (:class:`ProductTerms`, :class:`WindowRows`, ...), whose type
-picks the kernel's step 1 at compile time (:func:`group_terms`, :func:`row_group`): one
-loop, each kernel compiled with its own step inlined.
+Every kernel writes the chain's loop over the planned groups out (its step 1 inside it),
+because one loop for them cost time.  Written once as a driver with the kernel's step
+picked at compile time by the type of a named source tuple (a Numba overload, inlined;
+a compiled function passed as an argument instead would miss Numba's disk cache in every
+process), the kernels ran, one thread, 256 x 256 x 512, alternating runs against their
+own loops: ``gemm_products`` 429-437 ms against 404-414, ``gemm_blocks`` 92 against
+74-76, ``gemm_scaled_blocks`` 186-189 against 162-170 (one output at a time), and
+``gemm_window_narrow_rows`` 7.3-7.7 against 6.8-6.9, ``gemm_window_rows`` 53.6-58.2
+against 52.5-53.9, ``gemm_block_sums_rows`` 27.5-29.9 against 25.7-29.9, the FP32
+chain 37-42 against 12-15 (rows of outputs).  What the kernels share is the chain's
+steps (:mod:`fpspec.fast.chain`, :mod:`fpspec.fast.steps`), and the group of one output
+from a term source, :func:`term_group`, is also the BLAS partials' fallback.
 
 Operands are integers: a value is ``sig 2^lsb`` with ``sig`` odd (:class:`TermOperand`,
 also carrying the alignment exponent and a special-value code), or an E2M1 payload as
@@ -58,9 +62,7 @@ from .steps import (accumulate_row, accumulator_exponent_row, after_group_fp32, 
 
 __all__ = ["TermOperand", "AlignedOperand", "NarrowLanes", "BlockOperand", "ScaledBlockOperand", "FINITE", "POS_INF",
            "NEG_INF", "NAN", "LANE_WIDTHS", "lane_sum", "E2M1_LSB", "E2M1_PRODUCT_MAX", "KEPT_SUM_BITS",
-           "SPAN_TOO_WIDE", "OVERFLOW_EXPONENT", "ProductTerms", "BlockTerms", "ScaledBlockTerms", "WindowRows",
-           "NarrowWindowRows", "BlockSumRows", "group_terms", "term_room", "term_group", "chain_output",
-           "chain_outputs", "row_group", "row_scratch", "chain_rows",
+           "SPAN_TOO_WIDE", "OVERFLOW_EXPONENT", "ProductTerms", "ScaledBlockTerms", "group_terms", "term_group",
            "product_terms", "block_terms", "scaled_block_terms", "gemm_products", "gemm_blocks", "gemm_scaled_blocks",
            "gemm_window_rows", "gemm_window_narrow_rows", "gemm_block_sums_rows", "gemm_fp32_rows"]
 
@@ -330,7 +332,7 @@ def scaled_block_terms(a, i, b, j, k0, k1, tsz, bsz_a, bsz_b, scale_exponent, sp
     return n, special
 
 
-# ============================================= the chain's loop, one output at a time
+# ================================================ a group from its term source
 class ProductTerms(NamedTuple):
     """Step 1 with one term per product (:func:`product_terms`): TermOperand a (rows, K),
     b (N, K), any values (specials included); ``exact_exponent``: product_exponent="exact"."""
@@ -338,15 +340,6 @@ class ProductTerms(NamedTuple):
     a: TermOperand
     b: TermOperand
     exact_exponent: bool
-
-
-class BlockTerms(NamedTuple):
-    """Step 1 with one term per E2M1 scale block of ``size`` products (:func:`block_terms`):
-    BlockOperand a (rows, K), b (N, K), finite scales; every planned group whole blocks."""
-
-    a: BlockOperand
-    b: BlockOperand
-    size: int
 
 
 class ScaledBlockTerms(NamedTuple):
@@ -365,9 +358,9 @@ class ScaledBlockTerms(NamedTuple):
 
 def group_terms(src, i, j, k0, k1, spec, sigs, lsbs, aexps):
     """Step 1 for products k0 .. k1 - 1 of output (i, j) from a term source
-    (:class:`ProductTerms`, :class:`BlockTerms`, :class:`ScaledBlockTerms`) into the term
-    buffers: (n, special, overflow) as :func:`product_terms` returns them (NO_SPECIAL where
-    the source has none).  Compiled code only: the source's type picks the producer."""
+    (:class:`ProductTerms`, :class:`ScaledBlockTerms`) into the term buffers: (n, special,
+    overflow) as :func:`product_terms` returns them (NO_SPECIAL where the source has none).
+    Compiled code only: the source's type picks the producer."""
     raise TypeError("group_terms runs in compiled code only")
 
 
@@ -378,33 +371,12 @@ def _group_terms(src, i, j, k0, k1, spec, sigs, lsbs, aexps):
         def products(src, i, j, k0, k1, spec, sigs, lsbs, aexps):
             return product_terms(src.a, i, src.b, j, k0, k1, src.exact_exponent, spec, sigs, lsbs, aexps)
         return products
-    if kind is BlockTerms:
-        def blocks(src, i, j, k0, k1, spec, sigs, lsbs, aexps):
-            n = block_terms(src.a, i, src.b, j, k0 // src.size, k1 // src.size, src.size, sigs, lsbs, aexps)
-            return n, NO_SPECIAL, NO_SPECIAL
-        return blocks
     if kind is ScaledBlockTerms:
         def scaled(src, i, j, k0, k1, spec, sigs, lsbs, aexps):
             n, special = scaled_block_terms(src.a, i, src.b, j, k0, k1, src.size, src.block_a, src.block_b,
                                             src.scale_exponent, spec, sigs, lsbs, aexps)
             return n, special, NO_SPECIAL
         return scaled
-    return None
-
-
-def term_room(src, longest):
-    """The length of the term buffers for planned groups of at most ``longest`` products: one
-    term per product (per block, per block term) and two more (c, a join).  Compiled code only."""
-    raise TypeError("term_room runs in compiled code only")
-
-
-@overload(term_room, inline="always")
-def _term_room(src, longest):
-    kind = getattr(src, "instance_class", None)
-    if kind is ProductTerms:
-        return lambda src, longest: longest + 2
-    if kind is BlockTerms or kind is ScaledBlockTerms:
-        return lambda src, longest: longest // src.size + 2
     return None
 
 
@@ -418,120 +390,68 @@ def term_group(c, src, i, j, k0, k1, spec, sigs, lsbs, aexps):
     return group_step(c, sigs, lsbs, aexps, n, special, overflow, spec)
 
 
-@gemm_jit(inline=True)
-def chain_output(src, i, j, plan, spec, fin, sigs, lsbs, aexps):
-    """The FP32 result of output (i, j) from its term source: the loop of
-    :mod:`fpspec.fast.chain` for one output, written once for the term kernels."""
-    c = big = total = 0.0
-    for g in range(plan.start.size):                                                        # step 2
-        c = term_group(c, src, i, j, plan.start[g], plan.stop[g], spec, sigs, lsbs, aexps)  # steps 1, 3-4
-        c, big, total = after_group(c, big, total, plan.action[g], spec)                    # step 5
-    return finish(total, fin)                                                               # steps 6-7
-
-
-@gemm_jit(inline=True)
-def chain_outputs(src, plan, spec, fin, out, r0, r1):
-    """:func:`chain_output` for every output of rows r0 .. r1 - 1, one at a time, into ``out``."""
-    room = term_room(src, plan.longest)
+# ============================================================= one output at a time
+@gemm_jit
+def gemm_products(a, b, exact_exponent, plan, spec, fin, out, r0, r1):
+    """The general kernel: one term per product (:func:`product_terms`) for any operands
+    (TermOperand a (rows, K), b (N, K)), specials included."""
+    n_rows = b.sig.shape[0]
+    room = plan.longest + 2
     sigs = np.empty(room, dtype=np.int64)
     lsbs = np.empty(room, dtype=np.int64)
     aexps = np.empty(room, dtype=np.int64)
     for i in range(r0, r1):
-        for j in range(out.shape[1]):
-            out[i, j] = chain_output(src, i, j, plan, spec, fin, sigs, lsbs, aexps)
-
-
-@gemm_jit
-def gemm_products(a, b, exact_exponent, plan, spec, fin, out, r0, r1):
-    """The general kernel: one term per product (:class:`ProductTerms`) for any operands
-    (TermOperand a (rows, K), b (N, K)), specials included."""
-    chain_outputs(ProductTerms(a, b, exact_exponent), plan, spec, fin, out, r0, r1)
+        for j in range(n_rows):
+            c = big = total = 0.0
+            for g in range(plan.start.size):
+                n, special, overflow = product_terms(a, i, b, j, plan.start[g], plan.stop[g], exact_exponent,
+                                                     spec, sigs, lsbs, aexps)
+                c = group_step(c, sigs, lsbs, aexps, n, special, overflow, spec)
+                c, big, total = after_group(c, big, total, plan.action[g], spec)
+            out[i, j] = finish(total, fin)
 
 
 @gemm_jit
 def gemm_scaled_blocks(a, b, tsz, bsz_a, bsz_b, scale_exponent, plan, spec, fin, out, r0, r1):
-    """E2M1 operands with one term per block term (:class:`ScaledBlockTerms`):
+    """E2M1 operands with one term per block term (:func:`scaled_block_terms`):
     ScaledBlockOperand a (rows, K), b (N, K), any scales; every planned group holds whole
     block terms."""
-    chain_outputs(ScaledBlockTerms(a, b, tsz, bsz_a, bsz_b, scale_exponent), plan, spec, fin, out, r0, r1)
+    n_rows = b.payload.shape[0]
+    room = plan.longest // tsz + 2
+    sigs = np.empty(room, dtype=np.int64)
+    lsbs = np.empty(room, dtype=np.int64)
+    aexps = np.empty(room, dtype=np.int64)
+    for i in range(r0, r1):
+        for j in range(n_rows):
+            c = big = total = 0.0
+            for g in range(plan.start.size):
+                n, special = scaled_block_terms(a, i, b, j, plan.start[g], plan.stop[g], tsz, bsz_a, bsz_b,
+                                                scale_exponent, spec, sigs, lsbs, aexps)
+                c = group_step(c, sigs, lsbs, aexps, n, special, NO_SPECIAL, spec)
+                c, big, total = after_group(c, big, total, plan.action[g], spec)
+            out[i, j] = finish(total, fin)
 
 
 @gemm_jit
 def gemm_blocks(a, b, bsz, plan, spec, fin, out, r0, r1):
-    """E2M1 operands with one term per scale block (:class:`BlockTerms`): BlockOperand a
+    """E2M1 operands with one term per scale block (:func:`block_terms`): BlockOperand a
     (rows, K), b (N, K), finite scales; every planned group holds whole blocks."""
-    chain_outputs(BlockTerms(a, b, bsz), plan, spec, fin, out, r0, r1)
+    n_rows = b.payload.shape[0]
+    room = plan.longest // bsz + 2
+    sigs = np.empty(room, dtype=np.int64)
+    lsbs = np.empty(room, dtype=np.int64)
+    aexps = np.empty(room, dtype=np.int64)
+    for i in range(r0, r1):
+        for j in range(n_rows):
+            c = big = total = 0.0
+            for g in range(plan.start.size):
+                n = block_terms(a, i, b, j, plan.start[g] // bsz, plan.stop[g] // bsz, bsz, sigs, lsbs, aexps)
+                c = group_step(c, sigs, lsbs, aexps, n, NO_SPECIAL, NO_SPECIAL, spec)
+                c, big, total = after_group(c, big, total, plan.action[g], spec)
+            out[i, j] = finish(total, fin)
 
 
-# ============================================= the chain's loop, a row at a time
-class WindowRows(NamedTuple):
-    """The operands of :func:`gemm_window_rows`: TermOperand a (rows, K), bt transposed (K, N)."""
-
-    a: TermOperand
-    bt: TermOperand
-
-
-class NarrowWindowRows(NamedTuple):
-    """The operands of :func:`gemm_window_narrow_rows`: AlignedOperand a (rows, K), bt
-    transposed (K, N), their :class:`NarrowLanes`, the shift F - wa - wb, and whether the kept
-    terms come from float32 products."""
-
-    a: AlignedOperand
-    bt: AlignedOperand
-    lanes_a: NarrowLanes
-    lanes_bt: NarrowLanes
-    shift: int
-    float_products: bool
-
-
-class BlockSumRows(NamedTuple):
-    """The operands of :func:`gemm_block_sums_rows`: BlockOperand a (rows, K), bt transposed
-    (K, N), scale blocks of ``size`` products."""
-
-    a: BlockOperand
-    bt: BlockOperand
-    size: int
-
-
-def row_group(src, i, g, k0, k1, spec, c, scratch):
-    """Steps 1 and 3-4 of planned group g (products k0 .. k1 - 1) for row i of outputs: the
-    row's accumulators ``c`` updated in place, from a row source (:class:`WindowRows`,
-    :class:`NarrowWindowRows`, :class:`BlockSumRows`) with its :func:`row_scratch`.  Compiled
-    code only: the source's type picks the kernel's group step."""
-    raise TypeError("row_group runs in compiled code only")
-
-
-def row_scratch(src, plan, n):
-    """The work arrays of a row source's group step for rows of n outputs.  Compiled code only."""
-    raise TypeError("row_scratch runs in compiled code only")
-
-
-@gemm_jit(inline=True)
-def chain_rows(src, rows, plan, spec, fin, out, r0, r1):
-    """The FP32 results of rows r0 .. r1 - 1 of outputs from a row source: the loop of
-    :mod:`fpspec.fast.chain` for rows of outputs, written once for the row kernels.  The
-    rows go through in blocks of ``rows``, group by group, each row with its own chain
-    state (c, big, total per output; the rows' chains are independent, so the order
-    across rows changes no result)."""
-    n = out.shape[1]
-    scratch = row_scratch(src, plan, n)
-    cs = np.zeros((rows, n), dtype=np.float64)
-    bigs = np.zeros((rows, n), dtype=np.float64)
-    totals = np.zeros((rows, n), dtype=np.float64)
-    for i0 in range(r0, r1, rows):
-        i1 = min(i0 + rows, r1)
-        cs[:] = 0.0
-        bigs[:] = 0.0
-        totals[:] = 0.0
-        for g in range(plan.start.size):                                                 # step 2
-            for i in range(i0, i1):
-                c = cs[i - i0]
-                row_group(src, i, g, plan.start[g], plan.stop[g], spec, c, scratch)      # steps 1, 3-4
-                after_group_row(c, bigs[i - i0], totals[i - i0], plan.action[g], spec)   # step 5
-        for i in range(i0, i1):
-            finish_row(totals[i - i0], out[i], fin)                                      # steps 6-7
-
-
+# ============================================================= a row at a time
 @gemm_jit
 def gemm_window_rows(a, bt, plan, spec, fin, out, r0, r1):
     """Product terms of finite operands under a window with ``product_exponent="operands"``,
@@ -542,55 +462,62 @@ def gemm_window_rows(a, bt, plan, spec, fin, out, r0, r1):
     multiples of 2^(E - F) summed in int64 (|sum| < 2^(F + 2 + bitlen(G + 1)) <= 2^62,
     :func:`fpspec.fast.accumulate.supports`); :func:`~fpspec.fast.chain.accumulate`
     takes it from there."""
-    chain_rows(WindowRows(a, bt), 1, plan, spec, fin, out, r0, r1)
-
-
-@gemm_jit(inline=True)
-def _window_row_group(a, bt, i, k0, k1, spec, c, emax, acc):
-    """The group step of :func:`gemm_window_rows` for row i (products k0 .. k1 - 1)."""
-    n = c.size
+    n = bt.sig.shape[1]
+    emax = np.empty(n, dtype=np.int64)
+    acc = np.empty(n, dtype=np.int64)
+    c = np.zeros(n, dtype=np.float64)
+    big = np.zeros(n, dtype=np.float64)
+    total = np.zeros(n, dtype=np.float64)
     window = spec.window
-    # step 3: each output's alignment exponent E
-    for j in range(n):
-        emax[j] = NO_TERMS
-        acc[j] = 0
-        if spec.fused and math.isfinite(c[j]):
-            emax[j] = accumulator_exponent(c[j], spec)
-    if spec.zero_terms:  # zero products align too (zero operands at -126)
-        for kk in range(k0, k1):
-            e_a = np.int64(a.aexp[i, kk])
-            erow = bt.aexp[kk]
+    for i in range(r0, r1):
+        c[:] = 0.0
+        big[:] = 0.0
+        total[:] = 0.0
+        for g in range(plan.start.size):
+            k0, k1 = plan.start[g], plan.stop[g]
+            # step 3: each output's alignment exponent E
             for j in range(n):
-                cand = e_a + np.int64(erow[j])
-                if cand > emax[j]:
-                    emax[j] = cand
-    else:
-        for kk in range(k0, k1):
-            if a.sig[i, kk] == 0:
-                continue
-            e_a = np.int64(a.aexp[i, kk])
-            erow = bt.aexp[kk]
-            srow = bt.sig[kk]
+                emax[j] = NO_TERMS
+                acc[j] = 0
+                if spec.fused and math.isfinite(c[j]):
+                    emax[j] = accumulator_exponent(c[j], spec)
+            if spec.zero_terms:  # zero products align too (zero operands at -126)
+                for kk in range(k0, k1):
+                    e_a = np.int64(a.aexp[i, kk])
+                    erow = bt.aexp[kk]
+                    for j in range(n):
+                        cand = e_a + np.int64(erow[j])
+                        if cand > emax[j]:
+                            emax[j] = cand
+            else:
+                for kk in range(k0, k1):
+                    if a.sig[i, kk] == 0:
+                        continue
+                    e_a = np.int64(a.aexp[i, kk])
+                    erow = bt.aexp[kk]
+                    srow = bt.sig[kk]
+                    for j in range(n):
+                        cand = e_a + np.int64(erow[j]) if srow[j] != 0 else NO_TERMS
+                        if cand > emax[j]:
+                            emax[j] = cand
             for j in range(n):
-                cand = e_a + np.int64(erow[j]) if srow[j] != 0 else NO_TERMS
-                if cand > emax[j]:
-                    emax[j] = cand
-    for j in range(n):
-        if emax[j] != NO_TERMS and emax[j] < spec.exponent_floor:
-            emax[j] = spec.exponent_floor
-    # ... and the kept multiples of 2^(E - F) of every product
-    for kk in range(k0, k1):
-        s_a = np.int64(a.sig[i, kk])
-        if s_a == 0:
-            continue
-        l_a = np.int64(a.lsb[i, kk]) + window  # d = la + lb - (E - F)
-        lrow = bt.lsb[kk]
-        srow = bt.sig[kk]
-        for j in range(n):
-            acc[j] += keep(s_a * np.int64(srow[j]), l_a + np.int64(lrow[j]) - emax[j], spec.below)
-    # step 4
-    for j in range(n):
-        c[j] = accumulate(c[j], acc[j], emax[j] - window, spec)
+                if emax[j] != NO_TERMS and emax[j] < spec.exponent_floor:
+                    emax[j] = spec.exponent_floor
+            # ... and the kept multiples of 2^(E - F) of every product
+            for kk in range(k0, k1):
+                s_a = np.int64(a.sig[i, kk])
+                if s_a == 0:
+                    continue
+                l_a = np.int64(a.lsb[i, kk]) + window  # d = la + lb - (E - F)
+                lrow = bt.lsb[kk]
+                srow = bt.sig[kk]
+                for j in range(n):
+                    acc[j] += keep(s_a * np.int64(srow[j]), l_a + np.int64(lrow[j]) - emax[j], spec.below)
+            # step 4
+            for j in range(n):
+                c[j] = accumulate(c[j], acc[j], emax[j] - window, spec)
+            after_group_row(c, big, total, plan.action[g], spec)
+        finish_row(total, out[i], fin)
 
 
 @gemm_jit
@@ -626,75 +553,88 @@ def gemm_window_narrow_rows(a, bt, lanes_a, lanes_bt, shift, float_products, pla
     Step 4 runs as :func:`~fpspec.fast.steps.accumulate_row`.  The rows go through in
     blocks of :data:`NARROW_ROW_BLOCK`, group by group, each row with its own chain state
     (the rows' chains are independent, so the order across rows changes no result)."""
-    chain_rows(NarrowWindowRows(a, bt, lanes_a, lanes_bt, shift, float_products), NARROW_ROW_BLOCK, plan, spec, fin,
-               out, r0, r1)
-
-
-@gemm_jit(inline=True)
-def _narrow_row_group(a, bt, lanes_a, lanes_bt, shift, float_products, i, k0, k1, spec, c, prod, emax, acc, scale,
-                      fresh):
-    """The group step of :func:`gemm_window_narrow_rows` for row i (products k0 .. k1 - 1)."""
-    n = c.size
+    n = bt.m.shape[1]
+    prod = np.empty(n, dtype=lanes_bt.ez.dtype)
+    emax = np.empty(n, dtype=np.int32)
+    acc = np.empty(n, dtype=np.int32)
+    scale = np.empty(n, dtype=np.float32)
+    rows = NARROW_ROW_BLOCK
+    cs = np.zeros((rows, n), dtype=np.float64)
+    bigs = np.zeros((rows, n), dtype=np.float64)
+    totals = np.zeros((rows, n), dtype=np.float64)
+    fresh = np.empty(n, dtype=np.int64)
     none = np.int32(NO_TERMS)
     floor = spec.exponent_floor
     window = spec.window
-    # step 3, pass 1: the products' largest ea + eb in narrow lanes ...
-    prod[:] = lanes_bt.lowest
-    for kk in range(k0, k1):
-        e_a = lanes_a.ez[i, kk]
-        if e_a == lanes_a.absent:
-            continue
-        erow = lanes_bt.ez[kk]
-        for j in range(n):
-            prod[j] = max(prod[j], lane_sum(e_a, erow[j]))
-    # ... then c's (fused) and the floor: each output's E
-    if spec.fused:
-        accumulator_exponent_row(c, emax, spec)
-    else:
-        emax[:] = none
-    for j in range(n):
-        p = np.int32(prod[j])
-        e = max(emax[j], p if p > lanes_bt.absent_sums else none)
-        emax[j] = floor if (floor != NO_EXPONENT_FLOOR) & (e != none) & (e < floor) else e
-    # pass 2: the kept multiples of 2^(E - F) of every product
-    acc[:] = 0
-    if float_products:
-        for j in range(n):  # 2^(F - E) from its float64 bit pattern; E < F - 127 has no nonzero product
-            x = window - min(max(np.int64(emax[j]), window - 127), window + 149)  # in [-149, 127]
-            scale[j] = np.float32(bits_float((x + 1023) << 52))
-        # four products per output at a time (a zero value's terms are 0: 0 vb and
-        # then 0 2^(F - E) are finite zeros), one load and store of acc for them
-        kk = k0
-        while kk + 4 <= k1:
-            a0, a1 = lanes_a.v[i, kk], lanes_a.v[i, kk + 1]
-            a2, a3 = lanes_a.v[i, kk + 2], lanes_a.v[i, kk + 3]
-            b0, b1, b2, b3 = lanes_bt.v[kk], lanes_bt.v[kk + 1], lanes_bt.v[kk + 2], lanes_bt.v[kk + 3]
-            for j in range(n):
-                s = scale[j]
-                acc[j] += (np.int32(a0 * b0[j] * s) + np.int32(a1 * b1[j] * s)
-                           + np.int32(a2 * b2[j] * s) + np.int32(a3 * b3[j] * s))
-            kk += 4
-        for kk in range(kk, k1):
-            v_a = lanes_a.v[i, kk]
-            vrow = lanes_bt.v[kk]
-            for j in range(n):
-                acc[j] += np.int32(v_a * vrow[j] * scale[j])
-    else:
-        for kk in range(k0, k1):
-            m_a = a.m[i, kk]
-            if m_a == 0:
-                continue
-            r_a = a.e[i, kk] + shift  # r = E - eb - r_a
-            erow = bt.e[kk]
-            mrow = bt.m[kk]
-            if spec.below == FLOOR:
+    for i0 in range(r0, r1, rows):
+        i1 = min(i0 + rows, r1)
+        cs[:] = 0.0
+        bigs[:] = 0.0
+        totals[:] = 0.0
+        for g in range(plan.start.size):
+            k0, k1 = plan.start[g], plan.stop[g]
+            for i in range(i0, i1):
+                c, big, total = cs[i - i0], bigs[i - i0], totals[i - i0]
+                # step 3, pass 1: the products' largest ea + eb in narrow lanes ...
+                prod[:] = lanes_bt.lowest
+                for kk in range(k0, k1):
+                    e_a = lanes_a.ez[i, kk]
+                    if e_a == lanes_a.absent:
+                        continue
+                    erow = lanes_bt.ez[kk]
+                    for j in range(n):
+                        prod[j] = max(prod[j], lane_sum(e_a, erow[j]))
+                # ... then c's (fused) and the floor: each output's E
+                if spec.fused:
+                    accumulator_exponent_row(c, emax, spec)
+                else:
+                    emax[:] = none
                 for j in range(n):
-                    acc[j] += keep_floor(np.int32(m_a * mrow[j]), np.int32(emax[j] - erow[j] - r_a))
-            else:
-                for j in range(n):
-                    acc[j] += keep_magnitude(np.int32(m_a * mrow[j]), np.int32(emax[j] - erow[j] - r_a))
-    # step 4
-    accumulate_row(c, acc, emax, spec, fresh)
+                    p = np.int32(prod[j])
+                    e = max(emax[j], p if p > lanes_bt.absent_sums else none)
+                    emax[j] = floor if (floor != NO_EXPONENT_FLOOR) & (e != none) & (e < floor) else e
+                # pass 2: the kept multiples of 2^(E - F) of every product
+                acc[:] = 0
+                if float_products:
+                    for j in range(n):  # 2^(F - E) from its float64 bit pattern; E < F - 127 has no nonzero product
+                        x = window - min(max(np.int64(emax[j]), window - 127), window + 149)  # in [-149, 127]
+                        scale[j] = np.float32(bits_float((x + 1023) << 52))
+                    # four products per output at a time (a zero value's terms are 0: 0 vb and
+                    # then 0 2^(F - E) are finite zeros), one load and store of acc for them
+                    kk = k0
+                    while kk + 4 <= k1:
+                        a0, a1 = lanes_a.v[i, kk], lanes_a.v[i, kk + 1]
+                        a2, a3 = lanes_a.v[i, kk + 2], lanes_a.v[i, kk + 3]
+                        b0, b1, b2, b3 = lanes_bt.v[kk], lanes_bt.v[kk + 1], lanes_bt.v[kk + 2], lanes_bt.v[kk + 3]
+                        for j in range(n):
+                            s = scale[j]
+                            acc[j] += (np.int32(a0 * b0[j] * s) + np.int32(a1 * b1[j] * s)
+                                       + np.int32(a2 * b2[j] * s) + np.int32(a3 * b3[j] * s))
+                        kk += 4
+                    for kk in range(kk, k1):
+                        v_a = lanes_a.v[i, kk]
+                        vrow = lanes_bt.v[kk]
+                        for j in range(n):
+                            acc[j] += np.int32(v_a * vrow[j] * scale[j])
+                else:
+                    for kk in range(k0, k1):
+                        m_a = a.m[i, kk]
+                        if m_a == 0:
+                            continue
+                        r_a = a.e[i, kk] + shift  # r = E - eb - r_a
+                        erow = bt.e[kk]
+                        mrow = bt.m[kk]
+                        if spec.below == FLOOR:
+                            for j in range(n):
+                                acc[j] += keep_floor(np.int32(m_a * mrow[j]), np.int32(emax[j] - erow[j] - r_a))
+                        else:
+                            for j in range(n):
+                                acc[j] += keep_magnitude(np.int32(m_a * mrow[j]), np.int32(emax[j] - erow[j] - r_a))
+                # step 4
+                accumulate_row(c, acc, emax, spec, fresh)
+                after_group_row(c, big, total, plan.action[g], spec)
+        for i in range(i0, i1):
+            finish_row(totals[i - i0], out[i], fin)
 
 
 @gemm_jit
@@ -708,85 +648,50 @@ def gemm_block_sums_rows(a, bt, bsz, plan, spec, fin, out, r0, r1):
     the group sum is one int64 dot when bitlen(144 B) + bitlen(blocks) + both widths
     <= 62, else the block terms go through the chain's exact path
     (:func:`~fpspec.fast.chain.group_step`)."""
-    chain_rows(BlockSumRows(a, bt, bsz), 1, plan, spec, fin, out, r0, r1)
-
-
-@gemm_jit(inline=True)
-def _block_sum_row_group(a, bt, bsz, i, g, k0, k1, spec, c, bs, sigs, lsbs):
-    """The group step of :func:`gemm_block_sums_rows` for row i (group g, products k0 .. k1 - 1)."""
-    n = c.size
-    b0 = k0 // bsz
-    nb = k1 // bsz - b0
-    bs[:nb, :] = 0
-    for bl in range(nb):
-        row = bs[bl]
-        for kk in range((b0 + bl) * bsz, (b0 + bl + 1) * bsz):
-            av = np.int32(a.payload[i, kk])
-            if av != 0:
-                brow = bt.payload[kk]
-                for j in range(n):
-                    row[j] += av * np.int32(brow[j])
-    sum_bits = bitlen(E2M1_PRODUCT_MAX * bsz) + bitlen(nb)
-    for j in range(n):
-        if a.width[i, g] + bt.width[g, j] + sum_bits <= KEPT_SUM_BITS:
-            acc = np.int64(0)
+    n = bt.payload.shape[1]
+    gb_max = plan.longest // bsz
+    bs = np.zeros((max(gb_max, 1), n), dtype=np.int32)
+    c = np.zeros(n, dtype=np.float64)
+    big = np.zeros(n, dtype=np.float64)
+    total = np.zeros(n, dtype=np.float64)
+    sigs = np.empty(gb_max + 2, dtype=np.int64)
+    lsbs = np.empty(gb_max + 2, dtype=np.int64)
+    for i in range(r0, r1):
+        c[:] = 0.0
+        big[:] = 0.0
+        total[:] = 0.0
+        for g in range(plan.start.size):
+            b0 = plan.start[g] // bsz
+            nb = plan.stop[g] // bsz - b0
+            bs[:nb, :] = 0
             for bl in range(nb):
-                acc += np.int64(bs[bl, j]) * a.local[i, b0 + bl] * bt.local[b0 + bl, j]
-            c[j] = accumulate(c[j], acc, a.base[i, g] + bt.base[g, j] + 2 * E2M1_LSB, spec)
-        else:
-            m = 0
-            for bl in range(nb):
-                s = np.int64(bs[bl, j]) * (np.int64(a.scale_sig[i, b0 + bl]) *
-                                           np.int64(bt.scale_sig[b0 + bl, j]))
-                if s != 0:
-                    sigs[m] = s
-                    lsbs[m] = (np.int64(a.scale_lsb[i, b0 + bl]) + np.int64(bt.scale_lsb[b0 + bl, j])
-                               + 2 * E2M1_LSB)
-                    m += 1
-            c[j] = group_step(c[j], sigs, lsbs, lsbs, m, NO_SPECIAL, NO_SPECIAL, spec)
-
-
-@overload(row_group, inline="always")
-def _row_group(src, i, g, k0, k1, spec, c, scratch):
-    kind = getattr(src, "instance_class", None)
-    if kind is WindowRows:
-        def window_rows(src, i, g, k0, k1, spec, c, scratch):
-            emax, acc = scratch
-            _window_row_group(src.a, src.bt, i, k0, k1, spec, c, emax, acc)
-        return window_rows
-    if kind is NarrowWindowRows:
-        def narrow_rows(src, i, g, k0, k1, spec, c, scratch):
-            prod, emax, acc, scale, fresh = scratch
-            _narrow_row_group(src.a, src.bt, src.lanes_a, src.lanes_bt, src.shift, src.float_products, i, k0, k1,
-                              spec, c, prod, emax, acc, scale, fresh)
-        return narrow_rows
-    if kind is BlockSumRows:
-        def block_sum_rows(src, i, g, k0, k1, spec, c, scratch):
-            bs, sigs, lsbs = scratch
-            _block_sum_row_group(src.a, src.bt, src.size, i, g, k0, k1, spec, c, bs, sigs, lsbs)
-        return block_sum_rows
-    return None
-
-
-@overload(row_scratch, inline="always")
-def _row_scratch(src, plan, n):
-    kind = getattr(src, "instance_class", None)
-    if kind is WindowRows:
-        def window_rows(src, plan, n):  # emax, acc
-            return np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
-        return window_rows
-    if kind is NarrowWindowRows:
-        def narrow_rows(src, plan, n):  # prod, emax, acc, scale, fresh
-            return (np.empty(n, dtype=src.lanes_bt.ez.dtype), np.empty(n, dtype=np.int32),
-                    np.empty(n, dtype=np.int32), np.empty(n, dtype=np.float32), np.empty(n, dtype=np.int64))
-        return narrow_rows
-    if kind is BlockSumRows:
-        def block_sum_rows(src, plan, n):  # bs, sigs, lsbs
-            gb_max = plan.longest // src.size
-            return (np.zeros((max(gb_max, 1), n), dtype=np.int32), np.empty(gb_max + 2, dtype=np.int64),
-                    np.empty(gb_max + 2, dtype=np.int64))
-        return block_sum_rows
-    return None
+                row = bs[bl]
+                for kk in range((b0 + bl) * bsz, (b0 + bl + 1) * bsz):
+                    av = np.int32(a.payload[i, kk])
+                    if av != 0:
+                        brow = bt.payload[kk]
+                        for j in range(n):
+                            row[j] += av * np.int32(brow[j])
+            sum_bits = bitlen(E2M1_PRODUCT_MAX * bsz) + bitlen(nb)
+            for j in range(n):
+                if a.width[i, g] + bt.width[g, j] + sum_bits <= KEPT_SUM_BITS:
+                    acc = np.int64(0)
+                    for bl in range(nb):
+                        acc += np.int64(bs[bl, j]) * a.local[i, b0 + bl] * bt.local[b0 + bl, j]
+                    c[j] = accumulate(c[j], acc, a.base[i, g] + bt.base[g, j] + 2 * E2M1_LSB, spec)
+                else:
+                    m = 0
+                    for bl in range(nb):
+                        s = np.int64(bs[bl, j]) * (np.int64(a.scale_sig[i, b0 + bl]) *
+                                                   np.int64(bt.scale_sig[b0 + bl, j]))
+                        if s != 0:
+                            sigs[m] = s
+                            lsbs[m] = (np.int64(a.scale_lsb[i, b0 + bl]) + np.int64(bt.scale_lsb[b0 + bl, j])
+                                       + 2 * E2M1_LSB)
+                            m += 1
+                    c[j] = group_step(c[j], sigs, lsbs, lsbs, m, NO_SPECIAL, NO_SPECIAL, spec)
+            after_group_row(c, big, total, plan.action[g], spec)
+        finish_row(total, out[i], fin)
 
 
 @gemm_jit
@@ -799,13 +704,7 @@ def gemm_fp32_rows(va, vbt, plan, spec, fin, out, r0, r1):
     IEEE float32 ``*`` and ``+`` are correctly rounded RNE with subnormals (no fast-math,
     no FMA contraction), which is exactly p = RNE32(a b), c = RNE32(c + p) and step 5
     (:func:`~fpspec.fast.steps.after_group_fp32`); Inf and NaN follow IEEE as in
-    FPS-GEMM-2, and c is never -0 (it starts at +0 and x + y is -0 only for -0 + -0).
-
-    It keeps its own loop rather than :func:`chain_rows`: with G = 1 the chain's step 5
-    comes after every product, and chain_rows' float64 state with a call of
-    :func:`~fpspec.fast.steps.after_group_row` per row and group ran 37-42 ms against this
-    loop's 12-15 (256 x 256 x 512, one thread, alternating runs).  Its state is float32, so
-    that steps 4-5 are native float32 additions."""
+    FPS-GEMM-2, and c is never -0 (it starts at +0 and x + y is -0 only for -0 + -0)."""
     n = vbt.shape[1]
     c = np.zeros(n, dtype=np.float32)
     big = np.zeros(n, dtype=np.float32)

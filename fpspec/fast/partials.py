@@ -12,10 +12,10 @@ these partials with :mod:`fpspec.fast.chain`'s own step functions (``accumulate`
 (:func:`chain_partials`, :func:`chain_partials_seed`) is the chain's, over a chunk of
 groups at a time whose partials BLAS has just written (:data:`PARTIAL_BYTES`), the state
 carried from chunk to chunk and the guard decided per (output, group) inside it.  It is
-written here rather than as row sources of the row kernels' loop
-(:func:`fpspec.fast.kernels.chain_rows`): so written (the guard and step per row and
-group a function of their own, since Numba's inlining of an overload silently dropped
-their writes to the per-row counters), the seed chain ran 46.5 ms against 37.5 and
+written here rather than as row sources of one loop over rows of outputs (the driver
+:mod:`fpspec.fast.kernels` measured): so written (the guard and step per row and group
+a function of their own, since Numba's inlining of an overload silently dropped their
+writes to the per-row counters), the seed chain ran 46.5 ms against 37.5 and
 ``sm100-mxf4nvf4`` 140 against 132 at 1024^3 on one thread (``fpspec bench gemm``,
 alternating runs).
 
