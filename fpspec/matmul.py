@@ -8,30 +8,54 @@ code arrays of one plain format (``fmt``: e4m3 / e5m2 as uint8, fp16 / bf16 as u
 
 ``impl="exact"`` runs the executable spec (:mod:`fpspec.exact.accumulate`);
 ``impl="fast"`` (default) the Numba twin (:mod:`fpspec.fast.accumulate`), which is
-bit-equal and falls back to the exact spec for the few configurations it does not cover
-(:func:`fpspec.fast.accumulate.supports`).
+bit-equal; the few configurations it does not carry go to the exact spec.  Which one
+computes a call, and why, is decided once, by :func:`gemm_path` (``fpspec gemm --explain``
+prints it).
 """
 
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from .errors import FpspecError
-from .exact.accumulate import gemm_exact, rowdot_exact, tensor_alpha
-from .fast.accumulate import FastPathUnsupported, gemm_fast, rowdot_fast, supports
+from .exact.accumulate import tensor_alpha
 from .gemm_operands import (CODE_FORMATS, WHAT_IF_HINT, GemmWhatIfWarning, check_codes_in_range, check_operands,
                             contract_violation, place_tensor_scales)
 from .io import native_byte_order
-from .cublas.library import LIBRARY_PRESETS, resolve
+from .cublas.library import LIBRARY_PRESETS
 from .models import GemmModel, contract_of
 from .presets import get_model
 from .quantized import QuantizedTensor
-from .twins import choose_twin
+from .twins import Twin, choose_twin
 
-__all__ = ["gemm", "rowdot", "CODE_FORMATS", "GemmWhatIfWarning"]
+__all__ = ["gemm", "rowdot", "gemm_path", "gemm_and_path", "explain_gemm", "GemmPath", "CODE_FORMATS",
+           "GemmWhatIfWarning"]
+
+
+class GemmPath(NamedTuple):
+    """How one GEMM call is computed (FPS-GEMM-10), decided once by :func:`gemm_path`.
+
+    ``model``: the concrete model (a library preset resolved at the GEMM's shape, overrides
+    and the contract's tensor-scale epilogue applied); ``twin``: ``"fast"`` or ``"exact"``;
+    ``reason``: why that twin; ``resolution``: for a library preset, the kernel it stands for and
+    where that answer comes from (:class:`fpspec.cublas.library.Resolution`: a recorded call,
+    the rule, or a nearest-shape guess), else None."""
+
+    model: GemmModel
+    twin: str
+    reason: str
+    resolution: Any = None
+
+
+class _Call(NamedTuple):
+    path: GemmPath
+    a: Any
+    bt: Any
+    fmt: Any
+    quantized: bool
 
 
 def gemm(a: Any, bt: Any, model: "str | GemmModel", *, fmt: str | None = None, impl: str = "fast",
@@ -62,8 +86,7 @@ def gemm(a: Any, bt: Any, model: "str | GemmModel", *, fmt: str | None = None, i
             be dropped, K not a multiple of G where the model requires whole groups, unknown
             preset or parameter, out-of-range codes.
     """
-    m, a, bt, quantized = _checked(a, bt, model, fmt, impl, overrides, shape, allow_what_if)
-    return _evaluate(gemm_exact, gemm_fast, a, bt, m, fmt, impl, quantized)
+    return _run(_prepared(a, bt, model, fmt, impl, overrides, shape, allow_what_if), "gemm")
 
 
 def rowdot(a: Any, bt: Any, model: "str | GemmModel", *, fmt: str | None = None, impl: str = "fast",
@@ -74,32 +97,81 @@ def rowdot(a: Any, bt: Any, model: "str | GemmModel", *, fmt: str | None = None,
 
     This is what a probe needs (one dot product per probe row): M outputs instead of M^2.
     """
-    m, a, bt, quantized = _checked(a, bt, model, fmt, impl, overrides, shape, allow_what_if)
-    if a.shape != bt.shape:
-        raise FpspecError(f"rowdot needs A and BT of one shape, got {a.shape[0]}x{a.shape[1]} and "
-                          f"{bt.shape[0]}x{bt.shape[1]}")
-    return _evaluate(rowdot_exact, rowdot_fast, a, bt, m, fmt, impl, quantized)
+    call = _prepared(a, bt, model, fmt, impl, overrides, shape, allow_what_if)
+    if call.a.shape != call.bt.shape:
+        raise FpspecError(f"rowdot needs A and BT of one shape, got {call.a.shape[0]}x{call.a.shape[1]} and "
+                          f"{call.bt.shape[0]}x{call.bt.shape[1]}")
+    return _run(call, "rowdot")
 
 
-def _evaluate(exact, fast, a, bt, m: GemmModel, fmt, impl: str, quantized: bool) -> np.ndarray:
-    """The exact spec where asked for or where the fast path does not carry the model, else
-    the fast path (bit-equal, FPS-GEMM-10), falling back to the exact one where it declines."""
-    if impl == "exact" or not supports(m, a.shape[1]):
-        return exact(a, bt, m, fmt=fmt)
-    alpha = tensor_alpha(a, bt, m) if quantized else None
-    try:
-        return fast(a, bt, m, fmt=fmt, alpha=alpha)
-    except FastPathUnsupported:
-        return exact(a, bt, m, fmt=fmt)
+def gemm_path(a: Any, bt: Any, model: "str | GemmModel", *, fmt: str | None = None, impl: str = "fast",
+              shape: "tuple[int, int, int] | None" = None, allow_what_if: bool = False,
+              **overrides: Any) -> GemmPath:
+    """How :func:`gemm` with these arguments computes (the same checks, nothing computed): the
+    concrete model, the twin and why, and a library preset's resolution (FPS-GEMM-10)."""
+    return _prepared(a, bt, model, fmt, impl, overrides, shape, allow_what_if).path
 
 
-def _library_model(model, a, bt, fmt, shape) -> "str | GemmModel":
-    """A library preset resolved at the GEMM's shape (FPS-CUB-6); any other model as is."""
+def gemm_and_path(a: Any, bt: Any, model: "str | GemmModel", *, fmt: str | None = None, impl: str = "fast",
+                  shape: "tuple[int, int, int] | None" = None, allow_what_if: bool = False,
+                  **overrides: Any) -> tuple[np.ndarray, GemmPath]:
+    """:func:`gemm` and the :func:`gemm_path` it took, from one check of the arguments (what
+    ``fpspec gemm`` reports a library preset's kernel from)."""
+    call = _prepared(a, bt, model, fmt, impl, overrides, shape, allow_what_if)
+    return _run(call, "gemm"), call.path
+
+
+def explain_gemm(a: Any, bt: Any, model: "str | GemmModel", *, fmt: str | None = None, impl: str = "fast",
+                 shape: "tuple[int, int, int] | None" = None, allow_what_if: bool = False,
+                 **overrides: Any) -> dict[str, Any]:
+    """:func:`gemm_path` as data (``fpspec gemm --explain``): the model asked for and its concrete
+    parameters, the implementation and why, and how that twin computes (``Twin.gemm_kernel``: on
+    the fast path whether exact group sums through BLAS are tried first, their exactness guard
+    handing outputs it cannot prove back to the term kernel, and that step-1 kernel); for a
+    library preset the kernel the output stands for and where that answer comes from (a
+    recorded call, the rule, or a nearest-shape guess)."""
+    call = _prepared(a, bt, model, fmt, impl, overrides, shape, allow_what_if)
+    path = call.path
+    out: dict[str, Any] = {"model": model if isinstance(model, str) else "the given model",
+                           "parameters": path.model.to_dict(), "implementation": path.twin, "reason": path.reason}
+    out.update(choose_twin(path.twin).gemm_kernel(call.a, call.bt, path.model, call.fmt))
+    found = path.resolution
+    if found is not None:
+        out["library"] = {"preset": found.preset, "call_shape": list(found.shape), "kernel": found.choice.describe(),
+                          "basis": found.basis, "reason": found.reason}
+    return out
+
+
+def _run(call: _Call, verb: str) -> np.ndarray:
+    """The chosen twin on the checked operands; the fast twin with the FP32 alpha of quantized
+    operands (the exact spec computes its own)."""
+    twin = choose_twin(call.path.twin)
+    alpha = tensor_alpha(call.a, call.bt, call.path.model) if call.quantized and twin.name == "fast" else None
+    fn = twin.gemm if verb == "gemm" else twin.rowdot
+    return fn(call.a, call.bt, call.path.model, fmt=call.fmt, alpha=alpha)
+
+
+def _choose(twin: Twin, a, bt, m: GemmModel) -> tuple[str, str]:
+    """The twin that computes, and why: the one asked for, unless it says the GEMM is not its own
+    (``Twin.gemm_declines``; the fast path's :func:`fpspec.fast.accumulate.exact_only_reason`):
+    then the exact spec, which computes every GEMM the door admits."""
+    if twin.name == "exact":
+        return "exact", "impl='exact' asks for the executable spec"
+    why = twin.gemm_declines(a, bt, m)
+    if why is not None:
+        return "exact", f"the {twin.name} path does not carry it: {why}"
+    return twin.name, f"the {twin.name} path carries this model and these operands (bit-equal to the exact spec)"
+
+
+def _library_model(model, a, bt, shape) -> "tuple[str | GemmModel, Any]":
+    """A library preset resolved at the GEMM's shape, with its resolution (FPS-CUB-6); any other
+    model as is (no resolution)."""
     if not isinstance(model, str) or model not in LIBRARY_PRESETS:
         if shape is not None:
             raise FpspecError("shape is for library presets (cublas-h200-*), whose model depends on it")
-        return model
+        return model, None
     from .cublas.h200 import call_shape
+    from .cublas.library import resolution
 
     if not isinstance(a, QuantizedTensor) and (np.ndim(a) != 2 or np.ndim(bt) != 2):
         raise FpspecError(f"A and BT must be 2-D code arrays, got {np.ndim(a)}-D and {np.ndim(bt)}-D")
@@ -114,19 +186,21 @@ def _library_model(model, a, bt, fmt, shape) -> "str | GemmModel":
     if kk != rows[2] or mm < rows[0] or nn < rows[1]:
         raise FpspecError(f"shape {mm}x{nn}x{kk} does not hold the operands ({rows[0]} rows of A, {rows[1]} of BT, "
                           f"K = {rows[2]}): K must be equal, M and N at least the rows given")
-    return resolve(model, call_shape(model, (mm, nn, kk)))
+    found = resolution(model, call_shape(model, (mm, nn, kk)))
+    return found.model, found
 
 
-def _checked(a, bt, model, fmt, impl, overrides, shape=None, allow_what_if=False):
-    """The model (with overrides) and the validated operands (FPS-GEMM-9); a library
-    preset resolved at the shape (FPS-CUB-6); the operands held to the model's contract and
-    their tensor scales placed (FPS-GEMM-25)."""
+def _prepared(a, bt, model, fmt, impl, overrides, shape=None, allow_what_if=False) -> _Call:
+    """Every argument checked once and the path chosen once: the model (a library preset resolved
+    at the shape, FPS-CUB-6; overrides applied), the validated operands (FPS-GEMM-9) held to the
+    model's contract with their tensor scales placed (FPS-GEMM-25), the twin and why."""
     a, bt = native_byte_order(a), native_byte_order(bt)  # '>u2' code arrays are taken by value
     if not isinstance(allow_what_if, bool):
         raise FpspecError(f"allow_what_if must be True or False, got {allow_what_if!r}")
     contract = contract_of(model)
-    m = get_model(_library_model(model, a, bt, fmt, shape), **overrides)
-    choose_twin(impl)  # (refused by name before any operand is read)
+    concrete, found = _library_model(model, a, bt, shape)
+    m = get_model(concrete, **overrides)
+    twin = choose_twin(impl)  # (refused by name before any operand is read)
     if fmt is not None and isinstance(a, QuantizedTensor):
         raise FpspecError("fmt is only for code-array operands; quantized tensors carry their formats")
     a, bt, quantized = check_operands(a, bt, m, fmt)
@@ -140,4 +214,5 @@ def _checked(a, bt, model, fmt, impl, overrides, shape=None, allow_what_if=False
     if quantized:
         check_codes_in_range(a, "A")
         check_codes_in_range(bt, "BT")
-    return m, a, bt, quantized
+    which, why = _choose(twin, a, bt, m)
+    return _Call(GemmPath(m, which, why, found), a, bt, fmt, quantized)

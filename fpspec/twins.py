@@ -46,8 +46,10 @@ class Twin:
     the first non-finite value or -1).
 
     GEMM (FPS-GEMM-*): ``gemm(a, bt, model, fmt, alpha)`` and ``rowdot(...)`` on validated
-    operands (:func:`fpspec.matmul.gemm` checks them; :func:`fpspec.matmul.gemm_path` says
-    which path computes).
+    operands (:func:`fpspec.matmul.gemm` checks them); ``gemm_declines(a, bt, model)``: why this
+    twin leaves a GEMM to the exact spec (None: it is its own; :func:`fpspec.matmul.gemm_path`
+    asks once); ``gemm_kernel(a, bt, model, fmt)``: how it computes one, as data (what
+    ``fpspec gemm --explain`` prints).
     """
 
     name: str
@@ -62,6 +64,8 @@ class Twin:
     dequantize_blocks: Callable[..., Any]
     gemm: Callable[..., Any]
     rowdot: Callable[..., Any]
+    gemm_declines: Callable[..., "str | None"]
+    gemm_kernel: Callable[..., dict]
 
 
 def _exact() -> Twin:
@@ -87,15 +91,22 @@ def _exact() -> Twin:
     def rowdot(a, bt, model, fmt=None, alpha=None):
         return rowdot_exact(a, bt, model, fmt=fmt)
 
+    def gemm_declines(a, bt, model):
+        return None  # (the spec computes every GEMM the door admits)
+
+    def gemm_kernel(a, bt, model, fmt=None):
+        return {"kernel": "fpspec.exact.accumulate.gemm_exact (steps 1-8 on exact values)"}
+
     return Twin(name="exact", encode=encode_exact, decode=decode_exact_codes, transpose=transpose, rht16=rht16_exact,
                 round_bf16=round_bf16_exact, tensor_amax=tensor_amax, quantize_view=quantize_view,
-                block_amax_from_scan=False, dequantize_blocks=dequantize_blocks_exact, gemm=gemm, rowdot=rowdot)
+                block_amax_from_scan=False, dequantize_blocks=dequantize_blocks_exact, gemm=gemm, rowdot=rowdot,
+                gemm_declines=gemm_declines, gemm_kernel=gemm_kernel)
 
 
 def _fast() -> Twin:
     import numpy as np
 
-    from .fast.accumulate import gemm_fast, rowdot_fast
+    from .fast.accumulate import exact_only_reason, fast_kernel, gemm_fast, rowdot_fast
     from .fast.blocks import quantize_view_fast
     from .fast.dequant import dequant_value_table, dequantize_blocks as dequantize_by_table
     from .fast.rht import rht16_fast, round_bf16_fast
@@ -116,9 +127,14 @@ def _fast() -> Twin:
         table = dequant_value_table(formula, scale_format, payload_format, amax, target, decode_scale)
         return dequantize_by_table(codes, scales, table, block, tile)
 
+    def gemm_kernel(a, bt, model, fmt=None):
+        partials, kernel = fast_kernel(a, bt, model, fmt)
+        return {"blas_partials": partials, "kernel": kernel}
+
     return Twin(name="fast", encode=encode_fast, decode=decode_fast, transpose=transpose_fast, rht16=rht16_fast,
                 round_bf16=round_bf16_fast, tensor_amax=tensor_amax, quantize_view=quantize_view,
-                block_amax_from_scan=True, dequantize_blocks=dequantize_blocks, gemm=gemm_fast, rowdot=rowdot_fast)
+                block_amax_from_scan=True, dequantize_blocks=dequantize_blocks, gemm=gemm_fast, rowdot=rowdot_fast,
+                gemm_declines=exact_only_reason, gemm_kernel=gemm_kernel)
 
 
 #: Twin name -> the function that builds it (its modules imported then).

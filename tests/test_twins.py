@@ -94,3 +94,65 @@ def test_dequantize_exact_twin_equals_fast_through_the_verb(scheme, profile, til
     assert fast.dtype == exact.dtype == np.float32
     assert (fast.view(np.uint32) == exact.view(np.uint32)).all()
     assert np.signbit(exact).any() and (exact[1] == 0).all()  # (the zero row: each profile's signed-zero rule)
+
+
+def _pair(seed: int = 3):
+    return quantize(_x(8, 64, seed), "ue5m3"), quantize(_x(4, 64, seed + 1), "ue5m3")
+
+
+def test_gemm_path_is_chosen_once_with_its_reason():
+    """FPS-GEMM-10: gemm_path says which twin computes and why; the fast path declines what it does
+    not carry (an exact alpha) by one function, and gemm gives the chosen twin's bits."""
+    from fpspec.matmul import gemm_and_path, gemm_path
+
+    qa, qb = _pair()
+    path = gemm_path(qa, qb, "seed-probe-matched")
+    assert (path.twin, path.resolution) == ("fast", None)
+    assert path.reason.startswith("the fast path carries this model")
+    assert gemm_path(qa, qb, "seed-probe-matched", impl="exact").reason == "impl='exact' asks for the executable spec"
+    declined = gemm_path(qa, qb, "seed-probe-matched", alpha_rounding="exact")
+    assert declined.twin == "exact"
+    assert declined.reason == ("the fast path does not carry it: alpha is applied exactly "
+                               "(alpha_rounding='exact'), not as an FP32 value")
+    y, taken = gemm_and_path(qa, qb, "seed-probe-matched", alpha_rounding="exact")
+    assert taken == declined
+    assert (y.view(np.uint32) == fpspec.gemm(qa, qb, "seed-probe-matched", alpha_rounding="exact",
+                                             impl="exact").view(np.uint32)).all()
+
+
+def test_cli_gemm_explain(tmp_path):
+    """``fpspec gemm --explain`` prints the path (text, or one JSON object with --json) and computes
+    nothing without --out; a library preset's kernel comes with the basis of that answer."""
+    import json
+    import subprocess
+    import sys
+
+    qa, qb = _pair()
+    qa.to_npz(tmp_path / "a.npz")
+    qb.to_npz(tmp_path / "b.npz")
+
+    def run(*args):
+        return subprocess.run([sys.executable, "-m", "fpspec", "gemm", *map(str, args)], capture_output=True,
+                              text=True)
+
+    r = run(tmp_path / "a.npz", tmp_path / "b.npz", "--model", "seed-probe-matched", "--explain", "--json")
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout)
+    assert (got["model"], got["implementation"], got["kernel"], got["blas_partials"]) == \
+        ("seed-probe-matched", "fast", "gemm_block_sums_rows", False)
+    assert got["parameters"]["group_size"] == 64 and not list(tmp_path.glob("*.npy"))
+    x = _x(8, 64)
+    np.save(tmp_path / "ca.npy", fpspec.encode(x, "bf16"))
+    np.save(tmp_path / "cb.npy", fpspec.encode(x[:4], "bf16"))
+    r = run(tmp_path / "ca.npy", tmp_path / "cb.npy", "--operand-format", "bf16", "--model", "cublas-h200-bf16",
+            "--shape", "4096,4096,64", "--explain")
+    assert r.returncode == 0, r.stderr
+    assert "library: cublas-h200-bf16 at 4096x4096x64: nvjet_sm90_" in r.stdout
+    assert "  basis: recorded\n" in r.stdout and "implementation: fast: " in r.stdout
+    r = run(tmp_path / "ca.npy", tmp_path / "cb.npy", "--operand-format", "bf16", "--model", "cublas-h200-bf16",
+            "--explain")
+    assert "  basis: nearest (a guess, not a fact)\n" in r.stdout, r.stdout
+    for args, message in (((), "--out is required (or --explain"), (("--json", "--out", tmp_path / "c.npy"),
+                                                                      "--json is for --explain")):
+        r = run(tmp_path / "a.npz", tmp_path / "b.npz", "--model", "seed-probe-matched", *args)
+        assert r.returncode == 2 and message in r.stderr, r.stderr

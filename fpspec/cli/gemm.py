@@ -13,7 +13,7 @@ import numpy as np
 from ..errors import FpspecError
 from ..io import check_output, load_npy, save_npy
 from ..gemm_operands import WHAT_IF_HINT
-from ..matmul import CODE_FORMATS, GemmWhatIfWarning, gemm
+from ..matmul import CODE_FORMATS, GemmWhatIfWarning, explain_gemm, gemm, gemm_and_path
 from ..cublas.h200 import call_shape, resolve_choice
 from ..cublas.library import LIBRARY, resolve
 from ..models import CONTRACTS, PARAMETER_HELP, parse_overrides
@@ -42,32 +42,61 @@ def read_operands(args: argparse.Namespace):
 
 
 def _cmd_gemm(args: argparse.Namespace) -> int:
-    check_output(args.out, suffix=".npy", inputs=[args.a, args.bt])
+    if args.out is None and not args.explain:
+        raise FpspecError("--out is required (or --explain, to print how the GEMM would be computed)")
+    if args.json and not args.explain:
+        raise FpspecError("--json is for --explain: the GEMM's output is the .npy of --out")
+    if args.out is not None:
+        check_output(args.out, suffix=".npy", inputs=[args.a, args.bt])
     overrides = parse_overrides(args.set)
     a, bt, fmt = read_operands(args)
-    if fmt is None:
-        y = _what_if_gemm(args, a, bt, impl=args.impl, **overrides)
-    else:
-        try:
-            y = _what_if_gemm(args, a, bt, fmt=fmt, impl=args.impl, shape=_shape(args.shape), **overrides)
-        except FpspecError as exc:
-            raise FpspecError(f"{args.a}, {args.bt}: {exc}") from None
-        if args.model in LIBRARY:  # say which kernel the output stands for, and how sure that is
-            run = call_shape(args.model, _shape(args.shape) or (a.shape[0], bt.shape[0], a.shape[1]))
-            print(f"fpspec gemm: {args.model} at {'x'.join(map(str, run))}: "
-                  f"{resolve_choice(args.model, run).describe()}", file=sys.stderr)
+    kw = {"impl": args.impl, "shape": _shape(args.shape), **overrides}
+    if fmt is not None:
+        kw["fmt"] = fmt
+    try:
+        if args.explain:
+            _print_explanation(args, _what_if(args, explain_gemm, a, bt, **kw))
+        if args.out is None:
+            return 0
+        y, path = _what_if(args, gemm_and_path, a, bt, **kw)
+    except FpspecError as exc:
+        if fmt is None:
+            raise
+        raise FpspecError(f"{args.a}, {args.bt}: {exc}") from None
+    found = path.resolution
+    if found is not None and not args.explain:  # say which kernel the output stands for, and how sure that is
+        print(f"fpspec gemm: {args.model} at {'x'.join(map(str, found.shape))}: {found.choice.describe()}",
+              file=sys.stderr)
     save_npy(args.out, y.view(bits_dtype(y.dtype)) if args.bits else y)
     return 0
 
 
-def _what_if_gemm(args: argparse.Namespace, a, bt, **kw) -> np.ndarray:
-    """:func:`fpspec.matmul.gemm` with ``--allow-what-if``: a run outside the model's operand
+def _print_explanation(args: argparse.Namespace, path: dict) -> None:
+    """``--explain``: the path of :func:`fpspec.matmul.explain_gemm`, as lines or one JSON object."""
+    if args.json:
+        print(json.dumps(path, sort_keys=True))
+        return
+    print(f"model: {path['model']}")
+    print("  " + ", ".join(f"{k}={v}" for k, v in path["parameters"].items()))
+    lib = path.get("library")
+    if lib is not None:
+        print(f"library: {lib['preset']} at {'x'.join(map(str, lib['call_shape']))}: {lib['kernel']}")
+        print(f"  basis: {lib['basis']}" + (" (a guess, not a fact)" if lib["basis"] == "nearest" else ""))
+    print(f"implementation: {path['implementation']}: {path['reason']}")
+    if path["implementation"] == "fast":
+        blas = "yes (behind the exactness guard; outputs it cannot prove go to the term kernel)" \
+            if path["blas_partials"] else "no"
+        print(f"  exact group sums through BLAS first: {blas}; term kernel: {path['kernel']}")
+
+
+def _what_if(args: argparse.Namespace, verb, a, bt, **kw):
+    """A verb of :mod:`fpspec.matmul` (``gemm_and_path``, ``explain_gemm``) with ``--allow-what-if``: a run outside the model's operand
     contract prints its :class:`~fpspec.matmul.GemmWhatIfWarning` as one warning line on stderr
     (FPS-GEMM-25); the refusal's hint names the flag."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", GemmWhatIfWarning)
         try:
-            y = gemm(a, bt, args.model, allow_what_if=args.allow_what_if, **kw)
+            y = verb(a, bt, args.model, allow_what_if=args.allow_what_if, **kw)
         except FpspecError as exc:
             raise FpspecError(str(exc).replace(f"(for {WHAT_IF_HINT})", "(--allow-what-if runs it as a "
                                                                          "hypothetical)")) from None
@@ -186,7 +215,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--allow-what-if", action="store_true",
                    help="run operands outside the model's operand contract (what its hardware or library takes; "
                         "'fpspec models' lists each) as a hypothetical, flagged by a warning line on stderr")
-    p.add_argument("--out", required=True, metavar="C.npy", help="output (.npy; written atomically)")
+    p.add_argument("--explain", action="store_true",
+                   help="print how the GEMM is computed (the concrete model; for a library preset the kernel and "
+                        "whether that comes from a recorded call, the rule or a nearest-shape guess; the "
+                        "implementation and why; the fast path's kernel); computes nothing unless --out is given")
+    p.add_argument("--json", action="store_true", help="with --explain: print the explanation as one JSON object")
+    p.add_argument("--out", metavar="C.npy", help="output (.npy; written atomically); required unless --explain")
     p.set_defaults(func=_cmd_gemm)
 
     q = sub.add_parser("models", help="list the GEMM model presets and their parameters",

@@ -42,10 +42,10 @@ from .operands import (LOCAL_SCALE_BITS, ValueRange, aligned_codes, aligned_oper
                        code_operand, code_values_of, fp32_exact, narrow_lanes, payload_ints, quantized_operand,
                        quantized_values, scale_values, scaled_block_operand, transposed)
 from .parallel import run_rows
-from .partials import gemm_partials
+from .partials import applies, gemm_partials
 from .rounding import encode_fast
 
-__all__ = ["gemm_fast", "rowdot_fast", "supports", "narrow_window", "float_products", "FastPathUnsupported",
+__all__ = ["gemm_fast", "rowdot_fast", "exact_only_reason", "fast_kernel", "narrow_window", "float_products",
            "payload_ints", "round_bf16_bits", "LARGEST_INT32_BLOCK", "LOCAL_SCALE_BITS"]
 
 #: The largest scale block whose payload sums stay in int32 lanes (E2M1_PRODUCT_MAX x B < 2^31).
@@ -54,17 +54,21 @@ LARGEST_INT32_BLOCK = 1024
 OUTPUT_NAN_BITS = 0x7FC00000
 
 
-class FastPathUnsupported(Exception):
-    """Raised for a configuration the fast path leaves to the exact one."""
+def exact_only_reason(a, bt, model: GemmModel) -> str | None:
+    """Why the exact spec, not this twin, computes ``a @ bt^T`` under ``model`` (None: this twin
+    does): the one place the fast path says which GEMMs are not its own (:func:`fpspec.matmul.gemm_path`
+    asks it once per call).  Checked, in order:
 
-
-def supports(model: GemmModel, k: int) -> bool:
-    """Whether the fast path covers this model at this K (else gemm uses the exact path):
-    a window's kept sum must fit int64 (F + 2 + bitlen(G + 1) <= 62, G the largest group;
-    with ``block_exponent="scales"`` a product is below 2^(E + 4) and a block term of T
-    E2M1 products below 144 T 2^E, so F + 4, or F + bitlen(144 T) + bitlen(G/T + 1), in
-    place of F + 2); a join's cut sums must fit too; and alpha must be an FP32 value (not
-    ``alpha_rounding="exact"``)."""
+    * a window's kept sum must fit int64 (F + 2 + bitlen(G + 1) <= 62, G the largest group;
+      with ``block_exponent="scales"`` a product is below 2^(E + 4) and a block term of T
+      E2M1 products below 144 T 2^E, so F + 4, or F + bitlen(144 T) + bitlen(G/T + 1), in
+      place of F + 2), and a join's cut sums too;
+    * alpha must be an FP32 value (not ``alpha_rounding="exact"``);
+    * block terms under a window (``scale_placement="block"``) need E2M1 payloads, and planned
+      groups that hold whole block terms of at most :data:`LARGEST_INT32_BLOCK` products, unless
+      whole finite scale blocks of the term size take the block-sum kernel.
+    """
+    k = a.shape[1]
     if model.window_bits is not None:
         g = min(model.group_size or k, model.k_tile or k, max(model.slice_lengths(k) or [1]), max(k, 1))
         head = 2
@@ -73,16 +77,32 @@ def supports(model: GemmModel, k: int) -> bool:
             head = 4
             if model.scale_placement == "block":
                 t = model.block_term_size or g
-                head = (E2M1_PRODUCT_MAX * t).bit_length()
+                head = (144 * t).bit_length()
                 width = (g // t + 2).bit_length()
-        if model.window_bits + head + width > KEPT_SUM_BITS or model.window_bits < -60:
-            return False
+        if model.window_bits + head + width > 62 or model.window_bits < -60:
+            return (f"a window of F = {model.window_bits} bits over groups of {g} terms may not fit the fast "
+                    "path's int64 sums")
         if model.join_sum_bits is not None:
             js, jc = model.join_sum_bits, model.join_c_bits
-            if (max(js, jc) + abs(js - jc) + 4 + width > KEPT_SUM_BITS  # type: ignore[operator]
-                    or model.window_bits > js + 20):  # type: ignore[operator]
-                return False
-    return model.alpha_rounding != "exact" or model.alpha_source == "none"
+            if max(js, jc) + abs(js - jc) + 4 + width > 62 or model.window_bits > js + 20:  # type: ignore[operator]
+                return f"the join's cut sums (S = {js}, C = {jc} bits) may not fit the fast path's int64 sums"
+    if model.alpha_rounding == "exact" and model.alpha_source != "none":
+        return "alpha is applied exactly (alpha_rounding='exact'), not as an FP32 value"
+    if isinstance(a, QuantizedTensor) and model.operand_domain == "encoded" and model.scale_placement == "block" \
+            and model.window_bits is not None:
+        if a.payload_format != "e2m1" or bt.payload_format != "e2m1":
+            return f"block terms under a window of {a.payload_format} x {bt.payload_format} payloads (E2M1 only)"
+        plan = chain_plan(k, model)
+        term = model.block_term_size or a.block
+        if not (_whole_terms(plan, term) and term <= LARGEST_INT32_BLOCK) and not (
+                term == a.block and model.block_exponent == "value" and _whole_blocks(plan, a, bt)
+                and _finite_scales(a, bt)):
+            return f"planned groups cut block terms of {term} products"
+    return None
+
+
+def _finite_scales(a: QuantizedTensor, bt: QuantizedTensor) -> bool:
+    return bool(np.isfinite(scale_values(a)).all() and np.isfinite(scale_values(bt)).all())
 
 
 # =================================================================== dispatch
@@ -215,12 +235,11 @@ def _whole_terms(plan: Plan, size: int) -> bool:
 
 def _block_kernel(a, bt, model: GemmModel, plan: Plan):
     """Step 1 for E2M1 QuantizedTensors in the encoded domain where a block kernel applies
-    (None: the product kernels take them)."""
+    (None: the product kernels take them; :func:`exact_only_reason` has left the block terms no
+    kernel here takes to the exact spec)."""
     e2m1 = a.payload_format == "e2m1" and bt.payload_format == "e2m1"
     block = model.scale_placement == "block" and model.window_bits is not None
     if not e2m1:
-        if block:
-            raise FastPathUnsupported()  # FP8 payloads in block terms under a window
         return None
     sva, svb = scale_values(a), scale_values(bt)
     finite = bool(np.isfinite(sva).all() and np.isfinite(svb).all())
@@ -233,10 +252,8 @@ def _block_kernel(a, bt, model: GemmModel, plan: Plan):
     term = model.block_term_size or a.block
     if finite and whole and term == a.block and model.block_exponent == "value":
         return gemm_blocks, (block_operand(a, sva, None, False), block_operand(bt, svb, None, False), a.block)
-    if _whole_terms(plan, term) and term <= LARGEST_INT32_BLOCK:
-        return gemm_scaled_blocks, (scaled_block_operand(a, model), scaled_block_operand(bt, model), term,
-                                    a.block, bt.block, model.block_exponent == "scales")
-    raise FastPathUnsupported()  # block terms that planned groups cut
+    return gemm_scaled_blocks, (scaled_block_operand(a, model), scaled_block_operand(bt, model), term,
+                                a.block, bt.block, model.block_exponent == "scales")
 
 
 def _terms_kernel(a, bt, model: GemmModel, fmt, plan: Plan):
@@ -259,6 +276,16 @@ def _terms_kernel(a, bt, model: GemmModel, fmt, plan: Plan):
     if quantized:
         return _product_kernel(quantized_operand(a, model), quantized_operand(bt, model), model, plan)
     return _code_kernel(a, bt, fmt, model, plan)
+
+
+def fast_kernel(a, bt, model: GemmModel, fmt=None) -> tuple[bool, str]:
+    """How this twin computes a GEMM that is its own (:func:`exact_only_reason` None): whether
+    exact group sums through BLAS are tried first (:func:`fpspec.fast.partials.applies`; its
+    exactness guard may still hand outputs back), and the name of the step-1 term kernel
+    otherwise.  What ``fpspec gemm --explain`` prints; it builds the kernel's operands."""
+    plan = chain_plan(a.shape[1], model)
+    kernel, _ = _terms_kernel(a, bt, model, fmt, plan)
+    return applies(a, bt, model, plan), getattr(kernel, "__name__", str(kernel))
 
 
 def _canonical_nan(y: np.ndarray, model: GemmModel) -> np.ndarray:
@@ -294,8 +321,8 @@ def gemm_fast(a, bt, model: GemmModel, *, fmt=None,
     """The fast GEMM (bit-equal to :func:`fpspec.exact.accumulate.gemm_exact`).
 
     Arguments are already validated by :func:`fpspec.matmul.gemm`; ``alpha`` is the FP32
-    alpha (a Fraction) or None.  Raises :class:`FastPathUnsupported` for configurations
-    left to the exact path.
+    alpha (a Fraction) or None.  A GEMM for which :func:`exact_only_reason` gives a reason is
+    not this function's (:func:`fpspec.matmul.gemm` sends it to the exact spec).
     """
     k = a.shape[1]
     plan = chain_plan(k, model)
