@@ -35,7 +35,7 @@ _EXPORTS: dict[str, str] = {
     "FORMATS": "fpspec.formats",
     "RoundingMode": "fpspec.choices",
     "GemmModel": "fpspec.models",
-    "get_model": "fpspec.presets",
+    "get_model": "fpspec.named_models",
     "PRESETS": "fpspec.presets",
     "range_bounds": "fpspec.bounds",
     "FpspecError": "fpspec.errors",
@@ -65,7 +65,8 @@ if TYPE_CHECKING:  # static type checkers and IDEs see the real names
     from .formats import FORMATS, FloatFormat, get_format
     from .matmul import gemm
     from .models import GemmModel
-    from .presets import PRESETS, get_model
+    from .named_models import get_model
+    from .presets import PRESETS
     from .quantization import dequantize, quantize
     from .quantized import QuantizedTensor
     from .vectors.checker import check

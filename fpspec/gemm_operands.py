@@ -15,8 +15,8 @@ import numpy as np
 from .errors import FpspecError
 from .formats import get_format
 from .models import GemmModel, OperandContract
-from .quantized import CODES_SCHEME, QuantizedTensor
-from .schemes import BLOCK_SCHEMES
+from .quantized import QuantizedTensor
+from .schemes import BLOCK_SCHEMES, CODES_SCHEME
 
 __all__ = ["CODE_FORMATS", "QUANTIZED_PAYLOADS", "TF32_DROPPED_BITS", "operand_formats", "code_format",
            "tf32_truncate", "check_operands", "check_code_pair", "check_quantized_pair", "check_codes_in_range",

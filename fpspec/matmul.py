@@ -27,7 +27,7 @@ from .gemm_operands import (CODE_FORMATS, WHAT_IF_HINT, GemmWhatIfWarning, check
 from .io import native_byte_order
 from .cublas.library import LIBRARY_PRESETS
 from .models import GemmModel, contract_of
-from .presets import get_model
+from .named_models import get_model
 from .quantized import QuantizedTensor
 from .twins import Twin, choose_twin
 

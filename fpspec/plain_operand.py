@@ -8,28 +8,28 @@ names as ASCII bytes (a 1-D uint8 or int8 array, what ``cnpy::npz_save`` writes 
 ``std::vector<uint8_t>`` or ``std::vector<char>``).  docs/operands.rst is the normative
 description; :data:`ENTRIES` lists the entries.
 
-:func:`read_plain` turns the arrays of such a file into a validated
-:class:`~fpspec.quantized.QuantizedTensor` (every problem an FpspecError naming the entry);
-:func:`plain_arrays` gives the arrays of a tensor, and
-:meth:`~fpspec.quantized.QuantizedTensor.to_plain_npz` writes them.
+:func:`read_plain` checks the arrays of such a file entry by entry and gives the fields of the
+tensor they hold (:class:`PlainOperand`; every problem an FpspecError naming the entry);
+:func:`derived_scales_checked` holds a file's encode and decode scales to the ones its profile
+derives; :func:`plain_arrays` gives the arrays of a tensor.  The container builds on this module:
 :meth:`~fpspec.quantized.QuantizedTensor.from_npz` tells the two file kinds apart by the
-``format`` entry (:func:`is_plain`).
+``format`` entry (:func:`is_plain`) and assembles the tensor,
+:meth:`~fpspec.quantized.QuantizedTensor.to_plain_npz` writes :func:`plain_arrays`.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
 from fractions import Fraction
-from typing import Mapping
+from typing import Any, Mapping, NamedTuple, Protocol
 
 import numpy as np
 
 from .errors import FpspecError
 from .exact.blocks import quantize_view_exact
-from .quantized import CODES_SCHEME, QuantizedTensor
-from .schemes import BLOCK_SCHEMES, SCHEMES, get_profile, resolve_spec
+from .schemes import BLOCK_SCHEMES, CODES_SCHEME, SCHEMES, get_profile, resolve_spec
 
-__all__ = ["FORMAT_ID", "FORMAT_PREFIX", "ENTRIES", "is_plain", "read_plain", "plain_arrays"]
+__all__ = ["FORMAT_ID", "FORMAT_PREFIX", "ENTRIES", "PlainOperand", "is_plain", "read_plain",
+           "derived_scales_checked", "plain_arrays"]
 
 #: The ``format`` entry of a plain operand v1 file (ASCII).
 FORMAT_ID = "fpspec-plain-operand-v1"
@@ -123,11 +123,23 @@ def _bits(v: object) -> str:
 
 
 # ---------------------------------------------------------------- the operand
-def read_plain(arrays: Mapping[str, np.ndarray]) -> QuantizedTensor:
-    """The :class:`~fpspec.quantized.QuantizedTensor` of a plain operand v1 file's arrays, validated
-    (FPS-OPD-5): unknown or missing entries, wrong dtypes or shapes, names no scheme knows,
-    codes and scales out of range, and encode / decode scales that are not the ones fpspec
-    derives are refused, each naming the entry."""
+class PlainOperand(NamedTuple):
+    """What a plain operand v1 file holds, its entries checked (FPS-OPD-5): ``codes`` (a tensor
+    built from codes: ``fields`` are :meth:`~fpspec.quantized.QuantizedTensor.from_codes`'
+    arguments) or ``quantized`` (``fields`` are the container's fields, encode and decode scale
+    still 1: :func:`derived_scales_checked` gives them once the layout is checked); ``target``:
+    T of a quantized operand (None without a tensor scale)."""
+
+    kind: str
+    fields: dict[str, Any]
+    target: Fraction | None = None
+
+
+def read_plain(arrays: Mapping[str, np.ndarray]) -> PlainOperand:
+    """The fields of a plain operand v1 file's arrays, checked entry by entry (FPS-OPD-5):
+    unknown or missing entries, wrong dtypes or shapes and names no scheme knows are refused,
+    each naming the entry; the container checks the rest (codes and scales out of range)
+    when it builds the tensor, and :func:`derived_scales_checked` the encode / decode scales."""
     fmt = _text(arrays, "format")
     if fmt != FORMAT_ID:
         if fmt is not None and fmt.startswith(FORMAT_PREFIX):
@@ -171,7 +183,7 @@ def _scales(arrays: Mapping[str, np.ndarray], tile: str, block: int) -> np.ndarr
     return np.ascontiguousarray(s)
 
 
-def _codes_tensor(arrays: Mapping[str, np.ndarray], common: dict) -> QuantizedTensor:
+def _codes_tensor(arrays: Mapping[str, np.ndarray], common: dict) -> PlainOperand:
     for name in ("profile", "target"):
         if name in arrays:
             raise FpspecError(f"entry {name!r}: scheme codes has no {name} (no quantizer, no tensor scale)")
@@ -181,11 +193,10 @@ def _codes_tensor(arrays: Mapping[str, np.ndarray], common: dict) -> QuantizedTe
             raise FpspecError(f"entry {name!r}: scheme codes has no tensor scale, so {name} is {want:g} "
                               f"(or absent), got {_bits(v)}")
     pf = _text(arrays, "payload_format", "e2m1")
-    columnwise = common.pop("columnwise")
-    return QuantizedTensor.from_codes(**common, payload_format=pf, columnwise=columnwise)
+    return PlainOperand("codes", {**common, "payload_format": pf})
 
 
-def _quantized_tensor(arrays: Mapping[str, np.ndarray], scheme: str, common: dict) -> QuantizedTensor:
+def _quantized_tensor(arrays: Mapping[str, np.ndarray], scheme: str, common: dict) -> PlainOperand:
     sch = BLOCK_SCHEMES[scheme]
     profile = _text(arrays, "profile", sch.default_profile)
     payload_format = _text(arrays, "payload_format", sch.payload_formats[0])
@@ -209,17 +220,24 @@ def _quantized_tensor(arrays: Mapping[str, np.ndarray], scheme: str, common: dic
     if not np.isfinite(amax) or amax < 0:
         raise FpspecError(f"entry 'amax': must be a finite non-negative float32, got {_bits(amax)}")
     params = {"target": None if t is None else str(t)}
-    layout = QuantizedTensor(**common, encode_scale=np.float32(1), decode_scale=np.float32(1), amax=np.float32(amax),
-                 scheme=scheme, profile=profile, payload_format=payload_format, params=params)  # shapes checked
-    enc, dec = derived_scales(scheme, profile, common, payload_format, t, amax)
+    return PlainOperand("quantized", {**common, "encode_scale": np.float32(1), "decode_scale": np.float32(1),
+                                      "amax": np.float32(amax), "scheme": scheme, "profile": profile,
+                                      "payload_format": payload_format, "params": params}, t)
+
+
+def derived_scales_checked(arrays: Mapping[str, np.ndarray], plain: PlainOperand) -> tuple[np.float32, np.float32]:
+    """The encode and decode scales of a quantized plain operand (:func:`derived_scales`), and the
+    file's own ``encode_scale`` / ``decode_scale`` entries, where given, held to them bit for bit
+    (FPS-OPD-5); the container calls it once the operand's layout is checked."""
+    f = plain.fields
+    scheme, profile, amax = f["scheme"], f["profile"], f["amax"]
+    enc, dec = derived_scales(scheme, profile, f, f["payload_format"], plain.target, amax)
     for name, want in (("encode_scale", enc), ("decode_scale", dec)):
         got = _float32(arrays, name)
         if got is not None and np.float32(got).view(np.uint32) != np.float32(want).view(np.uint32):
             raise FpspecError(f"entry {name!r}: {_bits(got)} is not the {name} {scheme}/{profile} derives from "
-                              f"amax {_bits(amax)} and T = {t}: {_bits(want)}")
-    qt = replace(layout, encode_scale=np.float32(enc), decode_scale=np.float32(dec))
-    qt.validate()
-    return qt
+                              f"amax {_bits(amax)} and T = {plain.target}: {_bits(want)}")
+    return np.float32(enc), np.float32(dec)
 
 
 def derived_scales(scheme: str, profile: str, layout: Mapping, payload_format: str, target: Fraction | None,
@@ -240,7 +258,25 @@ def _ascii(text: str) -> np.ndarray:
     return np.frombuffer(text.encode("ascii"), dtype=np.uint8).copy()
 
 
-def plain_arrays(qt: QuantizedTensor) -> dict[str, np.ndarray]:
+class Operand(Protocol):
+    """What :func:`plain_arrays` reads of a :class:`~fpspec.quantized.QuantizedTensor`."""
+
+    codes: np.ndarray
+    scales: np.ndarray
+    scale_format: str
+    block: int
+    tile: str
+    encode_scale: np.float32
+    decode_scale: np.float32
+    amax: np.float32
+    scheme: str
+    profile: str
+    columnwise: bool
+    payload_format: str
+    params: dict
+
+
+def plain_arrays(qt: Operand) -> dict[str, np.ndarray]:
     """The entries of ``qt`` as a plain operand v1 file (FPS-OPD-6), in the order written.
 
     What the format does not hold is left out: the quantizer's settings (rounding, SR bits,

@@ -3,20 +3,19 @@
 Each :class:`Preset` is a :class:`~fpspec.models.GemmModel` with the source it cites and
 the evidence it rests on (:class:`Backing`): the seed's models, Khattak & Mikaitis' tensor
 cores, the references, and the instruction-level ``smXX-*`` / ``cdna3-*`` models of
-docs/hardware-models.rst (:data:`PRESETS`).  :func:`get_model` is the one door to a model by
-name: it also takes the library presets (``cublas-h200-*``, whose model depends on the
-GEMM's shape, :mod:`fpspec.cublas.library`), which it imports only for those names.
+docs/hardware-models.rst (:data:`PRESETS`).  The one door to a model by name, these and the
+library presets (``cublas-h200-*``, whose model depends on the GEMM's shape), is
+:func:`fpspec.named_models.get_model`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 from dataclasses import dataclass
-from typing import Any, Literal, Sequence
+from typing import Any, Literal
 
 from .errors import FpspecError
-from .models import ACCUMULATOR_FORMATS, CONTRACTS, NAN_BITS, GemmModel, unknown_preset
+from .models import ACCUMULATOR_FORMATS, NAN_BITS, GemmModel, unknown_preset
 
 __all__ = [
     "Preset",
@@ -27,9 +26,9 @@ __all__ = [
     "MMASIM",
     "KM_SOURCE",
     "km_accumulate_bits",
-    "get_model",
+    "preset_model",
+    "with_overrides",
     "preset_names",
-    "presets_json",
     "arithmetic_summary",
 ]
 
@@ -402,56 +401,29 @@ def preset_names() -> list[str]:
     return list(PRESETS)
 
 
-def get_model(model: "str | GemmModel", shape: "Sequence[int] | None" = None, **overrides: Any) -> GemmModel:
-    """A preset by name (or a model), with validated overrides (FPS-GEMM-3); a library preset
-    (``cublas-h200-*``) resolved at ``shape`` = (M, N, K) (:func:`fpspec.cublas.library.resolve`,
-    FPS-CUB-6), which it needs.
+def preset_model(model: "str | GemmModel", **overrides: Any) -> GemmModel:
+    """A fixed preset of :data:`PRESETS` by name (or a model), with validated overrides
+    (FPS-GEMM-3); FpspecError for any other name (the library presets, whose model depends on
+    the GEMM's shape, are :func:`fpspec.named_models.get_model`'s).
 
     Setting ``window_bits`` (or ``neab``) without ``below_window`` picks "truncate"
     for an integer and "exact" for None, the only consistent companion.
     """
-    if isinstance(model, GemmModel) or (isinstance(model, str) and model in PRESETS):
-        if shape is not None:
-            raise FpspecError("shape is for library presets (cublas-h200-*), whose model depends on it")
-        base = model if isinstance(model, GemmModel) else PRESETS[model].model
-    else:
-        from .cublas import library  # the predictor and its recorded calls, for library presets only
+    if isinstance(model, GemmModel):
+        return with_overrides(model, overrides)
+    if isinstance(model, str) and model in PRESETS:
+        return with_overrides(PRESETS[model].model, overrides)
+    raise unknown_preset(model)
 
-        if not isinstance(model, str) or model not in library.LIBRARY_PRESETS:
-            raise unknown_preset(model)
-        if shape is None:
-            raise FpspecError(f"{model} is a library preset: its model depends on the GEMM's shape; give "
-                              f"shape=(M, N, K): get_model({model!r}, shape=(M, N, K)), or gemm(..., shape=(M, N, K))")
-        base = library.resolve(model, shape)
+
+def with_overrides(base: GemmModel, overrides: "dict[str, Any]") -> GemmModel:
+    """``base`` with the parameters of ``overrides`` changed, each validated (FPS-GEMM-3)."""
     if not overrides:
         return base
     try:
         return base.replace(**overrides)
     except TypeError as exc:  # pragma: no cover - replace() names fields already
         raise FpspecError(str(exc)) from None
-
-
-def presets_json() -> str:
-    """JSON of every preset (``fpspec models --json``) with its operand contract (``operands``,
-    FPS-GEMM-25); instruction-level presets also carry their architecture, instruction and
-    arithmetic (:func:`arithmetic_summary`)."""
-    from .cublas.library import LIBRARY  # the library presets' backing reads the recorded calls
-
-    out = {}
-    for name, p in {**PRESETS, **LIBRARY}.items():
-        c = CONTRACTS[name]
-        entry = {"summary": p.summary, "source": p.source, "backing": p.backing.to_dict(),
-                 "parameters": p.model.to_dict(),
-                 "operands": {"takes": c.rule(), "tensor_scales": c.tensor_scales(p.model),
-                              "tensor_scales_detail": c.tensor_scales_text(p.model), "source": c.source,
-                              "epilogue_source": c.epilogue_source}}
-        if p.library:
-            entry["library"] = p.library
-        if p.instruction:
-            entry.update(architecture=p.architecture, instruction=p.instruction,
-                         arithmetic=arithmetic_summary(p.model))
-        out[name] = entry
-    return json.dumps(out, indent=2)
 
 
 def arithmetic_summary(model: GemmModel) -> dict[str, str]:

@@ -31,8 +31,8 @@ from .fast.rounding import decode_table
 from .fast.scan import BINARY32_OVERFLOW, scan_values
 from .formats import get_format
 from .io import native_byte_order
-from .quantized import CODES_SCHEME, QuantizedTensor
-from .schemes import BLOCK_SCHEMES, BlockResult, BlockSpec, Dequant, RhtOutput, get_scheme, resolve_spec
+from .quantized import QuantizedTensor
+from .schemes import BLOCK_SCHEMES, CODES_SCHEME, BlockResult, BlockSpec, Dequant, RhtOutput, get_scheme, resolve_spec
 from .twins import Twin, choose_twin
 
 __all__ = ["quantize", "dequantize", "quantize_view", "prepare_view", "tensor_amax", "PreparedView"]

@@ -44,9 +44,10 @@ from .choices import DEFAULT_SR_BITS
 from .errors import FpspecError
 from .formats import FP32, get_format
 from .io import load_npz, save_npz
-from .schemes import BLOCK_SCHEMES, BlockSpec, get_profile, resolve_spec
+from .plain_operand import FORMAT_ID, derived_scales_checked, is_plain, plain_arrays, read_plain
+from .schemes import BLOCK_SCHEMES, CODES_SCHEME, BlockSpec, get_profile, resolve_spec
 
-__all__ = ["QuantizedTensor", "NPZ_KEYS", "CODES_SCHEME", "CODES_PAYLOAD_FORMATS", "row_indices"]
+__all__ = ["QuantizedTensor", "NPZ_KEYS", "CODES_PAYLOAD_FORMATS", "row_indices"]
 
 #: Keys of the .npz written by ``fpspec quantize`` (``dequant`` is optional on load).
 NPZ_KEYS = ("codes", "scales", "encode_scale", "decode_scale", "amax", "dequant", "meta")
@@ -54,8 +55,6 @@ _SCALARS = ("encode_scale", "decode_scale", "amax")
 #: Payload formats a quantizer writes, over every scheme (each scheme takes its own subset).
 _PAYLOAD_FORMATS = tuple(dict.fromkeys(pf for s in BLOCK_SCHEMES.values() for pf in s.payload_formats))
 _FLT_MAX = FP32.max_finite  # (a Fraction)
-#: Scheme and profile name of a tensor built from codes and scale bytes (FPS-GEMM-4).
-CODES_SCHEME = "codes"
 #: Payload formats a tensor built from codes may hold: E2M1 and the MXFP8 payloads.
 CODES_PAYLOAD_FORMATS = ("e2m1", "e4m3", "e5m2")
 
@@ -342,20 +341,30 @@ class QuantizedTensor:
     def to_plain_npz(self, path: str | Path) -> None:
         """Write the tensor as a plain operand v1 file (FPS-OPD-6, docs/operands.rst): uncompressed,
         no pickle, atomically; :meth:`from_npz` reads it back to the same bits."""
-        from .plain_operand import plain_arrays  # (that module builds on this one: imported when used)
-
         save_npz(path, plain_arrays(self))
+
+    @classmethod
+    def _from_plain(cls, arrays: dict) -> "QuantizedTensor":
+        """The tensor of a plain operand v1 file's arrays (FPS-OPD-5): its entries checked
+        (:func:`~fpspec.plain_operand.read_plain`), its layout checked here, then its encode and
+        decode scales held to the ones its profile derives, and the whole validated."""
+        plain = read_plain(arrays)
+        if plain.kind == "codes":
+            return cls.from_codes(**plain.fields)
+        layout = cls(**plain.fields)  # (shapes and names checked)
+        enc, dec = derived_scales_checked(arrays, plain)
+        qt = replace(layout, encode_scale=enc, decode_scale=dec)
+        qt.validate()
+        return qt
 
     @classmethod
     def from_npz(cls, path: str | Path) -> "QuantizedTensor":
         """Read and validate an .npz of ``fpspec quantize`` or a plain operand v1 file (its ``format``
         entry tells them apart, FPS-OPD-1); every problem names the file (and the entry)."""
         z = load_npz(path)
-        from .plain_operand import FORMAT_ID, is_plain, read_plain  # (builds on this module: imported when used)
-
         if is_plain(z):
             try:
-                return read_plain(z)
+                return cls._from_plain(z)
             except FpspecError as exc:
                 raise FpspecError(f"{path}: {exc}") from None
         missing = [k for k in ("codes", "scales", *_SCALARS, "meta") if k not in z]

@@ -27,6 +27,7 @@ from .errors import FpspecError
 from .formats import FloatFormat, get_format
 
 __all__ = [
+    "CODES_SCHEME",
     "Arithmetic",
     "AmaxZero",
     "SignedZero",
@@ -399,6 +400,10 @@ _add(Profile(scheme="mxfp4", name="microxcaling", arithmetic=Arithmetic.MICROXCA
 
 #: Scheme name -> default profile name (a view of :data:`BLOCK_SCHEMES`).
 SCHEMES: dict[str, str] = {name: s.default_profile for name, s in BLOCK_SCHEMES.items()}
+#: Scheme and profile name of a tensor no quantizer made, built from payload codes and scale
+#: bytes as an instruction takes them (no tensor scale; FPS-GEMM-4,
+#: :meth:`fpspec.quantized.QuantizedTensor.from_codes`).
+CODES_SCHEME = "codes"
 
 
 def get_scheme(name: str) -> BlockScheme:

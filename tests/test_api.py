@@ -29,7 +29,7 @@ def test_import_is_cheap():
     ("gemm", "fpspec.matmul"), ("check", "fpspec.vectors.checker"),
     ("QuantizedTensor", "fpspec.quantized"), ("FloatFormat", "fpspec.formats"),
     ("get_format", "fpspec.formats"), ("RoundingMode", "fpspec.choices"),
-    ("GemmModel", "fpspec.models"), ("get_model", "fpspec.presets"), ("PRESETS", "fpspec.presets"),
+    ("GemmModel", "fpspec.models"), ("get_model", "fpspec.named_models"), ("PRESETS", "fpspec.presets"),
     ("FpspecError", "fpspec.errors"),
 ])
 def test_exports_are_the_module_objects(name, module):

@@ -90,7 +90,7 @@ def test_quantized_operands_fast_equals_exact(pa, pb, preset):
     # the Numba path itself takes FP8 payloads (they are its own: no reason to leave them to the spec)
     from fpspec.exact.accumulate import tensor_alpha
     from fpspec.fast.accumulate import exact_only_reason, gemm_fast
-    from fpspec.presets import get_model
+    from fpspec.named_models import get_model
 
     model = get_model(preset)
     assert exact_only_reason(qa, qb, model) is None

@@ -17,7 +17,8 @@ from fpspec.cli import main
 from fpspec.errors import FpspecError
 from fpspec.matmul import gemm
 from fpspec.cublas.library import LIBRARY_PRESETS, resolve
-from fpspec.presets import PRESETS, get_model, presets_json
+from fpspec.named_models import get_model, presets_json
+from fpspec.presets import PRESETS
 from tools.cublas import accept as accept_tool
 from tools.cublas.common import bits_from_hex, codes_numpy, read_records
 

@@ -14,7 +14,8 @@ from fpspec.errors import FpspecError
 from fpspec.matmul import GemmWhatIfWarning, gemm
 from fpspec.cublas.library import LIBRARY
 from fpspec.models import GemmModel, parse_overrides
-from fpspec.presets import PRESETS, get_model
+from fpspec.named_models import get_model
+from fpspec.presets import PRESETS
 from fpspec.quantization import quantize
 from fpspec.quantized import QuantizedTensor
 
@@ -321,7 +322,7 @@ def test_fpsgemm13_fpsgemm14_new_fields_validated_and_settable():
 
     from fpspec.errors import FpspecError
     from fpspec.models import parse_overrides
-    from fpspec.presets import get_model, presets_json
+    from fpspec.named_models import get_model, presets_json
 
     for bad, why in ((dict(accumulate_bits=24), "0..23"), (dict(accumulate_bits=-1), "0..23"),
                      (dict(split_k=0), "positive"), (dict(split_k=48), "multiple of group_size=32")):

@@ -12,7 +12,7 @@ from fpspec.fast.accumulate import _terms_kernel, gemm_fast
 from fpspec.fast.chain import CONTINUE, END_SLICE, PROMOTE, chain_plan
 from fpspec.fast import kernels
 from fpspec.matmul import gemm, rowdot
-from fpspec.presets import get_model
+from fpspec.named_models import get_model
 
 from gemm_helpers import random_quantized, wide_codes
 

@@ -23,7 +23,8 @@ from fpspec.gemm_operands import has_tensor_scale
 from fpspec.matmul import GemmWhatIfWarning, gemm
 from fpspec.cublas.library import LIBRARY
 from fpspec.models import CONTRACTS, GENERIC_CONTRACT, TENSOR_SCALE_PLACES, TE_NVFP4_EPILOGUE
-from fpspec.presets import PRESETS, get_model
+from fpspec.named_models import get_model
+from fpspec.presets import PRESETS
 from fpspec.quantization import quantize
 from fpspec.quantized import QuantizedTensor
 

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from fpspec.matmul import gemm
-from fpspec.presets import PRESETS, get_model
+from fpspec.named_models import get_model
+from fpspec.presets import PRESETS
 
 from gemm_helpers import random_quantized, wide_codes
 

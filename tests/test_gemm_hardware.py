@@ -21,7 +21,8 @@ import pytest
 from fpspec.convert import encode
 from fpspec.errors import FpspecError
 from fpspec.matmul import gemm, rowdot
-from fpspec.presets import INSTRUCTION_PRESETS, PRESETS, get_model
+from fpspec.named_models import get_model
+from fpspec.presets import INSTRUCTION_PRESETS, PRESETS
 from fpspec.quantized import QuantizedTensor
 
 from gemm_helpers import codes_of

@@ -14,7 +14,8 @@ from fpspec.errors import FpspecError
 from fpspec.matmul import gemm
 from fpspec.cublas.library import LIBRARY, LIBRARY_PRESETS
 from fpspec.models import GemmModel, parse_overrides
-from fpspec.presets import BACKING_KINDS, INSTRUCTION_PRESETS, PRESETS, get_model
+from fpspec.named_models import get_model
+from fpspec.presets import BACKING_KINDS, INSTRUCTION_PRESETS, PRESETS
 
 from gemm_helpers import wide_codes
 

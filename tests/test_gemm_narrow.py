@@ -21,7 +21,7 @@ from fpspec.fast.steps import (accumulate_row, accumulator_exponent_row, add_rne
                                keep_magnitude)
 from fpspec.gemm_operands import operand_formats
 from fpspec.matmul import gemm
-from fpspec.presets import get_model
+from fpspec.named_models import get_model
 
 from gemm_helpers import codes_of, wide_codes
 

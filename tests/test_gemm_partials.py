@@ -17,7 +17,8 @@ from fpspec.fast import partials, spans, steps
 from fpspec.fast.chain import chain_plan
 from fpspec.matmul import GemmWhatIfWarning, gemm
 from fpspec.quantization import quantize
-from fpspec.presets import PRESETS, get_model
+from fpspec.named_models import get_model
+from fpspec.presets import PRESETS
 
 from gemm_helpers import codes_of, random_quantized, wide_codes
 

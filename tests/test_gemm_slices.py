@@ -10,7 +10,7 @@ from fpspec.errors import FpspecError
 from fpspec.fast.chain import CONTINUE, END_SLICE, PROMOTE, chain_plan
 from fpspec.matmul import gemm
 from fpspec.models import GemmModel, parse_overrides
-from fpspec.presets import get_model
+from fpspec.named_models import get_model
 
 from gemm_helpers import wide_codes
 

@@ -20,7 +20,7 @@ import pytest
 from fpspec.fast import steps
 from fpspec.fast.chain import CONTINUE, END_SLICE, PROMOTE, accumulate, after_group, chain_spec, float_bits
 from fpspec.fast.spans import lsb_of
-from fpspec.presets import get_model
+from fpspec.named_models import get_model
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -11,7 +11,8 @@ from fpspec.adapters.fpspec_model import ModelTarget
 from fpspec.adapters.numpy_gemm import NumpyTarget
 from fpspec.errors import FpspecError
 from fpspec.exact.accumulate import gemm_exact
-from fpspec.presets import PRESETS, get_model
+from fpspec.named_models import get_model
+from fpspec.presets import PRESETS
 from fpspec.probe import probe_gemm
 from fpspec.probe.accept import check_samples, collect_samples, operand_codes, shapes_from_text
 from fpspec.probe.fit import PROBED_FIELDS

@@ -8,7 +8,7 @@ import pytest
 from fpspec.adapters.torch_nvfp4 import (pack_e2m1, swizzle_scales, swizzled_offset, unpack_e2m1,
                                          unswizzle_scales)
 from fpspec.errors import FpspecError
-from fpspec.presets import get_model
+from fpspec.named_models import get_model
 from fpspec.probe.nvfp4 import BlockRow, ModelBlockScaledTarget, build_blockscaled, probe_nvfp4
 
 

@@ -90,7 +90,7 @@ def test_fps_prb_15_raw_h200_samples_recomputed(target, preset, split):
     FP32-rounded block results (accumulate_bits = 23) FP8 does not match the former."""
     import numpy as np
 
-    from fpspec.presets import get_model
+    from fpspec.named_models import get_model
     from fpspec.probe.accept import check_samples
 
     raw = ROOT / "vectors" / "provenance" / "h200"

@@ -6,7 +6,7 @@ import numpy as np
 
 from ..matmul import gemm, rowdot
 from ..models import GemmModel
-from ..presets import get_model
+from ..named_models import get_model
 
 __all__ = ["ModelTarget"]
 

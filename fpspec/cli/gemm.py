@@ -17,7 +17,8 @@ from ..matmul import CODE_FORMATS, GemmWhatIfWarning, explain_gemm, gemm, gemm_a
 from ..cublas.h200 import call_shape, resolve_choice
 from ..cublas.library import LIBRARY, resolve
 from ..models import CONTRACTS, PARAMETER_HELP, parse_overrides
-from ..presets import PRESETS, presets_json
+from ..named_models import presets_json
+from ..presets import PRESETS
 from ..quantization import quantize
 from ..quantized import QuantizedTensor
 from ..sampled import bits_dtype

@@ -5,7 +5,7 @@ whose model depends on the GEMM's shape: :func:`resolve` gives the model cuBLAS 
 (M, N, K) offline, from the kernel :func:`fpspec.cublas.h200.predict` names, and
 :func:`resolution` says where that answer comes from (a recorded call, the rule, or a
 nearest-shape guess); :func:`model_for_kernel` gives it from the kernel that ran (the
-observer).  :func:`fpspec.presets.get_model` takes these names too (with ``shape=``).
+observer).  :func:`fpspec.named_models.get_model` takes these names too (with ``shape=``).
 
 :data:`LIBRARY` (the presets with their provenance) is built on first use: its backing
 counts the recorded calls' shapes, which are read then (:func:`fpspec.cublas.h200.recorded_calls`).
@@ -19,7 +19,7 @@ from typing import Any, Literal, Sequence
 
 from ..errors import FpspecError
 from ..models import GemmModel
-from ..presets import KM_SOURCE, PRESETS, Backing, Preset, get_model
+from ..presets import KM_SOURCE, PRESETS, Backing, Preset, preset_model
 from . import h200
 from .h200 import KernelChoice
 
@@ -142,7 +142,7 @@ def resolve(name: "str | GemmModel", shape: "Sequence[int] | None" = None) -> Ge
     call, the rule or a nearest-shape guess); FpspecError where that kernel is not
     modelled (SIMT kernels).  Any other preset, or a GemmModel, is returned unchanged."""
     if isinstance(name, GemmModel) or not isinstance(name, str) or name not in LIBRARY_PRESETS:
-        return get_model(name)
+        return preset_model(name)
     if shape is None:
         raise FpspecError(f"{name} is a library preset: its model depends on the GEMM's shape; give shape=(M, N, K)")
     return model_for_shape(name, shape)

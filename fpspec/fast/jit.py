@@ -5,9 +5,11 @@ Numba's on-disk cache (``cache=True``) checks only the file that defines a compi
 function; a kernel that calls a helper of another module would keep running the old
 helper after an edit of that module.  Two groups of modules call each other's compiled
 functions: the GEMM path (:mod:`fpspec.fast.fp32` -> :mod:`fpspec.fast.chain` ->
-:mod:`fpspec.fast.kernels`, :mod:`fpspec.fast.operands`, ...; :data:`GEMM_SOURCES`) and
-the encoder and block quantizer (:mod:`fpspec.fast.bits`, :mod:`fpspec.fast.rounding`,
-:mod:`fpspec.fast.log2` -> :mod:`fpspec.fast.blocks`; :data:`BLOCK_SOURCES`).  Every
+:mod:`fpspec.fast.steps` -> :mod:`fpspec.fast.kernels`, :mod:`fpspec.fast.operands`, ...;
+:data:`GEMM_SOURCES`) and the encoder and block quantizer (:mod:`fpspec.fast.codes`,
+:mod:`fpspec.fast.bits`, :mod:`fpspec.fast.rounding`, :mod:`fpspec.fast.log2`,
+:mod:`fpspec.fast.scan`, :mod:`fpspec.fast.dequant`, :mod:`fpspec.fast.rht` ->
+:mod:`fpspec.fast.blocks`; :data:`BLOCK_SOURCES`).  Every
 cached function defined in a module of a group is cached against the contents of the
 whole group: an edit of any of its modules recompiles the group.  Those modules import
 this one before they define their kernels, so that the locators are in place.

@@ -42,6 +42,7 @@ from ..choices import (
     validate_policies,
 )
 from ..errors import FpspecError
+from ..exact.rounding import fp32_nan_to_float64_bits
 from ..formats import FloatFormat, get_format
 from ..io import native_byte_order
 from . import jit as _jit  # noqa: F401 - its cache locators must be in place before the kernels below
@@ -52,7 +53,7 @@ from .codes import (DOWN, E_NAN, E_NEG, E_OVF, E_RBITS, E_ZERO, INPUT_LAYOUTS, M
                     ZERO_NAN)
 from .parallel import run_chunks
 
-__all__ = ["encode_fast", "decode_fast", "decode_table", "fp32_nan_to_float64_bits", "MAX_SR_BITS",
+__all__ = ["encode_fast", "decode_fast", "decode_table", "MAX_SR_BITS",
            "validate_policies", "EncodeSpec", "encode_spec", "F32Spec"]
 
 
@@ -511,11 +512,3 @@ def decode_fast(codes: np.ndarray, fmt: FloatFormat | str) -> np.ndarray:
             out.view(np.uint64)[nan] = fp32_nan_to_float64_bits(u[nan])
         return out
     return decode_table(fmt)[codes.astype(np.intp)]
-
-
-def fp32_nan_to_float64_bits(u: np.ndarray) -> np.ndarray:
-    """float64 bits of binary32 NaN codes: sign kept, quiet bit set, the trailing significand
-    moved to the top of float64's (IEEE 754 sec. 6.2.3 widening, as x86 and Arm convert)."""
-    u64 = u.astype(np.uint64)
-    return ((u64 >> np.uint64(31)) << np.uint64(63)) | np.uint64(0x7FF8000000000000) | \
-        ((u64 & np.uint64(0x7FFFFF)) << np.uint64(29))

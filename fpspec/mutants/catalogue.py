@@ -21,7 +21,7 @@ from ..errors import FpspecError
 from ..exact.blocks import RHT_SIGNS
 from ..fast.rht import rht16_fast
 from ..formats import get_format
-from ..presets import get_model
+from ..named_models import get_model
 from ..vectors.checker import select_names, split_globs
 from ..schemes import AmaxZero, SignedZero
 from .binary32 import Fp32Steps

@@ -246,7 +246,7 @@ class GemmChoice(Variation):
     changes: dict[str, Any]
 
     def outputs(self, meta: dict[str, Any], inputs: dict[str, np.ndarray]) -> Outputs:
-        from ..presets import get_model
+        from ..named_models import get_model
         return _gemm_with(meta, inputs, get_model(meta["params"]["model"]).replace(**self.changes))
 
     def describe(self) -> str:
@@ -264,7 +264,7 @@ class GemmOperands(Variation):
     alpha_never: bool = False
 
     def outputs(self, meta: dict[str, Any], inputs: dict[str, np.ndarray]) -> Outputs:
-        from ..presets import get_model
+        from ..named_models import get_model
         model = get_model(meta["params"]["model"])
         ins = dict(inputs)
         if self.alpha_never:  # tensor scales read as 1: amax = 6T, encode and decode scales 1

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..convert import encode
 from ..matmul import gemm
-from ..presets import get_model
+from ..named_models import get_model
 from ..quantization import quantize
 from ..schemes import resolve_spec
 from ..vectors import coverage

@@ -83,7 +83,7 @@ class ModelBlockScaledTarget:
     """fpspec's GEMM model on NVFP4-style quantized operands (alpha = 1), for self-tests."""
 
     def __init__(self, model: Any):
-        from ..presets import get_model
+        from ..named_models import get_model
 
         self.model = get_model(model)
         self.name = f"fpspec:{model if isinstance(model, str) else 'model'}"

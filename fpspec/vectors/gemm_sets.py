@@ -24,7 +24,8 @@ from ..formats import CodeKind, get_format
 from ..matmul import gemm
 from ..presets import INSTRUCTION_PRESETS, PRESETS
 from ..quantization import quantize
-from ..quantized import CODES_SCHEME, QuantizedTensor
+from ..quantized import QuantizedTensor
+from ..schemes import CODES_SCHEME
 from . import coverage
 from .coverage import SetPlan, make_meta
 from .ops import register_operation

@@ -47,7 +47,8 @@ from ..cublas.library import LIBRARY, resolve
 from ..models import GemmModel, contract_of
 from ..presets import PRESETS
 from ..quantization import quantize
-from ..quantized import CODES_SCHEME, QuantizedTensor
+from ..quantized import QuantizedTensor
+from ..schemes import CODES_SCHEME
 from . import coverage
 from .coverage import SetPlan, make_meta
 from .gemm_sets import _finite_codes, _q_inputs

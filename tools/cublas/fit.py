@@ -74,7 +74,7 @@ class Hypothesis:
     pad: str                  # "back" or "front"
 
     def model(self, split_k: int | None):
-        from fpspec.presets import get_model
+        from fpspec.named_models import get_model
 
         return get_model(self.preset, **dict(self.overrides), split_k=split_k)
 

@@ -26,7 +26,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from fpspec.exact.accumulate import Operand, alpha_exact
-    from fpspec.presets import get_model
+    from fpspec.named_models import get_model
 
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--pairs", type=int, default=100_000)
