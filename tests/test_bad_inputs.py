@@ -1017,6 +1017,7 @@ def test_big_endian_files_are_read_by_value(w, tmp_path):
         assert outs[0] == outs[1], big[0]
 
 
+@pytest.mark.slow
 def test_a_closed_pipe_ends_the_command_quietly(tmp_path):
     """docs/cli.rst (exit status 141): ``fpspec codebook fp16 | head -1`` in a real pipe: the
     command exits with 128 + SIGPIPE and writes nothing on stderr (once 'error: [Errno 32]

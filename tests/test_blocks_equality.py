@@ -107,6 +107,7 @@ def _cross_product():
 CROSS = _cross_product()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scheme,profile,sf,tile,block,rounding,kind", CROSS,
                          ids=["-".join(map(str, c)) for c in CROSS])
 def test_every_profile_format_tile_block_rounding(scheme, profile, sf, tile, block, rounding, kind):
@@ -195,6 +196,7 @@ def test_kernel_dequant_matches_dequantize(scheme, profile):
 SR_PROFILES = [(s, p, r) for (s, p), prof in PROFILES.items() for r in prof.roundings if r.startswith("sr")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("nbits", [1, 3, 8, 16, 23, 32])
 @pytest.mark.parametrize("scheme,profile,rounding", SR_PROFILES)
 def test_sr_every_width_and_edge_bits(scheme, profile, rounding, nbits):
@@ -302,6 +304,7 @@ def _near_every_power_of_two(rng: np.random.Generator, per_k: int) -> np.ndarray
     return np.array(rows, dtype=np.float32)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("profile,rounding", MX_FP32_PROFILES)
 def test_mx_fp32_profiles_near_every_power_of_two(profile, rounding):
     """FPS-BLK-15, FPS-BLK-22, FPS-BLK-23, FPS-BLK-24: the exact spec (the float-log2 rule decided on
@@ -313,6 +316,7 @@ def test_mx_fp32_profiles_near_every_power_of_two(profile, rounding):
     assert _both(x, "mxfp4", profile=profile, rounding=rounding) is not None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("profile,rounding", MX_FP32_PROFILES)
 def test_mx_fp32_profiles_seeded_sweep(profile, rounding):
     """FPS-BLK-15: seeded random blocks over the whole binary32 range, binary32 and binary64 input."""
@@ -328,6 +332,7 @@ def test_mx_fp32_profiles_seeded_sweep(profile, rounding):
 AMAXES = [0.0, 2.0 ** -149, 1e-30, 0.37, 6.0, 2688.0, 1e30, FLT_MAX]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scheme,profile", [k for k in PROFILES if k[0] != "mxfp4"])
 def test_given_amax_edge_cases(scheme, profile):
     """FPS-BLK-5, FPS-SCL-10, FPS-BLK-15: held amaxes of 0, the smallest subnormal, tiny, ordinary,

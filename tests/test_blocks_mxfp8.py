@@ -357,6 +357,7 @@ PACK_SETS = [f"quantize-mxfp8-{mode}-1x32{sfx}" for sfx in ("", "-e5m2") for mod
     ["quantize-mxfp8-floor-1x32-rna", "quantize-mxfp8-floor-1x32-e5m2-rna"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", PACK_SETS)
 def test_pack_sets_equal_exact_reference(name):
     """FPS-BLK-27/28: every other case of each level-1 mxfp8 set, recomputed by the exact spec,

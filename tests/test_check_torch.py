@@ -122,6 +122,7 @@ def test_example_quantizer_passes(tmp_path, capsys):
     assert "quantize-ue5m3-seed-fp32-1x16-sr-midpoint/codes" in out and "rounding sr-midpoint/8 not declared" in out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("bug,tag", [("no-zero-scale-rule", "zero_scale"), ("ties-away", "tie")])
 def test_wrong_quantizer_is_rejected(bug, tag, tmp_path, capsys):
     """FPS-CHK-9, FPS-CHK-4: a deliberately wrong variant exits 1 with a decoded report whose

@@ -206,6 +206,7 @@ def test_bench_ratio_text():
         "1/3.7", "1/4.0", "1/13.0", "1/157", "2.71", "1.00"]
 
 
+@pytest.mark.slow
 def test_module_entry_point():
     """FPS-CLI-1: `python -m fpspec` is the same CLI, with exit status 2 on bad input."""
     done = subprocess.run([sys.executable, "-m", "fpspec", "codebook", "nosuch"], capture_output=True, text=True)

@@ -122,6 +122,7 @@ def test_written_files_have_the_ordinary_mode(tmp_path, x):
     assert not [p for p in tmp_path.rglob("*") if "partial" in p.name]
 
 
+@pytest.mark.slow
 def test_killed_generate_leaves_the_previous_pack(tmp_path):
     """FPS-CLI-4: SIGKILL in the middle of `vectors generate` leaves the previous pack at --out
     untouched (the new pack is built in a hidden folder beside it)."""

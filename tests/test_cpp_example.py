@@ -56,6 +56,7 @@ SETS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,case,scheme,profile,scale_format,model", SETS, ids=[s[0] for s in SETS])
 def test_fps_opd_2_cpp_plain_operands_give_the_sets_bits(programs, tmp_path, name, case, scheme, profile,
                                                          scale_format, model):

@@ -35,6 +35,7 @@ def table_calls() -> list[dict]:
 
 
 # ------------------------------------------------------------------ the recorded calls
+@pytest.mark.slow
 def test_fps_cub_4_recorded_calls_reproduce_from_the_committed_runs():
     """FPS-CUB-4: regenerating the recorded calls from the committed sweep, held-out and
     training runs gives the committed data file's JSON text exactly, and the file names each
@@ -251,6 +252,7 @@ BIT_CHECKED = [("torch-bf16", (4096, 1, 4096)), ("torch-bf16", (1000, 1, 32768))
                ("torch-scaled-mm", (129, 144, 32768)), ("torch-bf16", (8192, 64, 4096)), ("torch-fp16", (1000, 1000, 64))]
 
 
+@pytest.mark.slow
 def test_fps_cub_3_plans_reproduce_the_sampled_bits(sweep_calls):
     """FPS-CUB-3: at hand-picked calls the target's preset with the plan's S reproduces
     every sampled output of the H200, and the neighbouring slice counts do not."""
@@ -367,6 +369,7 @@ LOO_NVJET_S = {"torch-bf16": (3062, 3394), "torch-fp16": (3056, 3394), "torch-sc
                "torch-scaled-mm-fast": (4146, 4263)}
 
 
+@pytest.mark.slow
 def test_fps_cub_5_leave_one_shape_out_rates_quoted_in_the_docs():
     """FPS-CUB-5: with each shape of the table (sweep, three held-out runs, train1-3) left out in
     turn, the predicted S equals the launched kernel's S on the share of nvjet shapes

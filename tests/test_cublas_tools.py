@@ -287,6 +287,7 @@ def test_search_finds_residue_first_groups_of_8_and_flags_bad_operands():
 
 
 # ------------------------------------------------------------------ end to end
+@pytest.mark.slow
 def test_local_sweep_and_fit_end_to_end(tmp_path):
     shapes = tmp_path / "shapes.txt"
     shapes.write_text("64x64x4096\n64 64 1344\n1024,1280,4096\n1280x1280x4096\n7x9x256\n33x65x1000\n")
@@ -550,6 +551,7 @@ def test_fps_cub_9_accept_leave_one_out_and_committed_reports(tmp_path, heldout_
                          "--check"]) == 0, name
 
 
+@pytest.mark.slow
 def test_fps_cub_9_fourth_heldout_run_reproduced_by_the_observer():
     """FPS-CUB-9, FPS-CUB-10: the acceptance result quoted in docs/cublas-h200.rst: on the
     fourth held-out run (never a table source) the observer reproduces every scored output
@@ -573,6 +575,7 @@ def test_fps_cub_9_fourth_heldout_run_reproduced_by_the_observer():
     assert rep["targets"]["torch-fp16"]["all"]["offline"] == 3646               # 72.6 % (53.1 %)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("run,report,limit,misses", [
     ("heldout5", "accept-heldout5-retrained", 270, 6),
     ("heldout6", "accept-heldout6-retrained", 100, 5),
@@ -651,6 +654,7 @@ def test_drawn_shape_files_regenerate(name, args, tmp_path, monkeypatch):
         shapes.main(["--seed", "1", "--count", "3", "--mix", "nosuch=1"])
 
 
+@pytest.mark.slow
 def test_rule_scan_aspect_on_the_sweep():
     """FPS-CUB-5: ``python3 -m tools.cublas.rule scan --aspect`` on the sweep alone gives one row per
     aspect weight (leave-one-shape-out S right on nvjet calls, four targets) and puts the
@@ -670,6 +674,7 @@ def test_rule_scan_aspect_on_the_sweep():
     assert by_weight[0.125] == ((311, 342), (304, 342), (435, 452), (435, 452))
 
 
+@pytest.mark.slow
 def test_rule_curve_on_the_ninth_heldout_run(capsys):
     """FPS-CUB-5: ``python3 -m tools.cublas.rule curve``: predictors built from seeded shares of the
     committed table, scored on a held-out run (nvjet calls whose predicted S is the

@@ -31,6 +31,9 @@ from fpspec.cli import main
 from fpspec.vectors.declare import load_declaration
 from fpspec.vectors.pack import Pack
 
+#: The whole module is in the slow lane (python3 -m pytest -m "not slow" leaves it out).
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 PACK = ROOT / "vectors" / "v1"
 DECL = ROOT / "vectors" / "declarations"

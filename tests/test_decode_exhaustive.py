@@ -14,6 +14,7 @@ from fpspec.fast.rounding import decode_fast, decode_table
 from fpspec.formats import FORMATS, CodeKind, get_format
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", [n for n, f in FORMATS.items() if f.bits <= 16])
 def test_every_code_exact_equals_fast(name):
     """FPS-FMT-3: value, sign of zero, NaN and signed Inf of every code agree."""

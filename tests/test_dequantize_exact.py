@@ -63,6 +63,7 @@ def _same(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return (a.view(np.uint32) == b.view(np.uint32)) | (np.isnan(a) & np.isnan(b))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("formula,scale_format,payload_format", _rules(),
                          ids=lambda v: v.value if isinstance(v, Dequant) else v)
 def test_every_code_pair_of_every_rule_equals_the_exact_formula(formula, scale_format, payload_format):

@@ -24,6 +24,9 @@ from fpspec.cli import build_parser
 from fpspec.disagreements import DISAGREEMENTS
 from fpspec.formats import FORMATS, CodeKind
 
+#: The whole module is in the slow lane (python3 -m pytest -m "not slow" leaves it out).
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 EXT = ROOT / "docs" / "_ext"
 

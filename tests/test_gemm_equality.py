@@ -37,6 +37,7 @@ def _both(a, bt, model, **kw):
     return ye
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["e4m3", "e5m2", "fp16", "bf16"])
 def test_fpsgemm10_codes_every_preset(fmt):
     """FPS-GEMM-10: every preset, every code format, K = 128 (whole groups), wide range."""
@@ -90,6 +91,7 @@ def test_fpsgemm10_specials_and_overflow():
     assert np.isinf(gemm(a, bt, "exact", fmt="bf16")[3]).all()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scale_format,block,tile", [
     ("ue4m3", 16, "1xB"), ("ue4m3", 16, "BxB"), ("ue5m3", 16, "1xB"), ("ue5m3fnu", 32, "1xB"),
     ("ue8m0", 32, "1xB"), ("ue5m3", 16, "BxB"),
@@ -178,6 +180,7 @@ _ACC_SPLIT_VARIANTS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("variant", range(len(_ACC_SPLIT_VARIANTS)))
 @pytest.mark.parametrize("fmt", ["e4m3", "fp16", "bf16"])
 def test_fpsgemm13_fpsgemm14_accumulate_bits_and_split_k(fmt, variant):

@@ -104,6 +104,7 @@ def _pair_operands(hs, pairs, k):
     return a, bt, fmt
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", SETS)
 def test_fpsgemm10_exact_equals_fast_on_mmasim_samples(name):
     """FPS-GEMM-10, FPS-GEMM-21: the exact spec gives the MMA-Sim bits too, on sampled outputs
@@ -507,6 +508,7 @@ def _finite_codes(rng, fmt: str, shape) -> np.ndarray:
     return finite[rng.integers(0, finite.size, shape)].astype(f.storage_dtype)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", [n for n in INSTRUCTION_PRESETS if not n.startswith("cdna3") and "mxf4" not in n])
 def test_fpsgemm10_row_kernel_equals_exact_on_finite_operands(name):
     """FPS-GEMM-10: finite operands take the row-vectorised window kernel; with zeros facing

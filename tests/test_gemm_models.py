@@ -136,6 +136,7 @@ def test_fpsgemm9_huge_counts_run_without_huge_buffers():
 
 
 # ------------------------------------------------------------------ backing
+@pytest.mark.slow
 def test_fpsgemm3_every_preset_has_a_structured_backing(capsys):
     """FPS-GEMM-3: every preset says what it is backed by (kind in BACKING_KINDS, a detail,
     where the evidence is); measured presets name the GPU, the number of outputs compared

@@ -222,6 +222,7 @@ def _representable(x, fmt):
     return x.astype(np.float32).astype(_DT[fmt]).astype(np.float64)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,fmt,over", [
     ("km-h100-fp8-promote128", "e4m3", {}),
     ("km-h100-fp8", "e4m3", dict(require_full_groups=False, group_size=16, promotion_interval=48, split_k=96)),
@@ -432,6 +433,7 @@ def test_fpsgemm10_narrow_lanes_widths():
         assert -2 * limit > absent_sums >= absent + limit and absent - limit >= lo and 2 * limit <= hi
 
 
+@pytest.mark.slow
 def test_fpsgemm10_narrow_kernel_random_sweep_over_window_presets():
     """A seeded random sweep: every preset with a window, on FP8, FP16 and BF16 codes of
     random exponent spans (2 to 20 binades) and K of 64 to 320, wherever the narrow kernel
@@ -466,6 +468,7 @@ def test_fpsgemm10_narrow_kernel_random_sweep_over_window_presets():
     assert ran == floats == 64, (ran, floats)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,over,m,k", [
     ("km-h100-fp8-promote128", dict(require_full_groups=False), 37, 150),  # groups of 32, the last of 22
     ("km-h100-fp8", dict(require_full_groups=False, group_size=30), 17, 97),  # 30, 30, 30, 7: 2 and 3 left over

@@ -580,6 +580,7 @@ def test_fpsgemm24_float32_partials_chosen_by_sample():
     assert st.dtype == "float64"
 
 
+@pytest.mark.slow
 def test_fpsgemm24_float32_partials_random_sweep():
     """FPS-GEMM-24: a seeded sweep of the seed models with float32 partials forced on, over
     FP8, FP16 and BF16 codes of 2 to 14 binades (K = 209: three groups of 64 and one of 17),

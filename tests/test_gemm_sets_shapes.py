@@ -48,6 +48,7 @@ _SAMPLED = ("gemm-shapes-seed-probe-matched-ue5m3-129x17x16", "gemm-shapes-exact
             "gemm-shapes-seed-triton-h200-ue5m3-1x3x4112")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", _SAMPLED)
 def test_fast_outputs_equal_the_exact_spec(plans, name):
     """FPS-VEC-7: the expected outputs (fast path) of a corner of the set equal gemm(impl="exact")."""

@@ -175,6 +175,7 @@ def test_ml_dtypes_reproduced_by_name_from_fp16_and_bf16(all_fp16, all_bf16, fmt
         assert np.array_equal(encode(x, fmt, **ML_DTYPES_SELECTORS[fmt]), theirs), x.dtype
 
 
+@pytest.mark.slow
 def test_e8m0_selector_on_every_float32_subnormal_and_binade_edge():
     """FPS-RND-15: every float32 subnormal (both signs, 2^24 inputs) and, in every binade, the
     mantissas at 0, 1, just below / at / above the tie 0x400000 and the top: the release's

@@ -24,6 +24,9 @@ from fpspec.mutants.witness import search_witnesses
 from fpspec.schemes import resolve_spec
 from fpspec.vectors.pack import Pack
 
+#: The whole module is in the slow lane (python3 -m pytest -m "not slow" leaves it out).
+pytestmark = pytest.mark.slow
+
 PACK = Path(__file__).resolve().parent.parent / "vectors" / "v1"
 BINARY32_SETS = [n for n in Pack(PACK).names() if n.startswith(("quantize-ue5m3-seed-", "quantize-nvfp4-te-"))]
 

@@ -118,6 +118,7 @@ def test_fps_prb_16_evaluator_split_k_equals_exact(over):
 
 
 # ------------------------------------------------------------------ self-test
+@pytest.mark.slow
 @pytest.mark.parametrize("name", [n for n, p in PRESETS.items() if not p.instruction])
 def test_fps_prb_14_probe_recovers_every_preset(name):
     """FPS-PRB-14, and through it FPS-PRB-4, FPS-PRB-5, FPS-PRB-6, FPS-PRB-10, FPS-PRB-11: with fpspec's own preset as the GEMM

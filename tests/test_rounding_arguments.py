@@ -130,6 +130,7 @@ def test_check_nbits_accepts_numpy_integers():
     assert check_nbits(np.int64(16)) == 16 and check_nbits(np.uint8(1)) == 1
 
 
+@pytest.mark.slow
 def test_decode_has_the_same_impl_argument():
     """FPS-RND-16, FPS-FMT-3: ``decode(codes, fmt, impl=...)`` as ``encode``; both give the same
     float64 bits (signed zeros, Inf, NaN sign and binary32 NaN payloads included), and refuse

@@ -57,6 +57,7 @@ def _policy_grid(fmt_name: str) -> list[Policies]:
     return grid
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", NARROW_FORMATS)
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_edges_every_mode_every_policy(fmt, dtype):

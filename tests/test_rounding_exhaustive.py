@@ -17,6 +17,9 @@ from fpspec.formats import get_format
 
 from sweep_helpers import DETERMINISTIC_MODES, NARROW_FORMATS, accepting_policies, mismatch_report
 
+#: The whole module is in the slow lane (python3 -m pytest -m "not slow" leaves it out).
+pytestmark = pytest.mark.slow
+
 
 def _check_all_modes(x: np.ndarray, fmt: str, pol: Policies) -> None:
     for mode in DETERMINISTIC_MODES:

@@ -66,6 +66,7 @@ def test_kernel_equals_general_kernel_on_the_float32_grid(f32_grid, fmt):
         assert np.array_equal(got, want), (fmt, pol, np.flatnonzero(got != want)[:5])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", KERNEL_FORMATS)
 def test_kernel_equals_exact_on_every_fp16_and_bf16_value(all_fp16, all_bf16, fmt):
     """FPS-RND-0, FPS-RND-14: every FP16 and BF16 value, widened exactly to float32, through the

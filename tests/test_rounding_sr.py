@@ -42,6 +42,7 @@ def sample_inputs(fmt_name: str, dtype: type) -> np.ndarray:
     return x
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["e2m1", "e4m3", "ue5m3", "ue8m0", "e5m2"])
 @pytest.mark.parametrize("nbits", [8, 3])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

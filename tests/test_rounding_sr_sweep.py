@@ -11,10 +11,12 @@ inputs 64 to 86 bits below the quantum).
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from tools import sr_sweep
 
 
+@pytest.mark.slow
 def test_sr_sweep_one_million_cases():
     """FPS-RND-5, FPS-RND-6, FPS-RND-7, FPS-RND-8, FPS-RND-14: 10^6 cases, no mismatch; the flip
     points the comparison rests on agree with direct exact calls."""
@@ -24,6 +26,7 @@ def test_sr_sweep_one_million_cases():
     assert res["spot_checks"] >= 1000 and res["spot_mismatches"] == 0, res["first"]
 
 
+@pytest.mark.slow
 def test_sweep_covers_every_width_and_the_far_range():
     """FPS-RND-8: the planned triples use every N in 1..32, both input types, and float64 inputs
     between 2^-64 and 2^-128 of a quantum (the range the old kernel got wrong)."""

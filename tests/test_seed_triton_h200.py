@@ -112,6 +112,7 @@ def _seed_round(x: float, exponent: int, precision: int, bias: int, max_finite: 
     return min(Fraction(lower + int(away)) * Fraction(2) ** e, Fraction(max_finite))
 
 
+@pytest.mark.slow
 def test_seed_rounding_same_with_gpu_binade(log2_data):
     """FPS-BLK-19: at every x where floor(tl.log2 x) is one above floor(log2 x), the seed's E2M1
     rounding (RNE, and SR for every byte) and its UE5M3 RNE give the same value with either binade."""

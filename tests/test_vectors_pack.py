@@ -32,6 +32,7 @@ def regenerated(tmp_path_factory) -> Path:
     return out
 
 
+@pytest.mark.slow
 def test_regeneration_is_byte_identical(regenerated, pack):
     """FPS-VEC-10: regenerating level 1 gives the committed files, byte for byte."""
     fresh = json.loads((regenerated / "MANIFEST.json").read_text())
