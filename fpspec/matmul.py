@@ -23,7 +23,7 @@ import numpy as np
 from .errors import FpspecError
 from .exact.accumulate import tensor_alpha
 from .gemm_operands import (CODE_FORMATS, WHAT_IF_HINT, GemmWhatIfWarning, check_codes_in_range, check_operands,
-                            contract_violation, place_tensor_scales)
+                            contract_violation, operand_formats, place_tensor_scales)
 from .io import native_byte_order
 from .cublas.library import LIBRARY_PRESETS
 from .models import GemmModel, contract_of
@@ -203,6 +203,8 @@ def _prepared(a, bt, model, fmt, impl, overrides, shape=None, allow_what_if=Fals
     twin = choose_twin(impl)  # (refused by name before any operand is read)
     if fmt is not None and isinstance(a, QuantizedTensor):
         raise FpspecError("fmt is only for code-array operands; quantized tensors carry their formats")
+    if not isinstance(a, QuantizedTensor) and not isinstance(bt, QuantizedTensor):
+        fmt = operand_formats(fmt)  # the code formats, once: (A's, BT's), what every layer below reads
     a, bt, quantized = check_operands(a, bt, m, fmt)
     name = model if isinstance(model, str) else "the given model"
     violation = contract_violation(a, bt, name, contract, fmt)
