@@ -2,14 +2,10 @@
 calls that launched them (kineto trace JSON), kernel-name parsing (tile, K tile,
 stages, cluster, flags), and the K-split rule of issue 14.
 
-Trace format (kineto's Chrome trace, torch 2.x): a CUDA kernel is an event with
-``cat == "kernel"`` whose ``args`` hold ``correlation``, ``grid`` ``[x, y, z]``,
-``block`` ``[x, y, z]``, ``registers per thread``, ``shared memory``, ``stream``,
-``device`` and ``External id``; its launch is a ``cuda_runtime`` or ``cuda_driver``
-event on the CPU thread with the same ``correlation``; ``record_function(tag)`` shows
-as a ``user_annotation`` event (and a ``gpu_user_annotation`` on the GPU timeline).
-A kernel belongs to the annotation whose CPU time range holds its launch.  The raw
-``args`` are kept with every kernel so that nothing depends on this parsing alone.
+The trace format and the attribution of kernels to calls are
+:mod:`fpspec.adapters.kernel_trace`'s (shared with the torch observer,
+``fpspec.adapters.torch_gemm.observe``); the raw ``args`` are kept with every kernel so that
+nothing depends on this parsing alone.
 
 Kernel names (documented in vectors/provenance/h200-cublas/README.md; the fit
 reports every name it met):
@@ -24,9 +20,6 @@ reports every name it met):
   kernels) and ``cutlass_80_*_<TM>x<TN>_<KT>x<STAGES>_*``;
 * SIMT kernels (``gemmSN_*``, ``gemv*``, ``gemmk1_*``, ``*sgemm*``) and split-K
   reductions (``splitKreduce_kernel``, ``*reduce*``).
-
-The attribution itself lives in :mod:`fpspec.adapters.kernel_trace` (shared with the torch
-observer, ``fpspec.adapters.torch_gemm.observe``).
 """
 
 from __future__ import annotations
