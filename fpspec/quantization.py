@@ -24,7 +24,6 @@ from typing import Literal, NamedTuple
 
 import numpy as np
 
-from .choices import DEFAULT_SR_BITS
 from .convert import check_random_values
 from .errors import FpspecError
 from .fast.rounding import decode_table
@@ -198,18 +197,11 @@ def _spec_of(scheme: "str | BlockSpec", settings: dict[str, object]) -> BlockSpe
     if not isinstance(scheme, str):
         raise FpspecError(f"scheme must be a scheme name ({', '.join(BLOCK_SCHEMES)}) or a resolved BlockSpec, "
                           f"got {type(scheme).__name__} {scheme!r}")
-    block = settings["block"]
-    _check_names(scheme, settings["profile"], block)
-    tile, rounding, nbits = settings["tile"], settings["rounding"], settings["nbits"]
-    return resolve_spec(scheme, settings["profile"],  # type: ignore[arg-type]
-                        block=None if block is None else int(block),  # type: ignore[call-overload]
-                        tile="1xB" if tile is None else tile,  # type: ignore[arg-type]
-                        target=settings["target"], scale_format=settings["scale_format"],  # type: ignore[arg-type]
-                        zero_scale_rule=settings["zero_scale_rule"],  # type: ignore[arg-type]
-                        rounding="rne" if rounding is None else rounding,  # type: ignore[arg-type]
-                        nbits=DEFAULT_SR_BITS if nbits is None else nbits,  # type: ignore[arg-type]
-                        sr_eval=settings["sr_eval"], rht_output=settings["rht_output"],  # type: ignore[arg-type]
-                        payload_format=settings["payload_format"])  # type: ignore[arg-type]
+    _check_names(scheme, settings["profile"], settings["block"])
+    given = {k: v for k, v in settings.items() if k != "profile" and v is not None}  # (None: resolve_spec's default)
+    if "block" in given:
+        given["block"] = int(given["block"])  # type: ignore[call-overload]
+    return resolve_spec(scheme, settings["profile"], **given)  # type: ignore[arg-type]
 
 
 def quantize(x: np.ndarray, scheme: "str | BlockSpec" = "ue5m3", *, profile: str | None = None,
