@@ -258,3 +258,21 @@ def read_records(paths: Iterable[str | Path]) -> Iterator[dict]:
 
 def n_tiles(k: int, kt: int) -> int:
     return math.ceil(k / kt)
+
+
+def first_call(fmt: str, m: int, operand_a, call) -> tuple[Any, int, str | None]:
+    """A of ``m`` rows (``operand_a(rows)``) and one unprofiled ``call(a)``, so that errors surface
+    before any profiling; torch._scaled_mm may want M in multiples of 16 for e4m3 operands too: then
+    A again with M rounded up, called once more.  Returns A, its M and why M changed (None: it
+    did not)."""
+    a = operand_a(m)
+    try:
+        call(a)
+        return a, m, None
+    except Exception as exc:
+        if fmt != "e4m3" or m % 16 == 0:
+            raise
+        m = -(-m // 16) * 16
+        a = operand_a(m)
+        call(a)
+        return a, m, f"M rounded up to {m} after: {exc!r}"[:300]

@@ -39,7 +39,7 @@ from fpspec.cublas.library import resolve
 from fpspec.errors import FpspecError
 from fpspec.matmul import gemm
 
-from .common import ROOT, bits_hex, code_checksum, codes_numpy, parse_shapes_text
+from .common import ROOT, bits_hex, code_checksum, codes_numpy, first_call, parse_shapes_text
 from .sweep import TorchBackend, build_jobs
 
 DEFAULT_SHAPES = ROOT / "vectors" / "provenance" / "h200-cublas" / "heldout_shapes.txt"
@@ -62,18 +62,12 @@ def run_job(be: TorchBackend, job: dict) -> dict:
     fmt = TARGETS[target].fmt
     m, n, k = job["shape"]
     rec = {"kind": "observe", "target": target, "requested_shape": job["requested_shape"]}
-    a = be.operand(fmt, job["seed_a"], m, k)
     bt = be.operand(fmt, job["seed_b"], n, k)
-    try:
-        target_call(t, target, a, bt)
-    except Exception as exc:  # torch._scaled_mm may want M in multiples of 16 too
-        if fmt != "e4m3" or m % 16 == 0:
-            raise
-        m = -(-m // 16) * 16
+    a, m, adjusted = first_call(fmt, m, lambda rows: be.operand(fmt, job["seed_a"], rows, k),
+                                lambda a: target_call(t, target, a, bt))
+    if adjusted is not None:
         job["shape"] = [m, n, k]
-        rec["adjusted"] = f"M rounded up to {m} after: {exc!r}"[:300]
-        a = be.operand(fmt, job["seed_a"], m, k)
-        target_call(t, target, a, bt)
+        rec["adjusted"] = adjusted
     obs = observe_call(lambda: target_call(t, target, a, bt), target, (m, n, k), torch=t)
     obs = settle_observation(obs, a, bt, avoid_rows=job["rows"], avoid_cols=job["cols"])  # FPS-CUB-10
     rows = t.tensor(job["rows"], dtype=t.int64, device=be.device)
