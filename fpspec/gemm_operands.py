@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .arraykind import is_torch, same_device, to_numpy
 from .errors import FpspecError
 from .formats import get_format
 from .models import GemmModel, OperandContract
@@ -74,8 +75,10 @@ def check_operands(a, bt, model: GemmModel, fmt):
     if quantized:
         check_quantized_pair(a, bt, model)
     else:
-        a = np.asarray(a)
-        bt = np.asarray(bt)
+        same_device("A and BT", a, bt)
+        if not is_torch(a):
+            a = np.asarray(a)
+            bt = np.asarray(bt)
         check_code_pair(a, bt, fmt)
     model.check_k(a.shape[1])
     return a, bt, quantized
@@ -87,9 +90,12 @@ def check_code_pair(a: np.ndarray, bt: np.ndarray, fmt) -> None:
     for name, x, f in (("A", a, fa), ("BT", bt, fb)):
         want = code_format(f).storage_dtype
         if x.ndim != 2:
-            raise FpspecError(f"{name} must be a 2-D code array, got shape {x.shape}")
-        if x.dtype != np.dtype(want):
-            raise FpspecError(f"{name} codes for {f} must be {want}, got {x.dtype}")
+            raise FpspecError(f"{name} must be a 2-D code array, got shape {tuple(x.shape)}")
+        dtype = str(x.dtype).replace("torch.", "")
+        torch_ok = is_torch(x) and (dtype == np.dtype(want).name or (want != np.uint8 and dtype == "int32"))
+        if not torch_ok and (is_torch(x) or x.dtype != np.dtype(want)):
+            also = " (torch: or int32)" if is_torch(x) and want != np.uint8 else ""
+            raise FpspecError(f"{name} codes for {f} must be {np.dtype(want).name}{also}, got {dtype}")
     if a.shape[1] != bt.shape[1]:
         raise FpspecError(f"K mismatch: A is {a.shape[0]}x{a.shape[1]}, BT is {bt.shape[0]}x{bt.shape[1]} "
                           "(BT holds the N columns of B as rows)")
@@ -131,15 +137,16 @@ def check_quantized_pair(a, bt, model: GemmModel) -> None:
 def check_codes_in_range(q, name: str) -> None:
     """Every payload and scale code of a quantized operand lies in its format (FPS-GEMM-9)."""
     pf = get_format(q.payload_format)
-    if q.codes.size and int(q.codes.max()) >= pf.num_codes:
-        flat = int(np.argmax(q.codes.reshape(-1) >= pf.num_codes))
-        raise FpspecError(f"{name}: payload code {int(q.codes.reshape(-1)[flat])} out of range for "
-                          f"{pf.name}", tuple(int(x) for x in np.unravel_index(flat, q.codes.shape)))
-    sf = get_format(q.scale_format)
-    if q.scales.size and int(q.scales.max()) >= sf.num_codes:
-        flat = int(np.argmax(q.scales.reshape(-1) >= sf.num_codes))
-        raise FpspecError(f"{name}: scale code {int(q.scales.reshape(-1)[flat])} out of range for "
-                          f"{sf.name}", tuple(int(x) for x in np.unravel_index(flat, q.scales.shape)))
+    for what, arr, f in (("payload", q.codes, pf), ("scale", q.scales, get_format(q.scale_format))):
+        if _size(arr) and int(arr.max()) >= f.num_codes:
+            flags = to_numpy(arr.reshape(-1) >= f.num_codes)  # (refusing: the mask's host copy)
+            flat = int(np.argmax(flags))
+            raise FpspecError(f"{name}: {what} code {int(arr.reshape(-1)[flat])} out of range for "
+                              f"{f.name}", tuple(int(x) for x in np.unravel_index(flat, tuple(arr.shape))))
+
+
+def _size(arr) -> int:
+    return arr.numel() if is_torch(arr) else arr.size
 
 
 # ------------------------------------------------------------ operand contracts (FPS-GEMM-25)

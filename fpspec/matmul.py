@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from .arraykind import is_torch, same_device
 from .errors import FpspecError
 from .exact.accumulate import tensor_alpha
 from .gemm_operands import (CODE_FORMATS, WHAT_IF_HINT, GemmWhatIfWarning, check_codes_in_range, check_operands,
@@ -29,7 +30,7 @@ from .cublas.library import LIBRARY_PRESETS
 from .models import GemmModel, contract_of
 from .named_models import get_model
 from .quantized import QuantizedTensor
-from .twins import Twin, choose_twin
+from .twins import TORCH_TWINS, Twin, choose_twin
 
 __all__ = ["gemm", "rowdot", "gemm_path", "gemm_and_path", "explain_gemm", "GemmPath", "CODE_FORMATS",
            "GemmWhatIfWarning"]
@@ -58,7 +59,7 @@ class _Call(NamedTuple):
     quantized: bool
 
 
-def gemm(a: Any, bt: Any, model: "str | GemmModel", *, fmt: str | None = None, impl: str = "fast",
+def gemm(a: Any, bt: Any, model: "str | GemmModel", *, fmt: str | None = None, impl: "str | None" = None,
          shape: "tuple[int, int, int] | None" = None, allow_what_if: bool = False, **overrides: Any) -> np.ndarray:
     """``A @ BT^T`` under an accumulation model, float32 (M, N) (FPS-GEMM-1).
 
@@ -67,7 +68,9 @@ def gemm(a: Any, bt: Any, model: "str | GemmModel", *, fmt: str | None = None, i
         bt: N x K operand (the columns of B as rows), of the same kind as ``a``.
         model: a preset name (:data:`fpspec.presets.PRESETS`) or a GemmModel.
         fmt: the code format of code-array operands: e4m3, e5m2, fp16, bf16.
-        impl: "fast" (Numba, default) or "exact" (the executable spec).
+        impl: "fast" (Numba), "exact" (the executable spec) or "torch" (torch tensors on their
+            device; a torch float32 result there); None (default): "torch" for torch operands,
+            "fast" otherwise.
         shape: (M, N, K) of the GEMM a library preset (``cublas-h200-*``) is resolved at
             (FPS-CUB-6): the operands may be sampled rows of A and of BT of a larger GEMM
             (K equal, M and N at least the rows given); default: the operands' shape.
@@ -89,7 +92,7 @@ def gemm(a: Any, bt: Any, model: "str | GemmModel", *, fmt: str | None = None, i
     return _run(_prepared(a, bt, model, fmt, impl, overrides, shape, allow_what_if), "gemm")
 
 
-def rowdot(a: Any, bt: Any, model: "str | GemmModel", *, fmt: str | None = None, impl: str = "fast",
+def rowdot(a: Any, bt: Any, model: "str | GemmModel", *, fmt: str | None = None, impl: "str | None" = None,
            shape: "tuple[int, int, int] | None" = None, allow_what_if: bool = False,
            **overrides: Any) -> np.ndarray:
     """The diagonal of :func:`gemm`: ``y[i] = A[i] . BT[i]``, float32 (M,), for A and BT of
@@ -104,7 +107,7 @@ def rowdot(a: Any, bt: Any, model: "str | GemmModel", *, fmt: str | None = None,
     return _run(call, "rowdot")
 
 
-def gemm_path(a: Any, bt: Any, model: "str | GemmModel", *, fmt: str | None = None, impl: str = "fast",
+def gemm_path(a: Any, bt: Any, model: "str | GemmModel", *, fmt: str | None = None, impl: "str | None" = None,
               shape: "tuple[int, int, int] | None" = None, allow_what_if: bool = False,
               **overrides: Any) -> GemmPath:
     """How :func:`gemm` with these arguments computes (the same checks, nothing computed): the
@@ -112,7 +115,7 @@ def gemm_path(a: Any, bt: Any, model: "str | GemmModel", *, fmt: str | None = No
     return _prepared(a, bt, model, fmt, impl, overrides, shape, allow_what_if).path
 
 
-def gemm_and_path(a: Any, bt: Any, model: "str | GemmModel", *, fmt: str | None = None, impl: str = "fast",
+def gemm_and_path(a: Any, bt: Any, model: "str | GemmModel", *, fmt: str | None = None, impl: "str | None" = None,
                   shape: "tuple[int, int, int] | None" = None, allow_what_if: bool = False,
                   **overrides: Any) -> tuple[np.ndarray, GemmPath]:
     """:func:`gemm` and the :func:`gemm_path` it took, from one check of the arguments (what
@@ -121,7 +124,7 @@ def gemm_and_path(a: Any, bt: Any, model: "str | GemmModel", *, fmt: str | None 
     return _run(call, "gemm"), call.path
 
 
-def explain_gemm(a: Any, bt: Any, model: "str | GemmModel", *, fmt: str | None = None, impl: str = "fast",
+def explain_gemm(a: Any, bt: Any, model: "str | GemmModel", *, fmt: str | None = None, impl: "str | None" = None,
                  shape: "tuple[int, int, int] | None" = None, allow_what_if: bool = False,
                  **overrides: Any) -> dict[str, Any]:
     """:func:`gemm_path` as data (``fpspec gemm --explain``): the model asked for and its concrete
@@ -146,7 +149,7 @@ def _run(call: _Call, verb: str) -> np.ndarray:
     """The chosen twin on the checked operands; the fast twin with the FP32 alpha of quantized
     operands (the exact spec computes its own)."""
     twin = choose_twin(call.path.twin)
-    alpha = tensor_alpha(call.a, call.bt, call.path.model) if call.quantized and twin.name == "fast" else None
+    alpha = tensor_alpha(call.a, call.bt, call.path.model) if call.quantized and twin.name != "exact" else None
     fn = twin.gemm if verb == "gemm" else twin.rowdot
     return fn(call.a, call.bt, call.path.model, fmt=call.fmt, alpha=alpha)
 
@@ -158,6 +161,9 @@ def _choose(twin: Twin, a, bt, m: GemmModel) -> tuple[str, str]:
     if twin.name == "exact":
         return "exact", "impl='exact' asks for the executable spec"
     why = twin.gemm_declines(a, bt, m)
+    if why is not None and twin.name in TORCH_TWINS:  # (the exact spec computes on the host: no silent copy)
+        raise FpspecError(f"the {twin.name} twin does not carry this GEMM: {why}; compute it on the host "
+                          "(QuantizedTensor.to('numpy') / tensor.cpu().numpy(), impl='fast')")
     if why is not None:
         return "exact", f"the {twin.name} path does not carry it: {why}"
     return twin.name, f"the {twin.name} path carries this model and these operands (bit-equal to the exact spec)"
@@ -173,10 +179,12 @@ def _library_model(model, a, bt, shape) -> "tuple[str | GemmModel, Any]":
     from .cublas.h200 import call_shape
     from .cublas.library import resolution
 
-    if not isinstance(a, QuantizedTensor) and (np.ndim(a) != 2 or np.ndim(bt) != 2):
-        raise FpspecError(f"A and BT must be 2-D code arrays, got {np.ndim(a)}-D and {np.ndim(bt)}-D")
+    dims = [len(getattr(x, "shape", np.shape(x))) for x in (a, bt)]
+    if not isinstance(a, QuantizedTensor) and dims != [2, 2]:
+        raise FpspecError(f"A and BT must be 2-D code arrays, got {dims[0]}-D and {dims[1]}-D")
     rows = (a.shape[0], bt.shape[0], a.shape[1]) if isinstance(a, QuantizedTensor) else \
-        (np.shape(a)[0], np.shape(bt)[0], np.shape(a)[1])
+        (getattr(a, "shape", np.shape(a))[0], getattr(bt, "shape", np.shape(bt))[0],
+         getattr(a, "shape", np.shape(a))[1])
     if shape is None:
         shape = rows
     try:
@@ -194,13 +202,17 @@ def _prepared(a, bt, model, fmt, impl, overrides, shape=None, allow_what_if=Fals
     """Every argument checked once and the path chosen once: the model (a library preset resolved
     at the shape, FPS-CUB-6; overrides applied), the validated operands (FPS-GEMM-9) held to the
     model's contract with their tensor scales placed (FPS-GEMM-25), the twin and why."""
-    a, bt = native_byte_order(a), native_byte_order(bt)  # '>u2' code arrays are taken by value
+    given = a.codes if isinstance(a, QuantizedTensor) else a
+    if not is_torch(given):
+        a, bt = native_byte_order(a), native_byte_order(bt)  # '>u2' code arrays are taken by value
     if not isinstance(allow_what_if, bool):
         raise FpspecError(f"allow_what_if must be True or False, got {allow_what_if!r}")
     contract = contract_of(model)
     concrete, found = _library_model(model, a, bt, shape)
     m = get_model(concrete, **overrides)
-    twin = choose_twin(impl)  # (refused by name before any operand is read)
+    twin = choose_twin(impl, given)  # (refused by name, or by the operands' kind, before any is read)
+    if isinstance(a, QuantizedTensor) and isinstance(bt, QuantizedTensor):
+        same_device("A and BT", a.codes, bt.codes)
     if fmt is not None and isinstance(a, QuantizedTensor):
         raise FpspecError("fmt is only for code-array operands; quantized tensors carry their formats")
     if not isinstance(a, QuantizedTensor) and not isinstance(bt, QuantizedTensor):

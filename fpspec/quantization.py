@@ -20,15 +20,16 @@ and scheme-mxfp8.rst; in brief, for a tensor X:
 from __future__ import annotations
 
 import math
-from typing import Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
-from .convert import check_random_values
+from .arraykind import describe_array, is_torch, same_device, to_numpy
+from .convert import TORCH_RANDOM_DTYPES, check_random_values
 from .errors import FpspecError
 from .fast.rounding import decode_table
-from .fast.scan import BINARY32_OVERFLOW, scan_values
 from .formats import get_format
+from .input_check import BINARY32_OVERFLOW
 from .io import native_byte_order
 from .quantized import QuantizedTensor
 from .schemes import BLOCK_SCHEMES, CODES_SCHEME, BlockResult, BlockSpec, Dequant, RhtOutput, get_scheme, resolve_spec
@@ -36,8 +37,7 @@ from .twins import Twin, choose_twin
 
 __all__ = ["quantize", "dequantize", "quantize_view", "prepare_view", "tensor_amax", "PreparedView"]
 
-_FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
-_RBITS_DTYPES = (np.uint8, np.uint16, np.uint32)
+_RBITS_DTYPES = ("uint8", "uint16", "uint32")
 
 
 class PreparedView(NamedTuple):
@@ -46,58 +46,32 @@ class PreparedView(NamedTuple):
     max |view| of every 1xB block, flat, when the input scan measured them (a binary32
     rowwise view of whole blocks, not transformed; else None)."""
 
-    view: np.ndarray
+    view: "np.ndarray | Any"
     shape: tuple[int, int]
     amax: np.float32 | None
     block_amax: np.ndarray | None = None
 
 
-def _check_input(x: object, block: int = 0) -> tuple[np.ndarray, np.float32, np.ndarray | None]:
-    """The input as a 2-D binary32/binary64 array, fp32(max |x|), and (``block`` > 0, binary32
-    input, rows of whole blocks) max |x| of every run of ``block`` values along the last axis;
-    refuses what no scheme takes."""
-    x = np.asarray(x)
-    if x.dtype.name not in _FLOAT_DTYPES:
-        raise FpspecError(f"input must be a float array ({', '.join(_FLOAT_DTYPES)}), got {x.dtype}")
-    if x.ndim < 2:
-        raise FpspecError(f"input must have at least 2 dimensions (M, K), got shape {x.shape}")
-    if x.dtype.name in ("float16", "bfloat16"):
-        x = x.astype(np.float32)  # exact widening
-    shape = x.shape
-    flat = np.ascontiguousarray(x).reshape(-1)
-    whole = block > 0 and shape[-1] % block == 0
-    scan = scan_values(flat, block if whole else 0)
-    if scan.bad >= 0:
-        idx = tuple(int(i) for i in np.unravel_index(scan.bad, shape))
-        v = float(flat[scan.bad])
-        if scan.why == "non-finite":
-            raise FpspecError(f"non-finite input value {v!r} (fpspec refuses NaN and Inf in block "
-                              "quantization)", idx)
-        raise FpspecError(f"input value {v!r} is beyond the binary32 range (its binary32 rounding is "
-                          f"infinite; FLT_MAX = {float(np.finfo(np.float32).max)!r}): tensor amaxes and "
-                          "scales are binary32 values (FPS-BLK-1)", idx)
-    x2 = flat.reshape(shape)
-    if x2.ndim > 2:
-        x2 = x2.reshape(-1, shape[-1])
-    return x2, np.float32(scan.amax), scan.block_amax
+def _is_binary32(v: object) -> bool:
+    return str(getattr(v, "dtype", "")).replace("torch.", "") == "float32"
 
 
 def prepare_view(x: np.ndarray, spec: BlockSpec, *, columnwise: bool = False, pad: bool = False,
-                 rht: bool = False, impl: "str | Twin" = "fast") -> PreparedView:
+                 rht: bool = False, impl: "str | Twin | None" = None) -> PreparedView:
     """Step 0: the view that is quantized (FPS-BLK-1, FPS-BLK-10, FPS-BLK-20), by the twin
-    ``impl`` names (:func:`fpspec.twins.choose_twin`)."""
-    twin = choose_twin(impl)
+    ``impl`` names (:func:`fpspec.twins.choose_twin`; None: the input's)."""
+    twin = choose_twin(impl, x)
     # a rowwise, untransformed 1xB view is the input's own rows: a twin that takes block amaxes
     # from the input scan gets them here (one pass over the input fewer)
     same_rows = spec.tile == "1xB" and not columnwise and not rht and twin.block_amax_from_scan
-    x, known_amax, block_amax = _check_input(x, spec.block if same_rows else 0)
+    x, known_amax, block_amax = twin.scan_input(x, spec.block if same_rows else 0)
     if columnwise:
         v = twin.transpose(x)
     else:
-        v = np.ascontiguousarray(x)
-    if spec.arithmetic.binary32_input and v.dtype != np.float32:
-        v = v.astype(np.float32)  # binary32 profiles read binary32 (RNE; max |v| rounds the same way)
-    m, k = v.shape
+        v = x.contiguous() if is_torch(x) else np.ascontiguousarray(x)
+    if spec.arithmetic.binary32_input and not _is_binary32(v):
+        v = twin.to_binary32(v)  # binary32 profiles read binary32 (RNE; max |v| rounds the same way)
+    m, k = tuple(v.shape)
     b = spec.block
     pk = (-k) % b
     pm = (-m) % b if spec.tile == "BxB" else 0
@@ -106,7 +80,7 @@ def prepare_view(x: np.ndarray, spec: BlockSpec, *, columnwise: bool = False, pa
             what = f"K = {k} is not a multiple of the block {b}" if pk else \
                 f"M = {m} is not a multiple of the {b}x{b} tile"
             raise FpspecError(f"{what} (view shape {(m, k)}); pass pad=True (--pad) to zero-pad")
-        v = np.pad(v, ((0, pm), (0, pk)))
+        v = twin.pad(v, pm, pk)
     if rht:
         if v.shape[1] % 16:
             raise FpspecError(f"the Hadamard transform needs K = {v.shape[1]} to be a multiple of 16")
@@ -116,14 +90,14 @@ def prepare_view(x: np.ndarray, spec: BlockSpec, *, columnwise: bool = False, pa
         known: np.float32 | None = None
     else:
         known = known_amax
-    if v.dtype != np.float32 or pk:
+    if not _is_binary32(v) or pk:
         block_amax = None  # (the scan measures blocks of binary32 rows only: a guard, not a case)
     return PreparedView(v, (m, k), known, block_amax)
 
 
-def tensor_amax(v: np.ndarray, impl: "str | Twin" = "fast") -> np.float32:
+def tensor_amax(v: np.ndarray, impl: "str | Twin | None" = None) -> np.float32:
     """max |v| rounded to binary32 (a maximum has no order dependence) (FPS-BLK-5)."""
-    return choose_twin(impl).tensor_amax(v)
+    return choose_twin(impl, v).tensor_amax(v)
 
 
 def _given_amax(amax: object) -> np.float32:
@@ -143,27 +117,30 @@ def _given_amax(amax: object) -> np.float32:
     return a32
 
 
-def _check_rbits(rbits: object, spec: BlockSpec, shape: tuple[int, int]) -> np.ndarray:
+def _check_rbits(rbits: object, spec: BlockSpec, view: object) -> np.ndarray:
+    shape = tuple(view.shape)  # type: ignore[attr-defined]
     if rbits is None:
         raise FpspecError(f"rounding {spec.rounding.value} needs random bits (rbits: uint8, uint16 or uint32 "
                           f"values below 2^{spec.nbits}, shape {shape}, the quantized view)")
-    rb = np.asarray(rbits)
-    if rb.shape != shape or rb.dtype not in _RBITS_DTYPES:
+    same_device("quantize: the input and rbits", view, rbits)
+    rb = rbits if is_torch(rbits) else np.asarray(rbits)
+    dtype = str(rb.dtype).replace("torch.", "")
+    if tuple(rb.shape) != shape or dtype not in (TORCH_RANDOM_DTYPES if is_torch(rb) else _RBITS_DTYPES):
         raise FpspecError(f"rbits must be uint8, uint16 or uint32 of shape {shape} (the quantized view), "
-                          f"got {rb.dtype} {rb.shape}")
+                          f"got {dtype} {tuple(rb.shape)}")
     check_random_values(rb, spec.nbits)
     return rb
 
 
 def quantize_view(v: np.ndarray, spec: BlockSpec, amax: np.float32, rbits: np.ndarray | None = None,
-                  impl: "str | Twin" = "fast", want_dequant: bool = True,
+                  impl: "str | Twin | None" = None, want_dequant: bool = True,
                   block_amax: np.ndarray | None = None) -> BlockResult:
     """Steps 1-2 on a prepared view (used by quantize and by the GEMM models); ``block_amax``:
     the view's block amaxes as :func:`prepare_view` measured them (fast path only; the exact
     path measures its own)."""
-    twin = choose_twin(impl)
+    twin = choose_twin(impl, v)
     if spec.rounding.stochastic:
-        rbits = _check_rbits(rbits, spec, v.shape)
+        rbits = _check_rbits(rbits, spec, v)
     return twin.quantize_view(v, spec, amax, rbits, want_dequant=want_dequant, block_amax=block_amax)
 
 
@@ -209,7 +186,7 @@ def quantize(x: np.ndarray, scheme: "str | BlockSpec" = "ue5m3", *, profile: str
              amax: float | None = None, rounding: str | None = None, rbits: np.ndarray | None = None,
              nbits: int | None = None, columnwise: bool = False, rht: bool = False, scale_format: str | None = None,
              zero_scale_rule: bool | None = None, sr_eval: str | None = None, rht_output: str | None = None,
-             pad: bool = False, impl: Literal["fast", "exact"] = "fast",
+             pad: bool = False, impl: "Literal['fast', 'exact', 'torch'] | None" = None,
              payload_format: str | None = None) -> QuantizedTensor:
     """Block-quantize a float tensor (FPS-BLK-1..28).
 
@@ -240,19 +217,23 @@ def quantize(x: np.ndarray, scheme: "str | BlockSpec" = "ue5m3", *, profile: str
         sr_eval: ``exact`` or ``fp32`` (seed-fp32 only: the seed's FP32 evaluation of its SR rule).
         rht_output: ``fp32`` or ``bf16``: the transformed view rounded to bfloat16 (default: the profile's).
         pad: zero-pad the view to whole blocks instead of refusing.
-        impl: ``fast`` (Numba) or ``exact`` (the Fraction spec); bit-equal (:mod:`fpspec.twins`).
+        impl: ``fast`` (Numba), ``exact`` (the Fraction spec) or ``torch`` (torch tensors on their
+            device); bit-equal (:mod:`fpspec.twins`).  None (the default): ``torch`` for a torch
+            tensor, ``fast`` otherwise.  A torch input gives a tensor whose codes and scales are
+            torch tensors on the input's device.
         payload_format: the element format: ``e2m1`` (ue5m3, nvfp4, mxfp4), or ``e4m3``
             (default) or ``e5m2`` for mxfp8 (FPS-BLK-26).
 
     The returned tensor carries the resolved spec (``qt.spec``); :func:`dequantize` and the GEMM
     models read it instead of resolving names again.
     """
-    twin = choose_twin(impl)
+    twin = choose_twin(impl, x)
     spec = _spec_of(scheme, {"profile": profile, "block": block, "tile": tile, "target": target,
                              "rounding": rounding, "nbits": nbits, "scale_format": scale_format,
                              "zero_scale_rule": zero_scale_rule, "sr_eval": sr_eval, "rht_output": rht_output,
                              "payload_format": payload_format})
-    x, rbits = native_byte_order(x), native_byte_order(rbits)
+    if not is_torch(x):
+        x, rbits = native_byte_order(x), native_byte_order(rbits)
     v, orig, known, block_amax = prepare_view(x, spec, columnwise=columnwise, pad=pad, rht=rht, impl=twin)
     if amax is not None:
         g = _given_amax(amax)
@@ -269,14 +250,14 @@ def quantize(x: np.ndarray, scheme: "str | BlockSpec" = "ue5m3", *, profile: str
         "rht_output": spec.rht_output.value if rht else None,
         "amax_source": "measured" if amax is None else "given",
         "view_shape": [int(orig[0]), int(orig[1])],
-        "padded": bool(v.shape != orig),
+        "padded": bool(tuple(v.shape) != orig),
     }
     return QuantizedTensor(codes=res.codes, scales=res.scales, scale_format=spec.scale_format.name,
                            block=spec.block, tile=spec.tile, encode_scale=np.float32(res.encode_scale),
                            decode_scale=np.float32(res.decode_scale), amax=np.float32(g),
                            scheme=spec.profile.scheme, profile=spec.profile.name, columnwise=bool(columnwise),
                            payload_format=spec.payload_format.name, params=params,
-                           source_shape=tuple(np.shape(x)), spec=spec)
+                           source_shape=tuple(x.shape) if is_torch(x) else tuple(np.shape(x)), spec=spec)
 
 
 _OVERFLOW_REASON = {
@@ -293,7 +274,7 @@ _CODES_OVERFLOW_REASON = "q s exceeds binary32"
 
 
 def dequantize(qt: QuantizedTensor, *, overflow: Literal["error", "ieee"] = "error",
-               impl: Literal["fast", "exact"] = "fast") -> np.ndarray:
+               impl: "Literal['fast', 'exact', 'torch'] | None" = None) -> np.ndarray:
     """float32 values of a quantized tensor, shape of ``qt.codes`` (FPS-BLK-14, FPS-BLK-21).
 
     A rowwise tensor quantized from a source of more than two dimensions comes back
@@ -317,14 +298,15 @@ def dequantize(qt: QuantizedTensor, *, overflow: Literal["error", "ieee"] = "err
 
     ``impl``: ``fast`` (a table of every (scale code, payload code) pair, looked up per element)
     or ``exact`` (:mod:`fpspec.exact.dequant`: every element by the formula on exact values);
-    bit-equal (:mod:`fpspec.twins`).
+    bit-equal (:mod:`fpspec.twins`); ``torch`` (None: the default for a tensor whose codes are torch
+    tensors) gives a torch float32 tensor on the codes' device.
     """
     if not isinstance(qt, QuantizedTensor):
         raise FpspecError(f"dequantize takes a QuantizedTensor (from fpspec.quantize, or "
                           f"QuantizedTensor.from_npz for a file), got {_described(qt)}")
     if overflow not in ("error", "ieee"):
         raise FpspecError(f"overflow must be 'error' or 'ieee', got {overflow!r}")
-    values = _dequantize_view(qt, overflow, choose_twin(impl))
+    values = _dequantize_view(qt, overflow, choose_twin(impl, qt.codes))
     src = qt.source_shape
     if src is not None and len(src) > 2 and not qt.columnwise:
         rows, k = math.prod(src[:-1]), src[-1]
@@ -334,8 +316,8 @@ def dequantize(qt: QuantizedTensor, *, overflow: Literal["error", "ieee"] = "err
 
 def _described(obj: object) -> str:
     """What was given, in a few words: a type and a short value, or an array's dtype and shape."""
-    if isinstance(obj, np.ndarray):
-        return f"a {obj.dtype} array of shape {obj.shape}"
+    if isinstance(obj, np.ndarray) or is_torch(obj):
+        return describe_array(obj)
     text = repr(obj)
     return f"{type(obj).__name__} {text if len(text) <= 60 else text[:57] + '...'}"
 
@@ -363,7 +345,7 @@ def _dequantize_view(qt: QuantizedTensor, overflow: str, twin: Twin) -> np.ndarr
     out, bad = twin.dequantize_blocks(qt.codes, qt.scales, formula, qt.scale_format, qt.payload_format, amax, target,
                                       qt.decode_scale, qt.block, qt.tile)
     if bad >= 0 and overflow == "error":
-        idx = tuple(int(i) for i in np.unravel_index(bad, qt.codes.shape))
+        idx = tuple(int(i) for i in np.unravel_index(bad, tuple(qt.codes.shape)))
         raise FpspecError(f"the dequantized value of element {list(idx)} is {float(out[idx])!r}: "
                           f"{overflow_reason} (g = {float(qt.amax)!r}); "
                           "dequantize(..., overflow='ieee') returns the formula's IEEE values", idx)
@@ -371,6 +353,19 @@ def _dequantize_view(qt: QuantizedTensor, overflow: str, twin: Twin) -> np.ndarr
 
 
 def _first_ruled_out_code(codes: np.ndarray, allowed: np.ndarray) -> tuple[int, ...] | None:
+    if is_torch(codes):
+        import torch
+
+        if codes.numel() == 0 or allowed.all():
+            return None
+        hit = ~torch.as_tensor(allowed, device=codes.device)[codes.long()]
+        if not bool(hit.any()):
+            return None
+        return tuple(int(i) for i in np.argwhere(to_numpy(hit))[0])  # (refusing: the mask's host copy)
+    return _first_ruled_out_numpy(codes, allowed)
+
+
+def _first_ruled_out_numpy(codes: np.ndarray, allowed: np.ndarray) -> tuple[int, ...] | None:
     """Index of the first of ``codes`` (uint8) that ``allowed`` (a flag per code of the format:
     a power-of-two count) rules out, or None.  Vectorized reductions settle the usual case before any code
     is looked up: no ruled-out code lies within [min, max] of the codes; or, where the
@@ -395,8 +390,9 @@ def _check_payload_codes(qt: QuantizedTensor) -> None:
     """Every payload code is a finite code of the tensor's payload format: 0..15 for E2M1; for
     E4M3 and E5M2 not a NaN or Inf code, which a saturating MX quantizer never writes (FPS-BLK-28)."""
     if qt.payload_format == "e2m1" or not isinstance(qt.payload_format, str):
-        if qt.codes.size and int(qt.codes.max()) > 15:
-            idx = tuple(int(i) for i in np.argwhere(qt.codes > 15)[0])
+        size = qt.codes.numel() if is_torch(qt.codes) else qt.codes.size
+        if size and int(qt.codes.max()) > 15:
+            idx = tuple(int(i) for i in np.argwhere(to_numpy(qt.codes > 15))[0])  # (refusing: a host copy)
             raise FpspecError(f"payload code {int(qt.codes[idx])} is not an E2M1 code (0..15)", idx)
         return
     fmt = get_format(qt.payload_format)

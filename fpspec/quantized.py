@@ -43,6 +43,7 @@ import numpy as np
 from .choices import DEFAULT_SR_BITS
 from .errors import FpspecError
 from .formats import FP32, get_format
+from .arraykind import describe_array, is_torch, same_device, to_numpy
 from .io import load_npz, save_npz
 from .plain_operand import FORMAT_ID, derived_scales_checked, is_plain, plain_arrays, read_plain
 from .schemes import BLOCK_SCHEMES, CODES_SCHEME, BlockSpec, get_profile, resolve_spec
@@ -85,10 +86,11 @@ class QuantizedTensor:
     spec: BlockSpec | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.codes, np.ndarray) or self.codes.dtype != np.uint8 or self.codes.ndim != 2:
+        if not _is_uint8(self.codes) or self.codes.ndim != 2:
             raise FpspecError(f"codes must be a 2-D uint8 array, got {_describe(self.codes)}")
-        if not isinstance(self.scales, np.ndarray) or self.scales.dtype != np.uint8:
+        if not _is_uint8(self.scales):
             raise FpspecError(f"scales must be uint8, got {_describe(self.scales)}")
+        same_device("a QuantizedTensor's codes and scales", self.codes, self.scales)
         if self.tile not in ("1xB", "BxB"):
             raise FpspecError(f"tile must be '1xB' or 'BxB', got {self.tile!r}")
         if isinstance(self.block, bool) or not isinstance(self.block, (int, np.integer)) or self.block <= 0:
@@ -106,8 +108,8 @@ class QuantizedTensor:
             raise FpspecError(f"payload format {self.payload_format!r} is not one fpspec writes or reads "
                               f"({', '.join(CODES_PAYLOAD_FORMATS)})")
         want = self.scale_grid_shape
-        if self.scales.shape != want:
-            raise FpspecError(f"scales shape {self.scales.shape} does not match codes {self.codes.shape} "
+        if tuple(self.scales.shape) != want:
+            raise FpspecError(f"scales shape {tuple(self.scales.shape)} does not match codes {self.codes.shape} "
                               f"with {self.tile} tiles of {self.block}: expected {want}")
         get_format(self.scale_format)
         if self.spec is not None:
@@ -163,11 +165,26 @@ class QuantizedTensor:
 
     @property
     def shape(self) -> tuple[int, int]:
-        return self.codes.shape  # type: ignore[return-value]
+        return tuple(self.codes.shape)  # type: ignore[return-value]
+
+    @property
+    def device(self) -> str:
+        """Where the codes live: ``numpy``, or a torch device (``cpu``, ``cuda:0``)."""
+        return same_device("a QuantizedTensor's codes and scales", self.codes, self.scales)
+
+    def to(self, device: str) -> "QuantizedTensor":
+        """The same tensor with codes and scales as torch tensors on ``device`` (``"numpy"``: as numpy
+        arrays); an explicit move, the one way a tensor changes device."""
+        if device == "numpy":
+            return replace(self, codes=to_numpy(self.codes), scales=to_numpy(self.scales))
+        import torch
+
+        return replace(self, codes=torch.as_tensor(self.codes).to(device),
+                       scales=torch.as_tensor(self.scales).to(device))
 
     @property
     def scale_grid_shape(self) -> tuple[int, int]:
-        m, k = self.codes.shape
+        m, k = tuple(self.codes.shape)
         b = self.block
         if k % b or (self.tile == "BxB" and m % b):
             raise FpspecError(f"shape {self.codes.shape} is not a multiple of the {self.tile} tile with B={b}")
@@ -176,6 +193,10 @@ class QuantizedTensor:
     def scale_code_per_element(self) -> np.ndarray:
         """The scale code that applies to each element, shape (M, K)."""
         s = self.scales
+        if is_torch(s):
+            if self.tile == "BxB":
+                s = s.repeat_interleave(self.block, dim=0)
+            return s.repeat_interleave(self.block, dim=1)
         if self.tile == "BxB":
             s = np.repeat(s, self.block, axis=0)
         return np.repeat(s, self.block, axis=1)
@@ -203,15 +224,15 @@ class QuantizedTensor:
         """
         idx = row_indices(index, self.shape[0])
         if self.tile == "BxB":
-            scales = self.scales[_whole_tiles(idx, self.block)]
+            scales = self.scales[_index_like(_whole_tiles(idx, self.block), self.scales)]
         else:
-            scales = self.scales[idx]
+            scales = self.scales[_index_like(idx, self.scales)]
         params = dict(self.params)
         view = params.get("view_shape")
         if isinstance(view, list) and len(view) == 2 and isinstance(view[0], int):
             params["view_shape"] = [int(np.count_nonzero(idx < view[0])), view[1]]
-        return replace(self, codes=np.ascontiguousarray(self.codes[idx]), scales=np.ascontiguousarray(scales),
-                       params=params, source_shape=None)
+        return replace(self, codes=_contiguous(self.codes[_index_like(idx, self.codes)]),
+                       scales=_contiguous(scales), params=params, source_shape=None)
 
     def __getitem__(self, index: object) -> "QuantizedTensor":
         """``qt[rows]``: :meth:`rows` (FPS-OPD-7); a (rows, columns) pair is refused."""
@@ -308,11 +329,11 @@ class QuantizedTensor:
         pf = get_format(self.payload_format)
         _first_bad(self.codes, self.codes >= pf.num_codes, "payload code {code} out of range for " + pf.name)
         special = np.array([c < pf.num_codes and pf.kind(c).value in ("nan", "inf") for c in range(256)])
-        _first_bad(self.codes, special[self.codes], "payload code {code} is a NaN or Inf code of " + pf.name
+        _first_bad(self.codes, _flags_of(special, self.codes), "payload code {code} is a NaN or Inf code of " + pf.name
                    + " (a saturating quantizer never writes one)")
         sf = get_format(self.scale_format)
         nan = np.array([c >= sf.num_codes or sf.kind(c).value == "nan" for c in range(256)])
-        _first_bad(self.scales, nan[self.scales], "block scale code {code} is NaN or out of range for " + sf.name)
+        _first_bad(self.scales, _flags_of(nan, self.scales), "block scale code {code} is NaN or out of range for " + sf.name)
         view = self.params.get("view_shape")
         if view is not None:
             m, k = self.codes.shape
@@ -329,7 +350,7 @@ class QuantizedTensor:
     def to_npz(self, path: str | Path, dequant: np.ndarray | None = None) -> None:
         """Write the .npz of ``fpspec quantize`` (uncompressed, no pickle, atomically)."""
         arrays = {
-            "codes": self.codes, "scales": self.scales,
+            "codes": to_numpy(self.codes), "scales": to_numpy(self.scales),
             "encode_scale": np.float32(self.encode_scale), "decode_scale": np.float32(self.decode_scale),
             "amax": np.float32(self.amax),
             "meta": np.array(json.dumps(self.meta(), sort_keys=True)),
@@ -445,10 +466,40 @@ def _whole_tiles(idx: np.ndarray, block: int) -> np.ndarray:
 def _describe(a: object) -> str:
     if isinstance(a, np.ndarray):
         return f"{a.dtype} array of shape {a.shape}"
-    return type(a).__name__
+    return describe_array(a) if is_torch(a) else type(a).__name__
 
 
-def _first_bad(arr: np.ndarray, bad: np.ndarray, what: str) -> None:
-    if bad.any():
-        idx = tuple(int(i) for i in np.argwhere(bad)[0])
-        raise FpspecError(what.format(code=f"0x{int(arr[idx]):02x}"), idx)
+def _is_uint8(a: object) -> bool:
+    """A uint8 numpy array or torch tensor."""
+    if is_torch(a):
+        return str(a.dtype) == "torch.uint8"  # type: ignore[attr-defined]
+    return isinstance(a, np.ndarray) and a.dtype == np.uint8
+
+
+def _index_like(idx: np.ndarray, a: object) -> object:
+    """Row numbers as ``a`` is indexed: numpy as is, a torch tensor's on its device."""
+    if is_torch(a):
+        import torch
+
+        return torch.as_tensor(idx, device=a.device)  # type: ignore[attr-defined]
+    return idx
+
+
+def _contiguous(a: object) -> object:
+    return a.contiguous() if is_torch(a) else np.ascontiguousarray(a)  # type: ignore[attr-defined]
+
+
+def _flags_of(table: np.ndarray, codes: object) -> object:
+    """``table[codes]`` for a flag per code value, on the codes' own kind and device."""
+    if is_torch(codes):
+        import torch
+
+        return torch.as_tensor(table, device=codes.device)[codes.long()]  # type: ignore[attr-defined]
+    return table[codes]  # type: ignore[index]
+
+
+def _first_bad(arr: object, bad: object, what: str) -> None:
+    if bool(bad.any()):  # type: ignore[attr-defined]
+        first = np.argwhere(to_numpy(bad))[0]  # (only when refusing: the mask's host copy names the index)
+        idx = tuple(int(i) for i in first)
+        raise FpspecError(what.format(code=f"0x{int(arr[idx]):02x}"), idx)  # type: ignore[index]

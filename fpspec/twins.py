@@ -14,8 +14,11 @@ functions on resolved, typed arguments (a :class:`~fpspec.formats.FloatFormat`, 
 when the twin is first chosen (``import fpspec`` starts no Numba).
 
 A new backend plugs in here: it provides the same steps on its own arrays and registers a
-builder under its name in :data:`TWIN_BUILDERS`; ``torch`` is the name reserved for the torch
-twin (docs/architecture.rst), refused by name until one is registered.
+builder under its name in :data:`TWIN_BUILDERS`.  The torch twin (:mod:`fpspec.torch`) is one:
+its steps take and give torch tensors on any device.  ``impl=None`` (every verb's default)
+chooses by the input: the torch twin for a torch tensor, the fast twin for anything else; a twin
+given arrays of the other kind is refused by name (fpspec never copies a device tensor to the
+host, or a host array to a device, behind the caller's back).
 """
 
 from __future__ import annotations
@@ -24,14 +27,19 @@ import functools
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from .arraykind import describe_array, is_torch
 from .errors import FpspecError
 
-__all__ = ["Twin", "choose_twin", "TWIN_NAMES", "TWIN_BUILDERS", "RESERVED_TWINS"]
+__all__ = ["Twin", "choose_twin", "TWIN_NAMES", "TWIN_BUILDERS", "RESERVED_TWINS", "TORCH_TWINS"]
 
 
 @dataclass(frozen=True)
 class Twin:
     """One implementation of every numeric rule, as the steps the verbs call.
+
+    Step 0's array work (FPS-BLK-1): ``scan_input(x, block)`` -> (the (M, K) view of a checked
+    input, fp32(max |x|), its 1xB block amaxes or None), refusing NaN, Inf and values beyond
+    binary32 by index; ``to_binary32(v)`` (RNE) and ``pad(v, rows, cols)`` (zeros appended).
 
     Conversion (FPS-RND-*): ``encode(x, fmt, mode, rbits, nbits, policies)`` -> codes,
     ``decode(codes, fmt)`` -> float64 values.
@@ -53,6 +61,9 @@ class Twin:
     """
 
     name: str
+    scan_input: Callable[..., Any]
+    to_binary32: Callable[[Any], Any]
+    pad: Callable[[Any, int, int], Any]
     encode: Callable[..., Any]
     decode: Callable[..., Any]
     transpose: Callable[[Any], Any]
@@ -68,11 +79,19 @@ class Twin:
     gemm_kernel: Callable[..., dict]
 
 
+def _numpy_steps(scan_input: Callable[..., Any]) -> dict[str, Callable[..., Any]]:
+    """Step 0's array work on numpy arrays (the exact and the fast twin differ in the scan only)."""
+    import numpy as np
+
+    return {"scan_input": scan_input, "to_binary32": lambda v: v.astype(np.float32),
+            "pad": lambda v, rows, cols: np.pad(v, ((0, rows), (0, cols)))}
+
+
 def _exact() -> Twin:
     import numpy as np
 
     from .exact.accumulate import gemm_exact, rowdot_exact
-    from .exact.blocks import quantize_view_exact, rht16_exact, round_bf16_exact
+    from .exact.blocks import quantize_view_exact, rht16_exact, round_bf16_exact, scan_input_exact
     from .exact.dequant import dequantize_blocks_exact
     from .exact.rounding import decode_exact_codes, encode_exact
 
@@ -97,7 +116,7 @@ def _exact() -> Twin:
     def gemm_kernel(a, bt, model, fmt=None):
         return {"kernel": "fpspec.exact.accumulate.gemm_exact (steps 1-8 on exact values)"}
 
-    return Twin(name="exact", encode=encode_exact, decode=decode_exact_codes, transpose=transpose, rht16=rht16_exact,
+    return Twin(name="exact", **_numpy_steps(scan_input_exact), encode=encode_exact, decode=decode_exact_codes, transpose=transpose, rht16=rht16_exact,
                 round_bf16=round_bf16_exact, tensor_amax=tensor_amax, quantize_view=quantize_view,
                 block_amax_from_scan=False, dequantize_blocks=dequantize_blocks_exact, gemm=gemm, rowdot=rowdot,
                 gemm_declines=gemm_declines, gemm_kernel=gemm_kernel)
@@ -110,7 +129,7 @@ def _fast() -> Twin:
     from .fast.blocks import quantize_view_fast
     from .fast.dequant import dequant_value_table, dequantize_blocks as dequantize_by_table
     from .fast.rht import rht16_fast, round_bf16_fast
-    from .fast.scan import scan_values
+    from .fast.scan import scan_input, scan_values
     from .fast.rounding import decode_fast, encode_fast
     from .fast.transpose import transpose_fast
 
@@ -131,18 +150,28 @@ def _fast() -> Twin:
         partials, kernel = fast_kernel(a, bt, model, fmt)
         return {"blas_partials": partials, "kernel": kernel}
 
-    return Twin(name="fast", encode=encode_fast, decode=decode_fast, transpose=transpose_fast, rht16=rht16_fast,
+    return Twin(name="fast", **_numpy_steps(scan_input), encode=encode_fast, decode=decode_fast, transpose=transpose_fast, rht16=rht16_fast,
                 round_bf16=round_bf16_fast, tensor_amax=tensor_amax, quantize_view=quantize_view,
                 block_amax_from_scan=True, dequantize_blocks=dequantize_blocks, gemm=gemm_fast, rowdot=rowdot_fast,
                 gemm_declines=exact_only_reason, gemm_kernel=gemm_kernel)
 
 
+def _torch() -> Twin:
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        raise FpspecError("impl 'torch' needs PyTorch, which is not installed (pip install torch)") from None
+    from .torch.twin import build
+
+    return build(Twin)
+
+
 #: Twin name -> the function that builds it (its modules imported then).
-TWIN_BUILDERS: dict[str, Callable[[], Twin]] = {"fast": _fast, "exact": _exact}
+TWIN_BUILDERS: dict[str, Callable[[], Twin]] = {"fast": _fast, "exact": _exact, "torch": _torch}
+#: The twins whose arrays are torch tensors (the others take numpy arrays).
+TORCH_TWINS: frozenset[str] = frozenset({"torch"})
 #: Names kept for twins this version does not have, with what to say when one is asked for.
-RESERVED_TWINS: dict[str, str] = {
-    "torch": "the torch twin (torch tensors on any device) is not part of this version of fpspec",
-}
+RESERVED_TWINS: dict[str, str] = {}
 #: The names ``impl`` takes, the default first.
 TWIN_NAMES: tuple[str, ...] = tuple(TWIN_BUILDERS)
 
@@ -152,15 +181,30 @@ def _built(name: str) -> Twin:
     return TWIN_BUILDERS[name]()
 
 
-def choose_twin(impl: "str | Twin") -> Twin:
+def choose_twin(impl: "str | Twin | None", given: object = None) -> Twin:
     """The twin ``impl`` names (a :class:`Twin` is taken as chosen); the one decision of a verb.
 
+    ``impl=None`` chooses by ``given``, the verb's input: the torch twin for a torch tensor, the
+    fast twin otherwise.  A named twin given an input of the other kind (a torch tensor to
+    ``fast`` or ``exact``, a numpy array to ``torch``) is refused: no verb copies data between
+    host and device on its own.
+
     Raises:
-        FpspecError: ``impl`` is not a twin's name (a reserved name says why it is not there).
+        FpspecError: ``impl`` is not a twin's name (a reserved name says why it is not there), or
+            the input is of the other kind.
     """
     if isinstance(impl, Twin):
         return impl
+    if impl is None:
+        impl = "torch" if is_torch(given) else "fast"
     if isinstance(impl, str) and impl in TWIN_BUILDERS:
+        if given is not None and is_torch(given) != (impl in TORCH_TWINS):
+            if impl in TORCH_TWINS:
+                raise FpspecError(f"impl {impl!r} computes on torch tensors, got {describe_array(given)}: give "
+                                  "torch.from_numpy(x) (on the device you want), or impl='fast' for numpy")
+            raise FpspecError(f"impl {impl!r} computes on numpy arrays on the host, got {describe_array(given)}: "
+                              "use impl='torch' (or leave impl out) for torch tensors; fpspec never copies a "
+                              "tensor to the host on its own")
         return _built(impl)
     names = " or ".join(repr(n) for n in TWIN_NAMES)
     if isinstance(impl, str) and impl in RESERVED_TWINS:

@@ -57,8 +57,8 @@ def test_rz_on_the_command_line(tmp_path, capsys):
     (dict(rounding="sr", nbits=True), r"nbits must be an integer .* of type bool"),
     (dict(overflow="clamp"), r"unknown overflow policy 'clamp'; known: sat, nonfinite, error"),
     (dict(nan=0), r"unknown nan policy 0; known: error"),
-    (dict(impl="slow"), r"impl must be 'fast' or 'exact', got 'slow'"),
-    (dict(impl=1), r"impl must be 'fast' or 'exact', got 1"),
+    (dict(impl="slow"), r"impl must be 'fast' or 'exact' or 'torch', got 'slow'"),
+    (dict(impl=1), r"impl must be 'fast' or 'exact' or 'torch', got 1"),
 ])
 @pytest.mark.parametrize("impl", ["fast", "exact"])
 def test_bad_arguments_raise_fpspec_error(kwargs, match, impl):

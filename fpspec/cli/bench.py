@@ -126,7 +126,7 @@ def bench_encode(args: argparse.Namespace) -> list[dict]:
                                                 lambda: x.astype(dtype), args.repeat)
         # Sanity: same codes (NaN-free input with the default policies, where ml_dtypes agrees).
         same = bool(np.array_equal(encode(x, name, "rne"), x.astype(dtype).view(np.uint8)))
-        rows.append(result_row(f"float32->{name} rne", x.size, ours, "ml_dtypes astype", theirs,
+        rows.append(result_row(f"float32->{name} rne", x.size, ours, f"ml_dtypes {ml_dtypes.__version__} astype", theirs,
                                first, codes_equal=same))
     return rows
 
@@ -172,9 +172,15 @@ def _print_rows(rows: list[dict], nthreads: int) -> None:
 
 def _cmd_bench(args: argparse.Namespace) -> int:
     nthreads = set_threads(args.threads)
-    rows = BENCHMARKS[args.bench_name].run(args)
+    if args.device is not None:  # the torch twin on a torch device (fpspec/torch/bench.py)
+        from ..torch.bench import TORCH_BENCHMARKS
+
+        rows = TORCH_BENCHMARKS[args.bench_name](args)
+    else:
+        rows = BENCHMARKS[args.bench_name].run(args)
     if args.json:
-        print(json.dumps({"benchmark": args.bench_name, "threads": nthreads, "results": rows}, indent=2))
+        print(json.dumps({"benchmark": args.bench_name, "threads": nthreads, "device": args.device or "numpy",
+                          "results": rows}, indent=2))
     else:
         _print_rows(rows, nthreads)
     return 0
@@ -197,6 +203,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         bp.add_argument("--threads", type=int, default=None,
                         help="fpspec worker threads (default: every available CPU; the baseline "
                              "runs as it does, e.g. ml_dtypes astype on one thread)")
+        bp.add_argument("--device", default=None,
+                        help="time the torch twin on this torch device (cuda, cpu) instead of the fast path on "
+                             "numpy; anchors on the same device (fpspec/torch/bench.py)")
         if bench.add_arguments is not None:
             bench.add_arguments(bp)
         bp.set_defaults(func=_cmd_bench)

@@ -247,6 +247,9 @@ GEMM_BENCH_CASES = (
     ("sm100-mxf4nvf4 nvfp4", "mxf4nvf4", "sm100-mxf4nvf4", None),
     ("cublas-h200 bf16", "bf16", "cublas-h200-bf16", None),
 )
+#: The presets ``fpspec bench gemm --device`` times (issue 30's goal rows).
+DEVICE_BENCH_PRESETS = ("seed-probe-matched", "seed-triton-h200", "sm100-mxf4nvf4", "sm90-fp8",
+                        "km-h100-fp8-promote128", "cublas-h200-bf16")
 #: The operand kinds of :data:`GEMM_BENCH_CASES` (``--cases``).
 GEMM_BENCH_KINDS = tuple(kind for _, kind, _, _ in GEMM_BENCH_CASES)
 #: ml_dtypes casts of the code-operand kinds (RNE from float32).
@@ -305,6 +308,8 @@ def _bench_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--size", type=int, nargs="+", default=[1024, 2048], help="M = N = K, one run per size "
                    "(default 1024 2048)")
     p.add_argument("--cases", nargs="*", choices=list(GEMM_BENCH_KINDS), default=None)
+    p.add_argument("--models", nargs="+", default=list(DEVICE_BENCH_PRESETS),
+                   help="with --device: the presets timed on the device")
 
 
 register_benchmark("gemm", "GEMM models (seed NVFP4 / UE5M3, FP8 promote128, sm100-mxf4nvf4, cuBLAS BF16 on the "

@@ -151,7 +151,7 @@ def bench_quantize(args: argparse.Namespace) -> list[dict]:
         q = ours()
         _, t_dequant = best_time(lambda: dequantize(q), args.repeat)
         rows.append(result_row(f"ue5m3/{profile} B={args.block} rne", x.size, t_ours,
-                               "ml_dtypes astype e2m1", t_theirs, first,
+                               f"ml_dtypes {ml_dtypes.__version__} astype e2m1", t_theirs, first,
                                element_passes_s=t_passes, of_element_passes=round(t_ours / t_passes, 2),
                                dequantize_s=t_dequant, dequantize_elem_per_s=x.size / t_dequant,
                                peak_memory_x_input=round(peak_memory(ours, x.nbytes), 2),
@@ -164,6 +164,8 @@ def _bench_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--k", type=int, default=4096, help="row length K (the tensor is (n // K, K))")
     p.add_argument("--block", type=int, default=16, choices=[16, 32])
     p.add_argument("--profiles", nargs="+", default=["exact", "seed-fp32"], choices=["exact", "seed-fp32"])
+    p.add_argument("--schemes", nargs="+", default=["ue5m3", "nvfp4", "mxfp4"], choices=["ue5m3", "nvfp4", "mxfp4"],
+                   help="with --device: the schemes quantized on the device")
 
 
 register_benchmark("quantize", "ue5m3 block quantization (fast path, RNE) vs ml_dtypes float32 -> e2m1 astype",

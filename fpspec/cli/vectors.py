@@ -40,11 +40,12 @@ def _verify(args: argparse.Namespace) -> int:
 
 def _run_reference(args: argparse.Namespace) -> int:
     try:
-        n = run_reference(args.pack, args.out, args.select, progress=progress_stream(args))
+        n = run_reference(args.pack, args.out, args.select, progress=progress_stream(args), impl=args.impl)
     except IntegrityError as exc:
         print(f"fpspec vectors run-reference: integrity error: {exc}", file=sys.stderr)
         return EXIT_INTEGRITY
-    print(f"wrote fpspec fast-path results of {n} sets to {args.out}")
+    twin = "fast-path" if args.impl == "fast" else f"{args.impl} twin"
+    print(f"wrote fpspec {twin} results of {n} sets to {args.out}")
     return 0
 
 
@@ -77,11 +78,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     v.add_argument("pack")
     v.add_argument("--quiet", action="store_true", help="print only the summary line")
     v.set_defaults(func=_verify)
-    r = vs.add_parser("run-reference", help="write fpspec's own fast-path results for a pack")
+    r = vs.add_parser("run-reference", help="write fpspec's own results for a pack (the fast path, or the "
+                      "twin --impl names)")
     r.add_argument("pack")
     r.add_argument("--out", required=True, help="results folder (created; its parent folder must exist; "
                    "never a pack's folder); each file is written atomically")
     r.add_argument("--select", help="comma-separated globs of set names (matching none is an error)")
+    r.add_argument("--impl", default="fast", help="the twin that computes: fast (default), exact, torch (CPU "
+                   "tensors) or torch:DEVICE (e.g. torch:cuda)")
     add_quiet(r)
     r.set_defaults(func=_run_reference)
     ls = vs.add_parser("list", help="list the sets of a pack")

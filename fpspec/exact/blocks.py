@@ -39,13 +39,14 @@ import numpy as np
 from ..choices import Policies
 from ..errors import FpspecError
 from ..formats import E2M1, FloatFormat
+from ..input_check import BINARY32_OVERFLOW, FLOAT_INPUT_DTYPES, not_a_float_input, not_a_matrix, refused_input
 from ..schemes import (AmaxZero, Arithmetic, BlockResult, BlockSpec, Dequant, MxScaleMode, MxZeroByte, SignedZero,
                        SrEvaluation, TorchDevice)
 from .binary32 import FLT_MAX, ceil_log2, f32, f32_add, f32_div, f32_fma, f32_mul, floor_log2
 from .log2 import float_log2_ceil, float_log2_floor
 from .rounding import round_to_code
 
-__all__ = ["quantize_view_exact", "block_amax_grid_exact", "rht16_exact", "round_bf16_exact", "payload_code",
+__all__ = ["scan_input_exact", "quantize_view_exact", "block_amax_grid_exact", "rht16_exact", "round_bf16_exact", "payload_code",
            "RHT_SIGNS", "block_trace_exact", "BlockTrace", "ElementTrace"]
 
 #: TransformerEngine's wgrad sign vector for the 16-point random Hadamard transform.
@@ -53,6 +54,30 @@ RHT_SIGNS = (1, 1, 1, -1, 1, -1, -1, -1, -1, -1, -1, 1, -1, 1, -1, -1)
 
 
 # --------------------------------------------------------------- helpers
+def scan_input_exact(x: object, block: int = 0) -> tuple[np.ndarray, np.float32, None]:
+    """Step 0's check of the input (FPS-BLK-1), element by element: the (M, K) view (fp16/bf16
+    widened exactly, leading dimensions flattened), fp32(max |x|) (the largest magnitude, rounded
+    once), no block amaxes (this twin measures its own); refuses the first NaN, Inf or value
+    beyond binary32 (:func:`fpspec.input_check.refused_input`)."""
+    x = np.asarray(x)
+    if x.dtype.name not in FLOAT_INPUT_DTYPES:
+        raise not_a_float_input(x.dtype)
+    if x.ndim < 2:
+        raise not_a_matrix(x.shape)
+    if x.dtype.name in ("float16", "bfloat16"):
+        x = x.astype(np.float32)  # exact widening
+    top = 0.0
+    for i, v in enumerate(x.reshape(-1).tolist()):
+        if not math.isfinite(v) or abs(v) >= BINARY32_OVERFLOW:
+            why = "non-finite" if not math.isfinite(v) else "binary32-range"
+            raise refused_input(why, v, tuple(int(j) for j in np.unravel_index(i, x.shape)))
+        top = max(top, abs(v))
+    x2 = np.ascontiguousarray(x)
+    if x2.ndim > 2:
+        x2 = x2.reshape(-1, x.shape[-1])
+    return x2, np.float32(top), None
+
+
 def block_amax_grid_exact(x: np.ndarray, block: int, tile: str) -> list[list[Fraction]]:
     """max |x| over each block (1xB) or tile (BxB), exactly, as Fractions (FPS-BLK-6)."""
     m, k = x.shape

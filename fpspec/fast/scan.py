@@ -19,8 +19,7 @@ from .codes import chunk_bounds, chunk_count
 
 __all__ = ["scan_values", "ScanResult", "BINARY32_OVERFLOW"]
 
-#: |x| at or above this rounds to +inf in binary32 (2^128 - 2^103, the midpoint past FLT_MAX).
-BINARY32_OVERFLOW = float.fromhex("0x1.ffffffp127")
+from ..input_check import BINARY32_OVERFLOW, FLOAT_INPUT_DTYPES, not_a_float_input, not_a_matrix, refused_input
 
 
 class ScanResult(NamedTuple):
@@ -131,3 +130,29 @@ def scan_values(flat: np.ndarray, block: int = 0) -> ScanResult:
     if not finite.all():
         return ScanResult(a, int(np.flatnonzero(~finite)[0]), "non-finite")
     return ScanResult(a, int(np.flatnonzero(np.abs(flat) >= BINARY32_OVERFLOW)[0]), "binary32-range")
+
+
+def scan_input(x: object, block: int = 0) -> tuple[np.ndarray, np.float32, np.ndarray | None]:
+    """Step 0's check of a numpy input (FPS-BLK-1): the input as a 2-D binary32/binary64 array
+    (fp16/bf16 widened exactly, leading dimensions flattened to M), fp32(max |x|), and (``block`` >
+    0, binary32 input, rows of whole blocks) max |x| of every run of ``block`` values along the last
+    axis; refuses NaN, Inf and values beyond binary32, naming the first
+    (:func:`fpspec.input_check.refused_input`)."""
+    x = np.asarray(x)
+    if x.dtype.name not in FLOAT_INPUT_DTYPES:
+        raise not_a_float_input(x.dtype)
+    if x.ndim < 2:
+        raise not_a_matrix(x.shape)
+    if x.dtype.name in ("float16", "bfloat16"):
+        x = x.astype(np.float32)  # exact widening
+    shape = x.shape
+    flat = np.ascontiguousarray(x).reshape(-1)
+    whole = block > 0 and shape[-1] % block == 0
+    scan = scan_values(flat, block if whole else 0)
+    if scan.bad >= 0:
+        idx = tuple(int(i) for i in np.unravel_index(scan.bad, shape))
+        raise refused_input(scan.why, float(flat[scan.bad]), idx)
+    x2 = flat.reshape(shape)
+    if x2.ndim > 2:
+        x2 = x2.reshape(-1, shape[-1])
+    return x2, np.float32(scan.amax), scan.block_amax

@@ -23,7 +23,7 @@ from ..quantization import dequantize, quantize
 from ..schemes import AmaxZero, get_profile, get_scheme
 from . import coverage
 from .coverage import SetPlan, make_meta
-from .ops import register_operation
+from .ops import from_twin, register_operation, split_impl, to_twin
 from .schema import TAGS, tag_mask
 
 __all__ = ["BLOCK_CONFIGS", "quantize_op", "quantize_case", "quantize_cases"]
@@ -390,14 +390,16 @@ def quantize_case(x: np.ndarray, g: float, r: np.ndarray | None, p: dict[str, An
                   impl: str = "fast") -> dict[str, np.ndarray]:
     """fpspec's quantizer on one case with the settings ``p`` (a set's params): the four outputs."""
     tensor_scale = get_scheme(p["scheme"]).tensor_scale
+    impl, device = split_impl(impl)
+    x, r = to_twin(x, device), to_twin(r, device)
     q = quantize(x, p["scheme"], profile=p["profile"], block=p["block"], tile=p["tile"],
                  target=p["target"] if tensor_scale else None, amax=None if (g == 0 or not tensor_scale) else g,
                  rounding=p["rounding"], rbits=r, columnwise=p["columnwise"], rht=p["rht"],
                  scale_format=p["scale_format"], zero_scale_rule=p["zero_scale_rule"], impl=impl,
                  payload_format=p.get("payload_format"), **{k: p[k] for k in _OPTIONAL_SETTINGS if k in p})
-    return {"codes": q.codes, "scales": q.scales,
+    return {"codes": from_twin(q.codes), "scales": from_twin(q.scales),
             "decode_scale": np.array(q.decode_scale, dtype=np.float32).view(np.uint32),
-            "dequant": np.asarray(dequantize(q), dtype=np.float32).view(np.uint32)}
+            "dequant": np.asarray(from_twin(dequantize(q)), dtype=np.float32).view(np.uint32)}
 
 
 CaseFn = Callable[[np.ndarray, float, "np.ndarray | None", dict[str, Any]], dict[str, np.ndarray]]

@@ -28,7 +28,7 @@ from ..quantized import QuantizedTensor
 from ..schemes import CODES_SCHEME
 from . import coverage
 from .coverage import SetPlan, make_meta
-from .ops import register_operation
+from .ops import from_twin, register_operation, split_impl, to_twin
 from .schema import tag_mask
 
 __all__ = ["gemm_op", "PRESET_OPERANDS", "INSTRUCTION_OPERANDS"]
@@ -90,17 +90,20 @@ def gemm_op(meta: dict[str, Any], inputs: dict[str, np.ndarray], impl: str) -> d
     kind = meta["params"]["operands"]
     out = []
     n = meta["cases"]
+    impl, device = split_impl(impl)
+    moved = (lambda q: q) if device is None else (lambda q: q.to(device))  # noqa: E731
     for i in range(n):
         fmts = _plain_formats(kind)
         if fmts is not None:
-            c = gemm(inputs["a"][i], inputs["bt"][i], model, fmt=fmts if fmts[0] != fmts[1] else fmts[0],
-                     impl=impl)
+            c = gemm(to_twin(inputs["a"][i], device), to_twin(inputs["bt"][i], device), model,
+                     fmt=fmts if fmts[0] != fmts[1] else fmts[0], impl=impl)
         elif meta["operand"]["scheme"] == CODES_SCHEME:  # operands built from codes (gemm-instruction, gemm-shapes)
-            c = gemm(_code_qt(inputs, "a", i, meta["operand"]), _code_qt(inputs, "bt", i, meta["operand"]), model,
-                     impl=impl)
+            c = gemm(moved(_code_qt(inputs, "a", i, meta["operand"])), moved(_code_qt(inputs, "bt", i, meta["operand"])),
+                     model, impl=impl)
         else:
-            c = gemm(_qt(inputs, "a", i, meta["operand"]), _qt(inputs, "bt", i, meta["operand"]), model, impl=impl)
-        c = np.asarray(c)
+            c = gemm(moved(_qt(inputs, "a", i, meta["operand"])), moved(_qt(inputs, "bt", i, meta["operand"])), model,
+                     impl=impl)
+        c = np.asarray(from_twin(c))
         out.append(c.view(np.uint16) if c.dtype == np.float16 else c.astype(np.float32).view(np.uint32))
     return {"c": np.stack(out)}
 

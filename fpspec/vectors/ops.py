@@ -20,7 +20,8 @@ from ..errors import FpspecError
 from ..exact.rounding import round_to_code
 from ..formats import get_format
 
-__all__ = ["compute", "float_view", "bits_dtype", "register_operation", "FP32_QNAN"]
+__all__ = ["compute", "float_view", "bits_dtype", "register_operation", "FP32_QNAN", "split_impl", "to_twin",
+           "from_twin"]
 
 FP32_QNAN = 0x7FC00000
 _FLOAT_DTYPES = {"fp16": np.dtype(np.float16), "bf16": np.dtype(ml_dtypes.bfloat16), "fp32": np.dtype(np.float32)}
@@ -30,6 +31,41 @@ _EXTRA: dict[str, Callable[..., dict[str, np.ndarray]]] = {}
 def register_operation(name: str, fn: Callable[..., dict[str, np.ndarray]]) -> None:
     """Plug in an operation (block quantization, GEMM) implemented in another module."""
     _EXTRA[name] = fn
+
+
+def split_impl(impl: str) -> tuple[str, str | None]:
+    """A runner's ``impl`` as (the twin's name, the torch device its inputs go to): ``fast`` and
+    ``exact`` compute on numpy (device None); ``torch`` on CPU tensors, ``torch:DEVICE`` (e.g.
+    ``torch:cuda``) on that device."""
+    name, _, device = impl.partition(":")
+    if name != "torch":
+        if device:
+            raise FpspecError(f"impl {impl!r}: only the torch twin takes a device (torch:cuda)")
+        return name, None
+    return name, device or "cpu"
+
+
+def to_twin(a: Any, device: str | None) -> Any:
+    """A pack's numpy input as the twin reads it: itself (device None), else a torch tensor on
+    ``device`` holding the same values (uint16 and uint32 as int32 and int64, which torch computes
+    on; bfloat16 through its bits).  The runner's one host-to-device copy, explicit here."""
+    if device is None or a is None:
+        return a
+    import torch
+
+    a = np.ascontiguousarray(a)
+    if a.dtype == ml_dtypes.bfloat16:
+        return torch.from_numpy(a.view(np.int16)).view(torch.bfloat16).to(device)
+    if a.dtype in (np.uint16, np.uint32):
+        a = a.astype(np.int32 if a.dtype == np.uint16 else np.int64)
+    return torch.from_numpy(a).to(device)
+
+
+def from_twin(a: Any) -> Any:
+    """A twin's output as the numpy array a results file holds (a torch tensor's host copy)."""
+    from ..arraykind import to_numpy
+
+    return to_numpy(a)
 
 
 def bits_dtype(fmt: str) -> np.dtype:
@@ -83,26 +119,31 @@ def _decode(meta: dict[str, Any], inputs: dict[str, np.ndarray], impl: str) -> d
             values = (codes.astype(np.uint16).view(np.float16).astype(np.float32) if fmt == "fp16"
                       else (codes.astype(np.uint32) << np.uint32(16)).view(np.float32)).astype(np.float64)
         return {"value": fp32_bits_of_values(values, sign)}
-    return {"value": fp32_bits_of_values(decode(codes, fmt), sign)}
+    twin, device = split_impl(impl)
+    values = from_twin(decode(to_twin(codes, device), fmt, impl=twin))
+    return {"value": fp32_bits_of_values(values, sign)}
 
 
 def _encode(meta: dict[str, Any], inputs: dict[str, np.ndarray], impl: str) -> dict[str, np.ndarray]:
     xspec = meta["inputs"]["x"]
-    x = float_view(inputs["x"], xspec["format"])
+    twin, device = split_impl(impl)
+    x = to_twin(float_view(inputs["x"], xspec["format"]), device)
     out: dict[str, np.ndarray] = {}
     for name, o in meta["outputs"].items():
         pol = o["policies"]
         kw: dict[str, Any] = dict(overflow=pol["overflow"], nan=pol["nan"], negative=pol["negative"],
-                                  zero=pol["zero"], impl=impl)
+                                  zero=pol["zero"], impl=twin)
         if o.get("sr_bits"):
-            kw.update(rbits=inputs[o["random_input"]], nbits=o["sr_bits"])
+            kw.update(rbits=to_twin(inputs[o["random_input"]], device), nbits=o["sr_bits"])
         with np.errstate(invalid="ignore"):  # NaN inputs widen to float64 with a harmless warning
-            out[name] = encode(x, o["format"], o["rounding"], **kw)
+            codes = from_twin(encode(x, o["format"], o["rounding"], **kw))
+        out[name] = codes.astype(get_format(o["format"]).storage_dtype, copy=False)
     return out
 
 
 def compute(meta: dict[str, Any], inputs: dict[str, np.ndarray], impl: str = "fast") -> dict[str, np.ndarray]:
-    """All outputs of one set from its inputs, by fpspec (``impl`` = "fast" or "exact")."""
+    """All outputs of one set from its inputs, by fpspec (``impl`` = "fast", "exact", or "torch" /
+    "torch:DEVICE": :func:`split_impl`)."""
     op = meta["operation"]
     if op == "decode":
         return _decode(meta, inputs, impl)

@@ -17,7 +17,7 @@ import numpy as np
 from ..errors import FpspecError
 from ..io import atomic_write, check_output_folder
 from .checker import select_names
-from .ops import compute
+from .ops import compute, split_impl
 from .pack import MANIFEST, Pack, VectorSet, write_npz
 from .schema import RESULT_PACK_ENTRY, encode_meta
 
@@ -50,9 +50,12 @@ def write_results(out: str | Path, pack: Pack, vs: VectorSet, outputs: Mapping[s
 
 
 def run_reference(pack: Pack | str | Path, out: str | Path, select: str | None = None,
-                  progress: TextIO | None = sys.stderr) -> int:
-    """fpspec's fast path as an implementation under test: compute every set's outputs from its
-    inputs and write them as results.  Returns the number of sets written."""
+                  progress: TextIO | None = sys.stderr, impl: str = "fast") -> int:
+    """fpspec as an implementation under test: compute every set's outputs from its inputs with
+    the twin ``impl`` names (``fast``, ``exact``, ``torch`` or ``torch:DEVICE``:
+    :func:`fpspec.vectors.ops.split_impl`) and write them as results.  Returns the number of sets
+    written."""
+    split_impl(impl)  # (a bad name is refused before anything is read)
     if not isinstance(pack, Pack):
         pack = Pack(pack)
     names = select_names(pack.names(), select)
@@ -63,7 +66,7 @@ def run_reference(pack: Pack | str | Path, out: str | Path, select: str | None =
     results_folder(out, pack)
     for i, name in enumerate(names, 1):
         vs = pack.load(name)
-        outputs = compute(vs.meta, vs.inputs, "fast")
+        outputs = compute(vs.meta, vs.inputs, impl)
         write_results(out, pack, vs, outputs)
         if progress is not None:
             print(f"[{i}/{len(names)}] {name}", file=progress, flush=True)
