@@ -253,7 +253,7 @@ def _rbits(rng, shape, nbits):
     """(torch rbits, numpy rbits) with values below 2^nbits, 0 and 2^nbits - 1 included."""
     r = rng.integers(0, 2 ** nbits, shape, dtype=np.int64)
     r.reshape(-1)[:4] = [0, 2 ** nbits - 1, 0, 2 ** nbits - 1]
-    tdt = {1: torch.uint8, 8: torch.uint8, 23: torch.int32, 32: torch.int64}[nbits]
+    tdt = {1: torch.uint8, 8: torch.uint8, 23: torch.int32, 32: torch.uint32}[nbits]
     ndt = np.uint8 if nbits <= 8 else np.uint32
     return torch.from_numpy(r).to(tdt), r.astype(ndt)
 
